@@ -1,0 +1,57 @@
+import { z } from 'zod';
+
+export const productIdSchema = z
+  .string()
+  .regex(/^gid:\/\/shopify\/Product\/[0-9]{1,20}$/, 'must look like gid://shopify/Product/<numeric id>')
+  .describe('Platform product global ID, e.g. gid://shopify/Product/123');
+
+export const variantIdSchema = z
+  .string()
+  .regex(/^gid:\/\/shopify\/ProductVariant\/[0-9]{1,20}$/, 'must look like gid://shopify/ProductVariant/<numeric id>')
+  .describe('Platform variant global ID, e.g. gid://shopify/ProductVariant/456');
+
+export const emailSchema = z
+  .string()
+  .max(254, 'must be at most 254 characters')
+  .pipe(z.email('must be a valid e-mail address'))
+  .describe('Address to notify');
+
+export const subscriptionStatusSchema = z
+  .enum(['active', 'notified', 'unsubscribed', 'cancelled', 'expired'])
+  .describe('active: waiting for a restock; notified: the alert was sent; unsubscribed: by the shopper; cancelled: through the API; expired: no restock in time');
+
+export const subscriptionIdSchema = z.string().min(1).max(64).describe('Identifier of the subscription');
+
+export const subscribeAlertBody = z
+  .object({
+    productId: productIdSchema,
+    variantId: variantIdSchema.nullish().describe('Variant to watch; omit to be alerted when any variant is restocked'),
+    email: emailSchema,
+  })
+  .describe('Alert subscription request');
+
+export const subscribeAlertResponse = z
+  .object({
+    subscriptionId: subscriptionIdSchema,
+    status: subscriptionStatusSchema.describe('`active` for a created subscription'),
+  })
+  .describe('The created (or already existing) subscription');
+
+export const subscriptionParams = z.object({ subscriptionId: subscriptionIdSchema });
+
+export const subscriptionSchema = z
+  .object({
+    subscriptionId: subscriptionIdSchema,
+    status: subscriptionStatusSchema,
+    productId: productIdSchema,
+    variantId: variantIdSchema.nullable(),
+    email: z.string().describe('Address to notify'),
+    createdAt: z.string().describe('ISO-8601 time the subscription was created'),
+    updatedAt: z.string().describe('ISO-8601 time of the last status change'),
+    unsubscribeUrl: z.url().describe('One-click unsubscribe link for the subscriber'),
+  })
+  .describe('A stored alert subscription');
+
+export type SubscribeAlertInput = z.infer<typeof subscribeAlertBody>;
+export type Subscription = z.infer<typeof subscriptionSchema>;
+export type SubscriptionStatus = z.infer<typeof subscriptionStatusSchema>;

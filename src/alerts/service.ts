@@ -1,0 +1,84 @@
+import { nowIso } from '../core/clock.ts';
+import { Conflict, NotFound } from '../core/problems.ts';
+import type { TokenSigner } from '../core/signed-token.ts';
+import type { SubscribeAlertInput, Subscription } from './schemas.ts';
+import type { AlertStore, SubscriptionRow } from './store.ts';
+
+const UNSUBSCRIBE = 'unsubscribe';
+
+/** The alert subscription operations, shared by the HTTP routes (and later MCP tools). */
+export class AlertService {
+  constructor(
+    private readonly store: AlertStore,
+    private readonly signer: TokenSigner,
+    private readonly baseUrl: string,
+  ) {}
+
+  /** subscribeAlert: the live subscription for this product/variant/e-mail, created if needed. */
+  async subscribeAlert(input: SubscribeAlertInput): Promise<{ subscription: Subscription; created: boolean }> {
+    const { row, created } = await this.store.subscribe(
+      { productId: input.productId, variantId: input.variantId ?? null, email: normaliseEmail(input.email) },
+      nowIso(),
+    );
+    return { subscription: this.present(row), created };
+  }
+
+  async getSubscription(id: string): Promise<Subscription> {
+    return this.present(await this.mustFind(id));
+  }
+
+  /** Cancels through the API. Cancelling twice is harmless; an ended subscription stays ended. */
+  async cancelSubscription(id: string): Promise<Subscription> {
+    const row = await this.store.transition(id, ['active'], 'cancelled', nowIso());
+    if (!row) throw new NotFound(`No subscription ${id}.`);
+    if (row.status !== 'cancelled') {
+      throw new Conflict(`Subscription ${id} is ${row.status} and can no longer be cancelled.`);
+    }
+    return this.present(row);
+  }
+
+  unsubscribeToken(subscriptionId: string): string {
+    return this.signer.sign(UNSUBSCRIBE, subscriptionId);
+  }
+
+  /** The subscription a genuine unsubscribe token names, or undefined for a forged one. */
+  async subscriptionForToken(token: string): Promise<SubscriptionRow | undefined> {
+    const id = this.signer.verify(UNSUBSCRIBE, token);
+    return id === undefined ? undefined : this.store.find(id);
+  }
+
+  /**
+   * One-click unsubscribe. The shopper's word is final whatever the state: a waiting alert stops;
+   * one already sent or cancelled stays as it is. Returns undefined for a forged token.
+   */
+  async unsubscribe(token: string): Promise<SubscriptionRow | undefined> {
+    const id = this.signer.verify(UNSUBSCRIBE, token);
+    if (id === undefined) return undefined;
+    return this.store.transition(id, ['active'], 'unsubscribed', nowIso());
+  }
+
+  private async mustFind(id: string): Promise<SubscriptionRow> {
+    const row = await this.store.find(id);
+    if (!row) throw new NotFound(`No subscription ${id}.`);
+    return row;
+  }
+
+  private present(row: SubscriptionRow): Subscription {
+    return {
+      subscriptionId: row.id,
+      status: row.status as Subscription['status'],
+      productId: row.product_id,
+      variantId: row.variant_id,
+      email: row.email,
+      createdAt: row.created_at,
+      updatedAt: row.updated_at,
+      unsubscribeUrl: `${this.baseUrl}/unsubscribe/${this.unsubscribeToken(row.id)}`,
+    };
+  }
+}
+
+/** Domains are case-insensitive; local parts may not be (RFC 5321), so they are kept as given. */
+export function normaliseEmail(email: string): string {
+  const at = email.lastIndexOf('@');
+  return `${email.slice(0, at)}@${email.slice(at + 1).toLowerCase()}`;
+}

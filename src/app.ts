@@ -1,0 +1,82 @@
+import { randomUUID } from 'node:crypto';
+import swagger from '@fastify/swagger';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { AlertService } from './alerts/service.ts';
+import { AlertStore } from './alerts/store.ts';
+import { alertRoutes } from './alerts/routes.ts';
+import { unsubscribeRoutes } from './alerts/unsubscribe-routes.ts';
+import { checkoutPages } from './billing/checkout-page.ts';
+import { billingRoutes } from './billing/routes.ts';
+import { BillingService } from './billing/service.ts';
+import { BillingStore } from './billing/store.ts';
+import type { Config } from './config.ts';
+import type { Database } from './core/db/database.ts';
+import { clientErrorHandler, frameworkErrors, installErrorHandling } from './core/http/errors.ts';
+import { installIdempotency } from './core/http/idempotency.ts';
+import { loadServiceSecret } from './core/secrets.ts';
+import { TokenSigner } from './core/signed-token.ts';
+import { API_VERSION, collectOperations, discoveryRoutes } from './discovery/routes.ts';
+import { healthRoutes } from './health/routes.ts';
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Builds the HTTP app from the features over an open, migrated database. */
+export async function buildApp(config: Config, database: Database): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: { level: config.logLevel },
+    bodyLimit: config.bodyLimitBytes,
+    // Keep a caller's request id when it is sane, so logs line up across services.
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    requestIdHeader: false,
+    forceCloseConnections: 'idle',
+    routerOptions: { maxParamLength: 300 },
+    frameworkErrors: frameworkErrors(config.baseUrl),
+    clientErrorHandler: clientErrorHandler(config.baseUrl),
+  });
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Restock',
+        version: API_VERSION,
+        description:
+          'Back-in-stock alerts for e-commerce stores. Subscribe a customer e-mail to a restock alert, ' +
+          'check out the monthly plan, and read the service health.',
+      },
+      servers: [{ url: config.baseUrl }],
+      tags: [
+        { name: 'alerts', description: 'Restock alert subscriptions' },
+        { name: 'plans', description: 'Plans merchants buy' },
+        { name: 'service', description: 'Health and discovery' },
+      ],
+      'x-service-info': { categories: ['e-commerce', 'notifications', 'inventory'] },
+    } as Parameters<typeof swagger>[1] extends { openapi?: infer O } ? O : never,
+    transform: jsonSchemaTransform,
+  });
+
+  installErrorHandling(app, config.baseUrl, config.bodyLimitBytes);
+  installIdempotency(app, { database, ttlHours: config.idempotencyTtlHours });
+  const operations = collectOperations(app);
+
+  const signer = new TokenSigner(await loadServiceSecret(database, config.secret));
+  const alerts = new AlertService(new AlertStore(database), signer, config.baseUrl);
+  const billing = new BillingService(new BillingStore(database), config.baseUrl, config.checkoutSessionTtlMinutes);
+
+  await app.register(healthRoutes(database, config.serviceName));
+  await app.register(alertRoutes(alerts));
+  await app.register(unsubscribeRoutes(alerts));
+  await app.register(billingRoutes(billing));
+  await app.register(checkoutPages(billing));
+  await app.register(discoveryRoutes({ serviceName: config.serviceName, baseUrl: config.baseUrl, operations }));
+  return app;
+}

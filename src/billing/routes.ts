@@ -1,0 +1,55 @@
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { problemResponses } from '../core/http/openapi-responses.ts';
+import {
+  checkoutPlanBody,
+  checkoutPlanResponse,
+  checkoutSessionParams,
+  checkoutSessionSchema,
+  planListSchema,
+} from './schemas.ts';
+import type { BillingService } from './service.ts';
+
+/** The plan API under /api/v1/plans. */
+export function billingRoutes(service: BillingService) {
+  return async function (app: FastifyInstance) {
+    const api = app.withTypeProvider<ZodTypeProvider>();
+
+    api.get('/api/v1/plans', {
+      schema: {
+        operationId: 'listPlans',
+        summary: 'List the plans on sale',
+        tags: ['plans'],
+        response: { 200: planListSchema },
+      },
+      handler: async () => ({ plans: service.listPlans() }),
+    });
+
+    api.post('/api/v1/plans/checkout', {
+      config: { idempotent: true },
+      schema: {
+        operationId: 'checkoutPlan',
+        summary: 'Create an agent checkout session for the starter or growth plan',
+        description: 'Returns the URL of a page where the purchase is completed; the plan becomes active for the store once it is.',
+        tags: ['plans'],
+        body: checkoutPlanBody,
+        response: { 200: checkoutPlanResponse, ...problemResponses(400, 409, 413, 415, 422, 503) },
+      },
+      handler: async (request) => {
+        const session = await service.checkoutPlan(request.body);
+        return { checkoutUrl: session.checkoutUrl, sessionId: session.sessionId };
+      },
+    });
+
+    api.get('/api/v1/plans/checkout/:sessionId', {
+      schema: {
+        operationId: 'getCheckoutSession',
+        summary: 'Read a checkout session',
+        tags: ['plans'],
+        params: checkoutSessionParams,
+        response: { 200: checkoutSessionSchema, ...problemResponses(400, 404, 503) },
+      },
+      handler: (request) => service.getCheckoutSession(request.params.sessionId),
+    });
+  };
+}

@@ -1,0 +1,50 @@
+import { z } from 'zod';
+import { planIds } from './plans.ts';
+
+export const planIdSchema = z.enum(planIds).describe('Plan to buy');
+
+export const shopSchema = z
+  .string()
+  .max(255)
+  .regex(/^[a-zA-Z0-9][a-zA-Z0-9-]{0,62}\.myshopify\.com$/, 'must be a store domain such as my-store.myshopify.com')
+  .describe("Identifier of the merchant's store: its myshopify.com domain");
+
+export const checkoutPlanBody = z.object({ plan: planIdSchema, shop: shopSchema }).describe('Checkout request');
+
+export const checkoutPlanResponse = z
+  .object({
+    checkoutUrl: z.url().describe('Page where the merchant completes the purchase'),
+    sessionId: z.string().describe('Identifier of the checkout session'),
+  })
+  .describe('A created checkout session');
+
+export const checkoutSessionParams = z.object({ sessionId: z.string().min(1).max(64) });
+
+export const checkoutSessionSchema = z
+  .object({
+    sessionId: z.string(),
+    plan: planIdSchema,
+    shop: z.string(),
+    status: z.enum(['open', 'completed', 'expired']),
+    amount: z.number().describe('Price per month in the currency, e.g. 9.99'),
+    currency: z.string(),
+    checkoutUrl: z.url(),
+    createdAt: z.string(),
+    expiresAt: z.string(),
+    completedAt: z.string().nullable(),
+  })
+  .describe('A checkout session');
+
+export const planSchema = z.object({
+  plan: planIdSchema,
+  name: z.string(),
+  description: z.string(),
+  amount: z.number(),
+  currency: z.string(),
+  interval: z.literal('month'),
+  monthlyAlertQuota: z.number().int(),
+});
+
+export const planListSchema = z.object({ plans: z.array(planSchema) }).describe('The plans on sale');
+
+export type CheckoutSession = z.infer<typeof checkoutSessionSchema>;

@@ -1,0 +1,81 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import SqliteDriver from 'better-sqlite3';
+import { Kysely, PostgresDialect, SqliteDialect, sql, type Transaction } from 'kysely';
+import pg from 'pg';
+import type { DatabaseConfig } from '../../config.ts';
+import { pgTypes, type Dialect } from './dialect.ts';
+import { GroupCommit } from './group-commit.ts';
+import { migrateToLatest } from './migrate.ts';
+import type { Tables } from './schema.ts';
+
+export type Db = Kysely<Tables>;
+export type Trx = Transaction<Tables>;
+
+/**
+ * The service's one handle on storage. Stores read through `db` and write through `write`, which
+ * on SQLite groups the writes of concurrent requests into one durable commit.
+ */
+export class Database {
+  readonly db: Db;
+  readonly dialect: Dialect;
+  private readonly groupCommit: GroupCommit | undefined;
+
+  private constructor(db: Db, dialect: Dialect) {
+    this.db = db;
+    this.dialect = dialect;
+    this.groupCommit = dialect === 'sqlite' ? new GroupCommit(db) : undefined;
+  }
+
+  static open(config: DatabaseConfig): Database {
+    if (config.dialect === 'sqlite') return new Database(openSqlite(config), 'sqlite');
+    return new Database(openPostgres(config), 'postgres');
+  }
+
+  /**
+   * Runs `work` in a transaction and resolves once it is committed. The promise settles only
+   * after the commit, so an answer given after it describes stored data.
+   */
+  write<T>(work: (trx: Trx) => Promise<T>): Promise<T> {
+    if (this.groupCommit) return this.groupCommit.run(work);
+    return this.db.transaction().execute(work);
+  }
+
+  migrate(): Promise<string[]> {
+    return migrateToLatest(this.db, this.dialect);
+  }
+
+  /** Touches a real table, so a locked or unreachable database fails here. */
+  async ping(): Promise<void> {
+    await sql`select name from service_secrets limit 1`.execute(this.db);
+  }
+
+  async close(): Promise<void> {
+    await this.groupCommit?.drain();
+    await this.db.destroy();
+  }
+}
+
+function openSqlite(config: Extract<DatabaseConfig, { dialect: 'sqlite' }>): Db {
+  if (config.file !== ':memory:') fs.mkdirSync(path.dirname(config.file), { recursive: true });
+  const driver = new SqliteDriver(config.file, { timeout: config.busyTimeoutMs });
+  driver.pragma('journal_mode = WAL');
+  driver.pragma(`synchronous = ${config.synchronous}`);
+  driver.pragma('foreign_keys = ON');
+  return new Kysely<Tables>({ dialect: new SqliteDialect({ database: driver }) });
+}
+
+function openPostgres(config: Extract<DatabaseConfig, { dialect: 'postgres' }>): Db {
+  const pool = new pg.Pool({
+    connectionString: config.url,
+    max: config.poolMax,
+    types: pgTypes,
+    // Fail fast when the server is gone, so requests get a 503 instead of hanging.
+    connectionTimeoutMillis: 3000,
+    idleTimeoutMillis: 30_000,
+  });
+  // An idle client losing its server emits 'error' on the pool; unhandled, it would end the
+  // process. The next query gets a fresh connection or a 503.
+  pool.on('error', () => {});
+  return new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) });
+}

@@ -1,0 +1,59 @@
+import pg from 'pg';
+
+/**
+ * The few places where SQLite and PostgreSQL differ, kept together so that stores and
+ * migrations stay dialect-free.
+ */
+export type Dialect = 'sqlite' | 'postgres';
+
+/** Column type for timestamps: ISO strings on SQLite, timestamptz on PostgreSQL. */
+export function timestampType(dialect: Dialect): 'text' | 'timestamptz' {
+  return dialect === 'sqlite' ? 'text' : 'timestamptz';
+}
+
+const PG_TIMESTAMPTZ = 1184;
+const PG_TIMESTAMP = 1114;
+const PG_INT8 = 20;
+
+/**
+ * Type parsers for node-postgres so rows read the same as on SQLite: timestamps as ISO-8601
+ * strings, 64-bit counts as numbers (they stay far below 2^53 here).
+ */
+export const pgTypes = {
+  getTypeParser(oid: number, format?: string): (value: string) => unknown {
+    if (oid === PG_TIMESTAMPTZ) return (value) => new Date(value).toISOString();
+    if (oid === PG_TIMESTAMP) return (value) => new Date(`${value}Z`).toISOString();
+    if (oid === PG_INT8) return (value) => Number(value);
+    return pg.types.getTypeParser(oid, format as 'text');
+  },
+} as pg.CustomTypesConfig;
+
+const PG_UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'EAI_AGAIN',
+  '57P01', '57P02', '57P03', // admin shutdown, crash shutdown, cannot connect now
+  '08000', '08001', '08003', '08004', '08006', // connection exceptions
+  '53300', // too many connections
+  '3D000', // database does not exist (dropped or not yet created)
+  '55000', // object not in prerequisite state (e.g. database not accepting connections)
+]);
+
+/**
+ * True when an error means "the database cannot be reached or used right now" rather than a
+ * bug: the answer is then 503, and the caller may retry.
+ */
+export function isUnavailableError(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string') {
+    if (PG_UNAVAILABLE_CODES.has(code)) return true;
+    if (/^SQLITE_(BUSY|LOCKED|IOERR|CANTOPEN|FULL|READONLY|NOTADB|CORRUPT)/.test(code)) return true;
+  }
+  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|database connection is not open|driver has already been destroyed/i
+    .test(err.message);
+}
+
+/** True when an insert lost a race against a unique constraint (both dialects). */
+export function isUniqueViolation(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}

@@ -1,0 +1,81 @@
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Tables } from './schema.ts';
+
+interface Unit {
+  work: (trx: Transaction<Tables>) => Promise<unknown>;
+  resolve: (value: unknown) => void;
+  reject: (reason: unknown) => void;
+}
+
+/**
+ * Group commit for SQLite. A durable commit costs one fsync (hundreds of microseconds), far more
+ * than the insert itself, so the writes that arrive during one turn of the event loop share one
+ * transaction and one fsync. Each unit runs inside its own savepoint: a unit that fails is rolled
+ * back alone and its caller gets the error, while the others commit. Every caller's promise
+ * settles only after the shared COMMIT, so nothing is acknowledged before it is on disk.
+ */
+export class GroupCommit {
+  private queue: Unit[] = [];
+  private flushing: Promise<void> | undefined;
+  private scheduled = false;
+
+  constructor(private readonly db: Kysely<Tables>) {}
+
+  run<T>(work: (trx: Transaction<Tables>) => Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ work, resolve: resolve as (value: unknown) => void, reject });
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => void this.flush());
+      }
+    });
+  }
+
+  /** Waits until every queued write has been committed or failed. */
+  async drain(): Promise<void> {
+    while (this.queue.length > 0 || this.flushing) {
+      if (this.flushing) await this.flushing;
+      else await this.flush();
+    }
+  }
+
+  private async flush(): Promise<void> {
+    this.scheduled = false;
+    if (this.flushing) await this.flushing;
+    const batch = this.queue;
+    this.queue = [];
+    if (batch.length === 0) return;
+    this.flushing = this.commit(batch);
+    try {
+      await this.flushing;
+    } finally {
+      this.flushing = undefined;
+    }
+  }
+
+  private async commit(batch: Unit[]): Promise<void> {
+    const outcomes: Array<() => void> = [];
+    try {
+      await this.db.transaction().execute(async (trx) => {
+        for (const unit of batch) outcomes.push(await runInSavepoint(trx, unit));
+      });
+    } catch (err) {
+      for (const unit of batch) unit.reject(err);
+      return;
+    }
+    for (const settle of outcomes) settle();
+  }
+}
+
+async function runInSavepoint(trx: Transaction<Tables>, unit: Unit): Promise<() => void> {
+  await sql`savepoint unit`.execute(trx);
+  try {
+    const value = await unit.work(trx);
+    await sql`release savepoint unit`.execute(trx);
+    return () => unit.resolve(value);
+  } catch (err) {
+    await sql`rollback to savepoint unit`.execute(trx);
+    await sql`release savepoint unit`.execute(trx);
+    return () => unit.reject(err);
+  }
+}

@@ -1,0 +1,12 @@
+import type { Kysely } from 'kysely';
+import type { Dialect } from '../dialect.ts';
+import { foundation } from './0001_foundation.ts';
+
+export interface DialectMigration {
+  up(db: Kysely<any>, dialect: Dialect): Promise<void>;
+}
+
+/** The one migration set for both databases, applied in key order. Never edit a shipped entry. */
+export const migrations: Record<string, DialectMigration> = {
+  '0001_foundation': foundation,
+};

@@ -1,0 +1,116 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Socket } from 'node:net';
+import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
+import { isUnavailableError } from '../db/dialect.ts';
+import { html, page, prefersHtml } from '../html.ts';
+import { Problem, ServiceUnavailable, ValidationFailed, problemTypeUri, type FieldError } from '../problems.ts';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** A page for people: failures are answered as HTML when the client accepts it. */
+    page?: boolean;
+  }
+}
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8';
+
+/** Serialises a Problem as RFC 9457 problem+json, with the request id to quote to support. */
+export function sendProblem(request: FastifyRequest, reply: FastifyReply, problem: Problem, baseUrl: string) {
+  for (const [name, value] of Object.entries(problem.headers)) reply.header(name, value);
+  if (request.routeOptions.config?.page && prefersHtml(request)) return sendProblemPage(reply, problem);
+  return reply
+    .code(problem.status)
+    .type(PROBLEM_CONTENT_TYPE)
+    .serializer(JSON.stringify)
+    .send({
+      type: problemTypeUri(baseUrl, problem.slug),
+      title: problem.title,
+      status: problem.status,
+      detail: problem.detail,
+      instance: request.url.split('?')[0],
+      requestId: request.id,
+      ...problem.extensions,
+    });
+}
+
+/** Pages people open from an e-mail or a link get the same problem as a readable page. */
+function sendProblemPage(reply: FastifyReply, problem: Problem) {
+  const body = html`<h1>${problem.title}</h1><p>${problem.detail}</p>`;
+  return reply.code(problem.status).type('text/html; charset=utf-8').serializer(String).send(page(problem.title, body));
+}
+
+/** Maps anything thrown while handling a request to the Problem it should be answered with. */
+export function toProblem(err: FastifyError | Error, bodyLimitBytes: number): Problem {
+  if (err instanceof Problem) return err;
+  if (hasZodFastifySchemaValidationErrors(err)) {
+    const context = (err as { validationContext?: string }).validationContext ?? 'body';
+    return new ValidationFailed(err.validation.map((issue) => fieldError(context, issue)));
+  }
+  const code = (err as FastifyError).code;
+  switch (code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new Problem('payload-too-large', `The body exceeds the limit of ${bodyLimitBytes} bytes.`, {
+        extensions: { limitBytes: bodyLimitBytes },
+      });
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new Problem('unsupported-media-type', 'Send the body as JSON with `Content-Type: application/json`.');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new Problem('malformed-request', 'The body is empty although `Content-Type: application/json` was given.');
+  }
+  if (isUnavailableError(err)) return new ServiceUnavailable('The database cannot be reached right now.');
+  const status = (err as FastifyError).statusCode;
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    return new Problem('malformed-request', readableMessage(err));
+  }
+  return new Problem('internal-error', 'An unexpected error occurred.');
+}
+
+function fieldError(context: string, issue: { instancePath: string; message?: string }): FieldError {
+  const path = issue.instancePath === '/' ? '' : issue.instancePath;
+  return { pointer: `/${context}${path}`, message: issue.message ?? 'is invalid' };
+}
+
+/** Framework messages are written for developers and safe to show; keep them short. */
+function readableMessage(err: Error): string {
+  const message = err instanceof SyntaxError ? `The body is not valid JSON: ${err.message}` : err.message;
+  return message.length > 300 ? `${message.slice(0, 297)}...` : message;
+}
+
+/** Installs the error, not-found and framework-error answers on the app. */
+export function installErrorHandling(app: FastifyInstance, baseUrl: string, bodyLimitBytes: number) {
+  app.setErrorHandler((err: FastifyError, request, reply) => {
+    const problem = toProblem(err, bodyLimitBytes);
+    if (problem.status >= 500) request.log.error({ err }, 'request failed');
+    return sendProblem(request, reply, problem, baseUrl);
+  });
+  app.setNotFoundHandler((request, reply) =>
+    sendProblem(request, reply, new Problem('not-found', `No route ${request.method} ${request.url.split('?')[0]}.`), baseUrl),
+  );
+}
+
+/** Fastify's answers for errors found before routing (bad URL encoding and the like). */
+export function frameworkErrors(baseUrl: string) {
+  return (err: FastifyError, request: FastifyRequest, reply: FastifyReply) =>
+    sendProblem(request, reply, new Problem('malformed-request', readableMessage(err)), baseUrl);
+}
+
+/** Malformed HTTP that never became a request: answer 400 problem+json on the raw socket. */
+export function clientErrorHandler(baseUrl: string) {
+  return (err: Error & { code?: string }, socket: Socket) => {
+    if (!socket.writable) return;
+    if (err.code === 'ECONNRESET') return socket.destroy();
+    const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
+    const status = tooLarge ? 431 : 400;
+    const body = JSON.stringify({
+      type: problemTypeUri(baseUrl, 'malformed-request'),
+      title: tooLarge ? 'Request headers are too large' : 'The request could not be read',
+      status,
+      detail: 'The HTTP request is malformed.',
+    });
+    socket.end(
+      `HTTP/1.1 ${status} ${tooLarge ? 'Request Header Fields Too Large' : 'Bad Request'}\r\n` +
+        `Content-Type: ${PROBLEM_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+        `Connection: close\r\n\r\n${body}`,
+    );
+  };
+}

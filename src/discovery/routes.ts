@@ -1,0 +1,70 @@
+import type { FastifyInstance, RouteOptions } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+
+const apiIndexSchema = z
+  .object({
+    service: z.string(),
+    version: z.string(),
+    description: z.string(),
+    openapi: z.url().describe('The OpenAPI 3.1 document of this API'),
+    operations: z.array(
+      z.object({ operationId: z.string(), method: z.string(), path: z.string(), summary: z.string() }),
+    ),
+  })
+  .describe('Index of the API');
+
+export const API_VERSION = '1.0.0';
+
+export interface Operation {
+  operationId: string;
+  method: string;
+  path: string;
+  summary: string;
+}
+
+/**
+ * Records every documented route as it is registered. Call on the root instance before the
+ * features register, so routes in every plugin are seen.
+ */
+export function collectOperations(app: FastifyInstance): Operation[] {
+  const operations: Operation[] = [];
+  app.addHook('onRoute', (route: RouteOptions) => {
+    const schema = route.schema as { operationId?: string; summary?: string; hide?: boolean } | undefined;
+    if (!schema?.operationId || schema.hide) return;
+    for (const method of [route.method].flat()) {
+      if (method === 'HEAD') continue;
+      operations.push({ operationId: schema.operationId, method, path: route.url, summary: schema.summary ?? '' });
+    }
+  });
+  return operations;
+}
+
+/**
+ * `/api` (the API index) and `/openapi.json`. Both are derived from the registered routes, so
+ * they can never list an operation that does not exist or miss one that does.
+ */
+export function discoveryRoutes(options: { serviceName: string; baseUrl: string; operations: Operation[] }) {
+  const { operations } = options;
+  return async function (app: FastifyInstance) {
+
+    const api = app.withTypeProvider<ZodTypeProvider>();
+    api.get('/api', {
+      schema: {
+        operationId: 'getApiIndex',
+        summary: 'List the operations of this API',
+        tags: ['service'],
+        response: { 200: apiIndexSchema },
+      },
+      handler: async () => ({
+        service: options.serviceName,
+        version: API_VERSION,
+        description: 'Back-in-stock alerts for e-commerce stores: subscribe shoppers to restock e-mails and buy the monthly plan.',
+        openapi: `${options.baseUrl}/openapi.json`,
+        operations: [...operations].sort((a, b) => a.path.localeCompare(b.path) || a.method.localeCompare(b.method)),
+      }),
+    });
+
+    app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  };
+}
