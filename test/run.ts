@@ -1,0 +1,83 @@
+/**
+ * The test command. Node 20's test runner has no global set-up, so this does it: checks that
+ * PostgreSQL and Redis are there (a loud skip when they are not, a failure when
+ * RESTOCK_REQUIRE_SERVICES=1 as in CI), builds one migrated template database that each test
+ * file clones, runs every test file, and drops what it made.
+ *
+ *   npm test                                   every test, on SQLite and PostgreSQL
+ *   RESTOCK_TEST_DIALECTS=sqlite npm test      narrow to one dialect
+ *   npm test -- test/alerts.test.ts            some files only
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
+import { Database } from '../src/core/db/database.ts';
+import { pgAdmin, pgUrlFor, postgresReachable, redisReachable } from './fixtures/services.ts';
+
+const required = process.env.RESTOCK_REQUIRE_SERVICES === '1';
+const env: NodeJS.ProcessEnv = { ...process.env };
+let dialects = (env.RESTOCK_TEST_DIALECTS ?? 'sqlite,postgres').split(',').map((d) => d.trim());
+
+function loud(message: string) {
+  const bar = '!'.repeat(78);
+  process.stderr.write(`\n${bar}\n${message}\n${bar}\n\n`);
+}
+
+const [pgUp, redisUp] = await Promise.all([postgresReachable(), redisReachable()]);
+const missing = [!pgUp && 'PostgreSQL', !redisUp && 'Redis'].filter(Boolean);
+if (missing.length > 0) {
+  if (required) {
+    loud(`FAIL: ${missing.join(' and ')} not reachable, and RESTOCK_REQUIRE_SERVICES=1 requires them.`);
+    process.exit(1);
+  }
+  loud(`SKIPPING the ${missing.join(' and ')} tests: not reachable on 127.0.0.1. Only part of the suite runs.`);
+  if (!pgUp) dialects = dialects.filter((d) => d !== 'postgres');
+  if (!redisUp) env.RESTOCK_TEST_SKIP_REDIS = '1';
+}
+env.RESTOCK_TEST_DIALECTS = dialects.join(',');
+
+const runId = `${process.pid}_${randomBytes(3).toString('hex')}`;
+const template = `restock_tpl_${runId}`;
+if (dialects.includes('postgres')) {
+  await pgAdmin(`create database ${template}`);
+  const database = Database.open({ dialect: 'postgres', url: pgUrlFor(template), poolMax: 2 });
+  await database.migrate();
+  await database.close();
+  env.RESTOCK_TEST_PG_TEMPLATE = template;
+  env.RESTOCK_TEST_RUN_ID = runId;
+}
+
+const args = process.argv.slice(2);
+const files = args.length > 0 ? args : findTests('test');
+const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-timeout=120000', ...files], {
+  env,
+  stdio: 'inherit',
+});
+const code: number = await new Promise((resolve) => child.on('exit', (c, signal) => resolve(c ?? (signal ? 1 : 0))));
+
+if (dialects.includes('postgres')) await dropRunDatabases();
+process.exit(code);
+
+function findTests(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true, recursive: true })
+    .filter((entry) => entry.isFile() && entry.name.endsWith('.test.ts'))
+    .map((entry) => path.join(entry.parentPath ?? dir, entry.name))
+    .sort();
+}
+
+/** Drops the template and any database a crashed test file left behind. */
+async function dropRunDatabases() {
+  const { default: pg } = await import('pg');
+  const client = new pg.Client({ connectionString: pgUrlFor('postgres') });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ datname: string }>(
+      `select datname from pg_database where datname like $1 or datname = $2`,
+      [`restock_t_${runId}_%`, template],
+    );
+    for (const { datname } of rows) await client.query(`drop database if exists ${datname} with (force)`);
+  } finally {
+    await client.end();
+  }
+}
