@@ -27,7 +27,7 @@ const envSchema = z.object({
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),
   /** FULL makes every acknowledged write survive power loss; group commit keeps it cheap. */
   SQLITE_SYNCHRONOUS: z.enum(['FULL', 'NORMAL']).default('FULL'),
-  SQLITE_BUSY_TIMEOUT_MS: z.coerce.number().int().min(0).default(2000),
+  SQLITE_BUSY_TIMEOUT_MS: z.coerce.number().int().min(0).default(1000),
   PG_POOL_MAX: z.coerce.number().int().min(1).default(10),
   /** How long an Idempotency-Key remembers its answer. */
   IDEMPOTENCY_TTL_HOURS: z.coerce.number().int().min(1).default(24),

@@ -45,9 +45,13 @@ export class Database {
     return migrateToLatest(this.db, this.dialect);
   }
 
-  /** Touches a real table, so a locked or unreachable database fails here. */
+  /**
+   * Proves the database can take a write right now: a no-op UPDATE still needs the write lock
+   * (SQLite) or a working connection and transaction (PostgreSQL), so a locked, full or
+   * unreachable database fails here rather than on the next customer's request.
+   */
   async ping(): Promise<void> {
-    await sql`select name from service_secrets limit 1`.execute(this.db);
+    await this.write((trx) => sql`update service_secrets set name = name where name = ''`.execute(trx));
   }
 
   async close(): Promise<void> {
@@ -74,8 +78,10 @@ function openPostgres(config: Extract<DatabaseConfig, { dialect: 'postgres' }>):
     connectionTimeoutMillis: 3000,
     idleTimeoutMillis: 30_000,
   });
-  // An idle client losing its server emits 'error' on the pool; unhandled, it would end the
-  // process. The next query gets a fresh connection or a 503.
+  // A client losing its server emits 'error' (on the pool while idle, on the client while
+  // checked out); unhandled, either would end the process. The query in flight is rejected
+  // anyway, and the next one gets a fresh connection or a 503.
   pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
   return new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) });
 }
