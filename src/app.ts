@@ -37,6 +37,8 @@ export async function buildApp(config: Config, database: Database): Promise<Fast
     frameworkErrors: frameworkErrors(config.baseUrl),
     clientErrorHandler: clientErrorHandler(config.baseUrl),
   });
+  // The API speaks JSON only; pages that take forms add their own parsers.
+  app.removeContentTypeParser('text/plain');
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.addHook('onRequest', async (request, reply) => {

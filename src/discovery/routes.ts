@@ -1,6 +1,8 @@
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { html, page } from '../core/html.ts';
+import { NotFound, problemTypes, type ProblemSlug } from '../core/problems.ts';
 
 const apiIndexSchema = z
   .object({
@@ -66,5 +68,18 @@ export function discoveryRoutes(options: { serviceName: string; baseUrl: string;
     });
 
     app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+    api.get('/problems/:slug', {
+      config: { page: true },
+      schema: { hide: true, params: z.object({ slug: z.string().max(64) }) },
+      handler: async (request, reply) => {
+        const type = Object.hasOwn(problemTypes, request.params.slug)
+          ? problemTypes[request.params.slug as ProblemSlug]
+          : undefined;
+        if (!type) throw new NotFound(`No problem type ${request.params.slug}.`);
+        const body = html`<h1>${type.title}</h1><p>HTTP status ${type.status}.</p><p>${type.description}</p>`;
+        return reply.type('text/html; charset=utf-8').send(page(type.title, body));
+      },
+    });
   };
 }

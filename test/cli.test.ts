@@ -1,0 +1,164 @@
+import assert from 'node:assert/strict';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { after, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import SqliteDriver from 'better-sqlite3';
+import { failOnLeakedHandles } from './fixtures/leaks.ts';
+
+failOnLeakedHandles();
+
+const BIN = fileURLToPath(new URL('../bin/restock.js', import.meta.url));
+const tmpDirs: string[] = [];
+after(() => tmpDirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+
+function freshDir(): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'restock-cli-'));
+  tmpDirs.push(dir);
+  return dir;
+}
+
+/** A clean environment: what a newcomer's shell has, nothing of ours. */
+function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return { PATH: process.env.PATH, HOME: process.env.HOME, ...extra };
+}
+
+function restock(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}) {
+  return spawnSync(process.execPath, [BIN, ...args], { cwd: options.cwd ?? freshDir(), env: cleanEnv(options.env), encoding: 'utf8', timeout: 60_000 });
+}
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+interface Served {
+  child: ChildProcess;
+  base: string;
+  exited: Promise<number | null>;
+}
+
+async function serve(cwd: string, env: Record<string, string> = {}): Promise<Served> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [BIN, 'serve'], { cwd, env: cleanEnv({ PORT: String(port), LOG_LEVEL: 'warn', ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (d) => (output += d));
+  child.stderr!.on('data', (d) => (output += d));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const base = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 200; i++) {
+    const up = await fetch(`${base}/api/health`).then((r) => r.ok, () => false);
+    if (up) return { child, base, exited };
+    if (child.exitCode !== null) break;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  child.kill('SIGKILL');
+  throw new Error(`restock serve did not come up:\n${output}`);
+}
+
+describe('the restock command', () => {
+  it('--help prints the commands', () => {
+    const res = restock(['--help']);
+    assert.equal(res.status, 0);
+    assert.match(res.stdout, /serve/);
+    assert.match(res.stdout, /migrate/);
+  });
+
+  it('an unknown command exits 2 with the usage', () => {
+    const res = restock(['frobnicate']);
+    assert.equal(res.status, 2);
+    assert.match(res.stderr, /Unknown command: frobnicate/);
+  });
+
+  it('bad configuration is named, without a stack trace', () => {
+    const res = restock(['migrate'], { env: { PORT: 'eighty', DATABASE_URL: 'mysql://x' } });
+    assert.equal(res.status, 1);
+    assert.match(res.stderr, /Invalid configuration/);
+    assert.match(res.stderr, /PORT/);
+    assert.doesNotMatch(res.stderr, /\n\s+at /);
+  });
+
+  it('migrate applies the migrations once', () => {
+    const cwd = freshDir();
+    const first = restock(['migrate'], { cwd });
+    assert.equal(first.status, 0, first.stderr);
+    assert.match(first.stdout, /Applied: 0001_foundation/);
+    assert.ok(existsSync(path.join(cwd, 'data', 'restock.db')), 'embedded default keeps its data under ./data');
+    const again = restock(['migrate'], { cwd });
+    assert.match(again.stdout, /up to date/);
+  });
+
+  it("a newcomer's path: serve on the embedded default, then the three operations", async () => {
+    const cwd = freshDir();
+    const { child, base, exited } = await serve(cwd);
+    try {
+      const health = await fetch(`${base}/api/health`);
+      assert.equal(health.status, 200);
+      assert.equal((await health.json()).status, 'ok');
+
+      const subscribe = await fetch(`${base}/api/v1/alerts/subscribe`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ productId: 'gid://shopify/Product/123', variantId: 'gid://shopify/ProductVariant/456', email: 'shopper@example.com' }),
+      });
+      assert.equal(subscribe.status, 200);
+      assert.equal((await subscribe.json()).status, 'active');
+
+      const checkout = await fetch(`${base}/api/v1/plans/checkout`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ plan: 'starter', shop: 'my-store.myshopify.com' }),
+      });
+      assert.equal(checkout.status, 200);
+      const { checkoutUrl } = await checkout.json();
+      const port = new URL(base).port;
+      assert.ok(checkoutUrl.startsWith(`http://localhost:${port}/checkout/`), checkoutUrl);
+      const page = await fetch(checkoutUrl.replace('localhost', '127.0.0.1'));
+      assert.equal(page.status, 200);
+      assert.match(await page.text(), /my-store\.myshopify\.com/);
+    } finally {
+      child.kill('SIGTERM');
+      assert.equal(await exited, 0);
+    }
+  });
+
+  it('SIGTERM lets an in-flight request finish, then exits 0 with the write kept', async () => {
+    const cwd = freshDir();
+    const { child, base, exited } = await serve(cwd, { SHUTDOWN_TIMEOUT_MS: '20000' });
+    const body = JSON.stringify({ productId: 'gid://shopify/Product/77', email: 'inflight@example.com' });
+    const socket = net.connect(Number(new URL(base).port), '127.0.0.1');
+    await new Promise((resolve) => socket.once('connect', resolve));
+    let response = '';
+    socket.on('data', (d) => (response += d));
+    const closed = new Promise((resolve) => socket.once('close', resolve));
+    socket.write(
+      `POST /api/v1/alerts/subscribe HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body.slice(0, 10)}`,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    child.kill('SIGTERM');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    assert.equal(child.exitCode, null, 'still running while a request is in flight');
+    const refused = await fetch(`${base}/api/health`).then(() => false, () => true);
+    assert.ok(refused, 'no new connections once shutting down');
+    socket.end(body.slice(10));
+    await closed;
+    assert.match(response, /^HTTP\/1\.1 200 /);
+    assert.match(response, /"status":"active"/);
+    assert.equal(await exited, 0);
+
+    const db = new SqliteDriver(path.join(cwd, 'data', 'restock.db'), { readonly: true });
+    try {
+      const row = db.prepare('select status from subscriptions where email = ?').get('inflight@example.com') as { status: string };
+      assert.equal(row.status, 'active');
+    } finally {
+      db.close();
+    }
+  });
+});

@@ -1,0 +1,41 @@
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import { ConfigError, loadConfig } from '../src/config.ts';
+
+describe('configuration', () => {
+  it('with nothing set, runs embedded: SQLite under ./data, durable writes, port 3000', () => {
+    const config = loadConfig({});
+    assert.equal(config.port, 3000);
+    assert.equal(config.baseUrl, 'http://localhost:3000');
+    assert.deepEqual(config.database, {
+      dialect: 'sqlite',
+      file: path.resolve('data', 'restock.db'),
+      synchronous: 'FULL',
+      busyTimeoutMs: 1000,
+    });
+    assert.equal(config.bodyLimitBytes, 16 * 1024);
+  });
+
+  it('DATABASE_URL=postgres://... selects PostgreSQL', () => {
+    const config = loadConfig({ DATABASE_URL: 'postgresql://u@db:5432/restock', PG_POOL_MAX: '4' });
+    assert.deepEqual(config.database, { dialect: 'postgres', url: 'postgresql://u@db:5432/restock', poolMax: 4 });
+  });
+
+  it('BASE_URL loses its trailing slash; empty variables mean the default', () => {
+    assert.equal(loadConfig({ BASE_URL: 'https://restock.example/', PORT: '' }).baseUrl, 'https://restock.example');
+  });
+
+  for (const [name, env] of [
+    ['a port that is not a number', { PORT: 'http' }],
+    ['a port out of range', { PORT: '70000' }],
+    ['an unknown database scheme', { DATABASE_URL: 'mysql://x' }],
+    ['a base URL that is not a URL', { BASE_URL: 'restock' }],
+    ['an unknown log level', { LOG_LEVEL: 'loud' }],
+    ['a short secret', { RESTOCK_SECRET: 'short' }],
+  ] as const) {
+    it(`refuses ${name}, naming the variable`, () => {
+      assert.throws(() => loadConfig(env), (err: Error) => err instanceof ConfigError && err.message.includes(Object.keys(env)[0]!));
+    });
+  }
+});

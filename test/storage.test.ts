@@ -1,0 +1,100 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import SqliteDriver from 'better-sqlite3';
+import { Database } from '../src/core/db/database.ts';
+import { createTestDatabase, testConfig, testDialects, type TestDatabase } from './fixtures/app.ts';
+import { failOnLeakedHandles } from './fixtures/leaks.ts';
+
+failOnLeakedHandles();
+
+const secret = (name: string) => ({ name, value: 'v', created_at: '2026-01-02T03:04:05.678Z' });
+
+for (const dialect of testDialects()) {
+  describe(`storage on ${dialect}`, () => {
+    let testDatabase: TestDatabase;
+    let database: Database;
+    before(async () => {
+      testDatabase = await createTestDatabase(dialect);
+      database = Database.open(testConfig(testDatabase.url).database);
+    });
+    after(async () => {
+      await database.close();
+      await testDatabase.drop();
+    });
+
+    const names = async (prefix: string) =>
+      (await database.db.selectFrom('service_secrets').select('name').where('name', 'like', `${prefix}%`).orderBy('name').execute()).map((r) => r.name);
+
+    it('migrating again applies nothing', async () => {
+      assert.deepEqual(await database.migrate(), []);
+    });
+
+    it('timestamps read back as the ISO strings written', async () => {
+      await database.write((trx) => trx.insertInto('service_secrets').values(secret('ts-check')).execute());
+      const row = await database.db.selectFrom('service_secrets').selectAll().where('name', '=', 'ts-check').executeTakeFirstOrThrow();
+      assert.equal(row.created_at, '2026-01-02T03:04:05.678Z');
+    });
+
+    it('concurrent writes all commit, and each is visible once its promise resolves', async () => {
+      const results = await Promise.all(
+        Array.from({ length: 100 }, (_, i) =>
+          database.write(async (trx) => {
+            await trx.insertInto('service_secrets').values(secret(`many-${String(i).padStart(3, '0')}`)).execute();
+            return i;
+          }),
+        ),
+      );
+      assert.deepEqual(results, Array.from({ length: 100 }, (_, i) => i));
+      assert.equal((await names('many-')).length, 100);
+    });
+
+    it('a failing write is rolled back alone; the writes beside it commit', async () => {
+      const outcomes = await Promise.allSettled([
+        database.write((trx) => trx.insertInto('service_secrets').values(secret('iso-a')).execute()),
+        database.write(async (trx) => {
+          await trx.insertInto('service_secrets').values(secret('iso-b')).execute();
+          throw new Error('handler failed after writing');
+        }),
+        database.write((trx) => trx.insertInto('service_secrets').values(secret('iso-a')).execute()),
+        database.write((trx) => trx.insertInto('service_secrets').values(secret('iso-c')).execute()),
+      ]);
+      assert.deepEqual(outcomes.map((o) => o.status), ['fulfilled', 'rejected', 'rejected', 'fulfilled']);
+      assert.match(String((outcomes[1] as PromiseRejectedResult).reason), /handler failed/);
+      assert.deepEqual(await names('iso-'), ['iso-a', 'iso-c']);
+    });
+
+    if (dialect === 'sqlite') {
+      it('a commit that cannot happen fails every write in the group and stores none', async () => {
+        const file = testDatabase.url.slice('sqlite:'.length);
+        const blocker = new SqliteDriver(file);
+        blocker.exec('begin immediate');
+        blocker.exec(`insert into service_secrets (name, value, created_at) values ('blocker', 'x', 'now')`);
+        try {
+          const outcomes = await Promise.allSettled(
+            ['busy-1', 'busy-2', 'busy-3'].map((name) =>
+              database.write((trx) => trx.insertInto('service_secrets').values(secret(name)).execute()),
+            ),
+          );
+          assert.ok(outcomes.every((o) => o.status === 'rejected'));
+          assert.match(String((outcomes[0] as PromiseRejectedResult).reason.code), /SQLITE_BUSY/);
+        } finally {
+          blocker.exec('rollback');
+          blocker.close();
+        }
+        assert.deepEqual(await names('busy-'), []);
+      });
+
+      it('runs in WAL mode with the configured synchronous level', async () => {
+        const file = testDatabase.url.slice('sqlite:'.length);
+        const probe = new SqliteDriver(file, { readonly: true });
+        try {
+          assert.equal(probe.pragma('journal_mode', { simple: true }), 'wal');
+        } finally {
+          probe.close();
+        }
+        const { rows } = await (await import('kysely')).sql<{ synchronous: number }>`pragma synchronous`.execute(database.db);
+        assert.equal(rows[0]!.synchronous, 2, 'FULL');
+      });
+    }
+  });
+}
