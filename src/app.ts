@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import swagger from '@fastify/swagger';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { AlertService } from './alerts/service.ts';
 import { AlertStore } from './alerts/store.ts';
 import { alertRoutes } from './alerts/routes.ts';
@@ -16,7 +15,8 @@ import { clientErrorHandler, frameworkErrors, installErrorHandling } from './cor
 import { installIdempotency } from './core/http/idempotency.ts';
 import { loadServiceSecret } from './core/secrets.ts';
 import { TokenSigner } from './core/signed-token.ts';
-import { API_VERSION, collectOperations, discoveryRoutes } from './discovery/routes.ts';
+import { registerOpenApi } from './discovery/openapi.ts';
+import { collectOperations, discoveryRoutes } from './discovery/routes.ts';
 import { healthRoutes } from './health/routes.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -45,26 +45,7 @@ export async function buildApp(config: Config, database: Database): Promise<Fast
     reply.header('x-request-id', request.id);
   });
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'Restock',
-        version: API_VERSION,
-        description:
-          'Back-in-stock alerts for e-commerce stores. Subscribe a customer e-mail to a restock alert, ' +
-          'check out the monthly plan, and read the service health.',
-      },
-      servers: [{ url: config.baseUrl }],
-      tags: [
-        { name: 'alerts', description: 'Restock alert subscriptions' },
-        { name: 'plans', description: 'Plans merchants buy' },
-        { name: 'service', description: 'Health and discovery' },
-      ],
-      'x-service-info': { categories: ['e-commerce', 'notifications', 'inventory'] },
-    } as Parameters<typeof swagger>[1] extends { openapi?: infer O } ? O : never,
-    transform: jsonSchemaTransform,
-  });
+  await registerOpenApi(app, config.baseUrl);
 
   installErrorHandling(app, config.baseUrl, config.bodyLimitBytes);
   installIdempotency(app, { database, ttlHours: config.idempotencyTtlHours });

@@ -11,9 +11,8 @@ export const variantIdSchema = z
   .describe('Platform variant global ID, e.g. gid://shopify/ProductVariant/456');
 
 export const emailSchema = z
-  .string()
+  .email('must be a valid e-mail address')
   .max(254, 'must be at most 254 characters')
-  .pipe(z.email('must be a valid e-mail address'))
   .describe('Address to notify');
 
 export const subscriptionStatusSchema = z

@@ -1,6 +1,7 @@
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { API_VERSION } from './openapi.ts';
 import { html, page } from '../core/html.ts';
 import { NotFound, problemTypes, type ProblemSlug } from '../core/problems.ts';
 
@@ -16,7 +17,6 @@ const apiIndexSchema = z
   })
   .describe('Index of the API');
 
-export const API_VERSION = '1.0.0';
 
 export interface Operation {
   operationId: string;
