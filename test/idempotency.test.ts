@@ -61,7 +61,7 @@ for (const dialect of testDialects()) {
       assert.ok(checkout.json().checkoutUrl);
     });
 
-    it('replays client errors of the handler but not validation failures', async () => {
+    it('keeps only successes: a refused request leaves the key free and changes nothing', async () => {
       const k = key();
       const invalid = await t.post(SUBSCRIBE, { productId: 'nope', email: 'a@example.com' }, { 'idempotency-key': k });
       assert.equal(invalid.statusCode, 400);
@@ -69,10 +69,24 @@ for (const dialect of testDialects()) {
       assert.equal(valid.statusCode, 200, 'a rejected request does not use up the key');
 
       const { subscriptionId } = (await t.post(SUBSCRIBE, body())).json();
-      await t.inject({ method: 'DELETE', url: `/api/v1/alerts/${subscriptionId}` });
+      const { unsubscribeUrl } = (await t.inject({ method: 'GET', url: `/api/v1/alerts/${subscriptionId}` })).json();
+      await t.inject({ method: 'POST', url: new URL(unsubscribeUrl).pathname });
       const k2 = key();
-      const cancel = await t.inject({ method: 'DELETE', url: `/api/v1/alerts/${subscriptionId}`, headers: { 'idempotency-key': k2 } });
-      const cancelAgain = await t.inject({ method: 'DELETE', url: `/api/v1/alerts/${subscriptionId}`, headers: { 'idempotency-key': k2 } });
+      const before = await t.counts();
+      const conflict = await t.inject({ method: 'DELETE', url: `/api/v1/alerts/${subscriptionId}`, headers: { 'idempotency-key': k2 } });
+      assert.equal(conflict.statusCode, 409);
+      assert.deepEqual(await t.counts(), before);
+      const again = await t.inject({ method: 'DELETE', url: `/api/v1/alerts/${subscriptionId}`, headers: { 'idempotency-key': k2 } });
+      assert.equal(again.statusCode, 409);
+      assert.equal(again.headers['idempotent-replayed'], undefined, 'ran again rather than replayed');
+    });
+
+    it('replays a successful DELETE', async () => {
+      const { subscriptionId } = (await t.post(SUBSCRIBE, body())).json();
+      const k = key();
+      const cancel = await t.inject({ method: 'DELETE', url: `/api/v1/alerts/${subscriptionId}`, headers: { 'idempotency-key': k } });
+      const cancelAgain = await t.inject({ method: 'DELETE', url: `/api/v1/alerts/${subscriptionId}`, headers: { 'idempotency-key': k } });
+      assert.equal(cancel.statusCode, 200);
       assert.equal(cancelAgain.headers['idempotent-replayed'], 'true');
       assert.equal(cancelAgain.body, cancel.body);
     });

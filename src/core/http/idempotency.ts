@@ -9,8 +9,8 @@ import { Problem, ValidationFailed } from '../problems.ts';
  * `Idempotency-Key` on POST and DELETE routes that opt in with `config: { idempotent: true }`.
  * The same key with the same request replays the stored answer (and says so in
  * `Idempotent-Replayed: true`); with a different request it is refused (422); while the first
- * request is still running, a second one gets 409. Answers of 5xx are not kept, so a retry runs
- * again. Requests that fail validation never reach this, so they do not use up the key.
+ * request is still running, a second one gets 409. Only successful answers are kept: after a
+ * refusal (4xx) or a failure (5xx) the key is free again and a retry runs afresh.
  */
 
 declare module 'fastify' {
@@ -63,7 +63,9 @@ export function installIdempotency(app: FastifyInstance, options: IdempotencyOpt
     const claim = request.idempotencyClaim;
     if (!claim) return payload;
     request.idempotencyClaim = undefined;
-    if (reply.statusCode >= 500) {
+    // Only successes are kept: a refused request changes nothing, not even the key's record,
+    // so its retry runs afresh.
+    if (reply.statusCode >= 300) {
       await store.release(claim.scope, claim.key);
     } else {
       const contentType = String(reply.getHeader('content-type') ?? 'application/json');
