@@ -13,6 +13,7 @@ import type { Config } from './config.ts';
 import type { Database } from './core/db/database.ts';
 import { clientErrorHandler, frameworkErrors, installErrorHandling } from './core/http/errors.ts';
 import { installIdempotency } from './core/http/idempotency.ts';
+import { Problem } from './core/problems.ts';
 import { loadServiceSecret } from './core/secrets.ts';
 import { TokenSigner } from './core/signed-token.ts';
 import { registerOpenApi } from './discovery/openapi.ts';
@@ -33,6 +34,7 @@ export async function buildApp(config: Config, database: Database): Promise<Fast
     },
     requestIdHeader: false,
     forceCloseConnections: 'idle',
+    http: { requireHostHeader: false },
     routerOptions: { maxParamLength: 300 },
     frameworkErrors: frameworkErrors(config.baseUrl),
     clientErrorHandler: clientErrorHandler(config.baseUrl),
@@ -43,6 +45,10 @@ export async function buildApp(config: Config, database: Database): Promise<Fast
   app.setSerializerCompiler(serializerCompiler);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    // Node's own check would answer a bare 400; HTTP/1.1 requires Host (RFC 9112 §3.2).
+    if (request.raw.httpVersion === '1.1' && !request.headers.host) {
+      throw new Problem('malformed-request', 'HTTP/1.1 requests must carry a Host header.');
+    }
   });
 
   await registerOpenApi(app, config.baseUrl);

@@ -19,7 +19,11 @@ export const subscriptionStatusSchema = z
   .enum(['active', 'notified', 'unsubscribed', 'cancelled', 'expired'])
   .describe('active: waiting for a restock; notified: the alert was sent; unsubscribed: by the shopper; cancelled: through the API; expired: no restock in time');
 
-export const subscriptionIdSchema = z.string().min(1).max(64).describe('Identifier of the subscription');
+/** Ids are our own opaque tokens; anything outside their alphabet is refused before storage sees it. */
+export const subscriptionIdSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be a subscription id such as sub_...')
+  .describe('Identifier of the subscription');
 
 export const subscribeAlertBody = z
   .object({

@@ -5,7 +5,7 @@ import { html, page } from '../core/html.ts';
 import { NotFound } from '../core/problems.ts';
 import type { AlertService } from './service.ts';
 
-const tokenParams = z.object({ token: z.string().min(1).max(256) });
+const tokenParams = z.object({ token: z.string().regex(/^[A-Za-z0-9_.-]{1,256}$/, 'must be an unsubscribe token') });
 const FORGED = 'This unsubscribe link is not valid. Use the link from your most recent alert e-mail.';
 
 /**

@@ -18,7 +18,9 @@ export const checkoutPlanResponse = z
   })
   .describe('A created checkout session');
 
-export const checkoutSessionParams = z.object({ sessionId: z.string().min(1).max(64) });
+export const checkoutSessionParams = z.object({
+  sessionId: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be a checkout session id such as cs_...'),
+});
 
 export const checkoutSessionSchema = z
   .object({

@@ -46,7 +46,7 @@ export const problemTypes = {
   'unsupported-media-type': {
     status: 415,
     title: 'Unsupported media type',
-    description: 'This operation accepts `application/json` bodies only.',
+    description: 'The API accepts `application/json` bodies only (the pages people use also take HTML form posts).',
   },
   'checkout-expired': {
     status: 410,

@@ -17,6 +17,7 @@ export const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8';
 /** Serialises a Problem as RFC 9457 problem+json, with the request id to quote to support. */
 export function sendProblem(request: FastifyRequest, reply: FastifyReply, problem: Problem, baseUrl: string) {
   for (const [name, value] of Object.entries(problem.headers)) reply.header(name, value);
+  reply.header('x-request-id', request.id);
   if (request.routeOptions.config?.page && prefersHtml(request)) return sendProblemPage(reply, problem);
   return reply
     .code(problem.status)
@@ -53,7 +54,7 @@ export function toProblem(err: FastifyError | Error, bodyLimitBytes: number): Pr
         extensions: { limitBytes: bodyLimitBytes },
       });
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new Problem('unsupported-media-type', 'Send the body as JSON with `Content-Type: application/json`.');
+      return new Problem('unsupported-media-type', 'This Content-Type is not accepted here; the API takes `application/json`.');
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new Problem('malformed-request', 'The body is empty although `Content-Type: application/json` was given.');
   }
