@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import SqliteDriver from 'better-sqlite3';
 import { Database } from '../src/core/db/database.ts';
+import { GroupCommit } from '../src/core/db/group-commit.ts';
 import { createTestDatabase, testConfig, testDialects, type TestDatabase } from './fixtures/app.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 
@@ -82,6 +83,27 @@ for (const dialect of testDialects()) {
           blocker.close();
         }
         assert.deepEqual(await names('busy-'), []);
+      });
+
+      it('writes made in one turn of the event loop share one transaction', async () => {
+        let transactions = 0;
+        const counted = new Proxy(database.db, {
+          get(target, prop) {
+            if (prop === 'transaction') transactions++;
+            const value = Reflect.get(target, prop, target);
+            return typeof value === 'function' ? value.bind(target) : value;
+          },
+        });
+        const group = new GroupCommit(counted);
+        await Promise.all(
+          Array.from({ length: 50 }, (_, i) =>
+            group.run((trx) => trx.insertInto('service_secrets').values(secret(`group-${i}`)).execute()),
+          ),
+        );
+        assert.equal(transactions, 1);
+        assert.equal((await names('group-')).length, 50);
+        await group.run((trx) => trx.insertInto('service_secrets').values(secret('group-next')).execute());
+        assert.equal(transactions, 2, 'a later turn commits on its own');
       });
 
       it('runs in WAL mode with the configured synchronous level', async () => {

@@ -16,8 +16,9 @@ interface Unit {
  */
 export class GroupCommit {
   private queue: Unit[] = [];
-  private flushing: Promise<void> | undefined;
   private scheduled = false;
+  /** The last commit started; each one waits for the one before (one SQLite connection). */
+  private tail: Promise<void> = Promise.resolve();
 
   constructor(private readonly db: Kysely<Tables>) {}
 
@@ -33,26 +34,19 @@ export class GroupCommit {
 
   /** Waits until every queued write has been committed or failed. */
   async drain(): Promise<void> {
-    while (this.queue.length > 0 || this.flushing) {
-      if (this.flushing) await this.flushing;
-      else await this.flush();
-    }
+    while (this.queue.length > 0) await this.flush();
+    await this.tail;
   }
 
-  private async flush(): Promise<void> {
+  private flush(): Promise<void> {
     this.scheduled = false;
-    if (this.flushing) await this.flushing;
     const batch = this.queue;
     this.queue = [];
-    if (batch.length === 0) return;
-    this.flushing = this.commit(batch);
-    try {
-      await this.flushing;
-    } finally {
-      this.flushing = undefined;
-    }
+    if (batch.length > 0) this.tail = this.tail.then(() => this.commit(batch));
+    return this.tail;
   }
 
+  /** Never rejects: each unit's caller gets its own outcome. */
   private async commit(batch: Unit[]): Promise<void> {
     const outcomes: Array<() => void> = [];
     try {
