@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { html, page } from '../core/html.ts';
+import { acceptFormPosts } from '../core/http/form-posts.ts';
 import { NotFound } from '../core/problems.ts';
 import type { AlertService } from './service.ts';
 
@@ -15,11 +16,8 @@ const FORGED = 'This unsubscribe link is not valid. Use the link from your most 
  */
 export function unsubscribeRoutes(service: AlertService) {
   return async function (app: FastifyInstance) {
-    // Mail clients post RFC 8058's one-click body as either form type; its content is fixed and
-    // carries nothing we need, so it is read and ignored.
-    for (const type of ['application/x-www-form-urlencoded', 'multipart/form-data']) {
-      app.addContentTypeParser(type, { parseAs: 'string' }, (_request, _body, done) => done(null, undefined));
-    }
+    // Mail clients post RFC 8058's one-click body in either form encoding.
+    acceptFormPosts(app);
     const pages = app.withTypeProvider<ZodTypeProvider>();
 
     pages.get('/unsubscribe/:token', {

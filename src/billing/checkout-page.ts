@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { html, page } from '../core/html.ts';
+import { acceptFormPosts } from '../core/http/form-posts.ts';
 import { formatPrice, plans } from './plans.ts';
 import { checkoutSessionParams, type CheckoutSession } from './schemas.ts';
 import type { BillingService } from './service.ts';
@@ -11,7 +12,7 @@ import type { BillingService } from './service.ts';
  */
 export function checkoutPages(service: BillingService) {
   return async function (app: FastifyInstance) {
-    app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_r, _b, done) => done(null, undefined));
+    acceptFormPosts(app);
     const pages = app.withTypeProvider<ZodTypeProvider>();
 
     pages.get('/checkout/:sessionId', {

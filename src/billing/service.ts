@@ -3,7 +3,7 @@ import { newId } from '../core/ids.ts';
 import { NotFound, Problem } from '../core/problems.ts';
 import { plans, type PlanId } from './plans.ts';
 import type { CheckoutSession } from './schemas.ts';
-import type { BillingStore, CheckoutSessionRow, StorePlanRow } from './store.ts';
+import type { BillingStore, CheckoutSessionRow } from './store.ts';
 
 /**
  * checkoutPlan and what follows it. The embedded default sells through a hosted page of ours in
@@ -63,10 +63,6 @@ export class BillingService {
       throw new Problem('checkout-expired', `Checkout session ${id} expired at ${row.expires_at}.`);
     }
     return session;
-  }
-
-  storePlan(shop: string): Promise<StorePlanRow | undefined> {
-    return this.store.findStorePlan(shop.toLowerCase());
   }
 
   private present(row: CheckoutSessionRow): CheckoutSession {

@@ -57,8 +57,4 @@ export class BillingStore {
       return trx.selectFrom('checkout_sessions').selectAll().where('id', '=', id).executeTakeFirst();
     });
   }
-
-  findStorePlan(shop: string): Promise<StorePlanRow | undefined> {
-    return this.database.db.selectFrom('store_plans').selectAll().where('shop', '=', shop).executeTakeFirst();
-  }
 }
