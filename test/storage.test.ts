@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import SqliteDriver from 'better-sqlite3';
+import { Kysely, SqliteDialect } from 'kysely';
 import { Database } from '../src/core/db/database.ts';
+import type { Tables } from '../src/core/db/schema.ts';
 import { GroupCommit } from '../src/core/db/group-commit.ts';
 import { createTestDatabase, testConfig, testDialects, type TestDatabase } from './fixtures/app.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
@@ -86,24 +88,30 @@ for (const dialect of testDialects()) {
       });
 
       it('writes made in one turn of the event loop share one transaction', async () => {
+        const driver = new SqliteDriver(testDatabase.url.slice('sqlite:'.length));
+        const db = new Kysely<Tables>({ dialect: new SqliteDialect({ database: driver }) });
         let transactions = 0;
-        const counted = new Proxy(database.db, {
+        const counted = new Proxy(db, {
           get(target, prop) {
             if (prop === 'transaction') transactions++;
             const value = Reflect.get(target, prop, target);
             return typeof value === 'function' ? value.bind(target) : value;
           },
         });
-        const group = new GroupCommit(counted);
-        await Promise.all(
-          Array.from({ length: 50 }, (_, i) =>
-            group.run((trx) => trx.insertInto('service_secrets').values(secret(`group-${i}`)).execute()),
-          ),
-        );
-        assert.equal(transactions, 1);
-        assert.equal((await names('group-')).length, 50);
-        await group.run((trx) => trx.insertInto('service_secrets').values(secret('group-next')).execute());
-        assert.equal(transactions, 2, 'a later turn commits on its own');
+        const group = new GroupCommit(counted, (statement) => driver.exec(statement));
+        try {
+          await Promise.all(
+            Array.from({ length: 50 }, (_, i) =>
+              group.run((trx) => trx.insertInto('service_secrets').values(secret(`group-${i}`)).execute()),
+            ),
+          );
+          assert.equal(transactions, 1);
+          assert.equal((await names('group-')).length, 50);
+          await group.run((trx) => trx.insertInto('service_secrets').values(secret('group-next')).execute());
+          assert.equal(transactions, 2, 'a later turn commits on its own');
+        } finally {
+          await db.destroy();
+        }
       });
 
       it('runs in WAL mode with the configured synchronous level', async () => {

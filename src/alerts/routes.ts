@@ -22,8 +22,8 @@ export function alertRoutes(service: AlertService) {
         response: { 200: subscribeAlertResponse, ...problemResponses(400, 409, 413, 415, 422, 503) },
       },
       handler: async (request) => {
-        const { subscription } = await service.subscribeAlert(request.body);
-        return { subscriptionId: subscription.subscriptionId, status: subscription.status };
+        const { subscriptionId, status } = await service.subscribeAlert(request.body);
+        return { subscriptionId, status };
       },
     });
 

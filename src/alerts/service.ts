@@ -15,12 +15,12 @@ export class AlertService {
   ) {}
 
   /** subscribeAlert: the live subscription for this product/variant/e-mail, created if needed. */
-  async subscribeAlert(input: SubscribeAlertInput): Promise<{ subscription: Subscription; created: boolean }> {
+  async subscribeAlert(input: SubscribeAlertInput): Promise<{ subscriptionId: string; status: 'active'; created: boolean }> {
     const { row, created } = await this.store.subscribe(
       { productId: input.productId, variantId: input.variantId ?? null, email: normaliseEmail(input.email) },
       nowIso(),
     );
-    return { subscription: this.present(row), created };
+    return { subscriptionId: row.id, status: 'active', created };
   }
 
   async getSubscription(id: string): Promise<Subscription> {

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Database, Trx } from '../core/db/database.ts';
 import type { SubscriptionsTable } from '../core/db/schema.ts';
 import { newId } from '../core/ids.ts';
@@ -17,12 +18,11 @@ export class AlertStore {
 
   /**
    * The live subscription for this (product, variant, e-mail), created if there is none. The
-   * partial unique index settles races between processes; the loser reads the winner's row.
+   * insert comes first because a new watch is the common case; when the partial unique index
+   * refuses it (a duplicate, or a race another process won), the live row is read instead.
    */
   async subscribe(target: WatchTarget, now: string): Promise<{ row: SubscriptionRow; created: boolean }> {
     return this.database.write(async (trx) => {
-      const existing = await findLive(trx, target);
-      if (existing) return { row: existing, created: false };
       const row: SubscriptionRow = {
         id: newId('sub'),
         product_id: target.productId,
@@ -34,9 +34,9 @@ export class AlertStore {
       };
       const inserted = await trx.insertInto('subscriptions').values(row).onConflict((oc) => oc.doNothing()).executeTakeFirst();
       if (Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 1) return { row, created: true };
-      const winner = await findLive(trx, target);
-      if (!winner) throw new Error('subscription insert conflicted but no live row was found');
-      return { row: winner, created: false };
+      const live = await findLive(trx, target);
+      if (!live) throw new Error('subscription insert conflicted but no live row was found');
+      return { row: live, created: false };
     });
   }
 
@@ -58,13 +58,18 @@ export class AlertStore {
   }
 }
 
+/**
+ * Spelled exactly like the index `subscriptions_one_live` (the coalesce, and `active` as a
+ * literal so PostgreSQL can match the partial index's predicate even in a generic plan), so the
+ * lookup is one index probe however many shoppers wait for the product.
+ */
 function findLive(trx: Trx, target: WatchTarget): Promise<SubscriptionRow | undefined> {
-  let query = trx
+  return trx
     .selectFrom('subscriptions')
     .selectAll()
     .where('product_id', '=', target.productId)
+    .where(sql<string>`coalesce(variant_id, '')`, '=', target.variantId ?? '')
     .where('email', '=', target.email)
-    .where('status', '=', 'active');
-  query = target.variantId === null ? query.where('variant_id', 'is', null) : query.where('variant_id', '=', target.variantId);
-  return query.executeTakeFirst();
+    .where('status', '=', sql.lit('active'))
+    .executeTakeFirst();
 }

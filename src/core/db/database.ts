@@ -21,15 +21,17 @@ export class Database {
   readonly dialect: Dialect;
   private readonly groupCommit: GroupCommit | undefined;
 
-  private constructor(db: Db, dialect: Dialect) {
+  private constructor(db: Db, dialect: Dialect, groupCommit?: GroupCommit) {
     this.db = db;
     this.dialect = dialect;
-    this.groupCommit = dialect === 'sqlite' ? new GroupCommit(db) : undefined;
+    this.groupCommit = groupCommit;
   }
 
   static open(config: DatabaseConfig): Database {
-    if (config.dialect === 'sqlite') return new Database(openSqlite(config), 'sqlite');
-    return new Database(openPostgres(config), 'postgres');
+    if (config.dialect === 'postgres') return new Database(openPostgres(config), 'postgres');
+    const driver = openSqliteDriver(config);
+    const db = new Kysely<Tables>({ dialect: new SqliteDialect({ database: driver }) });
+    return new Database(db, 'sqlite', new GroupCommit(db, (statement) => driver.exec(statement)));
   }
 
   /**
@@ -60,13 +62,33 @@ export class Database {
   }
 }
 
-function openSqlite(config: Extract<DatabaseConfig, { dialect: 'sqlite' }>): Db {
+function openSqliteDriver(config: Extract<DatabaseConfig, { dialect: 'sqlite' }>): SqliteDriver.Database {
   if (config.file !== ':memory:') fs.mkdirSync(path.dirname(config.file), { recursive: true });
   const driver = new SqliteDriver(config.file, { timeout: config.busyTimeoutMs });
   driver.pragma('journal_mode = WAL');
   driver.pragma(`synchronous = ${config.synchronous}`);
   driver.pragma('foreign_keys = ON');
-  return new Kysely<Tables>({ dialect: new SqliteDialect({ database: driver }) });
+  cachePreparedStatements(driver);
+  return driver;
+}
+
+/**
+ * Kysely prepares every query anew; preparing costs more than running a simple insert. Our SQL
+ * is parameterised, so the set of texts is small and each statement is prepared once.
+ * better-sqlite3 runs a statement to completion synchronously, so sharing one is safe.
+ */
+function cachePreparedStatements(driver: SqliteDriver.Database, limit = 500): void {
+  const prepare = driver.prepare.bind(driver);
+  const cache = new Map<string, SqliteDriver.Statement>();
+  driver.prepare = ((source: string) => {
+    let statement = cache.get(source);
+    if (!statement) {
+      if (cache.size >= limit) cache.clear();
+      statement = prepare(source);
+      cache.set(source, statement);
+    }
+    return statement;
+  }) as typeof driver.prepare;
 }
 
 function openPostgres(config: Extract<DatabaseConfig, { dialect: 'postgres' }>): Db {
