@@ -18,8 +18,13 @@ With none set, Restock runs embedded: SQLite under ./data, e-mails kept in a loc
 async function serve(): Promise<void> {
   const server = await startServer(loadConfig());
   server.app.log.info({ url: server.url, database: server.database.dialect }, 'Restock is listening');
+  let stopping = false;
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-    process.once(signal, () => {
+    // `on`, not `once`: the listener must stay, or a repeated signal would kill the process
+    // before in-flight requests finish.
+    process.on(signal, () => {
+      if (stopping) return;
+      stopping = true;
       server.app.log.info({ signal }, 'shutting down');
       server.stop().then(
         () => process.exit(0),

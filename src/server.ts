@@ -32,10 +32,14 @@ async function shutdown(app: FastifyInstance, database: Database, timeoutMs: num
     app.log.warn({ timeoutMs }, 'shutdown timeout reached; closing remaining connections');
     app.server.closeAllConnections();
   }, timeoutMs);
+  // Closing only shuts the connections idle at that moment; a keep-alive connection whose request
+  // was in flight becomes idle once answered, and is shut then.
+  const sweep = setInterval(() => app.server.closeIdleConnections(), 50);
   try {
     await app.close();
   } finally {
     clearTimeout(force);
+    clearInterval(sweep);
     await database.close();
   }
 }

@@ -29,6 +29,7 @@ export const pgTypes = {
 } as pg.CustomTypesConfig;
 
 const PG_UNAVAILABLE_CODES = new Set([
+  'EIO', 'ENOSPC', 'EDQUOT', // the disk under SQLite's log
   'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'EAI_AGAIN',
   '57P01', '57P02', '57P03', // admin shutdown, crash shutdown, cannot connect now
   '08000', '08001', '08003', '08004', '08006', // connection exceptions
