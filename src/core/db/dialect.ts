@@ -28,7 +28,7 @@ export const pgTypes = {
   },
 } as pg.CustomTypesConfig;
 
-const PG_UNAVAILABLE_CODES = new Set([
+const UNAVAILABLE_CODES = new Set([
   'EIO', 'ENOSPC', 'EDQUOT', // the disk under SQLite's log
   'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'EAI_AGAIN',
   '57P01', '57P02', '57P03', // admin shutdown, crash shutdown, cannot connect now
@@ -46,7 +46,7 @@ export function isUnavailableError(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string') {
-    if (PG_UNAVAILABLE_CODES.has(code)) return true;
+    if (UNAVAILABLE_CODES.has(code)) return true;
     if (/^SQLITE_(BUSY|LOCKED|IOERR|CANTOPEN|FULL|READONLY|NOTADB|CORRUPT)/.test(code)) return true;
   }
   return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|database connection is not open|driver has already been destroyed/i
