@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Database, Trx } from '../core/db/database.ts';
+import type { Database, Db } from '../core/db/database.ts';
 import type { SubscriptionsTable } from '../core/db/schema.ts';
 import { newId } from '../core/ids.ts';
 import type { SubscriptionStatus } from './schemas.ts';
@@ -18,11 +18,13 @@ export class AlertStore {
 
   /**
    * The live subscription for this (product, variant, e-mail), created if there is none. The
-   * insert comes first because a new watch is the common case; when the partial unique index
-   * refuses it (a duplicate, or a race another process won), the live row is read instead.
+   * insert comes first because a new watch is the common case, and it is one statement, so on
+   * PostgreSQL it needs no explicit transaction. When the partial unique index refuses it (a
+   * duplicate, or a race another process won), the live row is read instead; should that row end
+   * in between, the insert is tried again.
    */
   async subscribe(target: WatchTarget, now: string): Promise<{ row: SubscriptionRow; created: boolean }> {
-    return this.database.write(async (trx) => {
+    for (let attempt = 0; ; attempt++) {
       const row: SubscriptionRow = {
         id: newId('sub'),
         product_id: target.productId,
@@ -32,12 +34,14 @@ export class AlertStore {
         created_at: now,
         updated_at: now,
       };
-      const inserted = await trx.insertInto('subscriptions').values(row).onConflict((oc) => oc.doNothing()).executeTakeFirst();
+      const inserted = await this.database.writeStatement((db) =>
+        db.insertInto('subscriptions').values(row).onConflict((oc) => oc.doNothing()).executeTakeFirst(),
+      );
       if (Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 1) return { row, created: true };
-      const live = await findLive(trx, target);
-      if (!live) throw new Error('subscription insert conflicted but no live row was found');
-      return { row: live, created: false };
-    });
+      const live = await findLive(this.database.db, target);
+      if (live) return { row: live, created: false };
+      if (attempt >= 2) throw new Error('subscription kept conflicting with a row that then ended');
+    }
   }
 
   find(id: string): Promise<SubscriptionRow | undefined> {
@@ -63,8 +67,8 @@ export class AlertStore {
  * literal so PostgreSQL can match the partial index's predicate even in a generic plan), so the
  * lookup is one index probe however many shoppers wait for the product.
  */
-function findLive(trx: Trx, target: WatchTarget): Promise<SubscriptionRow | undefined> {
-  return trx
+function findLive(db: Db, target: WatchTarget): Promise<SubscriptionRow | undefined> {
+  return db
     .selectFrom('subscriptions')
     .selectAll()
     .where('product_id', '=', target.productId)

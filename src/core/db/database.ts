@@ -43,6 +43,15 @@ export class Database {
     return this.db.transaction().execute(work);
   }
 
+  /**
+   * One statement, atomic by itself, resolving once committed. On PostgreSQL it runs without
+   * BEGIN/COMMIT (one round trip instead of three); on SQLite it joins the group commit.
+   */
+  writeStatement<T>(statement: (db: Db) => Promise<T>): Promise<T> {
+    if (this.groupCommit) return this.groupCommit.run(statement);
+    return statement(this.db);
+  }
+
   migrate(): Promise<string[]> {
     return migrateToLatest(this.db, this.dialect);
   }
