@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
-import { startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
+import { buildApp } from '../src/app.ts';
+import { Database } from '../src/core/db/database.ts';
+import { startTestApp, testConfig, testDialects, type TestApp } from './fixtures/app.ts';
 
 failOnLeakedHandles();
 
@@ -184,6 +186,20 @@ for (const dialect of testDialects()) {
         assert.equal(multipart.statusCode, 200);
         assert.equal(await status(id), 'unsubscribed');
         assert.match((await t.inject({ method: 'GET', url: path, headers: { accept: 'text/html' } })).body, /You are unsubscribed/);
+      });
+
+      it('a link signed by one process works in another sharing the database, and after a restart', async () => {
+        const { id, path } = await subscribed();
+        const other = Database.open(testConfig(t.testDatabase.url).database);
+        const otherApp = await buildApp(testConfig(t.testDatabase.url), other);
+        try {
+          const res = await otherApp.inject({ method: 'POST', url: path });
+          assert.equal(res.statusCode, 200);
+          assert.equal(await status(id), 'unsubscribed');
+        } finally {
+          await otherApp.close();
+          await other.close();
+        }
       });
 
       it('rejects forged and altered tokens and changes nothing', async () => {

@@ -125,6 +125,22 @@ for (const dialect of testDialects()) {
       assert.equal(res.statusCode, 200);
     });
 
+    it('an expired key is free again, whatever it was used for', async () => {
+      const k = key();
+      const first = await t.post(SUBSCRIBE, body(), { 'idempotency-key': k });
+      assert.equal(first.statusCode, 200);
+      await t.database.db.updateTable('idempotency_keys').set({ expires_at: '2020-01-01T00:00:00.000Z' }).where('key', '=', k).execute();
+      const other = await t.post(SUBSCRIBE, body(), { 'idempotency-key': k });
+      assert.equal(other.statusCode, 200, 'not 422: the old record has expired');
+      assert.equal(other.headers['idempotent-replayed'], undefined);
+      assert.notEqual(other.json().subscriptionId, first.json().subscriptionId);
+    });
+
+    it('routes that do not opt in ignore the header', async () => {
+      const res = await t.inject({ method: 'GET', url: '/api/health', headers: { 'idempotency-key': 'tab\there' } });
+      assert.equal(res.statusCode, 200);
+    });
+
     for (const bad of ['', ' ', 'a'.repeat(256), 'tab\there', 'ünïcode']) {
       it(`rejects the malformed key ${JSON.stringify(bad.slice(0, 12))} with 400`, async () => {
         const before = await t.counts();

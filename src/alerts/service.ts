@@ -15,12 +15,12 @@ export class AlertService {
   ) {}
 
   /** subscribeAlert: the live subscription for this product/variant/e-mail, created if needed. */
-  async subscribeAlert(input: SubscribeAlertInput): Promise<{ subscriptionId: string; status: 'active'; created: boolean }> {
-    const { row, created } = await this.store.subscribe(
+  async subscribeAlert(input: SubscribeAlertInput): Promise<{ subscriptionId: string; status: 'active' }> {
+    const row = await this.store.subscribe(
       { productId: input.productId, variantId: input.variantId ?? null, email: normaliseEmail(input.email) },
       nowIso(),
     );
-    return { subscriptionId: row.id, status: 'active', created };
+    return { subscriptionId: row.id, status: 'active' };
   }
 
   async getSubscription(id: string): Promise<Subscription> {

@@ -23,7 +23,7 @@ export class AlertStore {
    * duplicate, or a race another process won), the live row is read instead; should that row end
    * in between, the insert is tried again.
    */
-  async subscribe(target: WatchTarget, now: string): Promise<{ row: SubscriptionRow; created: boolean }> {
+  async subscribe(target: WatchTarget, now: string): Promise<SubscriptionRow> {
     for (let attempt = 0; ; attempt++) {
       const row: SubscriptionRow = {
         id: newId('sub'),
@@ -37,9 +37,9 @@ export class AlertStore {
       const inserted = await this.database.writeStatement((db) =>
         db.insertInto('subscriptions').values(row).onConflict((oc) => oc.doNothing()).executeTakeFirst(),
       );
-      if (Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 1) return { row, created: true };
+      if (Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 1) return row;
       const live = await findLive(this.database.db, target);
-      if (live) return { row: live, created: false };
+      if (live) return live;
       if (attempt >= 2) throw new Error('subscription kept conflicting with a row that then ended');
     }
   }

@@ -21,9 +21,9 @@ function randomByte(): number {
  * bits. The time prefix keeps inserts at the right edge of the primary-key index (fewer pages
  * touched per commit than scattered random keys); the random part makes ids impossible to guess.
  */
-export function newId(prefix: string, now = Date.now()): string {
+export function newId(prefix: string): string {
   let time = '';
-  let t = now;
+  let t = Date.now();
   for (let i = 0; i < TIME_CHARS; i++) {
     time = ALPHABET[t % 32] + time;
     t = Math.floor(t / 32);

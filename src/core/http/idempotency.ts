@@ -6,7 +6,8 @@ import { isUniqueViolation } from '../db/dialect.ts';
 import { Problem, ValidationFailed } from '../problems.ts';
 
 /**
- * `Idempotency-Key` on POST and DELETE routes that opt in with `config: { idempotent: true }`.
+ * `Idempotency-Key` on POST and DELETE routes that opt in with `config: { idempotent: true }`
+ * (install before those routes register).
  * The same key with the same request replays the stored answer (and says so in
  * `Idempotent-Replayed: true`); with a different request it is refused (422); while the first
  * request is still running, a second one gets 409. Only successful answers are kept: after a
@@ -38,8 +39,7 @@ export function installIdempotency(app: FastifyInstance, options: IdempotencyOpt
   const store = new IdempotencyStore(options.database, options.ttlHours);
   const callerOf = options.callerOf ?? (() => 'anyone');
 
-  app.addHook('preHandler', async (request, reply) => {
-    if (!request.routeOptions.config.idempotent) return;
+  const claimKey = async (request: FastifyRequest, reply: FastifyReply) => {
     const key = readKey(request);
     if (key === undefined) return;
     const scope = `${callerOf(request)} ${request.method} ${request.url}`;
@@ -57,9 +57,9 @@ export function installIdempotency(app: FastifyInstance, options: IdempotencyOpt
       });
     }
     return replay(reply, outcome.stored);
-  });
+  };
 
-  app.addHook('onSend', async (request, reply, payload) => {
+  const settleKey = async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     const claim = request.idempotencyClaim;
     if (!claim) return payload;
     request.idempotencyClaim = undefined;
@@ -72,6 +72,13 @@ export function installIdempotency(app: FastifyInstance, options: IdempotencyOpt
       await store.complete(claim.scope, claim.key, reply.statusCode, contentType, String(payload ?? ''));
     }
     return payload;
+  };
+
+  // Only the routes that opt in carry the hooks; every other request pays nothing for them.
+  app.addHook('onRoute', (route) => {
+    if (!route.config?.idempotent) return;
+    route.preHandler = [claimKey, ...[route.preHandler ?? []].flat()];
+    route.onSend = [...[route.onSend ?? []].flat(), settleKey];
   });
 
   const sweeper = setInterval(() => void store.sweep().catch(() => {}), SWEEP_EVERY_MS);
