@@ -1,6 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { AccessTokens } from './agents/access-tokens.ts';
+import { agentDiscoveryRoutes } from './agents/discovery-routes.ts';
+import { installAccessControl } from './agents/gate.ts';
+import { IdentityAssertions } from './agents/identity-assertions.ts';
+import { agentRoutes } from './agents/routes.ts';
+import { AgentService } from './agents/service.ts';
+import { RETIREMENT_SLACK_MS, SigningKeys } from './agents/signing-keys.ts';
+import { AgentStore } from './agents/store.ts';
 import { AlertService } from './alerts/service.ts';
 import { AlertStore } from './alerts/store.ts';
 import { alertRoutes } from './alerts/routes.ts';
@@ -13,17 +21,32 @@ import type { Config } from './config.ts';
 import type { Database } from './core/db/database.ts';
 import { clientErrorHandler, frameworkErrors, installErrorHandling } from './core/http/errors.ts';
 import { installIdempotency } from './core/http/idempotency.ts';
+import { installRateLimits } from './core/http/rate-limit.ts';
+import { openMailTransport, type MailTransport } from './core/mail/transport.ts';
 import { Problem } from './core/problems.ts';
 import { loadServiceSecret } from './core/secrets.ts';
 import { TokenSigner } from './core/signed-token.ts';
 import { registerOpenApi } from './discovery/openapi.ts';
 import { collectOperations, discoveryRoutes } from './discovery/routes.ts';
 import { healthRoutes } from './health/routes.ts';
+import { storeRoutes } from './stores/routes.ts';
+import { StoreService } from './stores/service.ts';
+import { StoreStore } from './stores/store.ts';
+
+/** Re-read signing keys (another process may have rotated) and drop expired records this often. */
+const MAINTENANCE_EVERY_MS = 60_000;
+
+export interface AppOptions {
+  /** Origin of the mTLS listener, when the server runs one (advertised in the metadata). */
+  mtlsBaseUrl?: string;
+  /** A mail transport to use instead of the configured one (the caller closes it). */
+  mail?: MailTransport;
+}
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** Builds the HTTP app from the features over an open, migrated database. */
-export async function buildApp(config: Config, database: Database): Promise<FastifyInstance> {
+export async function buildApp(config: Config, database: Database, options: AppOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
     logger: { level: config.logLevel },
     bodyLimit: config.bodyLimitBytes,
@@ -54,7 +77,17 @@ export async function buildApp(config: Config, database: Database): Promise<Fast
   await registerOpenApi(app, config.baseUrl);
 
   installErrorHandling(app, config.baseUrl, config.bodyLimitBytes);
-  installIdempotency(app, { database, ttlHours: config.idempotencyTtlHours });
+  const agents = await buildAgents(app, config, database, options);
+  await installRateLimits(app, {
+    redisUrl: config.redisUrl,
+    registrationPerAddress: { max: config.agents.rateLimits.registrationsPerHour, windowSeconds: 3600 },
+  });
+  // Idempotency keys are private to each agent.
+  installIdempotency(app, {
+    database,
+    ttlHours: config.idempotencyTtlHours,
+    callerOf: (request) => request.caller?.agentId ?? 'anyone',
+  });
   const operations = collectOperations(app);
 
   const signer = new TokenSigner(await loadServiceSecret(database, config.secret));
@@ -62,10 +95,61 @@ export async function buildApp(config: Config, database: Database): Promise<Fast
   const billing = new BillingService(new BillingStore(database), config.baseUrl, config.checkoutSessionTtlMinutes);
 
   await app.register(healthRoutes(database, config.serviceName));
+  await app.register(agents.routes);
+  await app.register(agents.discovery);
+  await app.register(storeRoutes(agents.stores));
   await app.register(alertRoutes(alerts));
   await app.register(unsubscribeRoutes(alerts));
   await app.register(billingRoutes(billing));
   await app.register(checkoutPages(billing));
   await app.register(discoveryRoutes({ serviceName: config.serviceName, baseUrl: config.baseUrl, operations }));
   return app;
+}
+
+/** Agent identity: keys, token service, the access check in front of scoped routes, and its routes. */
+async function buildAgents(app: FastifyInstance, config: Config, database: Database, options: AppOptions) {
+  const agentStore = new AgentStore(database);
+  const longestToken = Math.max(config.agents.accessTokenTtlSeconds, config.agents.credentialTtlSeconds) * 1000;
+  const keys = new SigningKeys(agentStore, longestToken);
+  await keys.load(config.agents.signingKeyMaxAgeDays);
+
+  const mail = options.mail ?? openMailTransport({ smtpUrl: config.smtpUrl, from: config.mailFrom, database });
+  const stores = new StoreService(new StoreStore(database));
+  const service = new AgentService({
+    store: agentStore,
+    stores,
+    tokens: new AccessTokens(keys, config.baseUrl, config.baseUrl),
+    assertions: new IdentityAssertions(config.agents.trustedIssuers, config.baseUrl),
+    mail,
+    config: config.agents,
+    baseUrl: config.baseUrl,
+  });
+  installAccessControl(app, service, `${config.baseUrl}/.well-known/oauth-protected-resource`);
+
+  const maintenance = setInterval(() => {
+    const now = Date.now();
+    Promise.all([
+      keys.refresh(),
+      agentStore.sweep(new Date(now).toISOString(), new Date(now - longestToken - RETIREMENT_SLACK_MS).toISOString()),
+    ]).catch((err) => app.log.warn({ err }, 'agent maintenance failed; will retry'));
+  }, MAINTENANCE_EVERY_MS);
+  maintenance.unref();
+  app.addHook('onClose', async () => {
+    clearInterval(maintenance);
+    if (!options.mail) await mail.close();
+  });
+
+  const metadata = {
+    baseUrl: config.baseUrl,
+    serviceName: config.serviceName,
+    anonymousRateLimit: config.agents.rateLimits.anonymous,
+    mtlsBaseUrl: options.mtlsBaseUrl,
+    trustedIssuers: config.agents.trustedIssuers.map((trusted) => trusted.issuer),
+  };
+  return {
+    service,
+    stores,
+    routes: agentRoutes(service, config.baseUrl),
+    discovery: agentDiscoveryRoutes(metadata, keys),
+  };
 }

@@ -32,7 +32,33 @@ const envSchema = z.object({
   /** How long an Idempotency-Key remembers its answer. */
   IDEMPOTENCY_TTL_HOURS: z.coerce.number().int().min(1).default(24),
   CHECKOUT_SESSION_TTL_MINUTES: z.coerce.number().int().min(1).default(60 * 24),
+  /** Lifetime of the access tokens (credentials) handed to agents. */
+  ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).default(3600),
+  /** Lifetime of the credential an anonymous or e-mail-verified registration receives. */
+  AGENT_CREDENTIAL_TTL_SECONDS: z.coerce.number().int().min(60).default(30 * 24 * 3600),
+  CLAIM_TOKEN_TTL_HOURS: z.coerce.number().int().min(1).default(7 * 24),
+  CLAIM_CODE_TTL_MINUTES: z.coerce.number().int().min(1).default(15),
+  CLAIM_CODE_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(5),
+  /** Signing keys older than this are rotated at start; 0 keeps a key until `restock keys rotate`. */
+  SIGNING_KEY_MAX_AGE_DAYS: z.coerce.number().int().min(0).default(90),
+  /** JSON list of trusted ID-JAG issuers: [{"issuer": "...", "jwks_uri": "..."} or {"issuer": "...", "jwks": {"keys": [...]}}]. */
+  AGENT_TRUSTED_ISSUERS: z.string().default('[]'),
+  RATE_LIMIT_ANONYMOUS_PER_MINUTE: z.coerce.number().int().min(1).default(100),
+  RATE_LIMIT_VERIFIED_EMAIL_PER_MINUTE: z.coerce.number().int().min(1).default(600),
+  RATE_LIMIT_ID_JAG_PER_MINUTE: z.coerce.number().int().min(1).default(600),
+  /** Registrations one client address may make per hour. */
+  REGISTRATION_LIMIT_PER_HOUR: z.coerce.number().int().min(1).default(20),
+  /** Optional HTTPS listener that asks for client certificates (mtls credentials). */
+  TLS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  TLS_CERT_FILE: z.string().optional(),
+  TLS_KEY_FILE: z.string().optional(),
 });
+
+const trustedIssuerSchema = z.union([
+  z.object({ issuer: z.url(), jwks_uri: z.url() }).strict(),
+  z.object({ issuer: z.url(), jwks: z.object({ keys: z.array(z.record(z.string(), z.unknown())).min(1) }) }).strict(),
+]);
+export type TrustedIssuer = z.infer<typeof trustedIssuerSchema>;
 
 export type DatabaseConfig =
   | { dialect: 'sqlite'; file: string; synchronous: 'FULL' | 'NORMAL'; busyTimeoutMs: number }
@@ -54,6 +80,19 @@ export interface Config {
   mailFrom: string;
   redisUrl: string | undefined;
   smtpUrl: string | undefined;
+  agents: AgentConfig;
+  tls: { port: number; certFile: string; keyFile: string } | undefined;
+}
+
+export interface AgentConfig {
+  accessTokenTtlSeconds: number;
+  credentialTtlSeconds: number;
+  claimTokenTtlHours: number;
+  claimCodeTtlMinutes: number;
+  claimCodeMaxAttempts: number;
+  signingKeyMaxAgeDays: number;
+  trustedIssuers: TrustedIssuer[];
+  rateLimits: { anonymous: number; verifiedEmail: number; idJag: number; registrationsPerHour: number };
 }
 
 export class ConfigError extends Error {
@@ -84,7 +123,47 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     mailFrom: e.MAIL_FROM,
     redisUrl: e.REDIS_URL,
     smtpUrl: e.SMTP_URL,
+    agents: {
+      accessTokenTtlSeconds: e.ACCESS_TOKEN_TTL_SECONDS,
+      credentialTtlSeconds: e.AGENT_CREDENTIAL_TTL_SECONDS,
+      claimTokenTtlHours: e.CLAIM_TOKEN_TTL_HOURS,
+      claimCodeTtlMinutes: e.CLAIM_CODE_TTL_MINUTES,
+      claimCodeMaxAttempts: e.CLAIM_CODE_MAX_ATTEMPTS,
+      signingKeyMaxAgeDays: e.SIGNING_KEY_MAX_AGE_DAYS,
+      trustedIssuers: parseTrustedIssuers(e.AGENT_TRUSTED_ISSUERS),
+      rateLimits: {
+        anonymous: e.RATE_LIMIT_ANONYMOUS_PER_MINUTE,
+        verifiedEmail: e.RATE_LIMIT_VERIFIED_EMAIL_PER_MINUTE,
+        idJag: e.RATE_LIMIT_ID_JAG_PER_MINUTE,
+        registrationsPerHour: e.REGISTRATION_LIMIT_PER_HOUR,
+      },
+    },
+    tls: tlsConfig(e),
   };
+}
+
+function parseTrustedIssuers(text: string): TrustedIssuer[] {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new ConfigError('Invalid configuration:\n  AGENT_TRUSTED_ISSUERS: not valid JSON');
+  }
+  const parsed = z.array(trustedIssuerSchema).safeParse(value);
+  if (!parsed.success) {
+    throw new ConfigError(
+      `Invalid configuration:\n  AGENT_TRUSTED_ISSUERS: each entry needs "issuer" and either "jwks_uri" or "jwks" (${parsed.error.issues[0]?.message})`,
+    );
+  }
+  return parsed.data;
+}
+
+function tlsConfig(e: z.infer<typeof envSchema>): Config['tls'] {
+  if (e.TLS_PORT === undefined) return undefined;
+  if (!e.TLS_CERT_FILE || !e.TLS_KEY_FILE) {
+    throw new ConfigError('Invalid configuration:\n  TLS_PORT: needs TLS_CERT_FILE and TLS_KEY_FILE');
+  }
+  return { port: e.TLS_PORT, certFile: e.TLS_CERT_FILE, keyFile: e.TLS_KEY_FILE };
 }
 
 function databaseConfig(e: z.infer<typeof envSchema>, dataDir: string): DatabaseConfig {

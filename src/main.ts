@@ -1,6 +1,11 @@
 import { ConfigError, loadConfig } from './config.ts';
 import { Database } from './core/db/database.ts';
 import { startServer } from './server.ts';
+import { SigningKeys } from './agents/signing-keys.ts';
+import { AgentStore } from './agents/store.ts';
+import { ValidationFailed } from './core/problems.ts';
+import { StoreService } from './stores/service.ts';
+import { StoreStore } from './stores/store.ts';
 
 const USAGE = `Restock: back-in-stock alerts for e-commerce stores.
 
@@ -9,6 +14,12 @@ Usage: restock <command>
 Commands:
   serve      Start the HTTP service (applies pending migrations first)
   migrate    Apply pending database migrations and exit
+  store create <domain> --owner <email>
+             Create a store (or change its owner). Agents its owner claims naming the
+             store are bound to it.
+  keys rotate
+             Make a new access-token signing key; older keys keep verifying the tokens
+             they signed until those expire.
   help       Show this help
 
 Configuration comes from environment variables; see README.md or .env.example.
@@ -47,9 +58,57 @@ async function migrate(): Promise<void> {
   }
 }
 
+/** Runs `work` against the migrated database, then closes it. */
+async function withDatabase<T>(work: (database: Database) => Promise<T>): Promise<T> {
+  const database = Database.open(loadConfig().database);
+  try {
+    await database.migrate();
+    return await work(database);
+  } finally {
+    await database.close();
+  }
+}
+
+async function storeCommand(args: string[]): Promise<number> {
+  const [sub, domain, ...rest] = args;
+  const ownerAt = rest.indexOf('--owner');
+  const owner = ownerAt >= 0 ? rest[ownerAt + 1] : undefined;
+  if (sub !== 'create' || !domain || !owner) {
+    process.stderr.write('Usage: restock store create <domain> --owner <email>\n');
+    return 2;
+  }
+  try {
+    const store = await withDatabase((database) => new StoreService(new StoreStore(database)).createStore(domain, owner));
+    console.log(`Store ${store.domain} is owned by ${store.ownerEmail}.`);
+    return 0;
+  } catch (err) {
+    if (!(err instanceof ValidationFailed)) throw err;
+    process.stderr.write(`restock: ${err.detail.replace('/domain', 'domain').replace('/owner', '--owner')}\n`);
+    return 2;
+  }
+}
+
+async function keysCommand(args: string[]): Promise<number> {
+  if (args[0] !== 'rotate') {
+    process.stderr.write('Usage: restock keys rotate\n');
+    return 2;
+  }
+  const config = loadConfig();
+  const kid = await withDatabase(async (database) => {
+    const lifetime = Math.max(config.agents.accessTokenTtlSeconds, config.agents.credentialTtlSeconds) * 1000;
+    return new SigningKeys(new AgentStore(database), lifetime).rotate();
+  });
+  console.log(`New signing key ${kid}. Running processes pick it up within a minute.`);
+  return 0;
+}
+
 async function main(argv: string[]): Promise<number> {
-  const [command] = argv;
+  const [command, ...args] = argv;
   switch (command) {
+    case 'store':
+      return storeCommand(args);
+    case 'keys':
+      return keysCommand(args);
     case 'serve':
       await serve();
       return 0;

@@ -88,7 +88,7 @@ describe('the restock command', () => {
     const cwd = freshDir();
     const first = restock(['migrate'], { cwd });
     assert.equal(first.status, 0, first.stderr);
-    assert.match(first.stdout, /Applied: 0001_foundation/);
+    assert.match(first.stdout, /Applied: 0001_foundation, 0002_identity/);
     assert.ok(existsSync(path.join(cwd, 'data', 'restock.db')), 'embedded default keeps its data under ./data');
     const again = restock(['migrate'], { cwd });
     assert.match(again.stdout, /up to date/);
@@ -102,9 +102,17 @@ describe('the restock command', () => {
       assert.equal(health.status, 200);
       assert.equal((await health.json()).status, 'ok');
 
-      const subscribe = await fetch(`${base}/api/v1/alerts/subscribe`, {
+      const registered = await fetch(`${base}/api/agent/register`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ type: 'anonymous' }),
+      });
+      assert.equal(registered.status, 201);
+      const authorization = `Bearer ${(await registered.json()).credential}`;
+
+      const subscribe = await fetch(`${base}/api/v1/alerts/subscribe`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization },
         body: JSON.stringify({ productId: 'gid://shopify/Product/123', variantId: 'gid://shopify/ProductVariant/456', email: 'shopper@example.com' }),
       });
       assert.equal(subscribe.status, 200);
@@ -112,7 +120,7 @@ describe('the restock command', () => {
 
       const checkout = await fetch(`${base}/api/v1/plans/checkout`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', authorization },
         body: JSON.stringify({ plan: 'starter', shop: 'my-store.myshopify.com' }),
       });
       assert.equal(checkout.status, 200);
@@ -132,13 +140,19 @@ describe('the restock command', () => {
     const cwd = freshDir();
     const { child, base, exited } = await serve(cwd, { SHUTDOWN_TIMEOUT_MS: '20000' });
     const body = JSON.stringify({ productId: 'gid://shopify/Product/77', email: 'inflight@example.com' });
+    const registered = await fetch(`${base}/api/agent/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', connection: 'close' },
+      body: JSON.stringify({ type: 'anonymous' }),
+    });
+    const token = (await registered.json()).credential;
     const socket = net.connect(Number(new URL(base).port), '127.0.0.1');
     await new Promise((resolve) => socket.once('connect', resolve));
     let response = '';
     socket.on('data', (d) => (response += d));
     const closed = new Promise((resolve) => socket.once('close', resolve));
     socket.write(
-      `POST /api/v1/alerts/subscribe HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n` +
+      `POST /api/v1/alerts/subscribe HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nAuthorization: Bearer ${token}\r\n` +
         `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body.slice(0, 10)}`,
     );
     await new Promise((resolve) => setTimeout(resolve, 200));

@@ -4,7 +4,7 @@ import SqliteDriver from 'better-sqlite3';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.ts';
 import { Database } from '../src/core/db/database.ts';
-import { createTestDatabase, testConfig, testDialects, type TestDatabase } from './fixtures/app.ts';
+import { createTestDatabase, registerAnonymous, testConfig, testDialects, type TestDatabase } from './fixtures/app.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { TcpProxy } from './fixtures/tcp-proxy.ts';
 
@@ -49,6 +49,7 @@ for (const dialect of testDialects()) {
     let testDatabase: TestDatabase;
     let database: Database;
     let app: FastifyInstance;
+    let authorization: string;
     let outage: Outage;
 
     before(async () => {
@@ -67,6 +68,7 @@ for (const dialect of testDialects()) {
       database = Database.open(config.database);
       app = await buildApp(config, database);
       await app.ready();
+      authorization = `Bearer ${await registerAnonymous(app)}`;
     });
     after(async () => {
       await outage.close();
@@ -92,7 +94,7 @@ for (const dialect of testDialects()) {
         assert.ok(Number(health.headers['retry-after']) > 0);
         assert.doesNotMatch(health.body, /\bat .*\.(ts|js):\d+/, 'no stack trace');
 
-        const subscribe = await app.inject({ method: 'POST', url: '/api/v1/alerts/subscribe', payload: SUBSCRIBE });
+        const subscribe = await app.inject({ method: 'POST', url: '/api/v1/alerts/subscribe', payload: SUBSCRIBE, headers: { authorization } });
         assert.equal(subscribe.statusCode, 503, subscribe.body);
         assert.equal(subscribe.json().type, 'http://restock.test/problems/service-unavailable');
       } finally {
@@ -101,7 +103,7 @@ for (const dialect of testDialects()) {
 
       const health = await app.inject({ method: 'GET', url: '/api/health' });
       assert.equal(health.statusCode, 200, health.body);
-      const subscribe = await app.inject({ method: 'POST', url: '/api/v1/alerts/subscribe', payload: SUBSCRIBE });
+      const subscribe = await app.inject({ method: 'POST', url: '/api/v1/alerts/subscribe', payload: SUBSCRIBE, headers: { authorization } });
       assert.equal(subscribe.statusCode, 200);
       const rows = await database.db.selectFrom('subscriptions').selectAll().where('email', '=', SUBSCRIBE.email).execute();
       assert.equal(rows.length, 1, 'the request refused during the outage stored nothing');

@@ -9,7 +9,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import fc from 'fast-check';
 import { z } from 'zod';
 import { productIdSchema, variantIdSchema } from '../src/alerts/schemas.ts';
-import { shopSchema } from '../src/billing/schemas.ts';
+import { shopSchema } from '../src/stores/schemas.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
 

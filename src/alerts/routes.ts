@@ -10,7 +10,7 @@ export function alertRoutes(service: AlertService) {
     const api = app.withTypeProvider<ZodTypeProvider>();
 
     api.post('/api/v1/alerts/subscribe', {
-      config: { idempotent: true },
+      config: { idempotent: true, scope: 'api:write' },
       schema: {
         operationId: 'subscribeAlert',
         summary: 'Subscribe a customer e-mail to a restock alert',
@@ -19,15 +19,16 @@ export function alertRoutes(service: AlertService) {
           'Subscribing the same product, variant and e-mail again returns the existing active subscription.',
         tags: ['alerts'],
         body: subscribeAlertBody,
-        response: { 200: subscribeAlertResponse, ...problemResponses(400, 409, 413, 415, 422, 503) },
+        response: { 200: subscribeAlertResponse, ...problemResponses(400, 403, 409, 413, 415, 422, 503) },
       },
       handler: async (request) => {
-        const { subscriptionId, status } = await service.subscribeAlert(request.body);
+        const { subscriptionId, status } = await service.subscribeAlert(request.body, request.caller!);
         return { subscriptionId, status };
       },
     });
 
     api.get('/api/v1/alerts/:subscriptionId', {
+      config: { scope: 'api:read' },
       schema: {
         operationId: 'getSubscription',
         summary: 'Read an alert subscription',
@@ -35,11 +36,11 @@ export function alertRoutes(service: AlertService) {
         params: subscriptionParams,
         response: { 200: subscriptionSchema, ...problemResponses(400, 404, 503) },
       },
-      handler: (request) => service.getSubscription(request.params.subscriptionId),
+      handler: (request) => service.getSubscription(request.params.subscriptionId, request.caller!),
     });
 
     api.delete('/api/v1/alerts/:subscriptionId', {
-      config: { idempotent: true },
+      config: { idempotent: true, scope: 'api:write' },
       schema: {
         operationId: 'cancelSubscription',
         summary: 'Cancel an alert subscription',
@@ -48,7 +49,7 @@ export function alertRoutes(service: AlertService) {
         params: subscriptionParams,
         response: { 200: subscriptionSchema, ...problemResponses(400, 404, 409, 503) },
       },
-      handler: (request) => service.cancelSubscription(request.params.subscriptionId),
+      handler: (request) => service.cancelSubscription(request.params.subscriptionId, request.caller!),
     });
   };
 }

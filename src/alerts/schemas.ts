@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { emailSchema } from '../core/email.ts';
+import { shopSchema } from '../stores/schemas.ts';
 
 export const productIdSchema = z
   .string()
@@ -10,10 +12,6 @@ export const variantIdSchema = z
   .regex(/^gid:\/\/shopify\/ProductVariant\/[0-9]{1,20}$/, 'must look like gid://shopify/ProductVariant/<numeric id>')
   .describe('Platform variant global ID, e.g. gid://shopify/ProductVariant/456');
 
-export const emailSchema = z
-  .email('must be a valid e-mail address')
-  .max(254, 'must be at most 254 characters')
-  .describe('Address to notify');
 
 export const subscriptionStatusSchema = z
   .enum(['active', 'notified', 'unsubscribed', 'cancelled', 'expired'])
@@ -29,7 +27,10 @@ export const subscribeAlertBody = z
   .object({
     productId: productIdSchema,
     variantId: variantIdSchema.nullish().describe('Variant to watch; omit to be alerted when any variant is restocked'),
-    email: emailSchema,
+    email: emailSchema.describe('Address to notify'),
+    shop: shopSchema
+      .optional()
+      .describe("The merchant's store the product belongs to; an agent bound to a store subscribes for that store"),
   })
   .describe('Alert subscription request');
 
@@ -48,6 +49,7 @@ export const subscriptionSchema = z
     status: subscriptionStatusSchema,
     productId: productIdSchema,
     variantId: variantIdSchema.nullable(),
+    shop: z.string().nullable().describe('The store the subscription belongs to, when known'),
     email: z.string().describe('Address to notify'),
     createdAt: z.string().describe('ISO-8601 time the subscription was created'),
     updatedAt: z.string().describe('ISO-8601 time of the last status change'),

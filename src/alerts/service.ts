@@ -1,5 +1,7 @@
 import { nowIso } from '../core/clock.ts';
-import { Conflict, NotFound } from '../core/problems.ts';
+import { normaliseEmail } from '../core/email.ts';
+import { canSee, storeForWrite, type Caller } from '../core/http/caller.ts';
+import { Conflict, Forbidden, NotFound } from '../core/problems.ts';
 import type { TokenSigner } from '../core/signed-token.ts';
 import type { SubscribeAlertInput, Subscription } from './schemas.ts';
 import type { AlertStore, SubscriptionRow } from './store.ts';
@@ -15,20 +17,24 @@ export class AlertService {
   ) {}
 
   /** subscribeAlert: the live subscription for this product/variant/e-mail, created if needed. */
-  async subscribeAlert(input: SubscribeAlertInput): Promise<{ subscriptionId: string; status: 'active' }> {
+  async subscribeAlert(input: SubscribeAlertInput, caller: Caller): Promise<{ subscriptionId: string; status: 'active' }> {
+    const { store, foreign } = storeForWrite(caller, input.shop);
+    if (foreign) throw new Forbidden(`This agent is bound to ${caller.storeDomain} and cannot subscribe for ${input.shop}.`);
     const row = await this.store.subscribe(
       { productId: input.productId, variantId: input.variantId ?? null, email: normaliseEmail(input.email) },
+      { storeDomain: store, agentId: caller.agentId },
       nowIso(),
     );
     return { subscriptionId: row.id, status: 'active' };
   }
 
-  async getSubscription(id: string): Promise<Subscription> {
-    return this.present(await this.mustFind(id));
+  async getSubscription(id: string, caller: Caller): Promise<Subscription> {
+    return this.present(await this.mustFind(id, caller));
   }
 
   /** Cancels through the API. Cancelling twice is harmless; an ended subscription stays ended. */
-  async cancelSubscription(id: string): Promise<Subscription> {
+  async cancelSubscription(id: string, caller: Caller): Promise<Subscription> {
+    await this.mustFind(id, caller);
     const row = await this.store.transition(id, ['active'], 'cancelled', nowIso());
     if (!row) throw new NotFound(`No subscription ${id}.`);
     if (row.status !== 'cancelled') {
@@ -57,9 +63,12 @@ export class AlertService {
     return this.store.transition(id, ['active'], 'unsubscribed', nowIso());
   }
 
-  private async mustFind(id: string): Promise<SubscriptionRow> {
+  /** Someone else's subscription answers exactly like a missing one. */
+  private async mustFind(id: string, caller: Caller): Promise<SubscriptionRow> {
     const row = await this.store.find(id);
-    if (!row) throw new NotFound(`No subscription ${id}.`);
+    if (!row || !canSee(caller, { agentId: row.agent_id, storeDomain: row.store_domain })) {
+      throw new NotFound(`No subscription ${id}.`);
+    }
     return row;
   }
 
@@ -69,16 +78,11 @@ export class AlertService {
       status: row.status as Subscription['status'],
       productId: row.product_id,
       variantId: row.variant_id,
+      shop: row.store_domain,
       email: row.email,
       createdAt: row.created_at,
       updatedAt: row.updated_at,
       unsubscribeUrl: `${this.baseUrl}/unsubscribe/${this.unsubscribeToken(row.id)}`,
     };
   }
-}
-
-/** Domains are case-insensitive; local parts may not be (RFC 5321), so they are kept as given. */
-export function normaliseEmail(email: string): string {
-  const at = email.lastIndexOf('@');
-  return `${email.slice(0, at)}@${email.slice(at + 1).toLowerCase()}`;
 }

@@ -23,7 +23,7 @@ export class AlertStore {
    * duplicate, or a race another process won), the live row is read instead; should that row end
    * in between, the insert is tried again.
    */
-  async subscribe(target: WatchTarget, now: string): Promise<SubscriptionRow> {
+  async subscribe(target: WatchTarget, owner: { storeDomain: string | null; agentId: string | null }, now: string): Promise<SubscriptionRow> {
     for (let attempt = 0; ; attempt++) {
       const row: SubscriptionRow = {
         id: newId('sub'),
@@ -31,6 +31,8 @@ export class AlertStore {
         variant_id: target.variantId,
         email: target.email,
         status: 'active',
+        store_domain: owner.storeDomain,
+        agent_id: owner.agentId,
         created_at: now,
         updated_at: now,
       };

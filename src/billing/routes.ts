@@ -16,6 +16,7 @@ export function billingRoutes(service: BillingService) {
     const api = app.withTypeProvider<ZodTypeProvider>();
 
     api.get('/api/v1/plans', {
+      config: { scope: 'api:read' },
       schema: {
         operationId: 'listPlans',
         summary: 'List the plans on sale',
@@ -26,22 +27,23 @@ export function billingRoutes(service: BillingService) {
     });
 
     api.post('/api/v1/plans/checkout', {
-      config: { idempotent: true },
+      config: { idempotent: true, scope: 'api:write' },
       schema: {
         operationId: 'checkoutPlan',
         summary: 'Create an agent checkout session for the starter or growth plan',
         description: 'Returns the URL of a page where the purchase is completed; the plan becomes active for the store once it is.',
         tags: ['plans'],
         body: checkoutPlanBody,
-        response: { 200: checkoutPlanResponse, ...problemResponses(400, 409, 413, 415, 422, 503) },
+        response: { 200: checkoutPlanResponse, ...problemResponses(400, 403, 409, 413, 415, 422, 503) },
       },
       handler: async (request) => {
-        const session = await service.checkoutPlan(request.body);
+        const session = await service.checkoutPlan(request.body, request.caller!);
         return { checkoutUrl: session.checkoutUrl, sessionId: session.sessionId };
       },
     });
 
     api.get('/api/v1/plans/checkout/:sessionId', {
+      config: { scope: 'api:read' },
       schema: {
         operationId: 'getCheckoutSession',
         summary: 'Read a checkout session',
@@ -49,7 +51,7 @@ export function billingRoutes(service: BillingService) {
         params: checkoutSessionParams,
         response: { 200: checkoutSessionSchema, ...problemResponses(400, 404, 503) },
       },
-      handler: (request) => service.getCheckoutSession(request.params.sessionId),
+      handler: (request) => service.getCheckoutSession(request.params.sessionId, request.caller!),
     });
   };
 }

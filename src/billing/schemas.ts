@@ -1,13 +1,8 @@
 import { z } from 'zod';
+import { shopSchema } from '../stores/schemas.ts';
 import { planIds } from './plans.ts';
 
 export const planIdSchema = z.enum(planIds).describe('Plan to buy');
-
-export const shopSchema = z
-  .string()
-  .max(255)
-  .regex(/^[a-zA-Z0-9][a-zA-Z0-9-]{0,62}\.myshopify\.com$/, 'must be a store domain such as my-store.myshopify.com')
-  .describe("Identifier of the merchant's store: its myshopify.com domain");
 
 export const checkoutPlanBody = z.object({ plan: planIdSchema, shop: shopSchema }).describe('Checkout request');
 

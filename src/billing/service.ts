@@ -1,6 +1,7 @@
 import { isoAfter, nowIso } from '../core/clock.ts';
 import { newId } from '../core/ids.ts';
-import { NotFound, Problem } from '../core/problems.ts';
+import { canSee, storeForWrite, type Caller } from '../core/http/caller.ts';
+import { Forbidden, NotFound, Problem } from '../core/problems.ts';
 import { plans, type PlanId } from './plans.ts';
 import type { CheckoutSession } from './schemas.ts';
 import type { BillingStore, CheckoutSessionRow } from './store.ts';
@@ -29,7 +30,10 @@ export class BillingService {
   }
 
   /** checkoutPlan: a new checkout session for the plan and store. */
-  async checkoutPlan(input: { plan: PlanId; shop: string }): Promise<CheckoutSession> {
+  async checkoutPlan(input: { plan: PlanId; shop: string }, caller: Caller): Promise<CheckoutSession> {
+    if (storeForWrite(caller, input.shop).foreign) {
+      throw new Forbidden(`This agent is bound to ${caller.storeDomain} and cannot buy a plan for ${input.shop}.`);
+    }
     const now = new Date();
     const plan = plans[input.plan];
     const row: CheckoutSessionRow = {
@@ -43,14 +47,18 @@ export class BillingService {
       created_at: now.toISOString(),
       expires_at: isoAfter(this.sessionTtlMinutes * 60_000, now),
       completed_at: null,
+      agent_id: caller.agentId,
     };
     await this.store.createSession(row);
     return this.present(row);
   }
 
-  async getCheckoutSession(id: string): Promise<CheckoutSession> {
+  /** Without a caller: the hosted page, which anyone holding the session's URL may open. */
+  async getCheckoutSession(id: string, caller?: Caller): Promise<CheckoutSession> {
     const row = await this.store.findSession(id);
-    if (!row) throw new NotFound(`No checkout session ${id}.`);
+    if (!row || (caller && !canSee(caller, { agentId: row.agent_id, storeDomain: row.shop }))) {
+      throw new NotFound(`No checkout session ${id}.`);
+    }
     return this.present(row);
   }
 

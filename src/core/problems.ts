@@ -13,6 +13,37 @@ export const problemTypes = {
     title: 'The request could not be read',
     description: 'The body is not well-formed JSON, or a header is malformed.',
   },
+  unauthorized: {
+    status: 401,
+    title: 'Authentication required',
+    description:
+      'This operation needs an access token (`Authorization: Bearer ...`). `WWW-Authenticate` points to the protected resource metadata that says how to get one; register at /api/agent/register.',
+  },
+  'invalid-token': {
+    status: 401,
+    title: 'The access token is not valid',
+    description: 'The token is malformed, expired, revoked, not issued for this API, or bound to a client certificate that was not presented. Get a new one.',
+  },
+  'insufficient-scope': {
+    status: 403,
+    title: 'The access token lacks a scope this operation needs',
+    description: '`scope` names the scope required. Register or claim an agent that holds it.',
+  },
+  forbidden: {
+    status: 403,
+    title: 'Not allowed',
+    description: 'Your credential is valid but may not act on this resource, for example a store it is not bound to.',
+  },
+  'invalid-assertion': {
+    status: 400,
+    title: 'The identity assertion was refused',
+    description: '`error` says why: invalid_signature, audience_mismatch, issuer_not_enabled, replay_detected, expired or invalid_request.',
+  },
+  'claim-failed': {
+    status: 400,
+    title: 'The claim could not be completed',
+    description: '`error` says why: claim_expired, otp_invalid, otp_attempts_exceeded or invalid_claim_token.',
+  },
   'not-found': {
     status: 404,
     title: 'Not found',
@@ -52,6 +83,11 @@ export const problemTypes = {
     status: 410,
     title: 'The checkout session has expired',
     description: 'Create a new checkout session and complete it before it expires.',
+  },
+  'rate-limited': {
+    status: 429,
+    title: 'Too many requests',
+    description: 'The rate limit for your credential or address is used up. `Retry-After` says when to try again; `RateLimit-*` headers describe the limit.',
   },
   'service-unavailable': {
     status: 503,
@@ -113,6 +149,12 @@ export class NotFound extends Problem {
 export class Conflict extends Problem {
   constructor(detail: string) {
     super('conflict', detail);
+  }
+}
+
+export class Forbidden extends Problem {
+  constructor(detail: string) {
+    super('forbidden', detail);
   }
 }
 

@@ -26,8 +26,22 @@ export async function registerOpenApi(app: FastifyInstance, baseUrl: string): Pr
       tags: [
         { name: 'alerts', description: 'Restock alert subscriptions' },
         { name: 'plans', description: 'Plans merchants buy' },
+        { name: 'agents', description: 'Agent registration, claim, tokens and revocation' },
+        { name: 'stores', description: "Merchants' stores and the agents bound to them" },
         { name: 'service', description: 'Health and discovery' },
       ],
+      components: {
+        securitySchemes: {
+          agentToken: {
+            type: 'http',
+            scheme: 'bearer',
+            bearerFormat: 'JWT',
+            description:
+              'An access token from POST /api/agent/register, the claim, or POST /oauth/token. Each operation lists the scope it needs; ' +
+              `see ${baseUrl}/.well-known/oauth-protected-resource.`,
+          },
+        },
+      },
     },
     transform: jsonSchemaTransform,
     transformObject: (documentObject) => {

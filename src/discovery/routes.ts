@@ -12,7 +12,13 @@ const apiIndexSchema = z
     description: z.string(),
     openapi: z.url().describe('The OpenAPI 3.1 document of this API'),
     operations: z.array(
-      z.object({ operationId: z.string(), method: z.string(), path: z.string(), summary: z.string() }),
+      z.object({
+        operationId: z.string(),
+        method: z.string(),
+        path: z.string(),
+        summary: z.string(),
+        scope: z.string().optional().describe('Scope an access token needs for this operation; absent for public ones'),
+      }),
     ),
   })
   .describe('Index of the API');
@@ -23,6 +29,7 @@ export interface Operation {
   method: string;
   path: string;
   summary: string;
+  scope?: string;
 }
 
 /**
@@ -36,7 +43,8 @@ export function collectOperations(app: FastifyInstance): Operation[] {
     if (!schema?.operationId || schema.hide) return;
     for (const method of [route.method].flat()) {
       if (method === 'HEAD') continue;
-      operations.push({ operationId: schema.operationId, method, path: route.url, summary: schema.summary ?? '' });
+      const scope = route.config?.scope;
+      operations.push({ operationId: schema.operationId, method, path: route.url, summary: schema.summary ?? '', ...(scope ? { scope } : {}) });
     }
   });
   return operations;

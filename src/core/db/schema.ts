@@ -16,6 +16,20 @@ export interface Tables {
   idempotency_keys: IdempotencyKeysTable;
   /** core/secrets */
   service_secrets: ServiceSecretsTable;
+  /** stores */
+  stores: StoresTable;
+  /** agents */
+  agents: AgentsTable;
+  /** agents */
+  agent_claim_attempts: AgentClaimAttemptsTable;
+  /** agents */
+  revoked_tokens: RevokedTokensTable;
+  /** agents */
+  used_assertions: UsedAssertionsTable;
+  /** agents (signing keys) */
+  signing_keys: SigningKeysTable;
+  /** core/mail */
+  mail_outbox: MailOutboxTable;
 }
 
 export interface SubscriptionsTable {
@@ -24,6 +38,8 @@ export interface SubscriptionsTable {
   variant_id: string | null;
   email: string;
   status: string;
+  store_domain: string | null;
+  agent_id: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -39,6 +55,7 @@ export interface CheckoutSessionsTable {
   created_at: string;
   expires_at: string;
   completed_at: string | null;
+  agent_id: string | null;
 }
 
 export interface StorePlansTable {
@@ -65,5 +82,86 @@ export interface IdempotencyKeysTable {
 export interface ServiceSecretsTable {
   name: string;
   value: string;
+  created_at: string;
+}
+
+export interface StoresTable {
+  domain: string;
+  owner_email: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface AgentsTable {
+  id: string;
+  /** anonymous | id_jag | verified_email */
+  method: string;
+  /** pending (verified e-mail not yet confirmed) | active | revoked */
+  status: string;
+  /** bearer_token | mtls */
+  credential_type: string;
+  /** Space-separated scopes the agent holds now. */
+  scopes: string;
+  /** Space-separated scopes a claim grants. */
+  post_claim_scopes: string;
+  /** The confirmed (claimed or asserted) e-mail of the person answerable for the agent. */
+  email: string | null;
+  issuer: string | null;
+  subject: string | null;
+  store_domain: string | null;
+  /** RFC 8705 x5t#S256 of the client certificate mtls credentials are bound to. */
+  cert_thumbprint: string | null;
+  claim_token_hash: string | null;
+  claim_expires_at: string | null;
+  created_at: string;
+  claimed_at: string | null;
+  revoked_at: string | null;
+}
+
+export interface AgentClaimAttemptsTable {
+  id: string;
+  agent_id: string;
+  email: string;
+  store_domain: string | null;
+  otp_hash: string;
+  failed_attempts: number;
+  /** initiated | claimed | failed */
+  status: string;
+  created_at: string;
+  expires_at: string;
+}
+
+export interface RevokedTokensTable {
+  jti: string;
+  agent_id: string;
+  revoked_at: string;
+  expires_at: string;
+}
+
+export interface UsedAssertionsTable {
+  issuer: string;
+  jti: string;
+  expires_at: string;
+}
+
+export interface SigningKeysTable {
+  kid: string;
+  private_jwk: string;
+  public_jwk: string;
+  created_at: string;
+  /** Set when a newer key took over signing; the key stays published until its tokens expire. */
+  retired_at: string | null;
+}
+
+export interface MailOutboxTable {
+  id: string;
+  recipient: string;
+  subject: string;
+  text_body: string;
+  html_body: string | null;
+  /** JSON object of extra headers. */
+  headers: string;
+  /** What the mail is for, e.g. agent-claim-code. */
+  purpose: string;
   created_at: string;
 }

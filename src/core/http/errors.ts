@@ -100,6 +100,10 @@ export function clientErrorHandler(baseUrl: string) {
   return (err: Error & { code?: string }, socket: Socket) => {
     if (!socket.writable) return;
     if (err.code === 'ECONNRESET') return socket.destroy();
+    // Something was already answered on this connection (a 401 before its body arrived, say); a
+    // further answer would be read as the reply to a request never sent. Node's own handler
+    // draws the same line.
+    if (socket.bytesWritten > 0) return socket.destroy();
     const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
     const status = tooLarge ? 431 : 400;
     const body = JSON.stringify({

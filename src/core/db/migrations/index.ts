@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Dialect } from '../dialect.ts';
 import { foundation } from './0001_foundation.ts';
+import { identity } from './0002_identity.ts';
 
 export interface DialectMigration {
   up(db: Kysely<any>, dialect: Dialect): Promise<void>;
@@ -9,4 +10,5 @@ export interface DialectMigration {
 /** The one migration set for both databases, applied in key order. Never edit a shipped entry. */
 export const migrations: Record<string, DialectMigration> = {
   '0001_foundation': foundation,
+  '0002_identity': identity,
 };

@@ -1,0 +1,82 @@
+import type { TLSSocket } from 'node:tls';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { problemResponses } from '../core/http/openapi-responses.ts';
+import { Problem } from '../core/problems.ts';
+import { certificateThumbprint } from './access-tokens.ts';
+import { InsufficientScope, InvalidRequest, OAuthProblem } from './errors.ts';
+import type { Scope } from './scopes.ts';
+import type { AgentService, ClientContext } from './service.ts';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The scope an access token must hold to use this route; unset routes are public. */
+    scope?: Scope;
+  }
+}
+
+export const SECURITY_SCHEME = 'agentToken';
+/** RFC 6750 §2.1 b64token. */
+const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
+
+/**
+ * Puts the access-token check in front of every route whose config names a `scope`, and writes
+ * that requirement into the route's OpenAPI operation. Failures follow RFC 6750 and RFC 9728:
+ * 401 with `WWW-Authenticate: Bearer ... resource_metadata="..."` (an `error` only when a token
+ * was sent), 403 `insufficient_scope` naming the scope, 400 `invalid_request` for a broken header.
+ */
+export function installAccessControl(app: FastifyInstance, service: AgentService, resourceMetadataUrl: string): void {
+  const challenge = (problem?: OAuthProblem) => {
+    const params = ['realm="restock"'];
+    if (problem) {
+      params.push(`error="${problem.error}"`, `error_description="${problem.detail.replace(/["\\]/g, '')}"`);
+      if (problem instanceof InsufficientScope) params.push(`scope="${problem.scope}"`);
+    }
+    params.push(`resource_metadata="${resourceMetadataUrl}"`);
+    return `Bearer ${params.join(', ')}`;
+  };
+
+  const authenticate = async (request: FastifyRequest) => {
+    const scope = request.routeOptions.config.scope!;
+    const header = request.headers.authorization;
+    if (!header || !/^bearer(\s|$)/i.test(header)) {
+      const detail = header
+        ? 'Only Bearer access tokens are accepted (`Authorization: Bearer <token>`).'
+        : `This operation needs an access token with the scope ${scope}. Register at /api/agent/register.`;
+      throw new Problem('unauthorized', detail, { headers: { 'www-authenticate': challenge() }, extensions: { scope } });
+    }
+    try {
+      const match = BEARER.exec(header);
+      if (!match) throw new InvalidRequest('The Authorization header is malformed; send `Authorization: Bearer <token>`.');
+      const caller = await service.authenticate(match[1]!, clientContext(request));
+      if (!caller.scopes.has(scope)) throw new InsufficientScope(scope);
+      request.caller = caller;
+    } catch (err) {
+      if (err instanceof OAuthProblem) err.headers['www-authenticate'] = challenge(err);
+      throw err;
+    }
+  };
+
+  app.addHook('onRoute', (route) => {
+    const scope = route.config?.scope;
+    if (!scope) return;
+    route.onRequest = [...[route.onRequest ?? []].flat(), authenticate];
+    const schema = (route.schema ??= {});
+    (schema as { security?: unknown }).security = [{ [SECURITY_SCHEME]: [scope] }];
+    schema.response = { ...problemResponses(401, 403, 429), ...(schema.response as object) };
+  });
+}
+
+const thumbprints = new WeakMap<object, string | null>();
+
+/** What the connection says about the client: its certificate, when it came over the mTLS listener. */
+export function clientContext(request: FastifyRequest): ClientContext {
+  const socket = request.raw.socket as Partial<TLSSocket>;
+  if (typeof socket.getPeerCertificate !== 'function') return { certThumbprint: null };
+  let thumbprint = thumbprints.get(socket);
+  if (thumbprint === undefined) {
+    const cert = socket.getPeerCertificate();
+    thumbprint = cert && cert.raw ? certificateThumbprint(cert) : null;
+    thumbprints.set(socket, thumbprint);
+  }
+  return { certThumbprint: thumbprint };
+}

@@ -1,0 +1,42 @@
+/**
+ * Who is making a request, as the access-token check established it. Features read it to apply
+ * scopes and tenancy; the rate limiter and Idempotency-Key read it to key their state.
+ */
+export interface Caller {
+  agentId: string;
+  /** The scopes in force: those in the token that the agent still holds. */
+  scopes: ReadonlySet<string>;
+  /** The store the agent is bound to, if any; it may then touch only that store's data. */
+  storeDomain: string | null;
+  rateLimitPerMinute: number;
+  /** `jti` of the access token used. */
+  tokenId: string;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    caller?: Caller;
+  }
+}
+
+/** Who a stored record belongs to: the agent that made it and the store it concerns. */
+export interface Ownership {
+  agentId: string | null;
+  storeDomain: string | null;
+}
+
+/**
+ * Tenancy in one rule: an agent bound to a store sees that store's records (and its own made
+ * before it was bound); any other agent sees only what it made itself.
+ */
+export function canSee(caller: Caller, record: Ownership): boolean {
+  if (caller.storeDomain !== null && record.storeDomain === caller.storeDomain) return true;
+  return record.agentId === caller.agentId && (record.storeDomain === null || caller.storeDomain === null);
+}
+
+/** The store a write on behalf of `caller` concerns: a bound agent acts for its own store only. */
+export function storeForWrite(caller: Caller, named: string | undefined | null): { store: string | null; foreign: boolean } {
+  const store = named ? named.toLowerCase() : null;
+  if (caller.storeDomain === null) return { store, foreign: false };
+  return { store: caller.storeDomain, foreign: store !== null && store !== caller.storeDomain };
+}

@@ -1,0 +1,45 @@
+import type { Database } from '../db/database.ts';
+import { MailOutboxStore } from './outbox-store.ts';
+import { SmtpTransport } from './smtp-transport.ts';
+
+export { MailDeliveryError } from './smtp-transport.ts';
+
+export interface MailMessage {
+  to: string;
+  subject: string;
+  text: string;
+  html?: string;
+  headers?: Record<string, string>;
+  /** what the mail is for, e.g. 'agent-claim-code' */
+  purpose: string;
+}
+
+export interface MailTransport {
+  readonly kind: 'outbox' | 'smtp';
+  /** Resolves once the mail is safe: stored in the outbox, or accepted by the SMTP server. */
+  send(message: MailMessage): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * The SMTP server at `smtpUrl` when one is configured; otherwise the local outbox, so an
+ * embedded install needs no mail server and its mail can still be read back.
+ */
+export function openMailTransport(options: { smtpUrl: string | undefined; from: string; database: Database }): MailTransport {
+  if (options.smtpUrl) return new SmtpTransport(options.smtpUrl, options.from);
+  return new OutboxTransport(new MailOutboxStore(options.database));
+}
+
+/** Keeps each mail as a row of `mail_outbox`; `send` resolves after the row is committed. */
+export class OutboxTransport implements MailTransport {
+  readonly kind = 'outbox' as const;
+
+  constructor(private readonly store: MailOutboxStore) {}
+
+  async send(message: MailMessage): Promise<void> {
+    await this.store.insert(message);
+  }
+
+  /** The database belongs to the caller, who closes it after the transport. */
+  async close(): Promise<void> {}
+}

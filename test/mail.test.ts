@@ -1,0 +1,259 @@
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { Database } from '../src/core/db/database.ts';
+import { MailOutboxStore } from '../src/core/mail/outbox-store.ts';
+import { MailDeliveryError, openMailTransport, type MailMessage, type MailTransport } from '../src/core/mail/transport.ts';
+import { createTestDatabase, testConfig, testDialects, type TestDatabase } from './fixtures/app.ts';
+import { failOnLeakedHandles } from './fixtures/leaks.ts';
+import { startSmtpSink, type SmtpSink } from './fixtures/smtp-sink.ts';
+
+failOnLeakedHandles();
+
+const FROM = 'Restock <alerts@restock.test>';
+
+/** The SMTP transport stores nothing: any use of this would fail the test. */
+const unusedDatabase = {} as Database;
+
+const message = (overrides: Partial<MailMessage> = {}): MailMessage => ({
+  to: 'shopper@example.com',
+  subject: 'Your code',
+  text: 'Your code is 123456.',
+  purpose: 'agent-claim-code',
+  ...overrides,
+});
+
+for (const dialect of testDialects()) {
+  describe(`mail outbox on ${dialect}`, () => {
+    let testDatabase: TestDatabase;
+    let database: Database;
+    let transport: MailTransport;
+    let outbox: MailOutboxStore;
+    before(async () => {
+      testDatabase = await createTestDatabase(dialect);
+      database = Database.open(testConfig(testDatabase.url).database);
+      transport = openMailTransport({ smtpUrl: undefined, from: FROM, database });
+      outbox = new MailOutboxStore(database);
+    });
+    after(async () => {
+      await transport.close();
+      await database.close();
+      await testDatabase.drop();
+    });
+
+    it('without an SMTP URL, mail goes to the outbox', () => {
+      assert.equal(transport.kind, 'outbox');
+    });
+
+    it('a sent mail is a committed row, visible to another connection once send resolves', async () => {
+      const headers = { 'List-Unsubscribe': '<https://restock.test/unsubscribe/t1>', 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' };
+      await transport.send(message({ to: 'row@example.com', html: '<p>Your code is <b>123456</b>.</p>', headers }));
+
+      const other = Database.open(testConfig(testDatabase.url).database);
+      try {
+        const row = await other.db.selectFrom('mail_outbox').selectAll().where('recipient', '=', 'row@example.com').executeTakeFirstOrThrow();
+        assert.match(row.id, /^mail_[0-9a-z]{26}$/);
+        assert.equal(row.subject, 'Your code');
+        assert.equal(row.text_body, 'Your code is 123456.');
+        assert.equal(row.html_body, '<p>Your code is <b>123456</b>.</p>');
+        assert.deepEqual(JSON.parse(row.headers), headers);
+        assert.equal(row.purpose, 'agent-claim-code');
+        assert.ok(Math.abs(Date.parse(row.created_at) - Date.now()) < 60_000, row.created_at);
+      } finally {
+        await other.close();
+      }
+
+      const read = await outbox.latestFor('row@example.com');
+      assert.ok(read);
+      assert.equal(read.to, 'row@example.com');
+      assert.equal(read.html, '<p>Your code is <b>123456</b>.</p>');
+      assert.deepEqual(read.headers, headers);
+    });
+
+    it('a mail without html or headers reads back with neither', async () => {
+      await transport.send(message({ to: 'plain@example.com' }));
+      const read = await outbox.latestFor('plain@example.com');
+      assert.ok(read);
+      assert.equal('html' in read, false);
+      assert.deepEqual(read.headers, {});
+    });
+
+    it('latestFor picks the newest mail, of the purpose when given, even when sent back to back', async () => {
+      const to = 'latest@example.com';
+      for (let i = 1; i <= 5; i++) await transport.send(message({ to, text: `code ${i}` }));
+      await transport.send(message({ to, purpose: 'restock-alert', text: 'back in stock' }));
+      await transport.send(message({ to: 'someone-else@example.com', text: 'code 9' }));
+
+      assert.equal((await outbox.latestFor(to, 'agent-claim-code'))?.text, 'code 5');
+      assert.equal((await outbox.latestFor(to, 'restock-alert'))?.text, 'back in stock');
+      assert.equal((await outbox.latestFor(to))?.text, 'back in stock');
+      assert.equal(await outbox.latestFor(to, 'no-such-purpose'), undefined);
+      assert.equal(await outbox.latestFor('nobody@example.com'), undefined);
+
+      const all = await outbox.listFor(to);
+      assert.deepEqual(all.map((m) => m.text), ['code 1', 'code 2', 'code 3', 'code 4', 'code 5', 'back in stock']);
+      const stamps = all.map((m) => m.createdAt);
+      assert.deepEqual([...new Set(stamps)].sort(), stamps, 'each mail is stamped after the one before');
+    });
+
+    it('concurrent sends are all stored', async () => {
+      const to = 'burst@example.com';
+      await Promise.all(Array.from({ length: 50 }, (_, i) => transport.send(message({ to, text: `n${i}` }))));
+      const all = await outbox.listFor(to);
+      assert.equal(all.length, 50);
+      assert.equal(new Set(all.map((m) => m.id)).size, 50);
+    });
+  });
+}
+
+describe('mail over SMTP', () => {
+  let sink: SmtpSink;
+  let transport: MailTransport;
+  before(async () => {
+    sink = await startSmtpSink({ refuseRecipient: (address) => address.startsWith('unknown@') });
+    transport = openMailTransport({ smtpUrl: sink.url, from: FROM, database: unusedDatabase });
+  });
+  after(async () => {
+    await transport.close();
+    await sink.close();
+  });
+
+  it('with an SMTP URL, mail goes to the server', () => {
+    assert.equal(transport.kind, 'smtp');
+  });
+
+  it('delivers subject, text, html, custom headers and the From address', async () => {
+    // Long enough, and non-ASCII, so the text travels quoted-printable with soft line breaks.
+    const text = `Bonjour, here is your claim code for the agent café-bot: 482915. It expires in ten minutes; ignore this mail if you did not ask.`;
+    await transport.send(
+      message({
+        to: 'shopper@example.com',
+        subject: 'Your claim code — Restock',
+        text,
+        html: '<p>Your code is <b>482915</b>.</p>',
+        headers: { 'List-Unsubscribe': '<https://restock.test/unsubscribe/t1>', 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' },
+      }),
+    );
+    // send() resolved, so the server has already accepted the mail.
+    const got = sink.messages.find((m) => m.recipients.includes('shopper@example.com'));
+    assert.ok(got, 'the sink has the mail once send resolves');
+    assert.deepEqual(got.recipients, ['shopper@example.com']);
+    assert.equal(got.envelopeFrom, 'alerts@restock.test');
+    assert.equal(got.headers.from, FROM);
+    assert.equal(got.headers.to, 'shopper@example.com');
+    assert.equal(got.subject, 'Your claim code — Restock');
+    assert.equal(got.headers['list-unsubscribe'], '<https://restock.test/unsubscribe/t1>');
+    assert.equal(got.headers['list-unsubscribe-post'], 'List-Unsubscribe=One-Click');
+    assert.equal(got.text.trim(), text);
+    assert.match(got.text, /\b482915\b/);
+    assert.equal(got.html?.trim(), '<p>Your code is <b>482915</b>.</p>');
+    assert.match(got.raw, /^Content-Transfer-Encoding: quoted-printable$/m, 'the case the sink has to decode');
+  });
+
+  it('many mails at once all arrive over the pool', async () => {
+    const to = Array.from({ length: 20 }, (_, i) => `many-${i}@example.com`);
+    await Promise.all(to.map((address) => transport.send(message({ to: address }))));
+    for (const address of to) await sink.waitFor((m) => m.recipients.includes(address), 1000);
+  });
+
+  it('a recipient string that lists several addresses never reaches them', async () => {
+    await assert.rejects(transport.send(message({ to: 'first@example.com, second@example.com' })), MailDeliveryError);
+    const reached = sink.messages.filter((m) => m.recipients.some((r) => r.includes('first@') || r.includes('second@')));
+    assert.deepEqual(reached, []);
+  });
+
+  it('a recipient the server refuses rejects the send, with the reply code', async () => {
+    const err = await transport.send(message({ to: 'unknown@example.com' })).then(
+      () => assert.fail('send resolved'),
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof MailDeliveryError, String(err));
+    assert.equal(err.responseCode, 550);
+    // The pool survives the refusal.
+    await transport.send(message({ to: 'after-refusal@example.com' }));
+    await sink.waitFor((m) => m.recipients.includes('after-refusal@example.com'), 1000);
+  });
+
+  it('waitFor resolves for a mail that arrives later, and times out for one that never does', async () => {
+    const waiting = sink.waitFor((m) => m.recipients.includes('later@example.com'), 2000);
+    await transport.send(message({ to: 'later@example.com', text: 'Your code is 777111.' }));
+    assert.match((await waiting).text, /\b777111\b/);
+    await assert.rejects(sink.waitFor((m) => m.recipients.includes('never@example.com'), 50), /no matching mail within 50 ms/);
+  });
+
+  it('rejects an SMTP URL of another scheme, without echoing it', () => {
+    assert.throws(() => openMailTransport({ smtpUrl: 'http://user:secret@mail.example.com', from: FROM, database: unusedDatabase }), (err: Error) => {
+      assert.match(err.message, /smtp:\/\/ or smtps:\/\//);
+      assert.doesNotMatch(err.message, /secret/);
+      return true;
+    });
+    assert.throws(() => openMailTransport({ smtpUrl: 'not a url secret', from: FROM, database: unusedDatabase }), (err: Error) => {
+      assert.doesNotMatch(err.message, /secret/);
+      return true;
+    });
+  });
+});
+
+describe('mail over SMTP when the server is not there', () => {
+  it('a closed port rejects the send promptly', async () => {
+    const port = await freePort();
+    const transport = openMailTransport({ smtpUrl: `smtp://127.0.0.1:${port}?connectionTimeout=1000`, from: FROM, database: unusedDatabase });
+    try {
+      const started = Date.now();
+      await assert.rejects(transport.send(message()), MailDeliveryError);
+      assert.ok(Date.now() - started < 2000);
+    } finally {
+      await transport.close();
+    }
+  });
+
+  it('a server that accepts the connection but never greets rejects the send after greetingTimeout', async () => {
+    const sockets = new Set<net.Socket>();
+    const silent = net.createServer((socket) => {
+      sockets.add(socket);
+      socket.on('error', () => {});
+    });
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const { port } = silent.address() as net.AddressInfo;
+    const transport = openMailTransport({ smtpUrl: `smtp://127.0.0.1:${port}?greetingTimeout=200`, from: FROM, database: unusedDatabase });
+    try {
+      const started = Date.now();
+      await assert.rejects(transport.send(message()), MailDeliveryError);
+      assert.ok(Date.now() - started < 2000);
+    } finally {
+      await transport.close();
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => silent.close(() => resolve()));
+    }
+  });
+
+  it('a closed transport refuses to send', async () => {
+    const sink = await startSmtpSink();
+    const transport = openMailTransport({ smtpUrl: sink.url, from: FROM, database: unusedDatabase });
+    await transport.send(message());
+    await transport.close();
+    await assert.rejects(transport.send(message()), /closed/);
+    await sink.close();
+    assert.equal(sink.messages.length, 1);
+  });
+
+  it('close waits for mails already handed over', async () => {
+    const sink = await startSmtpSink();
+    const transport = openMailTransport({ smtpUrl: sink.url, from: FROM, database: unusedDatabase });
+    const sending = transport.send(message({ to: 'in-flight@example.com' }));
+    await transport.close();
+    await sending;
+    await sink.close();
+    assert.deepEqual(sink.messages.map((m) => m.recipients), [['in-flight@example.com']]);
+  });
+});
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = net.createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
