@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { productIdSchema, variantIdSchema } from '../src/alerts/schemas.ts';
 import { shopSchema } from '../src/stores/schemas.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
-import { startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
+import { registerAnonymous, startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
 
 failOnLeakedHandles();
 
@@ -298,6 +298,37 @@ for (const dialect of testDialects()) {
       const res = await t.post('/api/v1/alerts/subscribe', {});
       assert.equal(res.statusCode, 400);
       assert.match(res.headers['content-type'] as string, /^application\/problem\+json/);
+    });
+
+    it('writes the scope each operation needs into its security, and the service enforces exactly that', async () => {
+      const schemes = asObject(asObject(doc.components, 'components').securitySchemes, 'securitySchemes');
+      assert.deepEqual(asObject(schemes.agentToken, 'agentToken').scheme, 'bearer');
+      const readOnly = await registerAnonymous(t.app, { scope: 'api:read' });
+      const samples: Record<string, string> = { subscriptionId: 'sub_x', sessionId: 'cs_x', domain: 'a.myshopify.com', agentId: 'agt_x' };
+      let scoped = 0;
+      for (const { method, path, operation } of documentOperations(doc)) {
+        const url = path.replace(/\{([^}]+)\}/g, (_, name: string) => samples[name] ?? 'x');
+        const security = operation.security as Array<Record<string, string[]>> | undefined;
+        const anonymous = await t.app.inject({ method: method as 'GET', url });
+        if (!security) {
+          assert.notEqual(anonymous.statusCode, 401, `${method} ${path} is public but answered 401`);
+          continue;
+        }
+        scoped++;
+        const [scope] = security[0]!.agentToken!;
+        assert.ok(scope, `${method} ${path} names no scope`);
+        assert.ok(asObject(operation.responses, 'responses')['401'], `${method} ${path} documents no 401`);
+        assert.equal(anonymous.statusCode, 401, `${method} ${path} without a token`);
+        assert.match(anonymous.headers['www-authenticate'] as string, /^Bearer .*resource_metadata="http:\/\/restock\.test\/\.well-known\/oauth-protected-resource"/);
+        const withReadOnly = await t.app.inject({ method: method as 'GET', url, headers: { authorization: `Bearer ${readOnly}` } });
+        if (scope === 'api:read') {
+          assert.ok(![401, 403].includes(withReadOnly.statusCode), `${method} ${path} refused an api:read token: ${withReadOnly.body}`);
+        } else {
+          assert.equal(withReadOnly.statusCode, 403, `${method} ${path} with only api:read`);
+          assert.match(withReadOnly.headers['www-authenticate'] as string, new RegExp(`error="insufficient_scope".*scope="${scope}"`));
+        }
+      }
+      assert.ok(scoped >= 8, `only ${scoped} operations need a token`);
     });
 
     it('lists every operation of the API index, with the same method and path, and nothing else', async () => {

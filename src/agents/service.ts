@@ -85,7 +85,7 @@ export class AgentService {
   private async registerWithIdJag(input: RegisterAgentInput, client: ClientContext) {
     const credentialType = input.requested_credential_type ?? 'bearer_token';
     this.refuseMtlsWithout(input, client, true);
-    const { agent, scopes, claim } = await this.agentForAssertion(input.assertion!, input.scope);
+    const { agent, scopes, claim } = await this.agentForAssertion(input.assertion!, input.scope, credentialType);
     const credential = await this.issueCredential(agent, scopes, credentialType, client.certThumbprint);
     return {
       registration_id: agent.id,
@@ -136,7 +136,7 @@ export class AgentService {
     };
   }
 
-  private async agentForAssertion(assertion: string, requestedScope: string | undefined) {
+  private async agentForAssertion(assertion: string, requestedScope: string | undefined, credentialType: 'bearer_token' | 'mtls' = 'bearer_token') {
     const verified = await this.deps.assertions.verify(assertion);
     const fresh = await this.deps.store.useAssertion(verified.issuer, verified.jti, verified.expiresAt.toISOString());
     if (!fresh) throw new InvalidGrant('replay_detected', 'This assertion was already used; ask your identity provider for a new one.');
@@ -147,7 +147,7 @@ export class AgentService {
     let claim: ReturnType<AgentService['newClaimOffer']> | undefined;
     if (!agent) {
       claim = this.newClaimOffer();
-      agent = this.newAgent({ method: 'id_jag', status: 'active', scopes: preClaimScopes, claim, now: nowIso(), assertion: verified });
+      agent = this.newAgent({ method: 'id_jag', status: 'active', scopes: preClaimScopes, claim, now: nowIso(), assertion: verified, credentialType });
       await this.deps.store.insertAgent(agent);
     }
     const allowed = parseScopes(agent.scopes);
@@ -353,12 +353,13 @@ export class AgentService {
     claim: ReturnType<AgentService['newClaimOffer']>;
     now: string;
     assertion?: VerifiedAssertion;
+    credentialType?: 'bearer_token' | 'mtls';
   }): AgentRow {
     return {
       id: newId('agt'),
       method: input.method,
       status: input.status,
-      credential_type: 'bearer_token',
+      credential_type: input.credentialType ?? 'bearer_token',
       scopes: formatScopes(input.scopes),
       post_claim_scopes: formatScopes(postClaimScopes),
       email: null,
