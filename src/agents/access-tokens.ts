@@ -25,6 +25,8 @@ export interface IssuedToken {
   expiresAt: Date;
 }
 
+/** Other processes' clocks may run this far ahead of ours. */
+const CLOCK_SKEW_SECONDS = 30;
 /** Verified tokens are remembered so a busy agent pays for the signature check once. */
 const CACHE_LIMIT = 10_000;
 
@@ -93,6 +95,8 @@ export class AccessTokens {
         requiredClaims: ['sub', 'jti', 'iat', 'exp', 'client_id'],
       });
       if (typeof payload.scope !== 'string') throw new InvalidToken('The access token carries no scope.');
+      // jose checks iat only with maxTokenAge; a token from the future is not one we issued.
+      if (payload.iat! > Date.now() / 1000 + CLOCK_SKEW_SECONDS) throw new InvalidToken('The access token was issued in the future.');
       return payload as AccessTokenClaims;
     } catch (err) {
       throw asInvalidToken(err);

@@ -10,14 +10,15 @@ import type { SigningKeys } from './signing-keys.ts';
  */
 export function agentDiscoveryRoutes(options: MetadataOptions, keys: SigningKeys) {
   return async function (app: FastifyInstance) {
-    const document = (path: string, build: () => unknown, maxAge = 300) =>
+    const document = (path: string, build: () => unknown | Promise<unknown>, maxAge = 300) =>
       app.get(path, { schema: { hide: true } }, async (_request, reply) =>
-        reply.header('cache-control', `public, max-age=${maxAge}`).header('access-control-allow-origin', '*').send(build()),
+        reply.header('cache-control', `public, max-age=${maxAge}`).header('access-control-allow-origin', '*').send(await build()),
       );
     document('/.well-known/oauth-protected-resource', () => protectedResourceMetadata(options));
     document('/.well-known/oauth-authorization-server', () => authorizationServerMetadata(options));
     document('/.well-known/openid-configuration', () => openidConfiguration(options));
-    document('/.well-known/jwks.json', () => keys.jwks(), 60);
+    // Read afresh each time (a few rows): a key another process just rotated in is published at once.
+    document('/.well-known/jwks.json', async () => (await keys.refresh(), keys.jwks()), 60);
 
     app.get('/auth.md', { schema: { hide: true } }, async (_request, reply) =>
       reply.type('text/markdown; charset=utf-8').header('cache-control', 'public, max-age=300').send(skill(options)),
