@@ -105,9 +105,11 @@ export class AgentService {
     const email = normaliseEmail(input.assertion!);
     const now = nowIso();
     const claim = this.newClaimOffer();
-    const agent = this.newAgent({ method: 'verified_email', status: 'pending', scopes: [], claim, now });
-    await this.deps.store.insertAgent(agent);
-    const attempt = await this.sendClaimCode(agent, email, input.store ?? null);
+    const agent = { ...this.newAgent({ method: 'verified_email', status: 'pending', scopes: [], claim, now }), claim_codes_sent: 1 };
+    const { attempt, code } = this.newClaimCode(agent, email, input.store ?? null);
+    // Mail first: when it cannot be sent, the 503 leaves nothing behind.
+    await this.mailClaimCode(agent, attempt, code);
+    await this.deps.store.insertAgentWithAttempt(agent, attempt);
     return {
       registration_id: agent.id,
       registration_type: 'identity_assertion' as const,
@@ -184,16 +186,12 @@ export class AgentService {
 
   private async completeClaim(agent: AgentRow, otp: string, client: ClientContext) {
     const { claimCodeMaxAttempts } = this.deps.config;
-    const attempt = await this.deps.store.latestClaimAttempt(agent.id);
-    if (!attempt) throw new ClaimFailed('claim_not_initiated', 'Ask for a code first: send the claim token with an e-mail address.');
-    if (attempt.status === 'failed') {
-      throw new ClaimFailed('otp_attempts_exceeded', 'Too many wrong codes; ask for a new code.');
-    }
-    if (attempt.status !== 'initiated' || attempt.expires_at <= nowIso()) {
-      throw new ClaimFailed('claim_expired', 'The code has expired; ask for a new one.');
-    }
-    if (!sameCode(attempt, otp)) {
-      const failures = await this.deps.store.failClaimAttempt(attempt.id, claimCodeMaxAttempts);
+    const open = await this.deps.store.openClaimAttempts(agent.id, nowIso());
+    const attempt = open.find((candidate) => sameCode(candidate, otp));
+    if (!attempt) {
+      if (open.length === 0) throw await this.whyNoOpenCode(agent);
+      let failures = 0;
+      for (const candidate of open) failures = Math.max(failures, await this.deps.store.failClaimAttempt(candidate.id, claimCodeMaxAttempts));
       if (failures >= claimCodeMaxAttempts) throw new ClaimFailed('otp_attempts_exceeded', 'Too many wrong codes; ask for a new code.');
       throw new ClaimFailed('otp_invalid', `The code is wrong; ${claimCodeMaxAttempts - failures} attempt(s) left.`);
     }
@@ -225,6 +223,14 @@ export class AgentService {
       store: claimed.store_domain,
       rate_limit: { requests_per_minute: this.rateLimitFor(claimed) },
     };
+  }
+
+  /** Why no code can be entered: none was asked for, the last one died of wrong guesses, or it expired. */
+  private async whyNoOpenCode(agent: AgentRow): Promise<ClaimFailed> {
+    const latest = await this.deps.store.latestClaimAttempt(agent.id);
+    if (!latest) return new ClaimFailed('claim_not_initiated', 'Ask for a code first: send the claim token with an e-mail address.');
+    if (latest.status === 'failed') return new ClaimFailed('otp_attempts_exceeded', 'Too many wrong codes; ask for a new code.');
+    return new ClaimFailed('claim_expired', 'The code has expired; ask for a new one.');
   }
 
   /** RFC 7009: revokes one of our access tokens. Anything else is ignored, as the RFC asks. */
@@ -369,6 +375,7 @@ export class AgentService {
       cert_thumbprint: null,
       claim_token_hash: input.claim.hash,
       claim_expires_at: input.claim.expires,
+      claim_codes_sent: 0,
       created_at: input.now,
       claimed_at: null,
       revoked_at: null,
@@ -392,13 +399,25 @@ export class AgentService {
     return attempt.email;
   }
 
+  /** Claim step 1: reserves one of the token's codes, e-mails it, then stores it. */
   private async sendClaimCode(agent: AgentRow, email: string, storeDomain: string | null): Promise<ClaimAttemptRow> {
-    if ((await this.deps.store.countClaimAttempts(agent.id)) >= MAX_CLAIM_CODES) {
+    if (!(await this.deps.store.reserveClaimCode(agent.id, MAX_CLAIM_CODES))) {
       throw new ClaimFailed('claim_attempts_exceeded', `A claim token can ask for at most ${MAX_CLAIM_CODES} codes; register again.`);
     }
+    const { attempt, code } = this.newClaimCode(agent, email, storeDomain);
+    try {
+      await this.mailClaimCode(agent, attempt, code);
+    } catch (err) {
+      await this.deps.store.releaseClaimCode(agent.id);
+      throw err;
+    }
+    await this.deps.store.insertClaimAttempt(attempt);
+    return attempt;
+  }
+
+  private newClaimCode(agent: AgentRow, email: string, storeDomain: string | null): { attempt: ClaimAttemptRow; code: string } {
     const id = newId('cla');
     const code = String(randomInt(0, 1_000_000)).padStart(6, '0');
-    const minutes = this.deps.config.claimCodeTtlMinutes;
     const attempt: ClaimAttemptRow = {
       id,
       agent_id: agent.id,
@@ -408,24 +427,26 @@ export class AgentService {
       failed_attempts: 0,
       status: 'initiated',
       created_at: nowIso(),
-      expires_at: isoAfter(minutes * 60_000),
+      expires_at: isoAfter(this.deps.config.claimCodeTtlMinutes * 60_000),
     };
-    await this.deps.store.insertClaimAttempt(attempt);
+    return { attempt, code };
+  }
+
+  private async mailClaimCode(agent: AgentRow, attempt: ClaimAttemptRow, code: string): Promise<void> {
     const storeLine = attempt.store_domain ? `\nConfirming binds the agent to your store ${attempt.store_domain}.` : '';
     try {
       await this.deps.mail.send({
-        to: email,
+        to: attempt.email,
         subject: `Your Restock agent claim code: ${code}`,
         text:
           `Someone asked to claim the AI agent ${agent.id} on Restock with this address.${storeLine}\n\n` +
-          `Your code: ${code}\n\nIt expires in ${minutes} minutes. If this was not you, ignore this e-mail: ` +
+          `Your code: ${code}\n\nIt expires in ${this.deps.config.claimCodeTtlMinutes} minutes. If this was not you, ignore this e-mail: ` +
           'without the code nothing happens.\n',
         purpose: 'agent-claim-code',
       });
     } catch {
-      throw new ServiceUnavailable('The claim code could not be e-mailed right now; try again shortly.');
+      throw new ServiceUnavailable('The claim code could not be e-mailed right now; nothing was changed. Try again shortly.');
     }
-    return attempt;
   }
 }
 

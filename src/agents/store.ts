@@ -27,6 +27,66 @@ export class AgentStore {
     return this.database.writeStatement((db) => db.insertInto('agents').values(row).execute());
   }
 
+  /** A method B registration: the agent and its first code, stored together once the code is sent. */
+  insertAgentWithAttempt(agent: AgentRow, attempt: ClaimAttemptRow): Promise<unknown> {
+    return this.database.write(async (trx) => {
+      await trx.insertInto('agents').values(agent).execute();
+      await trx.insertInto('agent_claim_attempts').values(attempt).execute();
+    });
+  }
+
+  /**
+   * Counts one more code for the claim token, atomically, unless `max` were already sent: a
+   * burst of concurrent requests cannot slip past the cap. False when the cap is reached.
+   */
+  async reserveClaimCode(agentId: string, max: number): Promise<boolean> {
+    const result = await this.database.writeStatement((db) =>
+      db
+        .updateTable('agents')
+        .set((eb) => ({ claim_codes_sent: eb('claim_codes_sent', '+', 1) }))
+        .where('id', '=', agentId)
+        .where('claim_codes_sent', '<', max)
+        .executeTakeFirst(),
+    );
+    return Number(result.numUpdatedRows) === 1;
+  }
+
+  /** Gives back a reserved code whose e-mail could not be sent. */
+  releaseClaimCode(agentId: string): Promise<unknown> {
+    return this.database.writeStatement((db) =>
+      db
+        .updateTable('agents')
+        .set((eb) => ({ claim_codes_sent: eb('claim_codes_sent', '-', 1) }))
+        .where('id', '=', agentId)
+        .where('claim_codes_sent', '>', 0)
+        .execute(),
+    );
+  }
+
+  /** A new code supersedes the ones before it: only the newest e-mail's code is live. */
+  insertClaimAttempt(row: ClaimAttemptRow): Promise<unknown> {
+    return this.database.write(async (trx) => {
+      await trx
+        .updateTable('agent_claim_attempts')
+        .set({ status: 'superseded' })
+        .where('agent_id', '=', row.agent_id)
+        .where('status', '=', 'initiated')
+        .execute();
+      await trx.insertInto('agent_claim_attempts').values(row).execute();
+    });
+  }
+
+  /** Codes not yet used, failed or superseded (normally one; two only after a race between requests). */
+  openClaimAttempts(agentId: string, now: string): Promise<ClaimAttemptRow[]> {
+    return this.database.db
+      .selectFrom('agent_claim_attempts')
+      .selectAll()
+      .where('agent_id', '=', agentId)
+      .where('status', '=', 'initiated')
+      .where('expires_at', '>', now)
+      .execute();
+  }
+
   findAgent(id: string): Promise<AgentRow | undefined> {
     return this.database.db.selectFrom('agents').selectAll().where('id', '=', id).executeTakeFirst();
   }
@@ -99,10 +159,6 @@ export class AgentStore {
     return Number(result.numInsertedOrUpdatedRows ?? 0n) === 1;
   }
 
-  insertClaimAttempt(row: ClaimAttemptRow): Promise<unknown> {
-    return this.database.writeStatement((db) => db.insertInto('agent_claim_attempts').values(row).execute());
-  }
-
   latestClaimAttempt(agentId: string): Promise<ClaimAttemptRow | undefined> {
     return this.database.db
       .selectFrom('agent_claim_attempts')
@@ -111,15 +167,6 @@ export class AgentStore {
       .orderBy('created_at', 'desc')
       .orderBy('id', 'desc')
       .executeTakeFirst();
-  }
-
-  countClaimAttempts(agentId: string): Promise<number> {
-    return this.database.db
-      .selectFrom('agent_claim_attempts')
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .where('agent_id', '=', agentId)
-      .executeTakeFirstOrThrow()
-      .then((row) => Number(row.n));
   }
 
   /** Counts a wrong code; the attempt fails once `maxFailures` is reached. Returns failures so far. */

@@ -17,7 +17,8 @@ export class AlertStore {
   constructor(private readonly database: Database) {}
 
   /**
-   * The live subscription for this (product, variant, e-mail), created if there is none. The
+   * The live subscription for this (product, variant, e-mail) of this owner (the store, else the
+   * agent), created if there is none. The
    * insert comes first because a new watch is the common case, and it is one statement, so on
    * PostgreSQL it needs no explicit transaction. When the partial unique index refuses it (a
    * duplicate, or a race another process won), the live row is read instead; should that row end
@@ -40,7 +41,7 @@ export class AlertStore {
         db.insertInto('subscriptions').values(row).onConflict((oc) => oc.doNothing()).executeTakeFirst(),
       );
       if (Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 1) return row;
-      const live = await findLive(this.database.db, target);
+      const live = await findLive(this.database.db, target, owner.storeDomain ?? owner.agentId ?? '');
       if (live) return live;
       if (attempt >= 2) throw new Error('subscription kept conflicting with a row that then ended');
     }
@@ -69,13 +70,14 @@ export class AlertStore {
  * literal so PostgreSQL can match the partial index's predicate even in a generic plan), so the
  * lookup is one index probe however many shoppers wait for the product.
  */
-function findLive(db: Db, target: WatchTarget): Promise<SubscriptionRow | undefined> {
+function findLive(db: Db, target: WatchTarget, owner: string): Promise<SubscriptionRow | undefined> {
   return db
     .selectFrom('subscriptions')
     .selectAll()
     .where('product_id', '=', target.productId)
     .where(sql<string>`coalesce(variant_id, '')`, '=', target.variantId ?? '')
     .where('email', '=', target.email)
+    .where(sql<string>`coalesce(store_domain, agent_id, '')`, '=', owner)
     .where('status', '=', sql.lit('active'))
     .executeTakeFirst();
 }

@@ -113,6 +113,8 @@ export interface AgentsTable {
   cert_thumbprint: string | null;
   claim_token_hash: string | null;
   claim_expires_at: string | null;
+  /** Codes e-mailed for this claim token; capped so a claim URL cannot flood an inbox. */
+  claim_codes_sent: number;
   created_at: string;
   claimed_at: string | null;
   revoked_at: string | null;

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { timestampType, type Dialect } from '../dialect.ts';
 import type { DialectMigration } from './index.ts';
 
@@ -30,6 +30,7 @@ export const identity: DialectMigration = {
       .addColumn('cert_thumbprint', 'text')
       .addColumn('claim_token_hash', 'text')
       .addColumn('claim_expires_at', ts)
+      .addColumn('claim_codes_sent', 'integer', (c) => c.notNull().defaultTo(0))
       .addColumn('created_at', ts, (c) => c.notNull())
       .addColumn('claimed_at', ts)
       .addColumn('revoked_at', ts)
@@ -99,6 +100,12 @@ export const identity: DialectMigration = {
     // to its store.
     await db.schema.alterTable('subscriptions').addColumn('store_domain', 'text').execute();
     await db.schema.alterTable('subscriptions').addColumn('agent_id', 'text').execute();
+    // One live subscription per (product, variant, e-mail) and owner: its store, else the agent
+    // that made it. A global one would hand one store's subscription to another store's agent.
+    await sql`drop index subscriptions_one_live`.execute(db);
+    await sql`create unique index subscriptions_one_live
+      on subscriptions (product_id, coalesce(variant_id, ''), email, coalesce(store_domain, agent_id, ''))
+      where status = 'active'`.execute(db);
     await db.schema.alterTable('checkout_sessions').addColumn('agent_id', 'text').execute();
   },
 };
