@@ -2,6 +2,7 @@ import { ConfigError, loadConfig } from './config.ts';
 import { Database } from './core/db/database.ts';
 import { startServer } from './server.ts';
 import { SigningKeys } from './agents/signing-keys.ts';
+import { storeScopes } from './agents/scopes.ts';
 import { AgentStore } from './agents/store.ts';
 import { ValidationFailed } from './core/problems.ts';
 import { StoreService } from './stores/service.ts';
@@ -28,7 +29,7 @@ With none set, Restock runs embedded: SQLite under ./data, e-mails kept in a loc
 
 async function serve(): Promise<void> {
   const server = await startServer(loadConfig());
-  server.app.log.info({ url: server.url, database: server.database.dialect }, 'Restock is listening');
+  server.app.log.info({ url: server.url, tlsUrl: server.tlsUrl, database: server.database.dialect }, 'Restock is listening');
   let stopping = false;
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     // `on`, not `once`: the listener must stay, or a repeated signal would kill the process
@@ -78,8 +79,14 @@ async function storeCommand(args: string[]): Promise<number> {
     return 2;
   }
   try {
-    const store = await withDatabase((database) => new StoreService(new StoreStore(database)).createStore(domain, owner));
+    const { store, unbound } = await withDatabase(async (database) => {
+      const created = await new StoreService(new StoreStore(database)).createStore(domain, owner);
+      // A new owner's store is no longer reachable by agents the former owner bound to it.
+      const count = await new AgentStore(database).unbindStoreAgents(created.domain, created.ownerEmail, storeScopes);
+      return { store: created, unbound: count };
+    });
     console.log(`Store ${store.domain} is owned by ${store.ownerEmail}.`);
+    if (unbound > 0) console.log(`${unbound} agent(s) bound by a former owner are no longer bound to it.`);
     return 0;
   } catch (err) {
     if (!(err instanceof ValidationFailed)) throw err;

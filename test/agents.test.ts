@@ -594,6 +594,24 @@ for (const dialect of testDialects()) {
         const agent = await agentOf(t.app, t.database, domain, owner);
         assert.equal(expectStatus(await get(t.app, storeUrl(domain), agent.token), 200).ownerEmail, owner);
       });
+
+      it("a new owner unbinds the former owner's agents at once, and keeps their own", async () => {
+        const domain = uniqueDomain();
+        const former = uniqueEmail('former');
+        const next = uniqueEmail('next');
+        assert.equal((await restock(['store', 'create', domain, '--owner', former], t.testDatabase.url)).status, 0);
+        const formerAgent = await agentOf(t.app, t.database, domain, former);
+        assert.equal((await restock(['store', 'create', domain, '--owner', next], t.testDatabase.url)).status, 0);
+        const nextAgent = await agentOf(t.app, t.database, domain, next);
+        const again = await restock(['store', 'create', domain, '--owner', next], t.testDatabase.url);
+        assert.equal(again.stdout, `Store ${domain} is owned by ${next}.\n`, 'nothing left to unbind');
+
+        expectStatus(await get(t.app, storeUrl(domain), formerAgent.token), 404);
+        const me = expectStatus(await get(t.app, ME, formerAgent.token), 200);
+        assert.equal(me.store, null);
+        assert.ok(!me.scopes.includes('inventory:alerts'), JSON.stringify(me.scopes));
+        expectStatus(await get(t.app, storeUrl(domain), nextAgent.token), 200);
+      });
     });
   });
 }

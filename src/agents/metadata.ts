@@ -51,7 +51,7 @@ export function authorizationServerMetadata(o: MetadataOptions) {
     service_documentation: `${o.baseUrl}/api`,
     tls_client_certificate_bound_access_tokens: o.mtlsBaseUrl !== undefined,
     ...(o.mtlsBaseUrl
-      ? { mtls_endpoint_aliases: { token_endpoint: `${o.mtlsBaseUrl}/oauth/token`, registration_endpoint: `${o.mtlsBaseUrl}/api/agent/register` } }
+      ? { mtls_endpoint_aliases: { token_endpoint: `${o.mtlsBaseUrl}/oauth/token`, revocation_endpoint: `${o.mtlsBaseUrl}/oauth/revoke` } }
       : {}),
     agent_auth: {
       skill: `${o.baseUrl}/auth.md`,
@@ -71,6 +71,7 @@ export function authorizationServerMetadata(o: MetadataOptions) {
         [ID_JAG_TOKEN_TYPE]: {
           credential_types_supported: o.mtlsBaseUrl ? ['bearer_token', 'mtls'] : ['bearer_token'],
           revocation_uri: revocationUri,
+          ...(o.mtlsBaseUrl ? { mtls_register_uri: `${o.mtlsBaseUrl}/api/agent/register` } : {}),
           trusted_issuers: o.trustedIssuers,
         },
         verified_email: { credential_types_supported: ['bearer_token'], claim_uri: claimUri },

@@ -85,7 +85,10 @@ export class AgentService {
   private async registerWithIdJag(input: RegisterAgentInput, client: ClientContext) {
     const credentialType = input.requested_credential_type ?? 'bearer_token';
     this.refuseMtlsWithout(input, client, true);
-    const { agent, scopes, claim } = await this.agentForAssertion(input.assertion!, input.scope, credentialType);
+    const { agent, scopes, claim } = await this.agentForAssertion(input.assertion!, input.scope, credentialType, client);
+    if (agent.credential_type === 'mtls' && credentialType !== 'mtls') {
+      throw new InvalidRequest('This agent holds mtls credentials: register over the mTLS listener with requested_credential_type mtls.');
+    }
     const credential = await this.issueCredential(agent, scopes, credentialType, client.certThumbprint);
     return {
       registration_id: agent.id,
@@ -124,6 +127,10 @@ export class AgentService {
   /** POST /oauth/token with the RFC 7523 jwt-bearer grant: an ID-JAG in, an access token out. */
   async exchangeAssertion(assertion: string, scope: string | undefined, client: ClientContext) {
     const { agent, scopes } = await this.agentForAssertion(assertion, scope);
+    // An mtls agent's tokens are all certificate-bound; a plain one would undo the binding.
+    if (agent.credential_type === 'mtls' && !client.certThumbprint) {
+      throw new InvalidRequest('This agent holds mtls credentials: request tokens over the mTLS listener with your certificate.');
+    }
     const issued = await this.deps.tokens.issue({
       agentId: agent.id,
       scopes,
@@ -138,7 +145,12 @@ export class AgentService {
     };
   }
 
-  private async agentForAssertion(assertion: string, requestedScope: string | undefined, credentialType: 'bearer_token' | 'mtls' = 'bearer_token') {
+  private async agentForAssertion(
+    assertion: string,
+    requestedScope: string | undefined,
+    credentialType: 'bearer_token' | 'mtls' = 'bearer_token',
+    client: ClientContext = { certThumbprint: null },
+  ) {
     const verified = await this.deps.assertions.verify(assertion);
     const fresh = await this.deps.store.useAssertion(verified.issuer, verified.jti, verified.expiresAt.toISOString());
     if (!fresh) throw new InvalidGrant('replay_detected', 'This assertion was already used; ask your identity provider for a new one.');
@@ -150,6 +162,7 @@ export class AgentService {
     if (!agent) {
       claim = this.newClaimOffer();
       agent = this.newAgent({ method: 'id_jag', status: 'active', scopes: preClaimScopes, claim, now: nowIso(), assertion: verified, credentialType });
+      if (credentialType === 'mtls') agent.cert_thumbprint = client.certThumbprint;
       await this.deps.store.insertAgent(agent);
     }
     const allowed = parseScopes(agent.scopes);
@@ -213,8 +226,13 @@ export class AgentService {
       claimed_at: nowIso(),
     });
     if (!claimed || claimed.status !== 'active') throw new ClaimFailed('claim_expired', 'This claim was already completed.');
-    const credentialType = claimed.credential_type === 'mtls' && client.certThumbprint ? 'mtls' : 'bearer_token';
-    const credential = await this.issueCredential(claimed, scopes, credentialType, client.certThumbprint);
+    // An mtls agent gets a new credential only when its certificate is presented (a person on the
+    // claim page has none); it can always mint one with its next assertion over the mTLS listener.
+    const mtls = claimed.credential_type === 'mtls';
+    const credential =
+      mtls && !client.certThumbprint
+        ? undefined
+        : await this.issueCredential(claimed, scopes, mtls ? 'mtls' : 'bearer_token', client.certThumbprint);
     return {
       registration_id: claimed.id,
       status: 'claimed' as const,

@@ -136,6 +136,22 @@ export class AgentStore {
     });
   }
 
+  /**
+   * A store changed hands: agents bound by anyone but `ownerEmail` lose the binding and the store
+   * scopes with it, at once (the per-request check reads both). Returns how many were unbound.
+   */
+  unbindStoreAgents(storeDomain: string, ownerEmail: string, storeScopes: readonly string[]): Promise<number> {
+    return this.database.write(async (trx) => {
+      const bound = await trx.selectFrom('agents').select(['id', 'email', 'scopes']).where('store_domain', '=', storeDomain).execute();
+      const former = bound.filter((agent) => agent.email !== ownerEmail);
+      for (const agent of former) {
+        const scopes = agent.scopes.split(' ').filter((scope) => scope && !storeScopes.includes(scope));
+        await trx.updateTable('agents').set({ store_domain: null, scopes: scopes.join(' ') }).where('id', '=', agent.id).execute();
+      }
+      return former.length;
+    });
+  }
+
   /** Remembers a revoked token until it would have expired; revoking twice is harmless. */
   revokeToken(jti: string, agentId: string, now: string, expiresAt: string): Promise<unknown> {
     return this.database.writeStatement((db) =>
