@@ -38,6 +38,30 @@ for (const dialect of testDialects()) {
       assert.equal(row.created_at, '2026-01-02T03:04:05.678Z');
     });
 
+    it('a prepared read binds its arguments around the query\'s constants, and sees every committed write at once', async () => {
+      const read = database.preparedRead<{ name: string; value: string }>(2, (db, first, second) =>
+        db
+          .selectFrom('service_secrets')
+          .select(['name', 'value'])
+          .where('value', '=', 'v')
+          .where((eb) => eb.or([eb('name', '=', first!), eb('name', '=', second!)]))
+          .orderBy('name'),
+      );
+      assert.equal(await read('pr-a', 'pr-b'), undefined);
+      await database.write((trx) => trx.insertInto('service_secrets').values(secret('pr-b')).execute());
+      assert.deepEqual(await read('pr-a', 'pr-b'), { name: 'pr-b', value: 'v' }, 'seen right after the commit');
+      await database.writeStatement((db) => db.insertInto('service_secrets').values({ ...secret('pr-c'), value: 'other' }).execute());
+      assert.equal(await read('pr-c', 'pr-x'), undefined, 'the constant in the query still applies');
+      // Another handle on the same database (another process) commits: seen on the next read.
+      const other = Database.open(testConfig(testDatabase.url).database);
+      try {
+        await other.write((trx) => trx.insertInto('service_secrets').values(secret('pr-d')).execute());
+      } finally {
+        await other.close();
+      }
+      assert.deepEqual(await read('pr-d', 'pr-x'), { name: 'pr-d', value: 'v' });
+    });
+
     it('concurrent writes all commit, and each is visible once its promise resolves', async () => {
       const results = await Promise.all(
         Array.from({ length: 100 }, (_, i) =>

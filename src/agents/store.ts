@@ -21,7 +21,18 @@ export interface AgentState {
  * code that touches those tables.
  */
 export class AgentStore {
-  constructor(private readonly database: Database) {}
+  /** Built once: every authenticated request runs it. */
+  private readonly readAgentState: (agentId: string, jti: string) => Promise<AgentState | undefined>;
+
+  constructor(private readonly database: Database) {
+    this.readAgentState = database.preparedRead<AgentState>(2, (db, agentId, jti) =>
+      db
+        .selectFrom('agents')
+        .select(['method', 'status', 'scopes', 'store_domain', 'claimed_at'])
+        .select(sql<number>`exists (select 1 from revoked_tokens where jti = ${jti})`.as('token_revoked'))
+        .where('id', '=', agentId!),
+    );
+  }
 
   insertAgent(row: AgentRow): Promise<unknown> {
     return this.database.writeStatement((db) => db.insertInto('agents').values(row).execute());
@@ -116,12 +127,7 @@ export class AgentStore {
 
   /** The agent's standing and whether this token was revoked: the per-request check. */
   agentState(agentId: string, jti: string): Promise<AgentState | undefined> {
-    return this.database.db
-      .selectFrom('agents')
-      .select(['method', 'status', 'scopes', 'store_domain', 'claimed_at'])
-      .select(sql<number>`exists (select 1 from revoked_tokens where jti = ${jti})`.as('token_revoked'))
-      .where('id', '=', agentId)
-      .executeTakeFirst();
+    return this.readAgentState(agentId, jti);
   }
 
   revokeAgent(id: string, now: string): Promise<AgentRow | undefined> {

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import SqliteDriver from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect, sql, type Transaction } from 'kysely';
+import { CompiledQuery, Kysely, PostgresDialect, SqliteDialect, sql, type Compilable, type Transaction } from 'kysely';
 import pg from 'pg';
 import type { DatabaseConfig } from '../../config.ts';
 import { pgTypes, type Dialect } from './dialect.ts';
@@ -20,18 +20,48 @@ export class Database {
   readonly db: Db;
   readonly dialect: Dialect;
   private readonly groupCommit: GroupCommit | undefined;
+  /** SQLite: a read-only connection for hot point reads, outside the group commit's transaction. */
+  private readonly reader: SqliteDriver.Database | undefined;
 
-  private constructor(db: Db, dialect: Dialect, groupCommit?: GroupCommit) {
+  private constructor(db: Db, dialect: Dialect, groupCommit?: GroupCommit, reader?: SqliteDriver.Database) {
     this.db = db;
     this.dialect = dialect;
     this.groupCommit = groupCommit;
+    this.reader = reader;
   }
 
   static open(config: DatabaseConfig): Database {
     if (config.dialect === 'postgres') return new Database(openPostgres(config), 'postgres');
     const driver = openSqliteDriver(config);
     const db = new Kysely<Tables>({ dialect: new SqliteDialect({ database: driver }) });
-    return new Database(db, 'sqlite', new GroupCommit(db, (statement) => driver.exec(statement)));
+    const reader = config.file === ':memory:' ? undefined : new SqliteDriver(config.file, { readonly: true, timeout: config.busyTimeoutMs });
+    return new Database(db, 'sqlite', new GroupCommit(db, (statement) => driver.exec(statement)), reader);
+  }
+
+  /**
+   * A query run on every request, built and compiled once; the returned function runs it with
+   * new arguments. `build` receives one placeholder per argument to put where the value goes.
+   * On SQLite it runs as a prepared statement on a read-only connection of its own, so it
+   * neither waits behind nor joins the group commit's open transaction; it sees what is
+   * committed, which is what a check such as "is this token revoked" must see.
+   */
+  preparedRead<Row>(arity: number, build: (db: Db, ...args: string[]) => Compilable<Row>): (...args: unknown[]) => Promise<Row | undefined> {
+    const placeholders = Array.from({ length: arity }, (_, i) => `\u0000arg${i}`);
+    const compiled = build(this.db, ...placeholders).compile();
+    // Each compiled parameter is either an argument's placeholder or a constant of the query.
+    const slots = compiled.parameters.map((value) => ({ arg: placeholders.indexOf(value as string), value }));
+    const bind = (args: unknown[]) => slots.map((slot) => (slot.arg >= 0 ? args[slot.arg] : slot.value));
+    if (this.reader) {
+      const statement = this.reader.prepare(compiled.sql);
+      return (...args) => {
+        try {
+          return Promise.resolve(statement.get(...bind(args)) as Row | undefined);
+        } catch (err) {
+          return Promise.reject(err);
+        }
+      };
+    }
+    return async (...args) => (await this.db.executeQuery<Row>(CompiledQuery.raw(compiled.sql, bind(args)))).rows[0];
   }
 
   /**
@@ -68,6 +98,7 @@ export class Database {
   async close(): Promise<void> {
     await this.groupCommit?.drain();
     await this.db.destroy();
+    this.reader?.close();
   }
 }
 
