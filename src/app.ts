@@ -48,7 +48,18 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /** Builds the HTTP app from the features over an open, migrated database. */
 export async function buildApp(config: Config, database: Database, options: AppOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: { level: config.logLevel },
+    logger: {
+      level: config.logLevel,
+      // Claim URLs carry their token in the query; logs must not hand it to whoever reads them.
+      serializers: {
+        req: (request: { method: string; url: string; hostname?: string; ip?: string }) => ({
+          method: request.method,
+          url: request.url.replace(/([?&]claim_token=)[^&]*/g, '$1[redacted]'),
+          host: request.hostname,
+          remoteAddress: request.ip,
+        }),
+      },
+    },
     bodyLimit: config.bodyLimitBytes,
     // Keep a caller's request id when it is sane, so logs line up across services.
     genReqId: (req) => {
