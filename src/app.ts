@@ -68,6 +68,7 @@ export async function buildApp(config: Config, database: Database, options: AppO
     },
     requestIdHeader: false,
     forceCloseConnections: 'idle',
+    ...(config.trustProxy ? { trustProxy: config.trustProxy } : {}),
     http: { requireHostHeader: false },
     routerOptions: { maxParamLength: 300 },
     frameworkErrors: frameworkErrors(config.baseUrl),

@@ -48,6 +48,11 @@ const envSchema = z.object({
   RATE_LIMIT_ID_JAG_PER_MINUTE: z.coerce.number().int().min(1).default(600),
   /** Registrations one client address may make per hour. */
   REGISTRATION_LIMIT_PER_HOUR: z.coerce.number().int().min(1).default(20),
+  /**
+   * Proxies whose X-Forwarded-For is believed (comma-separated addresses or CIDRs, e.g. the load
+   * balancer's), so per-address limits count clients, not the proxy. Unset: the header is ignored.
+   */
+  TRUST_PROXY: z.string().optional(),
   /** Optional HTTPS listener that asks for client certificates (mtls credentials). */
   TLS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   TLS_CERT_FILE: z.string().optional(),
@@ -82,6 +87,7 @@ export interface Config {
   smtpUrl: string | undefined;
   agents: AgentConfig;
   tls: { port: number; certFile: string; keyFile: string } | undefined;
+  trustProxy: string[] | undefined;
 }
 
 export interface AgentConfig {
@@ -139,6 +145,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       },
     },
     tls: tlsConfig(e),
+    trustProxy: e.TRUST_PROXY?.split(',').map((entry) => entry.trim()).filter(Boolean),
   };
 }
 

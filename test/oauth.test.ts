@@ -374,6 +374,30 @@ for (const dialect of testDialects()) {
       await registerAgent(t.app, { remoteAddress: '203.0.113.21' });
     });
 
+    it('ignores X-Forwarded-For unless the proxy is trusted (TRUST_PROXY), then counts the client address', async () => {
+      const register = (app: TestApp['app'], client: string) =>
+        app.inject({
+          method: 'POST',
+          url: '/api/agent/register',
+          remoteAddress: '10.9.8.7',
+          headers: { 'x-forwarded-for': client },
+          payload: { type: 'anonymous' },
+        });
+      // Untrusted: a client cannot escape its count by inventing addresses.
+      for (let i = 0; i < 3; i++) assert.equal((await register(t.app, `192.0.2.${i}`)).statusCode, 201);
+      assertRateLimited(await register(t.app, '192.0.2.99'), 3, 3600);
+
+      const behindProxy = await startTestApp(dialect, { REGISTRATION_LIMIT_PER_HOUR: '3', TRUST_PROXY: '10.9.8.7' });
+      try {
+        for (const client of ['192.0.2.1', '192.0.2.2']) {
+          for (let i = 0; i < 3; i++) assert.equal((await register(behindProxy.app, client)).statusCode, 201);
+          assertRateLimited(await register(behindProxy.app, client), 3, 3600);
+        }
+      } finally {
+        await behindProxy.close();
+      }
+    });
+
     it('counts in Redis, shared by two processes over one database', { skip: redisUp ? false : `Redis not reachable at ${REDIS_URL}` }, async () => {
       const testDatabase = await createTestDatabase(dialect);
       const config = testConfig(testDatabase.url, { REDIS_URL, RATE_LIMIT_ANONYMOUS_PER_MINUTE: String(PER_MINUTE) });
