@@ -42,6 +42,8 @@ interface Served {
   child: ChildProcess;
   base: string;
   exited: Promise<number | null>;
+  /** What the process has written so far (its logs). */
+  output: () => string;
 }
 
 async function serve(cwd: string, env: Record<string, string> = {}): Promise<Served> {
@@ -54,7 +56,7 @@ async function serve(cwd: string, env: Record<string, string> = {}): Promise<Ser
   const base = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 200; i++) {
     const up = await fetch(`${base}/api/health`).then((r) => r.ok, () => false);
-    if (up) return { child, base, exited };
+    if (up) return { child, base, exited, output: () => output };
     if (child.exitCode !== null) break;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
@@ -134,6 +136,25 @@ describe('the restock command', () => {
       child.kill('SIGTERM');
       assert.equal(await exited, 0);
     }
+  });
+
+  it('request logs carry claim URLs without their claim token', async () => {
+    const { child, base, exited, output } = await serve(freshDir(), { LOG_LEVEL: 'info' });
+    try {
+      const registered = await fetch(`${base}/api/agent/register`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ type: 'anonymous' }),
+      });
+      const { claim_token: claimToken } = await registered.json();
+      const claimPage = await fetch(`${base}/api/agent/claim?claim_token=${claimToken}`, { headers: { accept: 'text/html' } });
+      assert.equal(claimPage.status, 200);
+    } finally {
+      child.kill('SIGTERM');
+      assert.equal(await exited, 0);
+    }
+    assert.match(output(), /"url":"\/api\/agent\/claim\?claim_token=\[redacted\]"/);
+    assert.doesNotMatch(output(), /clm_/);
   });
 
   it('SIGTERM lets an in-flight request finish, then exits 0 with the write kept', async () => {
