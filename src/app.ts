@@ -161,7 +161,7 @@ async function buildAgents(app: FastifyInstance, config: Config, database: Datab
   return {
     service,
     stores,
-    routes: agentRoutes(service, config.baseUrl),
+    routes: agentRoutes(service, config.baseUrl, config.bodyLimitBytes),
     discovery: agentDiscoveryRoutes(metadata, keys),
   };
 }

@@ -8,6 +8,7 @@ import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import SqliteDriver from 'better-sqlite3';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
+import { freePort } from './fixtures/network.ts';
 
 failOnLeakedHandles();
 
@@ -28,14 +29,6 @@ function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
 
 function restock(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}) {
   return spawnSync(process.execPath, [BIN, ...args], { cwd: options.cwd ?? freshDir(), env: cleanEnv(options.env), encoding: 'utf8', timeout: 60_000 });
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 interface Served {

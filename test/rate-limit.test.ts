@@ -6,6 +6,7 @@ import { installErrorHandling } from '../src/core/http/errors.ts';
 import { installRateLimits, type RateLimitOptions } from '../src/core/http/rate-limit.ts';
 import { Problem } from '../src/core/problems.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
+import { startSilentServer } from './fixtures/network.ts';
 import { deleteKeys, keysUnder, REDIS_URL, redisAvailable, uniqueKeyPrefix } from './fixtures/redis.ts';
 import { TcpProxy } from './fixtures/tcp-proxy.ts';
 
@@ -191,14 +192,8 @@ describe('rate limits when Redis is configured but cannot be counted on', () => 
   });
 
   it('serves requests when Redis accepts connections but never answers', async () => {
-    const sockets = new Set<net.Socket>();
-    const silent = net.createServer((socket) => {
-      sockets.add(socket);
-      socket.on('error', () => {});
-    });
-    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-    const { port } = silent.address() as net.AddressInfo;
-    const t = await limitedApp({ redisUrl: `redis://127.0.0.1:${port}` });
+    const silent = await startSilentServer();
+    const t = await limitedApp({ redisUrl: `redis://127.0.0.1:${silent.port}` });
     try {
       const started = Date.now();
       const res = await t.get('/things', 'agent-silent');
@@ -206,8 +201,7 @@ describe('rate limits when Redis is configured but cannot be counted on', () => 
       assert.ok(Date.now() - started < 1000, `answered in ${Date.now() - started} ms`);
     } finally {
       await t.app.close();
-      for (const socket of sockets) socket.destroy();
-      await new Promise((resolve) => silent.close(resolve));
+      await silent.close();
     }
   });
 });

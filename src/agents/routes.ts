@@ -2,9 +2,10 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { sendProblem, toProblem } from '../core/http/errors.ts';
+import { parseUrlEncodedForms } from '../core/http/form-posts.ts';
 import { problemResponses } from '../core/http/openapi-responses.ts';
 import { html, page, type SafeHtml } from '../core/html.ts';
-import { Problem, ValidationFailed } from '../core/problems.ts';
+import type { Problem } from '../core/problems.ts';
 import { OAuthProblem } from './errors.ts';
 import { clientContext } from './gate.ts';
 import { JWT_BEARER_GRANT } from './metadata.ts';
@@ -25,9 +26,9 @@ import { storeParams } from '../stores/schemas.ts';
 const FORM = 'application/x-www-form-urlencoded';
 
 /** Registration, claim (API and page), the caller's own view, and the store owner's agent list. */
-export function agentRoutes(service: AgentService, baseUrl: string) {
+export function agentRoutes(service: AgentService, baseUrl: string, bodyLimitBytes: number) {
   return async function (app: FastifyInstance) {
-    acceptUrlEncodedForms(app);
+    parseUrlEncodedForms(app);
     const api = app.withTypeProvider<ZodTypeProvider>();
 
     api.post('/api/agent/register', {
@@ -117,7 +118,7 @@ export function agentRoutes(service: AgentService, baseUrl: string) {
       handler: (request) => service.revokeStoreAgent(request.params.domain, request.params.agentId, request.caller!),
     });
 
-    await app.register(oauthEndpoints(service, baseUrl));
+    await app.register(oauthEndpoints(service, baseUrl, bodyLimitBytes));
   };
 }
 
@@ -126,10 +127,10 @@ export function agentRoutes(service: AgentService, baseUrl: string) {
  * answer errors in RFC 6749's JSON shape (`error`, `error_description`), which OAuth client
  * libraries expect, with the problem fields alongside.
  */
-function oauthEndpoints(service: AgentService, baseUrl: string) {
+function oauthEndpoints(service: AgentService, baseUrl: string, bodyLimitBytes: number) {
   return async function (app: FastifyInstance) {
     const api = app.withTypeProvider<ZodTypeProvider>();
-    app.setErrorHandler((err, request, reply) => sendOAuthError(request, reply, err as Error, baseUrl));
+    app.setErrorHandler((err, request, reply) => sendOAuthError(request, reply, toProblem(err as Error, bodyLimitBytes), baseUrl));
 
     api.post('/oauth/token', {
       schema: {
@@ -176,8 +177,7 @@ class OAuthErrorResponse extends OAuthProblem {
   }
 }
 
-function sendOAuthError(request: FastifyRequest, reply: FastifyReply, err: Error, baseUrl: string) {
-  const problem = toProblem(err, 16 * 1024);
+function sendOAuthError(request: FastifyRequest, reply: FastifyReply, problem: Problem, baseUrl: string) {
   if (problem.status >= 500) return sendProblem(request, reply, problem, baseUrl);
   const error = oauthErrorCode(problem);
   return reply
@@ -201,21 +201,6 @@ function oauthErrorCode(problem: Problem): string {
   if (problem.slug === 'invalid-assertion') return 'invalid_grant';
   if (problem instanceof OAuthProblem) return problem.error;
   return 'invalid_request';
-}
-
-/** Parses `application/x-www-form-urlencoded` bodies; a repeated parameter is refused (RFC 6749 §3.2). */
-function acceptUrlEncodedForms(app: FastifyInstance): void {
-  app.addContentTypeParser(FORM, { parseAs: 'string' }, (_request, body, done) => {
-    const params = new URLSearchParams(body as string);
-    const fields: Record<string, string> = {};
-    for (const [name, value] of params) {
-      if (Object.hasOwn(fields, name)) {
-        return done(new ValidationFailed([{ pointer: `/body/${name}`, message: 'must not be repeated' }]), undefined);
-      }
-      if (value !== '') fields[name] = value;
-    }
-    done(null, fields);
-  });
 }
 
 function isForm(request: FastifyRequest): boolean {

@@ -180,10 +180,11 @@ export class AgentService {
   async claim(input: ClaimInput, client: ClientContext) {
     const agent = await this.agentForClaimToken(input.claim_token);
     if (input.otp !== undefined) return this.completeClaim(agent, input.otp, client);
-    const email = input.email === undefined ? await this.emailOfLastAttempt(agent) : normaliseEmail(input.email);
-    if (agent.method === 'verified_email') {
-      const asserted = await this.emailOfLastAttempt(agent);
-      if (email !== asserted) throw new ClaimFailed('invalid_request', 'This registration was made for another e-mail address.');
+    // Method B's address was asserted at registration; a new code can only go there again.
+    const previous = agent.method === 'verified_email' || input.email === undefined ? await this.emailOfLastAttempt(agent) : undefined;
+    const email = input.email === undefined ? previous! : normaliseEmail(input.email);
+    if (agent.method === 'verified_email' && email !== previous) {
+      throw new ClaimFailed('invalid_request', 'This registration was made for another e-mail address.');
     }
     const attempt = await this.sendClaimCode(agent, email, input.store ?? null);
     return { registration_id: agent.id, claim_attempt_id: attempt.id, status: 'initiated' as const, expires_at: attempt.expires_at };

@@ -4,7 +4,7 @@ import { newId } from '../core/ids.ts';
 import type { AgentStore, SigningKeyRow } from './store.ts';
 
 const ALG = 'ES256';
-/** A token naming a kid this process has not loaded makes it re-read the keys, at most this often. */
+/** How often, at most, this process re-reads the keys on demand (an unknown kid, a JWKS request). */
 const RELOAD_COOLDOWN_MS = 1000;
 /**
  * A process learns of a rotation at its next refresh (about a minute), signing with the old key
@@ -61,9 +61,12 @@ export class SigningKeys {
     return kid;
   }
 
-  /** Picks up keys other processes added or retired. */
-  refresh(): Promise<void> {
-    return this.reload();
+  /**
+   * Picks up keys other processes added or retired; at most once per cooldown, so a public
+   * endpoint that calls it on every request costs the database nothing more under load.
+   */
+  async refresh(): Promise<void> {
+    if (Date.now() - this.lastReload > RELOAD_COOLDOWN_MS) await this.reload();
   }
 
   signingKey(): { kid: string; key: CryptoKey } {
@@ -74,8 +77,8 @@ export class SigningKeys {
   /** The public key for `kid`, if it is still valid; an unknown kid may be a key another process made. */
   async verificationKey(kid: string): Promise<CryptoKey | undefined> {
     let key = this.keys.get(kid);
-    if (!key && Date.now() - this.lastReload > RELOAD_COOLDOWN_MS) {
-      await this.reload();
+    if (!key) {
+      await this.refresh();
       key = this.keys.get(kid);
     }
     if (!key || !this.stillValid(key)) return undefined;

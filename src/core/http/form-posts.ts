@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { ValidationFailed } from '../problems.ts';
 
 /**
  * Lets the pages of one plugin take HTML form posts whose fields carry nothing we need (a
@@ -9,4 +10,22 @@ export function acceptFormPosts(app: FastifyInstance): void {
   for (const type of ['application/x-www-form-urlencoded', 'multipart/form-data']) {
     app.addContentTypeParser(type, { parseAs: 'string' }, (_request, _body, done) => done(null, undefined));
   }
+}
+
+/**
+ * Parses `application/x-www-form-urlencoded` bodies into fields, for a plugin whose routes read
+ * them (OAuth endpoints, the claim page). A repeated field is refused (RFC 6749 §3.2); an empty
+ * one counts as absent.
+ */
+export function parseUrlEncodedForms(app: FastifyInstance): void {
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => {
+    const fields: Record<string, string> = {};
+    for (const [name, value] of new URLSearchParams(body as string)) {
+      if (Object.hasOwn(fields, name)) {
+        return done(new ValidationFailed([{ pointer: `/body/${name}`, message: 'must not be repeated' }]), undefined);
+      }
+      if (value !== '') fields[name] = value;
+    }
+    done(null, fields);
+  });
 }
