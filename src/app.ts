@@ -10,7 +10,7 @@ import { AgentService } from './agents/service.ts';
 import { RETIREMENT_SLACK_MS, SigningKeys } from './agents/signing-keys.ts';
 import { AgentStore } from './agents/store.ts';
 import { AlertService } from './alerts/service.ts';
-import { AlertStore } from './alerts/store.ts';
+import { AlertStore, WaitingStore } from './alerts/store.ts';
 import { alertRoutes } from './alerts/routes.ts';
 import { unsubscribeRoutes } from './alerts/unsubscribe-routes.ts';
 import { checkoutPages } from './billing/checkout-page.ts';
@@ -103,7 +103,7 @@ export async function buildApp(config: Config, database: Database, options: AppO
   const operations = collectOperations(app);
 
   const signer = new TokenSigner(await loadServiceSecret(database, config.secret));
-  const alerts = new AlertService(new AlertStore(database), signer, config.baseUrl);
+  const alerts = new AlertService(new AlertStore(database), new WaitingStore(database), signer, config.baseUrl);
   const billing = new BillingService(new BillingStore(database), config.baseUrl, config.checkoutSessionTtlMinutes);
 
   await app.register(healthRoutes(database, config.serviceName));

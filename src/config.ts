@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
+import { decodeKey } from './core/sealed-secrets.ts';
 
 /**
  * Every setting the service reads, with the embedded defaults that let `npm start` run with
@@ -53,6 +54,30 @@ const envSchema = z.object({
    * balancer's), so per-address limits count clients, not the proxy. Unset: the header is ignored.
    */
   TRUST_PROXY: z.string().optional(),
+  /** 32 random bytes (base64) sealing credentials kept at rest: Shopify Admin tokens, stores' SMTP passwords. */
+  RESTOCK_ENCRYPTION_KEY: z.string().optional(),
+  /** `serve` runs the dispatch worker in the same process unless this is false (then run `restock worker`). */
+  RUN_WORKER: z.enum(['true', 'false']).default('true'),
+  /** Default batch policy; each store may set its own. A batch mails at most stock × multiplier subscribers. */
+  BATCH_MULTIPLIER: z.coerce.number().min(0.1).max(100).default(2),
+  BATCH_INTERVAL_SECONDS: z.coerce.number().int().min(0).default(600),
+  /** A variant must have at least this many units for a restock to be announced. */
+  MIN_STOCK: z.coerce.number().int().min(1).default(1),
+  /** At most one alert per address per store in this window; later ones wait, they are not dropped. 0 = no cap. */
+  FREQUENCY_CAP_MINUTES: z.coerce.number().int().min(0).default(60),
+  /** Alerts one worker claims (leases) at a time; also the most a crash can send twice. */
+  DISPATCH_CLAIM_SIZE: z.coerce.number().int().min(1).max(5000).default(500),
+  DISPATCH_LEASE_SECONDS: z.coerce.number().int().min(5).default(120),
+  DISPATCH_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(8),
+  /** First retry delay after a transient failure; doubles each attempt, with jitter. */
+  DISPATCH_RETRY_BASE_MS: z.coerce.number().int().min(1).default(30_000),
+  DISPATCH_POLL_MS: z.coerce.number().int().min(10).default(1000),
+  /** Pooled SMTP connections per transport. */
+  SMTP_POOL_SIZE: z.coerce.number().int().min(1).max(100).default(5),
+  /** How often stores with Admin API credentials are compared with the platform's stock. 0 = never. */
+  RECONCILE_INTERVAL_MINUTES: z.coerce.number().int().min(0).default(15),
+  SHOPIFY_API_VERSION: z.string().default('2026-07'),
+  SHOPIFY_SCOPES: z.string().default('read_products,read_inventory'),
   /** Optional HTTPS listener that asks for client certificates (mtls credentials). */
   TLS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   TLS_CERT_FILE: z.string().optional(),
@@ -88,6 +113,36 @@ export interface Config {
   agents: AgentConfig;
   tls: { port: number; certFile: string; keyFile: string } | undefined;
   trustProxy: string[] | undefined;
+  encryptionKey: string | undefined;
+  runWorker: boolean;
+  dispatch: DispatchConfig;
+  /** Set when SHOPIFY_API_KEY and SHOPIFY_API_SECRET are: the Shopify app (install, webhooks, reconciliation). */
+  shopify: ShopifyConfig | undefined;
+}
+
+export interface BatchPolicy {
+  batchMultiplier: number;
+  batchIntervalSeconds: number;
+  minStock: number;
+  frequencyCapMinutes: number;
+}
+
+export interface DispatchConfig {
+  defaults: BatchPolicy;
+  claimSize: number;
+  leaseSeconds: number;
+  maxAttempts: number;
+  retryBaseMs: number;
+  pollMs: number;
+  smtpPoolSize: number;
+  reconcileIntervalMinutes: number;
+}
+
+export interface ShopifyConfig {
+  apiKey: string;
+  apiSecret: string;
+  apiVersion: string;
+  scopes: string[];
 }
 
 export interface AgentConfig {
@@ -146,6 +201,50 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     tls: tlsConfig(e),
     trustProxy: e.TRUST_PROXY?.split(',').map((entry) => entry.trim()).filter(Boolean),
+    encryptionKey: encryptionKey(e.RESTOCK_ENCRYPTION_KEY),
+    runWorker: e.RUN_WORKER === 'true',
+    dispatch: {
+      defaults: {
+        batchMultiplier: e.BATCH_MULTIPLIER,
+        batchIntervalSeconds: e.BATCH_INTERVAL_SECONDS,
+        minStock: e.MIN_STOCK,
+        frequencyCapMinutes: e.FREQUENCY_CAP_MINUTES,
+      },
+      claimSize: e.DISPATCH_CLAIM_SIZE,
+      leaseSeconds: e.DISPATCH_LEASE_SECONDS,
+      maxAttempts: e.DISPATCH_MAX_ATTEMPTS,
+      retryBaseMs: e.DISPATCH_RETRY_BASE_MS,
+      pollMs: e.DISPATCH_POLL_MS,
+      smtpPoolSize: e.SMTP_POOL_SIZE,
+      reconcileIntervalMinutes: e.RECONCILE_INTERVAL_MINUTES,
+    },
+    shopify: shopifyConfig(e),
+  };
+}
+
+function encryptionKey(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  try {
+    decodeKey(value);
+  } catch (err) {
+    throw new ConfigError(`Invalid configuration:\n  RESTOCK_ENCRYPTION_KEY: ${(err as Error).message}`);
+  }
+  return value;
+}
+
+function shopifyConfig(e: z.infer<typeof envSchema>): ShopifyConfig | undefined {
+  if (!e.SHOPIFY_API_KEY && !e.SHOPIFY_API_SECRET) return undefined;
+  if (!e.SHOPIFY_API_KEY || !e.SHOPIFY_API_SECRET) {
+    throw new ConfigError('Invalid configuration:\n  SHOPIFY_API_KEY and SHOPIFY_API_SECRET: set both (the Shopify app needs its key and secret) or neither');
+  }
+  if (!e.RESTOCK_ENCRYPTION_KEY) {
+    throw new ConfigError('Invalid configuration:\n  RESTOCK_ENCRYPTION_KEY: the Shopify app keeps stores\' Admin API tokens, which are only stored sealed; set 32 random bytes in base64');
+  }
+  return {
+    apiKey: e.SHOPIFY_API_KEY,
+    apiSecret: e.SHOPIFY_API_SECRET,
+    apiVersion: e.SHOPIFY_API_VERSION,
+    scopes: e.SHOPIFY_SCOPES.split(',').map((scope) => scope.trim()).filter(Boolean),
   };
 }
 

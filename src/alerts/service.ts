@@ -4,7 +4,7 @@ import { canSee, storeForWrite, type Caller } from '../core/http/caller.ts';
 import { Conflict, Forbidden, NotFound } from '../core/problems.ts';
 import type { TokenSigner } from '../core/signed-token.ts';
 import type { SubscribeAlertInput, Subscription } from './schemas.ts';
-import type { AlertStore, SubscriptionRow } from './store.ts';
+import type { AlertStore, SubscriptionRow, WaitingQuery, WaitingStore, WaitingSubscriber } from './store.ts';
 
 const UNSUBSCRIBE = 'unsubscribe';
 
@@ -12,6 +12,7 @@ const UNSUBSCRIBE = 'unsubscribe';
 export class AlertService {
   constructor(
     private readonly store: AlertStore,
+    private readonly waitingStore: WaitingStore,
     private readonly signer: TokenSigner,
     private readonly baseUrl: string,
   ) {}
@@ -63,6 +64,48 @@ export class AlertService {
     return this.store.transition(id, ['active'], 'unsubscribed', nowIso());
   }
 
+  /** The one-click unsubscribe address of a subscription (for e-mails and their List-Unsubscribe header). */
+  unsubscribeUrl(subscriptionId: string): string {
+    return `${this.baseUrl}/unsubscribe/${this.unsubscribeToken(subscriptionId)}`;
+  }
+
+  /** Subscribers waiting for a restock, in signup order (dispatch plans its batches from these). */
+  waitingSubscribers(query: WaitingQuery): Promise<WaitingSubscriber[]> {
+    return this.waitingStore.waiting(query);
+  }
+
+  stillActive(subscriptionIds: string[]): Promise<Set<string>> {
+    return this.waitingStore.stillActive(subscriptionIds);
+  }
+
+  /** Their alert was sent: active → notified. */
+  markNotified(subscriptionIds: string[]): Promise<void> {
+    return this.waitingStore.markNotified(subscriptionIds, nowIso());
+  }
+
+  /** Waiting subscribers per product and variant: the demand, and the length of the alert queue. */
+  async waitingCounts(storeDomain: string, limit = 1000): Promise<Array<{ productId: string; variantId: string | null; waiting: number }>> {
+    const rows = await this.waitingStore.waitingCounts(storeDomain, limit);
+    return rows.map((row) => ({ productId: row.product_id, variantId: row.variant_id, waiting: Number(row.waiting) }));
+  }
+
+  waitingProducts(storeDomain: string, limit = 250): Promise<string[]> {
+    return this.waitingStore.waitingProducts(storeDomain, limit);
+  }
+
+  /** What the service holds about one customer of a store (GDPR data request). */
+  async customerData(storeDomain: string, email: string): Promise<Subscription[]> {
+    return (await this.waitingStore.ofCustomer(storeDomain, normaliseEmail(email))).map((row) => this.present(row));
+  }
+
+  eraseCustomer(storeDomain: string, email: string): Promise<number> {
+    return this.waitingStore.eraseCustomer(storeDomain, normaliseEmail(email));
+  }
+
+  eraseStore(storeDomain: string): Promise<number> {
+    return this.waitingStore.eraseStore(storeDomain);
+  }
+
   /** Someone else's subscription answers exactly like a missing one. */
   private async mustFind(id: string, caller: Caller): Promise<SubscriptionRow> {
     const row = await this.store.find(id);
@@ -82,7 +125,7 @@ export class AlertService {
       email: row.email,
       createdAt: row.created_at,
       updatedAt: row.updated_at,
-      unsubscribeUrl: `${this.baseUrl}/unsubscribe/${this.unsubscribeToken(row.id)}`,
+      unsubscribeUrl: this.unsubscribeUrl(row.id),
     };
   }
 }

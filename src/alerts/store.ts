@@ -65,6 +65,114 @@ export class AlertStore {
   }
 }
 
+export interface WaitingQuery {
+  storeDomain: string;
+  /** Also subscriptions made without naming a store (only when the platform vouched for the product). */
+  includeUnowned: boolean;
+  productId: string;
+  /** null: every subscription to the product; otherwise those to this variant and to the whole product. */
+  variantId: string | null;
+  /** Signup-order cursor: only subscriptions after this one. */
+  after: { createdAt: string; id: string } | null;
+  limit: number;
+}
+
+export type WaitingSubscriber = Pick<SubscriptionRow, 'id' | 'email' | 'product_id' | 'variant_id' | 'created_at' | 'store_domain'>;
+
+/** Queries the dispatch feature needs, still confined to the `subscriptions` table. */
+export class WaitingStore {
+  constructor(private readonly database: Database) {}
+
+  /** Active subscriptions matching a restock, in signup order. */
+  waiting(query: WaitingQuery): Promise<WaitingSubscriber[]> {
+    let select = this.database.db
+      .selectFrom('subscriptions')
+      .select(['id', 'email', 'product_id', 'variant_id', 'created_at', 'store_domain'])
+      .where('product_id', '=', query.productId)
+      .where('status', '=', sql.lit('active'));
+    if (query.variantId !== null) {
+      const variantId = query.variantId;
+      select = select.where((eb) => eb.or([eb('variant_id', '=', variantId), eb('variant_id', 'is', null)]));
+    }
+    select = query.includeUnowned
+      ? select.where((eb) => eb.or([eb('store_domain', '=', query.storeDomain), eb('store_domain', 'is', null)]))
+      : select.where('store_domain', '=', query.storeDomain);
+    if (query.after) {
+      const { createdAt, id } = query.after;
+      select = select.where((eb) => eb.or([eb('created_at', '>', createdAt), eb.and([eb('created_at', '=', createdAt), eb('id', '>', id)])]));
+    }
+    return select.orderBy('created_at').orderBy('id').limit(query.limit).execute();
+  }
+
+  /** Of these subscriptions, the ids still active. */
+  async stillActive(ids: string[]): Promise<Set<string>> {
+    const out = new Set<string>();
+    for (const chunk of chunks(ids, 500)) {
+      const rows = await this.database.db.selectFrom('subscriptions').select('id').where('id', 'in', chunk).where('status', '=', 'active').execute();
+      for (const row of rows) out.add(row.id);
+    }
+    return out;
+  }
+
+  /** active → notified for these subscriptions; the others stay as they are. */
+  async markNotified(ids: string[], now: string): Promise<void> {
+    if (ids.length === 0) return;
+    await this.database.write(async (trx) => {
+      for (const chunk of chunks(ids, 500)) {
+        await trx.updateTable('subscriptions').set({ status: 'notified', updated_at: now }).where('id', 'in', chunk).where('status', '=', 'active').execute();
+      }
+    });
+  }
+
+  /** Waiting subscribers per product and variant of a store. */
+  waitingCounts(storeDomain: string, limit: number): Promise<Array<{ product_id: string; variant_id: string | null; waiting: number }>> {
+    return this.database.db
+      .selectFrom('subscriptions')
+      .select(['product_id', 'variant_id', (eb) => eb.fn.countAll<number>().as('waiting')])
+      .where('store_domain', '=', storeDomain)
+      .where('status', '=', 'active')
+      .groupBy(['product_id', 'variant_id'])
+      .orderBy('product_id')
+      .limit(limit)
+      .execute();
+  }
+
+  /** Products of a store with someone waiting (what reconciliation checks). */
+  async waitingProducts(storeDomain: string, limit: number): Promise<string[]> {
+    const rows = await this.database.db
+      .selectFrom('subscriptions')
+      .select('product_id')
+      .distinct()
+      .where('store_domain', '=', storeDomain)
+      .where('status', '=', 'active')
+      .orderBy('product_id')
+      .limit(limit)
+      .execute();
+    return rows.map((row) => row.product_id);
+  }
+
+  /** A store's subscriptions of one address (GDPR data request); emails compared as stored. */
+  ofCustomer(storeDomain: string, email: string): Promise<SubscriptionRow[]> {
+    return this.database.db.selectFrom('subscriptions').selectAll().where('store_domain', '=', storeDomain).where('email', '=', email).execute();
+  }
+
+  async eraseCustomer(storeDomain: string, email: string): Promise<number> {
+    const result = await this.database.writeStatement((db) =>
+      db.deleteFrom('subscriptions').where('store_domain', '=', storeDomain).where('email', '=', email).executeTakeFirst(),
+    );
+    return Number(result.numDeletedRows);
+  }
+
+  async eraseStore(storeDomain: string): Promise<number> {
+    const result = await this.database.writeStatement((db) => db.deleteFrom('subscriptions').where('store_domain', '=', storeDomain).executeTakeFirst());
+    return Number(result.numDeletedRows);
+  }
+}
+
+function* chunks<T>(items: T[], size: number): Generator<T[]> {
+  for (let i = 0; i < items.length; i += size) yield items.slice(i, i + size);
+}
+
 /**
  * Spelled exactly like the index `subscriptions_one_live` (the coalesce, and `active` as a
  * literal so PostgreSQL can match the partial index's predicate even in a generic plan), so the

@@ -79,6 +79,21 @@ export const problemTypes = {
     title: 'Unsupported media type',
     description: 'The API accepts `application/json` bodies only (the pages people use also take HTML form posts).',
   },
+  'invalid-webhook': {
+    status: 401,
+    title: 'The webhook signature is not valid',
+    description: 'The delivery is not signed with the shared secret (for Shopify: `X-Shopify-Hmac-Sha256` over the raw body). Nothing was recorded.',
+  },
+  'not-configured': {
+    status: 501,
+    title: 'This feature is not configured',
+    description: 'The operator has not set the configuration this feature needs; `detail` names the setting.',
+  },
+  'upstream-failed': {
+    status: 502,
+    title: 'A platform the service depends on failed',
+    description: "A call to the store's platform (such as Shopify's Admin API) failed. Nothing was changed; try again later.",
+  },
   'checkout-expired': {
     status: 410,
     title: 'The checkout session has expired',
@@ -161,6 +176,12 @@ export class Forbidden extends Problem {
 export class ServiceUnavailable extends Problem {
   constructor(detail: string, retryAfterSeconds = 5) {
     super('service-unavailable', detail, { headers: { 'retry-after': String(retryAfterSeconds) } });
+  }
+}
+
+export class NotConfigured extends Problem {
+  constructor(detail: string) {
+    super('not-configured', detail);
   }
 }
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { alertTemplateSchema, localeSchema, storeSettingsSchema } from './settings.ts';
 
 export const shopSchema = z
   .string()
@@ -8,12 +9,45 @@ export const shopSchema = z
 
 export const storeParams = z.object({ domain: shopSchema });
 
+const effectiveSettingsSchema = z
+  .object({
+    batchMultiplier: z.number().describe('Subscribers mailed per unit in stock, per batch'),
+    batchIntervalSeconds: z.number().describe('Wait between batches of one restock'),
+    minStock: z.number().describe('Fewest units for a restock to be announced'),
+    frequencyCapMinutes: z.number().describe('At most one alert per address in this window (0: no cap)'),
+    locale: localeSchema,
+    senderName: z.string().optional(),
+    template: alertTemplateSchema,
+  })
+  .describe('Batch policy, language and template in force (the store’s own values, else the defaults)');
+
 export const storeSchema = z
   .object({
     domain: z.string().describe('The store domain, e.g. my-store.myshopify.com'),
     ownerEmail: z.string().describe('The person answerable for the store; agents they claim can be bound to it'),
     createdAt: z.string(),
+    status: z.enum(['active', 'uninstalled']).describe('uninstalled: the Shopify app was removed and nothing is sent'),
+    platform: z.enum(['shopify']).nullable().describe('shopify when installed as a Shopify app'),
+    installedAt: z.string().nullable(),
+    adminApiConnected: z.boolean().describe('The service holds an Admin API token for reconciliation and lookups'),
+    ownSmtp: z.boolean().describe("Alerts go through the store's own SMTP server"),
+    settings: effectiveSettingsSchema,
   })
-  .describe("A merchant's store");
+  .describe("A merchant's store and its configuration");
+
+/** Each settings field may be set, or `null` to return to the default. */
+export const storeSettingsPatch = z
+  .object({
+    ...Object.fromEntries(Object.entries(storeSettingsSchema.shape).map(([key, field]) => [key, field.unwrap().nullable().optional()])),
+    smtpUrl: z
+      .string()
+      .max(2048)
+      .regex(/^smtps?:\/\/[^\s]+$/, 'must be an smtp:// or smtps:// URL')
+      .nullable()
+      .optional()
+      .describe("The store's own SMTP server, credentials included (kept sealed); null to use the service's"),
+  })
+  .strict()
+  .describe('Changes to a store’s settings');
 
 export type Store = z.infer<typeof storeSchema>;

@@ -1,12 +1,34 @@
+import type { BatchPolicy } from '../config.ts';
 import { nowIso } from '../core/clock.ts';
-import { NotFound, ValidationFailed } from '../core/problems.ts';
 import { emailSchema, normaliseEmail } from '../core/email.ts';
+import { NotFound, ValidationFailed } from '../core/problems.ts';
+import { SecretBox } from '../core/sealed-secrets.ts';
 import { shopSchema, type Store } from './schemas.ts';
+import { effectiveSettings, parseStoredSettings, storeSettingsSchema, type EffectiveSettings, type StoreSettings } from './settings.ts';
 import type { StoreRow, StoreStore } from './store.ts';
 
-/** Stores and their owners. Agents consult it to bind a claimed agent to a store. */
+export interface StoreServiceOptions {
+  secrets?: SecretBox;
+  defaults?: BatchPolicy;
+}
+
+const BUILT_IN_DEFAULTS: BatchPolicy = { batchMultiplier: 2, batchIntervalSeconds: 600, minStock: 1, frequencyCapMinutes: 60 };
+
+/**
+ * Stores: their owners, how they are connected (a Shopify installation and its sealed Admin API
+ * token), and their sending settings. Agents bind to stores; dispatch reads settings here.
+ */
 export class StoreService {
-  constructor(private readonly store: StoreStore) {}
+  private readonly secrets: SecretBox;
+  private readonly defaults: BatchPolicy;
+
+  constructor(
+    private readonly store: StoreStore,
+    options: StoreServiceOptions = {},
+  ) {
+    this.secrets = options.secrets ?? SecretBox.fromKey(undefined);
+    this.defaults = options.defaults ?? BUILT_IN_DEFAULTS;
+  }
 
   /** The operator's `restock store create`: creates the store or changes its owner. */
   async createStore(domain: string, ownerEmail: string): Promise<Store> {
@@ -23,7 +45,7 @@ export class StoreService {
       created_at: now,
       updated_at: now,
     });
-    return present(row);
+    return this.present(row);
   }
 
   findStore(domain: string): Promise<StoreRow | undefined> {
@@ -31,12 +53,107 @@ export class StoreService {
   }
 
   async getStore(domain: string): Promise<Store> {
+    return this.present(await this.mustFind(domain));
+  }
+
+  /** Changes the store's settings: fields given replace the stored ones, `null` returns one to the default. */
+  async updateSettings(domain: string, patch: Record<string, unknown>): Promise<Store> {
+    const row = await this.mustFind(domain);
+    const merged: Record<string, unknown> = { ...parseStoredSettings(row.settings) };
+    for (const [key, value] of Object.entries(patch)) {
+      if (value === null) delete merged[key];
+      else merged[key] = value;
+    }
+    const settings = storeSettingsSchema.parse(merged);
+    await this.store.update(row.domain, { settings: JSON.stringify(settings), updated_at: nowIso() });
+    return this.getStore(row.domain);
+  }
+
+  /** The store's own SMTP server (its credentials sealed at rest); null goes back to the service's sender. */
+  async setSmtpUrl(domain: string, smtpUrl: string | null): Promise<Store> {
+    const row = await this.mustFind(domain);
+    const sealed = smtpUrl === null ? null : await this.secrets.seal(smtpUrl);
+    await this.store.update(row.domain, { smtp_url_sealed: sealed, updated_at: nowIso() });
+    return this.getStore(row.domain);
+  }
+
+  async smtpUrlOf(domain: string): Promise<string | undefined> {
+    const row = await this.store.find(domain);
+    return row?.smtp_url_sealed ? this.secrets.open(row.smtp_url_sealed) : undefined;
+  }
+
+  /** Settings dispatch applies to the store: its own, else the service defaults. */
+  async settingsOf(domain: string): Promise<EffectiveSettings> {
+    const row = await this.store.find(domain);
+    return effectiveSettings(row ? parseStoredSettings(row.settings) : {}, this.defaults);
+  }
+
+  /** False once the store's app was uninstalled: nothing may be sent for it. */
+  async isSending(domain: string): Promise<boolean> {
+    const row = await this.store.find(domain);
+    return row === undefined || row.status === 'active';
+  }
+
+  /** A Shopify installation (OAuth or token exchange) completed: keep the store and its sealed offline token. */
+  async installShopify(domain: string, install: { accessToken: string; scopes: string; ownerEmail: string }): Promise<Store> {
+    const now = nowIso();
+    const row = await this.store.install({
+      domain: domain.toLowerCase(),
+      owner_email: normaliseEmail(install.ownerEmail),
+      created_at: now,
+      updated_at: now,
+      admin_token_sealed: await this.secrets.seal(install.accessToken),
+      admin_scopes: install.scopes,
+    });
+    return this.present(row);
+  }
+
+  /** The offline Admin API token, when the store is installed and connected. */
+  async adminToken(domain: string): Promise<string | undefined> {
+    const row = await this.store.find(domain.toLowerCase());
+    if (!row || row.status !== 'active' || !row.admin_token_sealed) return undefined;
+    return this.secrets.open(row.admin_token_sealed);
+  }
+
+  /** `app/uninstalled`: stop sending and drop the token (the store's data stays until `shop/redact`). */
+  async uninstall(domain: string): Promise<void> {
+    const now = nowIso();
+    await this.store.update(domain.toLowerCase(), { status: 'uninstalled', admin_token_sealed: null, uninstalled_at: now, updated_at: now });
+  }
+
+  /** `shop/redact`: the store row goes (its subscriptions and alerts are erased by their features). */
+  forgetStore(domain: string): Promise<void> {
+    return this.store.remove(domain.toLowerCase());
+  }
+
+  /** Connected stores due for reconciliation, least recently reconciled first. */
+  async storesToReconcile(limit: number): Promise<string[]> {
+    return (await this.store.connected(limit)).map((row) => row.domain);
+  }
+
+  async markReconciled(domain: string): Promise<void> {
+    await this.store.update(domain, { reconciled_at: nowIso() });
+  }
+
+  private async mustFind(domain: string): Promise<StoreRow> {
     const row = await this.findStore(domain);
     if (!row) throw new NotFound(`No store ${domain}.`);
-    return present(row);
+    return row;
+  }
+
+  private present(row: StoreRow): Store {
+    return {
+      domain: row.domain,
+      ownerEmail: row.owner_email,
+      createdAt: row.created_at,
+      status: row.status as Store['status'],
+      platform: row.platform as Store['platform'],
+      installedAt: row.installed_at,
+      adminApiConnected: row.admin_token_sealed !== null,
+      ownSmtp: row.smtp_url_sealed !== null,
+      settings: effectiveSettings(parseStoredSettings(row.settings), this.defaults),
+    };
   }
 }
 
-function present(row: StoreRow): Store {
-  return { domain: row.domain, ownerEmail: row.owner_email, createdAt: row.created_at };
-}
+export type { StoreSettings };

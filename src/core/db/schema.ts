@@ -30,6 +30,18 @@ export interface Tables {
   signing_keys: SigningKeysTable;
   /** core/mail */
   mail_outbox: MailOutboxTable;
+  /** inventory */
+  inventory_variants: InventoryVariantsTable;
+  /** inventory */
+  inventory_levels: InventoryLevelsTable;
+  /** shopify */
+  shopify_webhook_events: ShopifyWebhookEventsTable;
+  /** dispatch */
+  restocks: RestocksTable;
+  /** dispatch (the notification ledger, which is also the send queue) */
+  notifications: NotificationsTable;
+  /** dispatch */
+  suppressions: SuppressionsTable;
 }
 
 export interface SubscriptionsTable {
@@ -90,6 +102,21 @@ export interface StoresTable {
   owner_email: string;
   created_at: string;
   updated_at: string;
+  /** active | uninstalled (the Shopify app was removed: nothing is sent) */
+  status: string;
+  /** 'shopify' when installed as a Shopify app; null when created by the operator. */
+  platform: string | null;
+  /** The offline Admin API token, sealed with RESTOCK_ENCRYPTION_KEY. */
+  admin_token_sealed: string | null;
+  admin_scopes: string | null;
+  installed_at: string | null;
+  uninstalled_at: string | null;
+  /** Last periodic reconciliation against the Admin API. */
+  reconciled_at: string | null;
+  /** JSON of the store's settings (batch policy, templates, locale, sender); see stores/settings.ts. */
+  settings: string;
+  /** The store's own SMTP server URL (credentials included), sealed. */
+  smtp_url_sealed: string | null;
 }
 
 export interface AgentsTable {
@@ -165,5 +192,112 @@ export interface MailOutboxTable {
   headers: string;
   /** What the mail is for, e.g. agent-claim-code. */
   purpose: string;
+  created_at: string;
+  /** The store the mail was sent for, when it was sent for one. */
+  store_domain: string | null;
+}
+
+export interface InventoryVariantsTable {
+  store_domain: string;
+  product_id: string;
+  /** '' stands for the product as a whole (a platform that reports stock per product). */
+  variant_id: string;
+  inventory_item_id: string | null;
+  /** Sellable quantity across locations; null while unknown. */
+  available: number | null;
+  /** 1 when the product is published (sellable), 0 otherwise. */
+  published: number;
+  product_title: string | null;
+  variant_title: string | null;
+  image_url: string | null;
+  product_url: string | null;
+  /** The source's own time of the last report taken; older reports are stale. */
+  source_updated_at: string | null;
+  updated_at: string;
+}
+
+export interface InventoryLevelsTable {
+  store_domain: string;
+  inventory_item_id: string;
+  location_id: string;
+  available: number | null;
+  source_updated_at: string | null;
+  updated_at: string;
+}
+
+export interface ShopifyWebhookEventsTable {
+  /** X-Shopify-Event-Id: shared by every delivery of one event. */
+  event_id: string;
+  store_domain: string;
+  topic: string;
+  webhook_id: string | null;
+  payload: string;
+  triggered_at: string | null;
+  /** queued | processing | done | failed */
+  status: string;
+  attempts: number;
+  lease_until: string | null;
+  error: string | null;
+  received_at: string;
+  processed_at: string | null;
+}
+
+export interface RestocksTable {
+  id: string;
+  store_domain: string;
+  product_id: string;
+  /** null: the product as a whole came back (every subscription to the product matches). */
+  variant_id: string | null;
+  /** Sellable quantity when the restock was detected. */
+  available: number;
+  /** shopify-webhook | inventory-api | reconciliation */
+  source: string;
+  source_ref: string | null;
+  /** 1 when the source proved the product is the store's (Shopify), so subscriptions made without a store match too. */
+  include_unowned: number;
+  /** dispatching | done | sold_out | unpublished | stopped */
+  status: string;
+  batches: number;
+  planned: number;
+  cursor_created_at: string | null;
+  cursor_id: string | null;
+  next_batch_at: string;
+  lease_owner: string | null;
+  lease_until: string | null;
+  stop_reason: string | null;
+  detected_at: string;
+  updated_at: string;
+}
+
+export interface NotificationsTable {
+  id: string;
+  restock_id: string;
+  subscription_id: string;
+  store_domain: string;
+  email: string;
+  product_id: string;
+  variant_id: string | null;
+  batch: number;
+  position: number;
+  /** queued | sending | sent | skipped | failed */
+  status: string;
+  /** Why the alert was (to be) sent, in words a merchant can read. */
+  reason: string;
+  /** What happened: the SMTP answer, or why it was skipped or failed. */
+  outcome: string | null;
+  attempts: number;
+  next_attempt_at: string;
+  lease_owner: string | null;
+  lease_until: string | null;
+  created_at: string;
+  sent_at: string | null;
+}
+
+export interface SuppressionsTable {
+  store_domain: string;
+  email: string;
+  /** bounce | complaint | manual */
+  reason: string;
+  detail: string | null;
   created_at: string;
 }

@@ -27,6 +27,7 @@ export class MailOutboxStore {
       headers: JSON.stringify(message.headers ?? {}),
       purpose: message.purpose,
       created_at: monotonicNowIso(),
+      store_domain: message.storeDomain ?? null,
     };
     await this.database.writeStatement((db) => db.insertInto('mail_outbox').values(row).execute());
     return fromRow(row);
@@ -38,6 +39,19 @@ export class MailOutboxStore {
     if (purpose !== undefined) query = query.where('purpose', '=', purpose);
     const row = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(1).executeTakeFirst();
     return row && fromRow(row);
+  }
+
+  /** A store's mail, newest first. */
+  async listForStore(storeDomain: string, limit: number): Promise<OutboxMessage[]> {
+    const rows = await this.database.db
+      .selectFrom('mail_outbox')
+      .selectAll()
+      .where('store_domain', '=', storeDomain)
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(limit)
+      .execute();
+    return rows.map(fromRow);
   }
 
   /** Every mail to `recipient`, oldest first. */
@@ -63,6 +77,7 @@ function fromRow(row: MailOutboxTable): OutboxMessage {
     purpose: row.purpose,
     createdAt: row.created_at,
   };
+  if (row.store_domain !== null) message.storeDomain = row.store_domain;
   if (row.html_body !== null) message.html = row.html_body;
   return message;
 }

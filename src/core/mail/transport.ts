@@ -12,6 +12,10 @@ export interface MailMessage {
   headers?: Record<string, string>;
   /** what the mail is for, e.g. 'agent-claim-code' */
   purpose: string;
+  /** The store the mail is sent for, if any (the outbox lists a store's mail to its agents). */
+  storeDomain?: string;
+  /** Overrides the transport's default From (a store's sender name). */
+  from?: string;
 }
 
 export interface MailTransport {

@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Dialect } from '../dialect.ts';
 import { foundation } from './0001_foundation.ts';
 import { identity } from './0002_identity.ts';
+import { dispatch } from './0003_dispatch.ts';
 
 export interface DialectMigration {
   up(db: Kysely<any>, dialect: Dialect): Promise<void>;
@@ -11,4 +12,5 @@ export interface DialectMigration {
 export const migrations: Record<string, DialectMigration> = {
   '0001_foundation': foundation,
   '0002_identity': identity,
+  '0003_dispatch': dispatch,
 };

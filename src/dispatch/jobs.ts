@@ -1,0 +1,12 @@
+/**
+ * Background work other features hand to the dispatch worker (Shopify's webhook queue, periodic
+ * reconciliation). The worker runs each job on every turn, or every `everyMs` when given, and
+ * keeps turning without a pause while any job reports work done.
+ */
+export interface WorkerJob {
+  name: string;
+  /** Does one bounded slice of work; resolves to how many items it handled (0: nothing to do). */
+  run(): Promise<number>;
+  /** Run at most this often (periodic jobs such as reconciliation). */
+  everyMs?: number;
+}

@@ -1,0 +1,101 @@
+import type { Database } from '../core/db/database.ts';
+import type { InventoryLevelsTable, InventoryVariantsTable } from '../core/db/schema.ts';
+
+export type VariantStockRow = InventoryVariantsTable;
+export type LevelRow = InventoryLevelsTable;
+
+/** Storage of known stock; the only code that touches `inventory_variants` and `inventory_levels`. */
+export class InventoryStore {
+  constructor(private readonly database: Database) {}
+
+  find(storeDomain: string, productId: string, variantKey: string): Promise<VariantStockRow | undefined> {
+    return this.database.db
+      .selectFrom('inventory_variants')
+      .selectAll()
+      .where('store_domain', '=', storeDomain)
+      .where('product_id', '=', productId)
+      .where('variant_id', '=', variantKey)
+      .executeTakeFirst();
+  }
+
+  ofProduct(storeDomain: string, productId: string): Promise<VariantStockRow[]> {
+    return this.database.db
+      .selectFrom('inventory_variants')
+      .selectAll()
+      .where('store_domain', '=', storeDomain)
+      .where('product_id', '=', productId)
+      .orderBy('variant_id')
+      .execute();
+  }
+
+  list(storeDomain: string, limit: number): Promise<VariantStockRow[]> {
+    return this.database.db
+      .selectFrom('inventory_variants')
+      .selectAll()
+      .where('store_domain', '=', storeDomain)
+      .orderBy('product_id')
+      .orderBy('variant_id')
+      .limit(limit)
+      .execute();
+  }
+
+  byItem(storeDomain: string, inventoryItemId: string): Promise<VariantStockRow | undefined> {
+    return this.database.db
+      .selectFrom('inventory_variants')
+      .selectAll()
+      .where('store_domain', '=', storeDomain)
+      .where('inventory_item_id', '=', inventoryItemId)
+      .executeTakeFirst();
+  }
+
+  async save(row: VariantStockRow): Promise<void> {
+    const { store_domain, product_id, variant_id, ...changes } = row;
+    await this.database.writeStatement((db) =>
+      db
+        .insertInto('inventory_variants')
+        .values(row)
+        .onConflict((oc) => oc.columns(['store_domain', 'product_id', 'variant_id']).doUpdateSet(changes))
+        .execute(),
+    );
+  }
+
+  level(storeDomain: string, inventoryItemId: string, locationId: string): Promise<LevelRow | undefined> {
+    return this.database.db
+      .selectFrom('inventory_levels')
+      .selectAll()
+      .where('store_domain', '=', storeDomain)
+      .where('inventory_item_id', '=', inventoryItemId)
+      .where('location_id', '=', locationId)
+      .executeTakeFirst();
+  }
+
+  async saveLevel(row: LevelRow): Promise<void> {
+    const { store_domain, inventory_item_id, location_id, ...changes } = row;
+    await this.database.writeStatement((db) =>
+      db
+        .insertInto('inventory_levels')
+        .values(row)
+        .onConflict((oc) => oc.columns(['store_domain', 'inventory_item_id', 'location_id']).doUpdateSet(changes))
+        .execute(),
+    );
+  }
+
+  /** The item's stock across the locations heard of; null when none reported a number. */
+  async itemTotal(storeDomain: string, inventoryItemId: string): Promise<number | null> {
+    const rows = await this.database.db
+      .selectFrom('inventory_levels')
+      .select('available')
+      .where('store_domain', '=', storeDomain)
+      .where('inventory_item_id', '=', inventoryItemId)
+      .execute();
+    const known = rows.filter((row) => row.available !== null);
+    return known.length === 0 ? null : known.reduce((sum, row) => sum + Math.max(0, Number(row.available)), 0);
+  }
+
+  async forgetStore(storeDomain: string): Promise<void> {
+    await this.database.write(async (trx) => {
+      await trx.deleteFrom('inventory_variants').where('store_domain', '=', storeDomain).execute();
+      await trx.deleteFrom('inventory_levels').where('store_domain', '=', storeDomain).execute();
+    });
+  }
+}

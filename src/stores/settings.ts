@@ -1,0 +1,67 @@
+import { z } from 'zod';
+import type { BatchPolicy } from '../config.ts';
+
+export const localeSchema = z.enum(['en', 'fr', 'de', 'es']).describe('Language of the alert e-mails');
+
+/** Placeholders a template may use, each filled in (HTML-escaped in the HTML template). */
+export const templatePlaceholders = ['shop', 'product_title', 'variant_title', 'product_url', 'image_url', 'unsubscribe_url', 'email'] as const;
+
+const templateText = (max: number) =>
+  z
+    .string()
+    .min(1)
+    .max(max)
+    .describe(`Text with {{placeholders}}: ${templatePlaceholders.join(', ')}`);
+
+export const alertTemplateSchema = z
+  .object({
+    subject: templateText(200).optional(),
+    text: templateText(8000).optional(),
+    html: templateText(16000).optional(),
+  })
+  .strict()
+  .describe("The store's own alert e-mail; parts left out use the built-in template of the store's locale");
+
+/** What a store may set for itself; anything unset follows the service's defaults. */
+export const storeSettingsSchema = z
+  .object({
+    batchMultiplier: z.number().min(0.1).max(100).optional().describe('Subscribers mailed per unit in stock, per batch'),
+    batchIntervalSeconds: z.int().min(0).max(7 * 24 * 3600).optional().describe('Wait between batches of one restock'),
+    minStock: z.int().min(1).max(1_000_000).optional().describe('Fewest units for a restock to be announced'),
+    frequencyCapMinutes: z.int().min(0).max(30 * 24 * 60).optional().describe('At most one alert per address in this window; later ones wait'),
+    locale: localeSchema.optional(),
+    senderName: z.string().min(1).max(100).regex(/^[^<>"\r\n]+$/, 'must be a plain name').optional().describe('Display name alerts come from'),
+    template: alertTemplateSchema.optional(),
+  })
+  .strict();
+
+export type StoreSettings = z.infer<typeof storeSettingsSchema>;
+
+/** A store's settings with the service defaults filled in: what dispatch works with. */
+export interface EffectiveSettings extends BatchPolicy {
+  locale: z.infer<typeof localeSchema>;
+  senderName: string | undefined;
+  template: z.infer<typeof alertTemplateSchema>;
+}
+
+export function effectiveSettings(stored: StoreSettings, defaults: BatchPolicy): EffectiveSettings {
+  return {
+    batchMultiplier: stored.batchMultiplier ?? defaults.batchMultiplier,
+    batchIntervalSeconds: stored.batchIntervalSeconds ?? defaults.batchIntervalSeconds,
+    minStock: stored.minStock ?? defaults.minStock,
+    frequencyCapMinutes: stored.frequencyCapMinutes ?? defaults.frequencyCapMinutes,
+    locale: stored.locale ?? 'en',
+    senderName: stored.senderName,
+    template: stored.template ?? {},
+  };
+}
+
+/** Settings as stored; a row written by an older version (or by hand) that fails the schema counts as unset. */
+export function parseStoredSettings(json: string): StoreSettings {
+  try {
+    const parsed = storeSettingsSchema.safeParse(JSON.parse(json));
+    return parsed.success ? parsed.data : {};
+  } catch {
+    return {};
+  }
+}
