@@ -9,8 +9,6 @@ import { agentRoutes } from './agents/routes.ts';
 import { AgentService } from './agents/service.ts';
 import { RETIREMENT_SLACK_MS, SigningKeys } from './agents/signing-keys.ts';
 import { AgentStore } from './agents/store.ts';
-import { AlertService } from './alerts/service.ts';
-import { AlertStore, WaitingStore } from './alerts/store.ts';
 import { alertRoutes } from './alerts/routes.ts';
 import { unsubscribeRoutes } from './alerts/unsubscribe-routes.ts';
 import { checkoutPages } from './billing/checkout-page.ts';
@@ -24,14 +22,15 @@ import { installIdempotency } from './core/http/idempotency.ts';
 import { installRateLimits } from './core/http/rate-limit.ts';
 import { openMailTransport, type MailTransport } from './core/mail/transport.ts';
 import { Problem } from './core/problems.ts';
-import { loadServiceSecret } from './core/secrets.ts';
-import { TokenSigner } from './core/signed-token.ts';
+import { MailOutboxStore } from './core/mail/outbox-store.ts';
+import { dispatchRoutes } from './dispatch/routes.ts';
+import { buildDomain, type Domain } from './domain.ts';
+import { inventoryRoutes } from './inventory/routes.ts';
 import { registerOpenApi } from './discovery/openapi.ts';
 import { collectOperations, discoveryRoutes } from './discovery/routes.ts';
 import { healthRoutes } from './health/routes.ts';
 import { storeRoutes } from './stores/routes.ts';
-import { StoreService } from './stores/service.ts';
-import { StoreStore } from './stores/store.ts';
+import type { StoreService } from './stores/service.ts';
 
 /** Re-read signing keys (another process may have rotated) and drop expired records this often. */
 const MAINTENANCE_EVERY_MS = 60_000;
@@ -41,6 +40,13 @@ export interface AppOptions {
   mtlsBaseUrl?: string;
   /** A mail transport to use instead of the configured one (the caller closes it). */
   mail?: MailTransport;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The product's features; tests and the server reach the dispatch worker through it. */
+    restock: Domain;
+  }
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -89,7 +95,14 @@ export async function buildApp(config: Config, database: Database, options: AppO
   await registerOpenApi(app, config.baseUrl);
 
   installErrorHandling(app, config.baseUrl, config.bodyLimitBytes);
-  const agents = await buildAgents(app, config, database, options);
+  const mail = options.mail ?? openMailTransport({ smtpUrl: config.smtpUrl, from: config.mailFrom, database, poolSize: config.dispatch.smtpPoolSize });
+  const domain = await buildDomain(config, database, mail, app.log);
+  app.decorate('restock', domain);
+  app.addHook('onClose', async () => {
+    await domain.close();
+    if (!options.mail) await mail.close();
+  });
+  const agents = await buildAgents(app, config, database, mail, domain.stores, options.mtlsBaseUrl);
   await installRateLimits(app, {
     redisUrl: config.redisUrl,
     registrationPerAddress: { max: config.agents.rateLimits.registrationsPerHour, windowSeconds: 3600 },
@@ -102,14 +115,16 @@ export async function buildApp(config: Config, database: Database, options: AppO
   });
   const operations = collectOperations(app);
 
-  const signer = new TokenSigner(await loadServiceSecret(database, config.secret));
-  const alerts = new AlertService(new AlertStore(database), new WaitingStore(database), signer, config.baseUrl);
+  const { alerts } = domain;
   const billing = new BillingService(new BillingStore(database), config.baseUrl, config.checkoutSessionTtlMinutes);
 
   await app.register(healthRoutes(database, config.serviceName));
   await app.register(agents.routes);
   await app.register(agents.discovery);
-  await app.register(storeRoutes(agents.stores));
+  await app.register(storeRoutes(domain.stores));
+  await app.register(inventoryRoutes(domain.inventory));
+  await app.register(dispatchRoutes(domain.dispatch, alerts, new MailOutboxStore(database)));
+  await app.register(domain.shopify.routes);
   await app.register(alertRoutes(alerts));
   await app.register(unsubscribeRoutes(alerts));
   await app.register(billingRoutes(billing));
@@ -119,14 +134,12 @@ export async function buildApp(config: Config, database: Database, options: AppO
 }
 
 /** Agent identity: keys, token service, the access check in front of scoped routes, and its routes. */
-async function buildAgents(app: FastifyInstance, config: Config, database: Database, options: AppOptions) {
+async function buildAgents(app: FastifyInstance, config: Config, database: Database, mail: MailTransport, stores: StoreService, mtlsBaseUrl: string | undefined) {
   const agentStore = new AgentStore(database);
   const longestToken = Math.max(config.agents.accessTokenTtlSeconds, config.agents.credentialTtlSeconds) * 1000;
   const keys = new SigningKeys(agentStore, longestToken);
   await keys.load(config.agents.signingKeyMaxAgeDays);
 
-  const mail = options.mail ?? openMailTransport({ smtpUrl: config.smtpUrl, from: config.mailFrom, database });
-  const stores = new StoreService(new StoreStore(database));
   const service = new AgentService({
     store: agentStore,
     stores,
@@ -146,21 +159,17 @@ async function buildAgents(app: FastifyInstance, config: Config, database: Datab
     ]).catch((err) => app.log.warn({ err }, 'agent maintenance failed; will retry'));
   }, MAINTENANCE_EVERY_MS);
   maintenance.unref();
-  app.addHook('onClose', async () => {
-    clearInterval(maintenance);
-    if (!options.mail) await mail.close();
-  });
+  app.addHook('onClose', async () => clearInterval(maintenance));
 
   const metadata = {
     baseUrl: config.baseUrl,
     serviceName: config.serviceName,
     anonymousRateLimit: config.agents.rateLimits.anonymous,
-    mtlsBaseUrl: options.mtlsBaseUrl,
+    mtlsBaseUrl,
     trustedIssuers: config.agents.trustedIssuers.map((trusted) => trusted.issuer),
   };
   return {
     service,
-    stores,
     routes: agentRoutes(service, config.baseUrl, config.bodyLimitBytes),
     discovery: agentDiscoveryRoutes(metadata, keys),
   };

@@ -1,6 +1,9 @@
 import { ConfigError, loadConfig } from './config.ts';
 import { Database } from './core/db/database.ts';
 import { startServer } from './server.ts';
+import pino from 'pino';
+import { openMailTransport } from './core/mail/transport.ts';
+import { buildDomain } from './domain.ts';
 import { SigningKeys } from './agents/signing-keys.ts';
 import { storeScopes } from './agents/scopes.ts';
 import { AgentStore } from './agents/store.ts';
@@ -13,7 +16,10 @@ const USAGE = `Restock: back-in-stock alerts for e-commerce stores.
 Usage: restock <command>
 
 Commands:
-  serve      Start the HTTP service (applies pending migrations first)
+  serve      Start the HTTP service (applies pending migrations first) with the dispatch
+             worker inside, unless RUN_WORKER=false
+  worker     Run only the dispatch worker: detects restocks from queued webhooks, plans
+             batches and sends alerts. Run any number beside \`serve\` (PostgreSQL).
   migrate    Apply pending database migrations and exit
   store create <domain> --owner <email>
              Create a store (or change its owner). Agents its owner claims naming the
@@ -42,6 +48,37 @@ async function serve(): Promise<void> {
         () => process.exit(0),
         (err) => {
           server.app.log.error({ err }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
+    });
+  }
+}
+
+/** The dispatch worker alone: what `serve` runs inside it, for scaling sending apart from the API. */
+async function worker(): Promise<void> {
+  const config = loadConfig();
+  const log = pino({ level: config.logLevel });
+  const database = Database.open(config.database);
+  await database.migrate();
+  const mail = openMailTransport({ smtpUrl: config.smtpUrl, from: config.mailFrom, database, poolSize: config.dispatch.smtpPoolSize });
+  const domain = await buildDomain(config, database, mail, log);
+  domain.worker.start();
+  log.info({ worker: domain.worker.id, database: database.dialect, mail: mail.kind }, 'Restock worker is running');
+  let stopping = false;
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.on(signal, () => {
+      if (stopping) return;
+      stopping = true;
+      log.info({ signal }, 'worker stopping after the alerts in flight');
+      (async () => {
+        await domain.close();
+        await mail.close();
+        await database.close();
+      })().then(
+        () => process.exit(0),
+        (err) => {
+          log.error({ err }, 'worker shutdown failed');
           process.exit(1);
         },
       );
@@ -118,6 +155,9 @@ async function main(argv: string[]): Promise<number> {
       return keysCommand(args);
     case 'serve':
       await serve();
+      return 0;
+    case 'worker':
+      await worker();
       return 0;
     case 'migrate':
       await migrate();

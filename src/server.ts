@@ -17,7 +17,7 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-/** Opens storage, applies pending migrations, and starts listening. */
+/** Opens storage, applies pending migrations, starts listening and (unless RUN_WORKER=false) the dispatch worker. */
 export async function startServer(config: Config): Promise<RunningServer> {
   const database = Database.open(config.database);
   let app: FastifyInstance | undefined;
@@ -31,6 +31,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
     tls?.join(app);
     const url = await app.listen({ port: config.port, host: config.host });
     tls?.serve(app);
+    // Embedded mode sends alerts from this process; scaled out, `restock worker` processes do.
+    if (config.runWorker) app.restock.worker.start();
     const running = app;
     let stopping: Promise<void> | undefined;
     const stop = () => (stopping ??= shutdown(running, tls, database, config.shutdownTimeoutMs));

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { ownStore } from '../core/http/caller.ts';
 import { problemResponses } from '../core/http/openapi-responses.ts';
-import { NotFound } from '../core/problems.ts';
-import { storeParams, storeSchema } from './schemas.ts';
+import { storeParams, storeSchema, storeSettingsPatch } from './schemas.ts';
 import type { StoreService } from './service.ts';
 
 /** A store's configuration, for the agents its owner bound to it. */
@@ -19,11 +19,24 @@ export function storeRoutes(service: StoreService) {
         params: storeParams,
         response: { 200: storeSchema, ...problemResponses(400, 404) },
       },
+      handler: async (request) => service.getStore(ownStore(request.caller!, request.params.domain)),
+    });
+
+    api.patch('/api/v1/stores/:domain', {
+      config: { scope: 'inventory:alerts', idempotent: true },
+      schema: {
+        operationId: 'updateStoreSettings',
+        summary: "Change a store's batch policy, language, template or sender (agents bound to the store only)",
+        tags: ['stores'],
+        params: storeParams,
+        body: storeSettingsPatch,
+        response: { 200: storeSchema, ...problemResponses(400, 404, 413, 415, 501, 503) },
+      },
       handler: async (request) => {
-        const domain = request.params.domain.toLowerCase();
-        // Another store's existence is nobody else's business: it answers like a missing one.
-        if (request.caller!.storeDomain !== domain) throw new NotFound(`No store ${domain} is visible to this agent.`);
-        return service.getStore(domain);
+        const domain = ownStore(request.caller!, request.params.domain);
+        const { smtpUrl, ...settings } = request.body;
+        if (smtpUrl !== undefined) await service.setSmtpUrl(domain, smtpUrl);
+        return Object.keys(settings).length > 0 ? service.updateSettings(domain, settings) : service.getStore(domain);
       },
     });
   };

@@ -1,3 +1,4 @@
+import { NotFound } from '../problems.ts';
 /**
  * Who is making a request, as the access-token check established it. Features read it to apply
  * scopes and tenancy; the rate limiter and Idempotency-Key read it to key their state.
@@ -39,4 +40,14 @@ export function storeForWrite(caller: Caller, named: string | undefined | null):
   const store = named ? named.toLowerCase() : null;
   if (caller.storeDomain === null) return { store, foreign: false };
   return { store: caller.storeDomain, foreign: store !== null && store !== caller.storeDomain };
+}
+
+/**
+ * A store's own data (stock, alert queue, settings) is for agents bound to that store; to any
+ * other caller the store answers as if it did not exist. Returns the normalised domain.
+ */
+export function ownStore(caller: Caller, domain: string): string {
+  const normalised = domain.toLowerCase();
+  if (caller.storeDomain !== normalised) throw new NotFound(`No store ${normalised} is visible to this agent.`);
+  return normalised;
 }

@@ -34,8 +34,9 @@ export class SmtpTransport implements MailTransport {
   constructor(
     smtpUrl: string,
     private readonly from: string,
+    options: { poolSize?: number } = {},
   ) {
-    this.transporter = nodemailer.createTransport(withDefaults(smtpUrl));
+    this.transporter = nodemailer.createTransport(withDefaults(smtpUrl, options.poolSize));
     // Failures reach the caller through sendMail's promise; an unhandled 'error' would end the process.
     this.transporter.on('error', () => {});
   }
@@ -43,7 +44,7 @@ export class SmtpTransport implements MailTransport {
   async send(message: MailMessage): Promise<void> {
     if (this.closed) throw new MailDeliveryError('the mail transport is closed');
     const sending = this.transporter.sendMail({
-      from: this.from,
+      from: message.from ?? this.from,
       // An address object, not a string: a string is parsed as a list, and one mail must reach one person.
       to: { name: '', address: message.to },
       subject: message.subject,
@@ -75,7 +76,7 @@ export class SmtpTransport implements MailTransport {
   }
 }
 
-function withDefaults(smtpUrl: string): string {
+function withDefaults(smtpUrl: string, poolSize: number | undefined): string {
   let url: URL;
   try {
     url = new URL(smtpUrl);
@@ -86,7 +87,8 @@ function withDefaults(smtpUrl: string): string {
   if (url.protocol !== 'smtp:' && url.protocol !== 'smtps:') {
     throw new Error(`SMTP_URL must start with smtp:// or smtps://, not ${url.protocol}//`);
   }
-  for (const [key, value] of Object.entries(URL_DEFAULTS)) {
+  const defaults = poolSize === undefined ? URL_DEFAULTS : { ...URL_DEFAULTS, maxConnections: String(poolSize) };
+  for (const [key, value] of Object.entries(defaults)) {
     if (!url.searchParams.has(key)) url.searchParams.set(key, value);
   }
   return url.toString();

@@ -29,8 +29,8 @@ export interface MailTransport {
  * The SMTP server at `smtpUrl` when one is configured; otherwise the local outbox, so an
  * embedded install needs no mail server and its mail can still be read back.
  */
-export function openMailTransport(options: { smtpUrl: string | undefined; from: string; database: Database }): MailTransport {
-  if (options.smtpUrl) return new SmtpTransport(options.smtpUrl, options.from);
+export function openMailTransport(options: { smtpUrl: string | undefined; from: string; database: Database; poolSize?: number }): MailTransport {
+  if (options.smtpUrl) return new SmtpTransport(options.smtpUrl, options.from, { poolSize: options.poolSize });
   return new OutboxTransport(new MailOutboxStore(options.database));
 }
 

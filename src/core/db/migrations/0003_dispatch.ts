@@ -102,6 +102,10 @@ export const dispatch: DialectMigration = {
       .addColumn('detected_at', ts, (c) => c.notNull())
       .addColumn('updated_at', ts, (c) => c.notNull())
       .execute();
+    // One restock in dispatch per variant: reports while it runs only update the stock it re-reads.
+    await sql`create unique index restocks_one_live
+      on restocks (store_domain, product_id, coalesce(variant_id, ''))
+      where status = 'dispatching'`.execute(db);
     await db.schema.createIndex('restocks_due').on('restocks').columns(['status', 'next_batch_at']).execute();
     await db.schema.createIndex('restocks_by_store').on('restocks').columns(['store_domain', 'detected_at']).execute();
 

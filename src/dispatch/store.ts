@@ -1,0 +1,275 @@
+import { sql } from 'kysely';
+import type { Database, Trx } from '../core/db/database.ts';
+import type { NotificationsTable, RestocksTable, SuppressionsTable } from '../core/db/schema.ts';
+
+export type RestockRow = RestocksTable;
+export type NotificationRow = NotificationsTable;
+export type SuppressionRow = SuppressionsTable;
+
+const INSERT_CHUNK = 500;
+
+/**
+ * Storage of restocks, the notification ledger and suppressions; the only code that touches
+ * those tables. The ledger is also the send queue: rows are claimed with a lease, so a worker
+ * that dies leaves its rows to be retaken when the lease runs out.
+ */
+export class DispatchStore {
+  constructor(private readonly database: Database) {}
+
+  /** A new restock, unless one is already being dispatched for the same variant (then that one). */
+  async insertRestock(row: RestockRow): Promise<{ restock: RestockRow; created: boolean }> {
+    const result = await this.database.writeStatement((db) =>
+      db.insertInto('restocks').values(row).onConflict((oc) => oc.doNothing()).executeTakeFirst(),
+    );
+    if (Number(result.numInsertedOrUpdatedRows ?? 0n) === 1) return { restock: row, created: true };
+    const live = await this.database.db
+      .selectFrom('restocks')
+      .selectAll()
+      .where('store_domain', '=', row.store_domain)
+      .where('product_id', '=', row.product_id)
+      .where(sql<string>`coalesce(variant_id, '')`, '=', row.variant_id ?? '')
+      .where('status', '=', sql.lit('dispatching'))
+      .executeTakeFirst();
+    if (live) return { restock: live, created: false };
+    // The live one finished between the insert and the read: this report starts a new one.
+    return this.insertRestock(row);
+  }
+
+  /** Leases one restock whose next batch is due, so only one worker plans it. */
+  claimDueRestock(owner: string, now: string, leaseUntil: string): Promise<RestockRow | undefined> {
+    return this.database.write(async (trx) => {
+      let candidate = trx
+        .selectFrom('restocks')
+        .select('id')
+        .where('status', '=', 'dispatching')
+        .where('next_batch_at', '<=', now)
+        .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
+        .orderBy('next_batch_at')
+        .limit(1);
+      if (this.database.dialect === 'postgres') candidate = candidate.forUpdate().skipLocked();
+      const due = await candidate.executeTakeFirst();
+      if (!due) return undefined;
+      await trx.updateTable('restocks').set({ lease_owner: owner, lease_until: leaseUntil }).where('id', '=', due.id).execute();
+      return trx.selectFrom('restocks').selectAll().where('id', '=', due.id).executeTakeFirstOrThrow();
+    });
+  }
+
+  /** Rows of the restock still to go out now (a batch is finished when this is 0). */
+  async unsentCount(restockId: string, now: string): Promise<number> {
+    const row = await this.database.db
+      .selectFrom('notifications')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('restock_id', '=', restockId)
+      .where((eb) => eb.or([eb('status', '=', 'sending'), eb.and([eb('status', '=', 'queued'), eb('next_attempt_at', '<=', now)])]))
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
+  /** Queues a planned batch and moves the restock on, in one transaction. */
+  async queueBatch(owner: string, restock: Pick<RestockRow, 'id'>, rows: NotificationRow[], changes: Partial<RestockRow>): Promise<boolean> {
+    return this.database.write(async (trx) => {
+      const still = await trx
+        .updateTable('restocks')
+        .set({ ...changes, lease_owner: null, lease_until: null })
+        .where('id', '=', restock.id)
+        .where('lease_owner', '=', owner)
+        .executeTakeFirst();
+      // The lease ran out and another worker took the restock over: its plan stands, not ours.
+      if (Number(still.numUpdatedRows) === 0) return false;
+      for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
+        await trx
+          .insertInto('notifications')
+          .values(rows.slice(i, i + INSERT_CHUNK))
+          .onConflict((oc) => oc.doNothing())
+          .execute();
+      }
+      return true;
+    });
+  }
+
+  async releaseRestock(owner: string, id: string, changes: Partial<RestockRow>): Promise<void> {
+    await this.database.writeStatement((db) =>
+      db.updateTable('restocks').set({ ...changes, lease_owner: null, lease_until: null }).where('id', '=', id).where('lease_owner', '=', owner).execute(),
+    );
+  }
+
+  /**
+   * Leases up to `limit` alerts that are due, first come first served: queued ones whose time
+   * has come, and ones a dead worker left in `sending` past their lease.
+   */
+  claimNotifications(owner: string, now: string, leaseUntil: string, limit: number): Promise<NotificationRow[]> {
+    return this.database.write(async (trx) => {
+      let due = trx
+        .selectFrom('notifications')
+        .select('id')
+        .where((eb) =>
+          eb.or([
+            eb.and([eb('status', '=', 'queued'), eb('next_attempt_at', '<=', now)]),
+            eb.and([eb('status', '=', 'sending'), eb('lease_until', '<', now)]),
+          ]),
+        )
+        .orderBy('next_attempt_at')
+        .orderBy('position')
+        .limit(limit);
+      if (this.database.dialect === 'postgres') due = due.forUpdate().skipLocked();
+      const ids = (await due.execute()).map((row) => row.id);
+      if (ids.length === 0) return [];
+      await trx
+        .updateTable('notifications')
+        .set((eb) => ({ status: 'sending', lease_owner: owner, lease_until: leaseUntil, attempts: eb('attempts', '+', 1) }))
+        .where('id', 'in', ids)
+        .execute();
+      const rows = await trx.selectFrom('notifications').selectAll().where('id', 'in', ids).execute();
+      return rows.sort((a, b) => a.position - b.position);
+    });
+  }
+
+  /** Records outcomes of leased alerts; a row whose lease another worker took is left alone. */
+  async settle(owner: string, outcomes: Array<{ id: string; changes: Partial<NotificationRow> }>): Promise<void> {
+    if (outcomes.length === 0) return;
+    await this.database.write(async (trx) => {
+      for (const { id, changes } of outcomes) {
+        await trx
+          .updateTable('notifications')
+          .set({ ...changes, lease_owner: null, lease_until: null })
+          .where('id', '=', id)
+          .where('lease_owner', '=', owner)
+          .execute();
+      }
+    });
+  }
+
+  /** Marks many leased alerts sent at once (the common case, kept to one statement per chunk). */
+  async settleSent(owner: string, ids: string[], sentAt: string): Promise<void> {
+    if (ids.length === 0) return;
+    await this.database.write(async (trx) => {
+      for (let i = 0; i < ids.length; i += INSERT_CHUNK) {
+        await trx
+          .updateTable('notifications')
+          .set({ status: 'sent', sent_at: sentAt, outcome: 'accepted', lease_owner: null, lease_until: null })
+          .where('id', 'in', ids.slice(i, i + INSERT_CHUNK))
+          .where('lease_owner', '=', owner)
+          .execute();
+      }
+    });
+  }
+
+  /** Of these subscriptions, those already alerted (by any restock). */
+  async alreadySent(subscriptionIds: string[]): Promise<Set<string>> {
+    const out = new Set<string>();
+    for (let i = 0; i < subscriptionIds.length; i += INSERT_CHUNK) {
+      const rows = await this.database.db
+        .selectFrom('notifications')
+        .select('subscription_id')
+        .where('subscription_id', 'in', subscriptionIds.slice(i, i + INSERT_CHUNK))
+        .where('status', '=', 'sent')
+        .execute();
+      for (const row of rows) out.add(row.subscription_id);
+    }
+    return out;
+  }
+
+  /** Alerts sent to these addresses of a store since `since`, or by these restocks at any time. */
+  recentlySent(storeDomain: string, emails: string[], since: string): Promise<Array<Pick<NotificationRow, 'email' | 'restock_id' | 'sent_at'>>> {
+    return this.database.db
+      .selectFrom('notifications')
+      .select(['email', 'restock_id', 'sent_at'])
+      .where('store_domain', '=', storeDomain)
+      .where('email', 'in', emails)
+      .where('status', '=', 'sent')
+      .where('sent_at', '>=', since)
+      .execute();
+  }
+
+  /** Addresses of a restock already mailed (one mail per address per restock). */
+  async sentAddresses(restockId: string, emails: string[]): Promise<Set<string>> {
+    const rows = await this.database.db
+      .selectFrom('notifications')
+      .select('email')
+      .where('restock_id', '=', restockId)
+      .where('email', 'in', emails)
+      .where('status', '=', 'sent')
+      .execute();
+    return new Set(rows.map((row) => row.email));
+  }
+
+  async suppressed(storeDomain: string, emails: string[]): Promise<Map<string, string>> {
+    const rows = await this.database.db
+      .selectFrom('suppressions')
+      .select(['email', 'reason'])
+      .where('store_domain', '=', storeDomain)
+      .where('email', 'in', emails)
+      .execute();
+    return new Map(rows.map((row) => [row.email, row.reason]));
+  }
+
+  async suppress(row: SuppressionRow): Promise<void> {
+    await this.database.writeStatement((db) =>
+      db.insertInto('suppressions').values(row).onConflict((oc) => oc.columns(['store_domain', 'email']).doNothing()).execute(),
+    );
+  }
+
+  async unsuppress(storeDomain: string, email: string): Promise<boolean> {
+    const result = await this.database.writeStatement((db) =>
+      db.deleteFrom('suppressions').where('store_domain', '=', storeDomain).where('email', '=', email).executeTakeFirst(),
+    );
+    return Number(result.numDeletedRows) > 0;
+  }
+
+  listSuppressions(storeDomain: string, limit: number): Promise<SuppressionRow[]> {
+    return this.database.db
+      .selectFrom('suppressions')
+      .selectAll()
+      .where('store_domain', '=', storeDomain)
+      .orderBy('created_at', 'desc')
+      .limit(limit)
+      .execute();
+  }
+
+  findRestock(id: string): Promise<RestockRow | undefined> {
+    return this.database.db.selectFrom('restocks').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  listRestocks(storeDomain: string, limit: number): Promise<RestockRow[]> {
+    return this.database.db
+      .selectFrom('restocks')
+      .selectAll()
+      .where('store_domain', '=', storeDomain)
+      .orderBy('detected_at', 'desc')
+      .limit(limit)
+      .execute();
+  }
+
+  listNotifications(filter: { storeDomain: string; status?: string; restockId?: string; limit: number }): Promise<NotificationRow[]> {
+    let query = this.database.db.selectFrom('notifications').selectAll().where('store_domain', '=', filter.storeDomain);
+    if (filter.status) query = query.where('status', '=', filter.status);
+    if (filter.restockId) query = query.where('restock_id', '=', filter.restockId);
+    return query.orderBy('created_at', 'desc').orderBy('position', 'desc').limit(filter.limit).execute();
+  }
+
+  async countsByStatus(storeDomain: string): Promise<Record<string, number>> {
+    const rows = await this.database.db
+      .selectFrom('notifications')
+      .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
+      .where('store_domain', '=', storeDomain)
+      .groupBy('status')
+      .execute();
+    return Object.fromEntries(rows.map((row) => [row.status, Number(row.n)]));
+  }
+
+  async eraseCustomer(storeDomain: string, email: string): Promise<number> {
+    return this.database.write(async (trx) => {
+      const ledger = await trx.deleteFrom('notifications').where('store_domain', '=', storeDomain).where('email', '=', email).executeTakeFirst();
+      await trx.deleteFrom('suppressions').where('store_domain', '=', storeDomain).where('email', '=', email).execute();
+      return Number(ledger.numDeletedRows);
+    });
+  }
+
+  async eraseStore(storeDomain: string): Promise<void> {
+    await this.database.write(async (trx: Trx) => {
+      await trx.deleteFrom('notifications').where('store_domain', '=', storeDomain).execute();
+      await trx.deleteFrom('restocks').where('store_domain', '=', storeDomain).execute();
+      await trx.deleteFrom('suppressions').where('store_domain', '=', storeDomain).execute();
+    });
+  }
+}

@@ -1,0 +1,102 @@
+import type { EffectiveSettings } from '../stores/settings.ts';
+
+export interface AlertContent {
+  shop: string;
+  productTitle: string;
+  variantTitle: string | null;
+  productUrl: string | null;
+  imageUrl: string | null;
+  unsubscribeUrl: string;
+  email: string;
+}
+
+interface Strings {
+  subject: string;
+  intro: string;
+  cta: string;
+  why: string;
+  unsubscribe: string;
+}
+
+/** The built-in alert wording per locale; a store's own template replaces any part. */
+const STRINGS: Record<EffectiveSettings['locale'], Strings> = {
+  en: {
+    subject: '{{product_title}} is back in stock',
+    intro: 'Good news: {{product_title}}{{variant_suffix}} is back in stock at {{shop}}.',
+    cta: 'Shop now',
+    why: 'You asked to be told when it was available again. This is the only alert you will get for it.',
+    unsubscribe: 'Unsubscribe',
+  },
+  fr: {
+    subject: '{{product_title}} est de nouveau en stock',
+    intro: 'Bonne nouvelle : {{product_title}}{{variant_suffix}} est de nouveau en stock chez {{shop}}.',
+    cta: 'Voir le produit',
+    why: 'Vous avez demandé à être prévenu de son retour. Vous ne recevrez que cette alerte pour ce produit.',
+    unsubscribe: 'Se désabonner',
+  },
+  de: {
+    subject: '{{product_title}} ist wieder auf Lager',
+    intro: 'Gute Nachricht: {{product_title}}{{variant_suffix}} ist bei {{shop}} wieder auf Lager.',
+    cta: 'Jetzt ansehen',
+    why: 'Sie wollten benachrichtigt werden, sobald der Artikel wieder verfügbar ist. Dies ist die einzige Benachrichtigung dazu.',
+    unsubscribe: 'Abmelden',
+  },
+  es: {
+    subject: '{{product_title}} vuelve a estar disponible',
+    intro: 'Buenas noticias: {{product_title}}{{variant_suffix}} vuelve a estar disponible en {{shop}}.',
+    cta: 'Comprar ahora',
+    why: 'Pediste que te avisáramos cuando volviera a estar disponible. Es el único aviso que recibirás para este producto.',
+    unsubscribe: 'Darse de baja',
+  },
+};
+
+const PLACEHOLDER = /\{\{\s*([a-z_]+)\s*\}\}/g;
+
+function fill(template: string, values: Record<string, string>, escape: (text: string) => string): string {
+  return template.replace(PLACEHOLDER, (whole, name: string) => (name in values ? escape(values[name]!) : whole));
+}
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+}
+
+/** Subject lines are one header line: no line breaks from a product title. */
+function oneLine(text: string): string {
+  return text.replace(/[\r\n]+/g, ' ').trim();
+}
+
+const asIs = (text: string) => text;
+
+/** The alert e-mail: subject, plain text and HTML, in the store's locale or its own template. */
+export function renderAlert(content: AlertContent, settings: Pick<EffectiveSettings, 'locale' | 'template'>): { subject: string; text: string; html: string } {
+  const strings = STRINGS[settings.locale];
+  const values: Record<string, string> = {
+    shop: content.shop,
+    product_title: content.productTitle,
+    variant_title: content.variantTitle ?? '',
+    variant_suffix: content.variantTitle ? ` (${content.variantTitle})` : '',
+    product_url: content.productUrl ?? `https://${content.shop}`,
+    image_url: content.imageUrl ?? '',
+    unsubscribe_url: content.unsubscribeUrl,
+    email: content.email,
+  };
+  const own = settings.template;
+  const subject = oneLine(fill(own.subject ?? strings.subject, values, asIs));
+  const text = fill(own.text ?? defaultText(strings), values, asIs);
+  const html = fill(own.html ?? defaultHtml(strings, content.imageUrl !== null), values, escapeHtml);
+  return { subject, text, html };
+}
+
+function defaultText(strings: Strings): string {
+  return [strings.intro, '', `${strings.cta}: {{product_url}}`, '', strings.why, `${strings.unsubscribe}: {{unsubscribe_url}}`, ''].join('\n');
+}
+
+function defaultHtml(strings: Strings, withImage: boolean): string {
+  const image = withImage ? '<p><img src="{{image_url}}" alt="{{product_title}}" width="320" style="max-width:100%;height:auto"></p>' : '';
+  return `<!doctype html><html><body style="font-family:system-ui,sans-serif;color:#1a1a1a;max-width:560px;margin:auto">
+<p>${strings.intro}</p>
+${image}
+<p><a href="{{product_url}}" style="display:inline-block;padding:10px 18px;background:#1a1a1a;color:#fff;text-decoration:none;border-radius:4px">${strings.cta}</a></p>
+<p style="color:#666;font-size:13px">${strings.why} <a href="{{unsubscribe_url}}" style="color:#666">${strings.unsubscribe}</a></p>
+</body></html>`;
+}

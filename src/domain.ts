@@ -1,0 +1,67 @@
+import type { FastifyBaseLogger } from 'fastify';
+import { AlertService } from './alerts/service.ts';
+import { AlertStore, WaitingStore } from './alerts/store.ts';
+import type { Config } from './config.ts';
+import type { Database } from './core/db/database.ts';
+import type { MailTransport } from './core/mail/transport.ts';
+import { SecretBox } from './core/sealed-secrets.ts';
+import { loadServiceSecret } from './core/secrets.ts';
+import { TokenSigner } from './core/signed-token.ts';
+import { AlertSenders } from './dispatch/senders.ts';
+import { DispatchService } from './dispatch/service.ts';
+import { DispatchStore } from './dispatch/store.ts';
+import { DispatchWorker } from './dispatch/worker.ts';
+import { InventoryService } from './inventory/service.ts';
+import { InventoryStore } from './inventory/store.ts';
+import { buildShopify, type ShopifyFeature } from './shopify/index.ts';
+import { StoreService } from './stores/service.ts';
+import { StoreStore } from './stores/store.ts';
+
+/** The product's features over one database, shared by the HTTP app and `restock worker`. */
+export interface Domain {
+  stores: StoreService;
+  alerts: AlertService;
+  inventory: InventoryService;
+  dispatch: DispatchService;
+  shopify: ShopifyFeature;
+  worker: DispatchWorker;
+  /** Stops the worker and closes the stores' own mail transports (not `mail`, which the caller owns). */
+  close(): Promise<void>;
+}
+
+export async function buildDomain(config: Config, database: Database, mail: MailTransport, log: FastifyBaseLogger): Promise<Domain> {
+  const stores = new StoreService(new StoreStore(database), {
+    secrets: SecretBox.fromKey(config.encryptionKey),
+    defaults: config.dispatch.defaults,
+  });
+  const signer = new TokenSigner(await loadServiceSecret(database, config.secret));
+  const alerts = new AlertService(new AlertStore(database), new WaitingStore(database), signer, config.baseUrl);
+  const dispatchStore = new DispatchStore(database);
+  const dispatch = new DispatchService(dispatchStore);
+  const inventory = new InventoryService(new InventoryStore(database), stores, dispatch);
+  const shopify = buildShopify({ config, database, log, mail, stores, inventory, alerts, dispatch });
+  const senders = new AlertSenders(mail, stores, config.mailFrom, config.dispatch.smtpPoolSize);
+  const worker = new DispatchWorker({
+    store: dispatchStore,
+    dispatch,
+    alerts,
+    inventory,
+    stores,
+    senders,
+    config: config.dispatch,
+    log,
+    jobs: shopify.jobs,
+  });
+  return {
+    stores,
+    alerts,
+    inventory,
+    dispatch,
+    shopify,
+    worker,
+    async close() {
+      await worker.stop();
+      await senders.close();
+    },
+  };
+}

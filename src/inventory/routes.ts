@@ -1,0 +1,51 @@
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { ownStore } from '../core/http/caller.ts';
+import { problemResponses } from '../core/http/openapi-responses.ts';
+import { storeParams } from '../stores/schemas.ts';
+import { reportInventoryBody, reportInventoryResponse, stockQuery, stockResponse } from './schemas.ts';
+import type { InventoryService } from './service.ts';
+
+/** The inventory API: any platform (or an agent bound to the store) reports stock; restocks follow. */
+export function inventoryRoutes(service: InventoryService) {
+  return async function (app: FastifyInstance) {
+    const api = app.withTypeProvider<ZodTypeProvider>();
+
+    api.post('/api/v1/stores/:domain/inventory', {
+      config: { scope: 'inventory:alerts', idempotent: true },
+      schema: {
+        operationId: 'reportInventory',
+        summary: "Report stock; a variant that becomes sellable again dispatches its waiting subscribers' alerts",
+        tags: ['inventory'],
+        params: storeParams,
+        body: reportInventoryBody,
+        response: { 200: reportInventoryResponse, ...problemResponses(400, 404, 413, 415, 503) },
+      },
+      handler: async (request) => {
+        const domain = ownStore(request.caller!, request.params.domain);
+        const items = await service.reportStock(
+          domain,
+          request.body.items.map((item) => ({ ...item, variantId: item.variantId ?? null })),
+          { kind: 'inventory-api', ref: request.caller!.agentId, verified: false },
+        );
+        return { items };
+      },
+    });
+
+    api.get('/api/v1/stores/:domain/stock', {
+      config: { scope: 'api:read' },
+      schema: {
+        operationId: 'getStockStatus',
+        summary: "Read the store's known stock, per variant",
+        tags: ['inventory'],
+        params: storeParams,
+        querystring: stockQuery,
+        response: { 200: stockResponse, ...problemResponses(400, 404, 503) },
+      },
+      handler: async (request) => {
+        const domain = ownStore(request.caller!, request.params.domain);
+        return { items: await service.stockStatus(domain, request.query.productId, 1000) };
+      },
+    });
+  };
+}
