@@ -35,7 +35,10 @@ export class DispatchStore {
     return this.insertRestock(row);
   }
 
-  /** Leases one restock whose next batch is due, so only one worker plans it. */
+  /**
+   * Leases one restock whose next batch is due, so only one worker plans it. A restock whose
+   * last batch is still going out is not due: batches follow one another.
+   */
   claimDueRestock(owner: string, now: string, leaseUntil: string): Promise<RestockRow | undefined> {
     return this.database.write(async (trx) => {
       let candidate = trx
@@ -44,6 +47,21 @@ export class DispatchStore {
         .where('status', '=', 'dispatching')
         .where('next_batch_at', '<=', now)
         .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
+        .where(({ not, exists, selectFrom }) =>
+          not(
+            exists(
+              selectFrom('notifications')
+                .select('notifications.id')
+                .whereRef('notifications.restock_id', '=', 'restocks.id')
+                .where((eb) =>
+                  eb.or([
+                    eb('notifications.status', '=', 'sending'),
+                    eb.and([eb('notifications.status', '=', 'queued'), eb('notifications.next_attempt_at', '<=', now)]),
+                  ]),
+                ),
+            ),
+          ),
+        )
         .orderBy('next_batch_at')
         .limit(1);
       if (this.database.dialect === 'postgres') candidate = candidate.forUpdate().skipLocked();
@@ -52,17 +70,6 @@ export class DispatchStore {
       await trx.updateTable('restocks').set({ lease_owner: owner, lease_until: leaseUntil }).where('id', '=', due.id).execute();
       return trx.selectFrom('restocks').selectAll().where('id', '=', due.id).executeTakeFirstOrThrow();
     });
-  }
-
-  /** Rows of the restock still to go out now (a batch is finished when this is 0). */
-  async unsentCount(restockId: string, now: string): Promise<number> {
-    const row = await this.database.db
-      .selectFrom('notifications')
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .where('restock_id', '=', restockId)
-      .where((eb) => eb.or([eb('status', '=', 'sending'), eb.and([eb('status', '=', 'queued'), eb('next_attempt_at', '<=', now)])]))
-      .executeTakeFirstOrThrow();
-    return Number(row.n);
   }
 
   /** Queues a planned batch and moves the restock on, in one transaction. */

@@ -57,6 +57,8 @@ type Outcome =
 export class DispatchWorker {
   readonly id = `worker_${os.hostname()}_${process.pid}_${randomBytes(3).toString('hex')}`;
   private running = false;
+  /** Set by stop(): take no more alerts, finish those in flight. turn() works without start(). */
+  private stopping = false;
   private loop: Promise<void> | undefined;
   private wakeUp: (() => void) | undefined;
   private readonly lastRun = new Map<string, number>();
@@ -75,6 +77,7 @@ export class DispatchWorker {
   /** Stops taking work, lets the alerts in flight finish and records them. */
   async stop(): Promise<void> {
     this.running = false;
+    this.stopping = true;
     this.wake();
     await this.loop;
     this.unsubscribeFromWork();
@@ -157,7 +160,7 @@ export class DispatchWorker {
 
   /**
    * Plans the restock's next batch: stock re-read, then the next stock × multiplier waiting
-   * subscribers in signup order. A batch starts only once the previous one went out.
+   * subscribers in signup order.
    */
   private async planBatch(restock: RestockRow, now: Date): Promise<number> {
     const { store, inventory, stores, alerts } = this.deps;
@@ -166,10 +169,6 @@ export class DispatchWorker {
       store.releaseRestock(this.id, restock.id, { status, stop_reason: reason, updated_at: nowIso }).then(() => 1);
 
     if (!(await stores.isSending(restock.store_domain))) return stop('stopped', 'the store uninstalled the app');
-    if ((await store.unsentCount(restock.id, nowIso)) > 0) {
-      await store.releaseRestock(this.id, restock.id, { next_batch_at: new Date(now.getTime() + this.deps.config.pollMs).toISOString() });
-      return 0;
-    }
     const settings = await stores.settingsOf(restock.store_domain);
     const stock = await inventory.stockOf(restock.store_domain, restock.product_id, restock.variant_id);
     if (!stock.published) return stop('unpublished', 'the product is not published');
@@ -238,8 +237,8 @@ export class DispatchWorker {
     let handled = 0;
     let exhausted = false;
     try {
-      while (this.running || sending.size > 0) {
-        if (this.running && !exhausted && settling.leased < windowSize / 2) {
+      while (!this.stopping || sending.size > 0) {
+        if (!this.stopping && !exhausted && settling.leased < windowSize / 2) {
           const now = new Date();
           const claimed = await this.deps.store.claimNotifications(this.id, now.toISOString(), this.leaseUntil(now), windowSize - settling.leased);
           if (claimed.length === 0) exhausted = true;
@@ -306,6 +305,8 @@ export class DispatchWorker {
         }
         seenAddresses.add(`${row.restock_id}\n${row.email}`);
         seenSubscriptions.add(row.subscription_id);
+        // Two alerts to one address in one group: the cap counts the first as sent now.
+        if (!context.lastSent.has(row.email)) context.lastSent.set(row.email, new Date().toISOString());
         outgoing.push(this.compose(row, context));
       }
     }

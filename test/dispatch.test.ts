@@ -1,0 +1,346 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
+import {
+  call,
+  codeIn,
+  createStore,
+  expectProblem,
+  expectStatus,
+  registerAnonymousAgent,
+  requestCode,
+  storeWithAgent as storeWithOutboxAgent,
+  submitCode,
+  uniqueDomain,
+  uniqueEmail,
+  type StoreAgent,
+} from './fixtures/agents.ts';
+import { failOnLeakedHandles } from './fixtures/leaks.ts';
+import { startSmtpSink, type SinkMessage, type SmtpSink } from './fixtures/smtp-sink.ts';
+
+failOnLeakedHandles();
+
+const outboxFixtures = { storeWithAgent: storeWithOutboxAgent };
+
+const SUBSCRIBE = '/api/v1/alerts/subscribe';
+let serial = 0;
+const product = () => `gid://shopify/Product/${7_000_000 + ++serial}`;
+const variant = () => `gid://shopify/ProductVariant/${8_000_000 + ++serial}`;
+
+/** Mail the sink received for one product, in arrival order. */
+function alertsFor(sink: SmtpSink, productTitle: string): SinkMessage[] {
+  return sink.messages.filter((m) => m.subject.includes(productTitle));
+}
+
+for (const dialect of testDialects()) {
+  describe(`alert dispatch on ${dialect}`, () => {
+    let t: TestApp;
+    let sink: SmtpSink;
+    let refused: Set<string>;
+
+    before(async () => {
+      refused = new Set();
+      sink = await startSmtpSink({ refuseRecipient: (address) => refused.has(address) });
+      t = await startTestApp(dialect, {
+        SMTP_URL: sink.url,
+        FREQUENCY_CAP_MINUTES: '0',
+        BATCH_INTERVAL_SECONDS: '0',
+        BATCH_MULTIPLIER: '1',
+        DISPATCH_RETRY_BASE_MS: '20',
+        // One connection: mail arrives in the order it was sent, so signup order is observable.
+        SMTP_POOL_SIZE: '1',
+      });
+    });
+    after(async () => {
+      await t.close();
+      await sink.close();
+    });
+
+    /** A store and an agent its owner claimed for it, the claim code read at the SMTP sink. */
+    async function storeWithAgent(_app: unknown, _database: unknown, name: string): Promise<StoreAgent> {
+      const domain = uniqueDomain(name);
+      const owner = uniqueEmail(`${name}-owner`);
+      await createStore(t.database, domain, owner);
+      const agent = await registerAnonymousAgent(t.app);
+      expectStatus(await requestCode(t.app, agent.claimToken, owner, domain), 200);
+      const mail = await sink.waitFor((m) => m.recipients.includes(owner));
+      const claimed = expectStatus(await submitCode(t.app, agent.claimToken, codeIn(mail.text)), 200);
+      return { ...agent, token: claimed.credential, domain, owner };
+    }
+
+    /** A store with its agent, and `count` shoppers waiting for one variant, in signup order. */
+    async function storeWithWaiting(count: number, settings: Record<string, unknown> = {}) {
+      const store = await storeWithAgent(t.app, t.database, 'dispatch');
+      if (Object.keys(settings).length > 0) {
+        expectStatus(await call(t.app, 'PATCH', `/api/v1/stores/${store.domain}`, { token: store.token, body: settings }), 200);
+      }
+      const ids = { productId: product(), variantId: variant() };
+      const title = `Widget ${serial}`;
+      const emails: string[] = [];
+      const subscriptions: string[] = [];
+      for (let i = 0; i < count; i++) {
+        const email = uniqueEmail(`waiting${i}`);
+        const res = expectStatus(await call(t.app, 'POST', SUBSCRIBE, { token: store.token, body: { ...ids, email, shop: store.domain } }), 200);
+        emails.push(email);
+        subscriptions.push(res.subscriptionId);
+      }
+      return { store, ...ids, title, emails, subscriptions };
+    }
+
+    function report(store: StoreAgent, items: Array<Record<string, unknown>>) {
+      return call(t.app, 'POST', `/api/v1/stores/${store.domain}/inventory`, { token: store.token, body: { items } });
+    }
+
+    async function ledger(store: StoreAgent) {
+      return t.database.db.selectFrom('notifications').selectAll().where('store_domain', '=', store.domain).orderBy('position').execute();
+    }
+
+    async function statusOf(id: string) {
+      return (await t.database.db.selectFrom('subscriptions').select('status').where('id', '=', id).executeTakeFirstOrThrow()).status;
+    }
+
+    it('sends exactly one alert per waiting subscriber, in signup order, in batches no larger than stock × multiplier', async () => {
+      const w = await storeWithWaiting(7);
+      const res = expectStatus(await report(w.store, [{ productId: w.productId, variantId: w.variantId, available: 3, productTitle: w.title }]), 200);
+      assert.ok(res.items[0].restockId, 'the report starts a restock');
+
+      await t.runWorker();
+      const mails = alertsFor(sink, w.title);
+      assert.deepEqual(mails.map((m) => m.recipients), w.emails.map((e) => [e]), 'each subscriber once, first come first served');
+
+      const rows = await ledger(w.store);
+      assert.equal(rows.length, 7);
+      assert.deepEqual(rows.map((r) => r.batch), [1, 1, 1, 2, 2, 2, 3], 'batches of 3 units × 1');
+      assert.ok(rows.every((r) => r.status === 'sent' && r.sent_at !== null));
+      assert.match(rows[0]!.reason, /came back in stock/);
+      assert.match(rows[0]!.reason, /3 in stock × 1 = up to 3 alerts/);
+      assert.match(rows[6]!.reason, /#7 in signup order/);
+      for (const id of w.subscriptions) assert.equal(await statusOf(id), 'notified');
+
+      // Nothing more goes out: not on another turn, not on the next restock.
+      await t.runWorker();
+      expectStatus(await report(w.store, [{ productId: w.productId, variantId: w.variantId, available: 0 }]), 200);
+      expectStatus(await report(w.store, [{ productId: w.productId, variantId: w.variantId, available: 9 }]), 200);
+      await t.runWorker();
+      assert.equal(alertsFor(sink, w.title).length, 7);
+    });
+
+    it('waits the batch interval between batches and shows the queue meanwhile', async () => {
+      const w = await storeWithWaiting(5, { batchIntervalSeconds: 3600, batchMultiplier: 1 });
+      expectStatus(await report(w.store, [{ productId: w.productId, variantId: w.variantId, available: 2, productTitle: w.title }]), 200);
+      await t.runWorker();
+      assert.equal(alertsFor(sink, w.title).length, 2, 'one batch of 2 × 1');
+
+      const queue = expectStatus(await call(t.app, 'GET', `/api/v1/stores/${w.store.domain}/queue`, { token: w.store.token }), 200);
+      assert.equal(queue.totalWaiting, 3);
+      assert.equal(queue.alerts.sent, 2);
+      assert.equal(queue.restocks[0].status, 'dispatching');
+      assert.ok(Date.parse(queue.restocks[0].nextBatchAt) > Date.now() + 3500_000);
+    });
+
+    it('re-checks stock before each batch and stops when sold out; the rest wait for the next restock', async () => {
+      const w = await storeWithWaiting(5);
+      expectStatus(await report(w.store, [{ productId: w.productId, variantId: w.variantId, available: 2, productTitle: w.title }]), 200);
+      await t.app.restock.worker.turn(); // plans batch 1 and sends it
+      assert.equal(alertsFor(sink, w.title).length, 2);
+      expectStatus(await report(w.store, [{ productId: w.productId, variantId: w.variantId, available: 0 }]), 200);
+      await t.runWorker();
+      assert.equal(alertsFor(sink, w.title).length, 2, 'no batch after the stock ran out');
+      const [restock] = await t.database.db.selectFrom('restocks').selectAll().where('store_domain', '=', w.store.domain).execute();
+      assert.equal(restock!.status, 'sold_out');
+      assert.equal(await statusOf(w.subscriptions[4]!), 'active');
+
+      expectStatus(await report(w.store, [{ productId: w.productId, variantId: w.variantId, available: 10 }]), 200);
+      await t.runWorker();
+      assert.deepEqual(alertsFor(sink, w.title).map((m) => m.recipients[0]), w.emails);
+    });
+
+    it('announces nothing below the minimum stock, nor for an unpublished product', async () => {
+      const w = await storeWithWaiting(1, { minStock: 5 });
+      const low = expectStatus(await report(w.store, [{ productId: w.productId, variantId: w.variantId, available: 3, productTitle: w.title }]), 200);
+      assert.equal(low.items[0].restockId, undefined);
+      const hidden = expectStatus(await report(w.store, [{ productId: w.productId, variantId: w.variantId, available: 8, published: false }]), 200);
+      assert.equal(hidden.items[0].restockId, undefined);
+      await t.runWorker();
+      assert.equal(alertsFor(sink, w.title).length, 0);
+      const shown = expectStatus(await report(w.store, [{ productId: w.productId, variantId: w.variantId, available: 8, published: true }]), 200);
+      assert.ok(shown.items[0].restockId, 'publishing a product in stock is a restock');
+      await t.runWorker();
+      assert.equal(alertsFor(sink, w.title).length, 1);
+    });
+
+    it('sends mail with the product, a link, and RFC 8058 one-click unsubscribe that works', async () => {
+      const w = await storeWithWaiting(2);
+      const image = 'https://cdn.example.com/widget.png';
+      const url = `https://${w.store.domain}/products/widget`;
+      expectStatus(
+        await report(w.store, [{ productId: w.productId, variantId: w.variantId, available: 5, productTitle: `${w.title} <Deluxe>`, variantTitle: 'Blue / M', imageUrl: image, productUrl: url }]),
+        200,
+      );
+      await t.runWorker();
+      const [mail] = alertsFor(sink, w.title);
+      assert.ok(mail);
+      assert.equal(mail.subject, `${w.title} <Deluxe> is back in stock`);
+      assert.match(mail.text, /Blue \/ M/);
+      assert.ok(mail.text.includes(url));
+      assert.ok(mail.html?.includes(`${w.title} &lt;Deluxe&gt;`), 'titles are escaped in HTML');
+      assert.ok(mail.html?.includes(image));
+      const link = /^<(http:\/\/restock\.test\/unsubscribe\/[^>]+)>$/.exec(mail.headers['list-unsubscribe']!)?.[1];
+      assert.ok(link, 'List-Unsubscribe carries the one-click URL');
+      assert.equal(mail.headers['list-unsubscribe-post'], 'List-Unsubscribe=One-Click');
+      assert.ok(mail.text.includes(link));
+
+      const one = await t.app.inject({ method: 'POST', url: link.replace('http://restock.test', ''), payload: 'List-Unsubscribe=One-Click', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+      assert.equal(one.statusCode, 200);
+      // Already notified: the shopper's word is recorded but an alert that went out stays sent.
+      assert.equal(await statusOf(w.subscriptions[0]!), 'notified');
+    });
+
+    it('never mails an unsubscribed or cancelled subscriber', async () => {
+      const w = await storeWithWaiting(3);
+      const read = expectStatus(await call(t.app, 'GET', `/api/v1/alerts/${w.subscriptions[0]}`, { token: w.store.token }), 200);
+      assert.equal((await t.app.inject({ method: 'POST', url: new URL(read.unsubscribeUrl).pathname })).statusCode, 200);
+      expectStatus(await call(t.app, 'DELETE', `/api/v1/alerts/${w.subscriptions[1]}`, { token: w.store.token }), 200);
+      expectStatus(await report(w.store, [{ productId: w.productId, variantId: w.variantId, available: 5, productTitle: w.title }]), 200);
+      await t.runWorker();
+      assert.deepEqual(alertsFor(sink, w.title).map((m) => m.recipients[0]), [w.emails[2]]);
+    });
+
+    it('honours suppressions: complaints reported through the API, and hard bounces found while sending', async () => {
+      const w = await storeWithWaiting(3);
+      const suppressed = expectStatus(
+        await call(t.app, 'POST', `/api/v1/stores/${w.store.domain}/suppressions`, { token: w.store.token, body: { email: w.emails[0], reason: 'complaint' } }),
+        200,
+      );
+      assert.equal(suppressed.reason, 'complaint');
+      refused.add(w.emails[1]!);
+      expectStatus(await report(w.store, [{ productId: w.productId, variantId: w.variantId, available: 5, productTitle: w.title }]), 200);
+      await t.runWorker();
+      assert.deepEqual(alertsFor(sink, w.title).map((m) => m.recipients[0]), [w.emails[2]]);
+
+      const rows = await ledger(w.store);
+      const byEmail = new Map(rows.map((r) => [r.email, r]));
+      assert.equal(byEmail.get(w.emails[0]!)!.status, 'skipped');
+      assert.match(byEmail.get(w.emails[0]!)!.outcome!, /suppressed.*complaint/);
+      assert.equal(byEmail.get(w.emails[1]!)!.status, 'failed');
+      assert.match(byEmail.get(w.emails[1]!)!.outcome!, /550/);
+      const list = expectStatus(await call(t.app, 'GET', `/api/v1/stores/${w.store.domain}/suppressions`, { token: w.store.token }), 200);
+      assert.deepEqual(list.items.map((s: { email: string }) => s.email).sort(), [w.emails[0], w.emails[1]].sort());
+      assert.equal(list.items.find((s: { email: string }) => s.email === w.emails[1]).reason, 'bounce');
+    });
+
+    it('caps alerts per address: a second restock for the same shopper waits, it is not dropped', async () => {
+      const store = await storeWithAgent(t.app, t.database, 'capped');
+      expectStatus(await call(t.app, 'PATCH', `/api/v1/stores/${store.domain}`, { token: store.token, body: { frequencyCapMinutes: 60 } }), 200);
+      const email = uniqueEmail('capped');
+      const a = { productId: product(), variantId: variant() };
+      const b = { productId: product(), variantId: variant() };
+      for (const ids of [a, b]) expectStatus(await call(t.app, 'POST', SUBSCRIBE, { token: store.token, body: { ...ids, email, shop: store.domain } }), 200);
+      expectStatus(await report(store, [{ ...a, available: 4, productTitle: 'Capped A' }, { ...b, available: 4, productTitle: 'Capped B' }]), 200);
+      await t.runWorker();
+      assert.equal(sink.messages.filter((m) => m.recipients[0] === email).length, 1);
+      const waiting = (await ledger(store)).filter((r) => r.status === 'queued');
+      assert.equal(waiting.length, 1);
+      assert.ok(Date.parse(waiting[0]!.next_attempt_at) > Date.now() + 3500_000, 'due when the cap window ends');
+    });
+
+    it("uses the store's locale, own template and sender name", async () => {
+      const w = await storeWithWaiting(1, { locale: 'fr', senderName: 'Boutique Test', template: { subject: 'Enfin ! {{product_title}} pour {{email}}' } });
+      expectStatus(await report(w.store, [{ productId: w.productId, variantId: w.variantId, available: 1, productTitle: w.title }]), 200);
+      await t.runWorker();
+      const [mail] = alertsFor(sink, w.title);
+      assert.equal(mail!.subject, `Enfin ! ${w.title} pour ${w.emails[0]}`);
+      assert.match(mail!.text, /est de nouveau en stock/);
+      assert.match(mail!.headers.from!, /^"?Boutique Test"? </);
+    });
+
+    it('retries transient failures with backoff and delivers once the SMTP server is back', async () => {
+      const w = await storeWithWaiting(3);
+      const port = sink.port;
+      await t.app.restock.worker.turn(); // settle nothing pending before the sink goes
+      await sink.crash();
+      expectStatus(await report(w.store, [{ productId: w.productId, variantId: w.variantId, available: 5, productTitle: w.title }]), 200);
+      await t.app.restock.worker.turn();
+      const rows = await ledger(w.store);
+      assert.ok(rows.every((r) => r.status === 'queued' && r.attempts === 1 && /will retry/.test(r.outcome ?? '')), 'queued again for a retry');
+
+      sink = await startSmtpSink({ port, refuseRecipient: (address) => refused.has(address) });
+      await new Promise((resolve) => setTimeout(resolve, 100)); // past the (test) backoff
+      await t.runWorker();
+      assert.deepEqual(alertsFor(sink, w.title).map((m) => m.recipients[0]), w.emails);
+      assert.ok((await ledger(w.store)).every((r) => r.status === 'sent' && r.attempts === 2));
+    });
+
+    it('reads stock status and the alert ledger with api:read, for the bound store only', async () => {
+      const w = await storeWithWaiting(1);
+      expectStatus(await report(w.store, [{ productId: w.productId, variantId: w.variantId, available: 4, productTitle: w.title }]), 200);
+      await t.runWorker();
+      const stock = expectStatus(await call(t.app, 'GET', `/api/v1/stores/${w.store.domain}/stock?productId=${encodeURIComponent(w.productId)}`, { token: w.store.token }), 200);
+      assert.deepEqual(
+        stock.items.map((s: { variantId: string; available: number; published: boolean }) => [s.variantId, s.available, s.published]),
+        [[w.variantId, 4, true]],
+      );
+      const audit = expectStatus(await call(t.app, 'GET', `/api/v1/stores/${w.store.domain}/notifications?status=sent`, { token: w.store.token }), 200);
+      assert.equal(audit.items.length, 1);
+      assert.match(audit.items[0].reason, /signup order/);
+      const config = expectStatus(await call(t.app, 'GET', `/api/v1/stores/${w.store.domain}`, { token: w.store.token }), 200);
+      assert.equal(config.settings.batchMultiplier, 1);
+
+      const stranger = await registerAnonymousAgent(t.app);
+      expectProblem(await call(t.app, 'GET', `/api/v1/stores/${w.store.domain}/queue`, { token: stranger.token }), 404, 'not-found');
+      expectProblem(await report({ ...w.store, token: stranger.token }, [{ productId: w.productId, available: 1 }]), 403, 'insufficient-scope');
+      const other = await storeWithAgent(t.app, t.database, 'other');
+      expectProblem(await report({ ...w.store, token: other.token }, [{ productId: w.productId, available: 1 }]), 404, 'not-found');
+    });
+
+    it('refuses bad inventory reports whole, changing nothing', async () => {
+      const w = await storeWithWaiting(1);
+      const before = await t.counts();
+      for (const items of [
+        [],
+        [{ productId: 'nope', available: 1 }],
+        [{ productId: w.productId, available: 1.5 }],
+        [{ productId: w.productId, variantId: w.variantId, available: 1 }, { productId: w.productId, available: 'many' }],
+        [{ productId: w.productId, available: 1, productUrl: 'javascript:alert(1)' }],
+        [{ productId: w.productId, available: 1, extra: true }],
+      ]) {
+        expectProblem(await report(w.store, items), 400, 'validation-failed');
+      }
+      assert.deepEqual(await t.counts(), before);
+    });
+
+    it('ignores a report older than the state already known', async () => {
+      const w = await storeWithWaiting(1);
+      const now = Date.now();
+      expectStatus(await report(w.store, [{ productId: w.productId, variantId: w.variantId, available: 0, updatedAt: new Date(now).toISOString() }]), 200);
+      const stale = expectStatus(await report(w.store, [{ productId: w.productId, variantId: w.variantId, available: 6, updatedAt: new Date(now - 60_000).toISOString() }]), 200);
+      assert.equal(stale.items[0].ignored, 'stale');
+      assert.equal(stale.items[0].restockId, undefined);
+      assert.equal(stale.items[0].available, 0);
+    });
+  });
+
+  describe(`the local outbox on ${dialect}`, () => {
+    const { storeWithAgent } = outboxFixtures;
+    let t: TestApp;
+    before(async () => {
+      t = await startTestApp(dialect, { FREQUENCY_CAP_MINUTES: '0' });
+    });
+    after(() => t.close());
+
+    it('keeps alerts in the outbox when no SMTP server is set, listed for the store', async () => {
+      const store = await storeWithAgent(t.app, t.database, 'outbox');
+      const ids = { productId: product(), variantId: variant() };
+      const email = uniqueEmail('outbox');
+      expectStatus(await call(t.app, 'POST', SUBSCRIBE, { token: store.token, body: { ...ids, email, shop: store.domain } }), 200);
+      expectStatus(await call(t.app, 'POST', `/api/v1/stores/${store.domain}/inventory`, { token: store.token, body: { items: [{ ...ids, available: 3, productTitle: 'Outbox widget' }] } }), 200);
+      await t.runWorker();
+      const outbox = expectStatus(await call(t.app, 'GET', `/api/v1/stores/${store.domain}/outbox`, { token: store.token }), 200);
+      const alerts = outbox.items.filter((m: { purpose: string }) => m.purpose === 'restock-alert');
+      assert.equal(alerts.length, 1);
+      assert.equal(alerts[0].to, email);
+      assert.equal(alerts[0].subject, 'Outbox widget is back in stock');
+      assert.equal(alerts[0].headers['List-Unsubscribe-Post'], 'List-Unsubscribe=One-Click');
+    });
+  });
+}
