@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
 import {
@@ -23,6 +24,7 @@ failOnLeakedHandles();
 const outboxFixtures = { storeWithAgent: storeWithOutboxAgent };
 
 const SUBSCRIBE = '/api/v1/alerts/subscribe';
+const ENCRYPTION_KEY = randomBytes(32).toString('base64');
 let serial = 0;
 const product = () => `gid://shopify/Product/${7_000_000 + ++serial}`;
 const variant = () => `gid://shopify/ProductVariant/${8_000_000 + ++serial}`;
@@ -49,6 +51,7 @@ for (const dialect of testDialects()) {
         DISPATCH_RETRY_BASE_MS: '20',
         // One connection: mail arrives in the order it was sent, so signup order is observable.
         SMTP_POOL_SIZE: '1',
+        RESTOCK_ENCRYPTION_KEY: ENCRYPTION_KEY,
       });
     });
     after(async () => {
@@ -254,6 +257,30 @@ for (const dialect of testDialects()) {
       assert.match(mail!.headers.from!, /^"?Boutique Test"? </);
     });
 
+    it("sends through the store's own SMTP server, whose URL is kept sealed", async () => {
+      const own = await startSmtpSink();
+      try {
+        const password = `pw-${randomBytes(6).toString('hex')}`;
+        const smtpUrl = own.url.replace('smtp://', `smtp://shop:${password}@`);
+        const w = await storeWithWaiting(2, { smtpUrl });
+        const config = expectStatus(await call(t.app, 'GET', `/api/v1/stores/${w.store.domain}`, { token: w.store.token }), 200);
+        assert.equal(config.ownSmtp, true);
+        assert.ok(!JSON.stringify(config).includes(password), 'the URL is never shown back');
+        const row = await t.database.db.selectFrom('stores').select('smtp_url_sealed').where('domain', '=', w.store.domain).executeTakeFirstOrThrow();
+        assert.ok(row.smtp_url_sealed && !row.smtp_url_sealed.includes(password) && !row.smtp_url_sealed.includes(String(own.port)), 'sealed at rest');
+
+        expectStatus(await report(w.store, [{ productId: w.productId, variantId: w.variantId, available: 5, productTitle: w.title }]), 200);
+        await t.runWorker();
+        assert.deepEqual(alertsFor(own, w.title).map((m) => m.recipients[0]), w.emails);
+        assert.equal(alertsFor(sink, w.title).length, 0, 'not through the service-wide server');
+
+        expectStatus(await call(t.app, 'PATCH', `/api/v1/stores/${w.store.domain}`, { token: w.store.token, body: { smtpUrl: null } }), 200);
+      } finally {
+        // The store's pooled transport stays open until the app closes.
+        await own.crash();
+      }
+    });
+
     it('retries transient failures with backoff and delivers once the SMTP server is back', async () => {
       const w = await storeWithWaiting(3);
       const port = sink.port;
@@ -341,6 +368,18 @@ for (const dialect of testDialects()) {
       assert.equal(alerts[0].to, email);
       assert.equal(alerts[0].subject, 'Outbox widget is back in stock');
       assert.equal(alerts[0].headers['List-Unsubscribe-Post'], 'List-Unsubscribe=One-Click');
+    });
+
+    it("refuses to keep a store's SMTP credentials without an encryption key, changing nothing", async () => {
+      const store = await storeWithAgent(t.app, t.database, 'nokey');
+      const before = await t.counts();
+      const res = await call(t.app, 'PATCH', `/api/v1/stores/${store.domain}`, { token: store.token, body: { smtpUrl: 'smtp://user:secret@mail.example.com:587', locale: 'de' } });
+      expectProblem(res, 501, 'not-configured');
+      assert.match(res.json().detail, /RESTOCK_ENCRYPTION_KEY/);
+      assert.deepEqual(await t.counts(), before);
+      const config = expectStatus(await call(t.app, 'GET', `/api/v1/stores/${store.domain}`, { token: store.token }), 200);
+      assert.equal(config.ownSmtp, false);
+      assert.equal(config.settings.locale, 'en');
     });
   });
 }
