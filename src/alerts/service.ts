@@ -1,4 +1,5 @@
 import { nowIso } from '../core/clock.ts';
+import type { Trx } from '../core/db/database.ts';
 import { normaliseEmail } from '../core/email.ts';
 import { canSee, storeForWrite, type Caller } from '../core/http/caller.ts';
 import { Conflict, Forbidden, NotFound } from '../core/problems.ts';
@@ -78,9 +79,9 @@ export class AlertService {
     return this.waitingStore.stillActive(subscriptionIds);
   }
 
-  /** Their alert was sent: active → notified. */
-  markNotified(subscriptionIds: string[]): Promise<void> {
-    return this.waitingStore.markNotified(subscriptionIds, nowIso());
+  /** Their alert was sent: active → notified, within the caller's transaction (see WaitingStore). */
+  markNotified(trx: Trx, subscriptionIds: string[]): Promise<void> {
+    return this.waitingStore.markNotified(trx, subscriptionIds, nowIso());
   }
 
   /** Waiting subscribers per product and variant: the demand, and the length of the alert queue. */

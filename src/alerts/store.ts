@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Database, Db } from '../core/db/database.ts';
+import type { Database, Db, Trx } from '../core/db/database.ts';
 import type { SubscriptionsTable } from '../core/db/schema.ts';
 import { newId } from '../core/ids.ts';
 import type { SubscriptionStatus } from './schemas.ts';
@@ -114,14 +114,15 @@ export class WaitingStore {
     return out;
   }
 
-  /** active → notified for these subscriptions; the others stay as they are. */
-  async markNotified(ids: string[], now: string): Promise<void> {
-    if (ids.length === 0) return;
-    await this.database.write(async (trx) => {
-      for (const chunk of chunks(ids, 500)) {
-        await trx.updateTable('subscriptions').set({ status: 'notified', updated_at: now }).where('id', 'in', chunk).where('status', '=', 'active').execute();
-      }
-    });
+  /**
+   * active → notified for these subscriptions; the others stay as they are. Runs inside the
+   * caller's transaction, so dispatch records an alert as sent and its subscription as notified
+   * in one commit: a crash between the two would leave a sent alert's subscriber waiting.
+   */
+  async markNotified(trx: Trx, ids: string[], now: string): Promise<void> {
+    for (const chunk of chunks(ids, 500)) {
+      await trx.updateTable('subscriptions').set({ status: 'notified', updated_at: now }).where('id', 'in', chunk).where('status', '=', 'active').execute();
+    }
   }
 
   /** Waiting subscribers per product and variant of a store. */

@@ -131,11 +131,43 @@ export class DispatchStore {
     });
   }
 
-  /** Records outcomes of leased alerts; a row whose lease another worker took is left alone. */
-  async settle(owner: string, outcomes: Array<{ id: string; changes: Partial<NotificationRow> }>): Promise<void> {
-    if (outcomes.length === 0) return;
+  /** Extends the lease on alerts this worker still holds. */
+  async renewLeases(owner: string, ids: string[], leaseUntil: string): Promise<void> {
+    if (ids.length === 0) return;
     await this.database.write(async (trx) => {
-      for (const { id, changes } of outcomes) {
+      for (let i = 0; i < ids.length; i += INSERT_CHUNK) {
+        await trx
+          .updateTable('notifications')
+          .set({ lease_until: leaseUntil })
+          .where('id', 'in', ids.slice(i, i + INSERT_CHUNK))
+          .where('lease_owner', '=', owner)
+          .where('status', '=', 'sending')
+          .execute();
+      }
+    });
+  }
+
+  /**
+   * Records outcomes of leased alerts in one transaction: sent ones in one statement per chunk,
+   * the others one by one, then `alongside` (the subscriptions' move to notified) in the same
+   * commit. A row whose lease another worker took is left alone.
+   */
+  async settle(
+    owner: string,
+    sent: { ids: string[]; at: string },
+    others: Array<{ id: string; changes: Partial<NotificationRow> }>,
+    alongside: (trx: Trx) => Promise<void>,
+  ): Promise<void> {
+    await this.database.write(async (trx) => {
+      for (let i = 0; i < sent.ids.length; i += INSERT_CHUNK) {
+        await trx
+          .updateTable('notifications')
+          .set({ status: 'sent', sent_at: sent.at, outcome: 'accepted', lease_owner: null, lease_until: null })
+          .where('id', 'in', sent.ids.slice(i, i + INSERT_CHUNK))
+          .where('lease_owner', '=', owner)
+          .execute();
+      }
+      for (const { id, changes } of others) {
         await trx
           .updateTable('notifications')
           .set({ ...changes, lease_owner: null, lease_until: null })
@@ -143,21 +175,7 @@ export class DispatchStore {
           .where('lease_owner', '=', owner)
           .execute();
       }
-    });
-  }
-
-  /** Marks many leased alerts sent at once (the common case, kept to one statement per chunk). */
-  async settleSent(owner: string, ids: string[], sentAt: string): Promise<void> {
-    if (ids.length === 0) return;
-    await this.database.write(async (trx) => {
-      for (let i = 0; i < ids.length; i += INSERT_CHUNK) {
-        await trx
-          .updateTable('notifications')
-          .set({ status: 'sent', sent_at: sentAt, outcome: 'accepted', lease_owner: null, lease_until: null })
-          .where('id', 'in', ids.slice(i, i + INSERT_CHUNK))
-          .where('lease_owner', '=', owner)
-          .execute();
-      }
+      await alongside(trx);
     });
   }
 

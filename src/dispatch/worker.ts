@@ -236,6 +236,9 @@ export class DispatchWorker {
     const sending = new Set<Promise<void>>();
     let handled = 0;
     let exhausted = false;
+    // A slow or stalled mail server must not let our leases lapse while we still hold the
+    // alerts: another worker would retake and send them too.
+    const renewal = setInterval(() => void this.renewLeases(settling), (this.deps.config.leaseSeconds * 1000) / 3);
     try {
       while (!this.stopping || sending.size > 0) {
         if (!this.stopping && !exhausted && settling.leased < windowSize / 2) {
@@ -244,7 +247,7 @@ export class DispatchWorker {
           if (claimed.length === 0) exhausted = true;
           else {
             handled += claimed.length;
-            settling.leased += claimed.length;
+            settling.hold(claimed);
             const outgoing = await this.prepare(claimed, settling);
             for (const item of outgoing) {
               const promise = this.sendOne(item, settling).finally(() => sending.delete(promise));
@@ -257,10 +260,19 @@ export class DispatchWorker {
         await Promise.race(sending);
       }
     } finally {
+      clearInterval(renewal);
       await Promise.allSettled(sending);
       await settling.flush();
     }
     return handled;
+  }
+
+  private async renewLeases(settling: Settler): Promise<void> {
+    try {
+      await this.deps.store.renewLeases(this.id, settling.heldIds(), this.leaseUntil(new Date()));
+    } catch (err) {
+      this.deps.log.warn({ err }, 'renewing alert leases failed; will retry');
+    }
   }
 
   private async sendOne(item: Outgoing, settling: Settler): Promise<void> {
@@ -453,7 +465,8 @@ interface StoreContext {
  * before that re-sends at most what was leased.
  */
 class Settler {
-  leased = 0;
+  /** Alerts claimed and not yet recorded: still leased to this worker. */
+  private readonly held = new Set<string>();
   private sent: NotificationRow[] = [];
   private others: Array<{ row: NotificationRow; outcome: Exclude<Outcome, { kind: 'sent' }> }> = [];
   private timer: NodeJS.Timeout | undefined;
@@ -463,6 +476,18 @@ class Settler {
     private readonly deps: WorkerDeps,
     private readonly owner: string,
   ) {}
+
+  get leased(): number {
+    return this.held.size;
+  }
+
+  hold(rows: NotificationRow[]): void {
+    for (const row of rows) this.held.add(row.id);
+  }
+
+  heldIds(): string[] {
+    return [...this.held];
+  }
 
   record(row: NotificationRow, outcome: Outcome): void {
     if (outcome.kind === 'sent') this.sent.push(row);
@@ -479,10 +504,17 @@ class Settler {
     const others = this.others;
     this.sent = [];
     this.others = [];
-    this.flushing = this.flushing.then(() => this.write(sent, others)).catch((err) => {
-      // The rows stay leased; when the lease runs out they are retaken and sent again.
-      this.deps.log.error({ err }, 'recording alert outcomes failed');
-    });
+    this.flushing = this.flushing
+      .then(() => this.write(sent, others))
+      .catch((err) => {
+        // The rows stay leased but are no longer renewed: when the lease runs out they are
+        // retaken and sent again, rather than lost.
+        this.deps.log.error({ err }, 'recording alert outcomes failed');
+      })
+      .finally(() => {
+        for (const row of sent) this.held.delete(row.id);
+        for (const { row } of others) this.held.delete(row.id);
+      });
     return this.flushing;
   }
 
@@ -490,18 +522,15 @@ class Settler {
     if (sent.length === 0 && others.length === 0) return;
     const now = new Date().toISOString();
     const { store, alerts, dispatch } = this.deps;
-    await store.settleSent(this.owner, sent.map((row) => row.id), now);
     const notify = sent.map((row) => row.subscription_id);
     const updates = others.map(({ row, outcome }) => {
       if (outcome.kind === 'skipped' && outcome.notified) notify.push(row.subscription_id);
       return { id: row.id, changes: changesFor(row, outcome) };
     });
-    await store.settle(this.owner, updates);
-    await alerts.markNotified(notify);
+    await store.settle(this.owner, { ids: sent.map((row) => row.id), at: now }, updates, (trx) => alerts.markNotified(trx, notify));
     for (const { row, outcome } of others) {
       if (outcome.kind === 'failed' && outcome.suppress) await dispatch.suppress(row.store_domain, row.email, 'bounce', outcome.why);
     }
-    this.leased -= sent.length + others.length;
   }
 }
 
