@@ -113,13 +113,27 @@ export class InventoryService {
     });
     const variant = await this.store.byItem(storeDomain, level.inventoryItemId);
     if (!variant) return undefined;
-    const total = await this.store.itemTotal(storeDomain, level.inventoryItemId);
+    const total = await this.totalAfterLevel(storeDomain, variant, known?.available ?? null, level.available);
     const [outcome] = await this.reportStock(
       storeDomain,
       [{ productId: variant.product_id, variantId: variantOf(variant.variant_id), available: total }],
       source,
     );
     return outcome;
+  }
+
+  /**
+   * The variant's stock after one location changed. Product payloads and reconciliation carry
+   * the platform's total, which a level event adjusts by its change; a location never heard of
+   * can only be summed with the known ones, which is exact when the variant was sold out (every
+   * location empty) — the case that decides a restock.
+   */
+  private async totalAfterLevel(storeDomain: string, variant: VariantStockRow, before: number | null, after: number | null): Promise<number | null> {
+    const known = variant.available;
+    if (known !== null && before !== null && after !== null) return known + (after - before);
+    const summed = await this.store.itemTotal(storeDomain, variant.inventory_item_id!);
+    if (known === null || known <= 0 || summed === null) return summed;
+    return Math.max(known, summed);
   }
 
   /** The variant an inventory item belongs to, when a product payload or lookup told us. */

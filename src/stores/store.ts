@@ -60,7 +60,8 @@ export class StoreStore {
       .selectAll()
       .where('status', '=', 'active')
       .where('admin_token_sealed', 'is not', null)
-      .orderBy('reconciled_at')
+      // Never reconciled first: PostgreSQL would otherwise sort NULLs last and starve new stores.
+      .orderBy('reconciled_at', (ob) => ob.asc().nullsFirst())
       .orderBy('domain')
       .limit(limit)
       .execute();

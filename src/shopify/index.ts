@@ -1,0 +1,98 @@
+import type { FastifyBaseLogger, FastifyInstance, FastifyPluginAsync } from 'fastify';
+import type { AlertService } from '../alerts/service.ts';
+import type { Config } from '../config.ts';
+import type { Database } from '../core/db/database.ts';
+import type { MailTransport } from '../core/mail/transport.ts';
+import { NotConfigured } from '../core/problems.ts';
+import type { WorkerJob } from '../dispatch/jobs.ts';
+import type { InventoryService } from '../inventory/service.ts';
+import type { StoreService } from '../stores/service.ts';
+import { AdminApi } from './admin-api.ts';
+import { CALLBACK_PATH, ShopifyInstaller } from './install.ts';
+import { installRoutes } from './install-routes.ts';
+import { reconcileJob } from './reconcile.ts';
+import { createShopifyApi } from './shopify-api.ts';
+import { WebhookEventStore } from './webhook-events.ts';
+import { webhookRoutes } from './webhook-routes.ts';
+import { webhookJob } from './webhook-worker.ts';
+
+export interface ShopifyDeps {
+  config: Config;
+  database: Database;
+  log: FastifyBaseLogger;
+  mail: MailTransport;
+  stores: StoreService;
+  inventory: InventoryService;
+  alerts: AlertService;
+  dispatch: {
+    eraseCustomer(storeDomain: string, email: string): Promise<number>;
+    eraseStore(storeDomain: string): Promise<void>;
+  };
+}
+
+export interface ShopifyFeature {
+  routes: FastifyPluginAsync;
+  jobs: WorkerJob[];
+}
+
+export const WEBHOOK_PATH = '/webhooks/shopify';
+
+/**
+ * The Shopify app: install (OAuth and token exchange), the webhook endpoint and its queue, and
+ * periodic reconciliation. Without SHOPIFY_API_KEY and SHOPIFY_API_SECRET the routes still exist
+ * and say what to configure; there is then nothing for the worker to do.
+ */
+export function buildShopify(deps: ShopifyDeps): ShopifyFeature {
+  const { config } = deps;
+  const app = config.shopify;
+  if (!app) return { routes: notConfiguredRoutes, jobs: [] };
+
+  const log = deps.log.child({ feature: 'shopify' });
+  const shopify = createShopifyApi(app, config.baseUrl, log);
+  const admin = new AdminApi(shopify);
+  const events = new WebhookEventStore(deps.database);
+  const installer = new ShopifyInstaller(shopify, admin, deps.stores, `${config.baseUrl}${WEBHOOK_PATH}`, log);
+
+  const jobs: WorkerJob[] = [
+    webhookJob({
+      events,
+      inventory: deps.inventory,
+      stores: deps.stores,
+      alerts: deps.alerts,
+      dispatch: deps.dispatch,
+      mail: deps.mail,
+      admin,
+      log,
+      maxAttempts: config.dispatch.maxAttempts,
+      retryBaseMs: config.dispatch.retryBaseMs,
+    }),
+  ];
+  const intervalMinutes = config.dispatch.reconcileIntervalMinutes;
+  if (intervalMinutes > 0) {
+    jobs.push(reconcileJob({ stores: deps.stores, alerts: deps.alerts, inventory: deps.inventory, admin, log }, intervalMinutes * 60_000));
+  }
+
+  return {
+    jobs,
+    routes: async (fastify: FastifyInstance) => {
+      // Each in a plugin of its own: the webhook route reads raw bodies, the others do not.
+      await fastify.register(webhookRoutes({ shopify, events, baseUrl: config.baseUrl }));
+      await fastify.register(installRoutes({ installer, apiKey: app.apiKey }));
+    },
+  };
+}
+
+const NOT_CONFIGURED =
+  'The Shopify app is not configured: set SHOPIFY_API_KEY and SHOPIFY_API_SECRET (and RESTOCK_ENCRYPTION_KEY, which seals the stores\' tokens).';
+
+/** The same addresses, answering 501 before reading a body, so a misconfiguration is plain to see. */
+async function notConfiguredRoutes(app: FastifyInstance): Promise<void> {
+  const refuse = async () => {
+    throw new NotConfigured(NOT_CONFIGURED);
+  };
+  const hidden = { schema: { hide: true }, onRequest: refuse, handler: refuse };
+  app.post(WEBHOOK_PATH, hidden);
+  app.get('/shopify/install', { ...hidden, config: { page: true } });
+  app.get(CALLBACK_PATH, { ...hidden, config: { page: true } });
+  app.post('/shopify/token-exchange', hidden);
+}

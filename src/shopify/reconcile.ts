@@ -1,0 +1,75 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { AlertService } from '../alerts/service.ts';
+import { nowIso } from '../core/clock.ts';
+import type { WorkerJob } from '../dispatch/jobs.ts';
+import type { InventoryService } from '../inventory/service.ts';
+import type { StoreService } from '../stores/service.ts';
+import type { AdminApi } from './admin-api.ts';
+import { adminProductReports } from './payloads.ts';
+
+/** Stores looked at per run. */
+const STORES_PER_RUN = 50;
+/** Products with waiting shoppers compared per store and run. */
+const PRODUCTS_PER_STORE = 250;
+/** Products per Admin API query: each may bring 100 variants, and a query may cost at most 1000 points. */
+const PRODUCTS_PER_QUERY = 4;
+/** How often the job looks for stores that are due, so that many stores are spread out over the interval. */
+const LOOK_EVERY_MS = 60_000;
+
+export interface ReconcileDeps {
+  stores: StoreService;
+  alerts: AlertService;
+  inventory: InventoryService;
+  admin: AdminApi;
+  log: FastifyBaseLogger;
+}
+
+/**
+ * Webhooks can arrive hours late or not at all; every `intervalMs` each connected store's
+ * products that shoppers wait for are read from the Admin API and reported as they are.
+ */
+export function reconcileJob(deps: ReconcileDeps, intervalMs: number): WorkerJob {
+  return {
+    name: 'shopify-reconcile',
+    everyMs: Math.min(intervalMs, LOOK_EVERY_MS),
+    run: () => reconcileDueStores(deps, intervalMs),
+  };
+}
+
+/** The stores not reconciled within the interval, least recently reconciled first. */
+export async function reconcileDueStores(deps: ReconcileDeps, intervalMs: number): Promise<number> {
+  const dueBefore = Date.now() - intervalMs;
+  let reconciled = 0;
+  for (const shop of await deps.stores.storesToReconcile(STORES_PER_RUN)) {
+    const store = await deps.stores.findStore(shop);
+    if (store?.reconciled_at && Date.parse(store.reconciled_at) > dueBefore) continue;
+    try {
+      await reconcileStore(deps, shop);
+    } catch (err) {
+      // One store's failure (a revoked token, Shopify throttling) must not hold up the others;
+      // it is tried again next interval.
+      deps.log.warn({ err, shop }, 'Shopify reconciliation failed; will retry next interval');
+    }
+    await deps.stores.markReconciled(shop);
+    reconciled++;
+  }
+  return reconciled;
+}
+
+/** Reports the store's waiting products as the Admin API has them now; returns how many were read. */
+export async function reconcileStore(deps: ReconcileDeps, shop: string): Promise<number> {
+  const token = await deps.stores.adminToken(shop);
+  if (!token) return 0;
+  const productIds = await deps.alerts.waitingProducts(shop, PRODUCTS_PER_STORE);
+  let read = 0;
+  for (let i = 0; i < productIds.length; i += PRODUCTS_PER_QUERY) {
+    const asOf = nowIso();
+    const products = await deps.admin.products(shop, token, productIds.slice(i, i + PRODUCTS_PER_QUERY));
+    const reports = products.flatMap((product) => adminProductReports(shop, product, asOf));
+    if (reports.length > 0) {
+      await deps.inventory.reportStock(shop, reports, { kind: 'reconciliation', ref: `reconciliation ${asOf}`, verified: true });
+    }
+    read += products.length;
+  }
+  return read;
+}
