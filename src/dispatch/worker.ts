@@ -32,6 +32,7 @@ const RESTOCKS_PER_TURN = 10;
 const FLUSH_SIZE = 250;
 const FLUSH_EVERY_MS = 50;
 const MAX_RETRY_DELAY_MS = 6 * 3600_000;
+const SEND_LIMIT_MS = 5 * 60_000;
 
 /** A leased alert, checked and ready to go out. */
 interface Outgoing {
@@ -276,11 +277,19 @@ export class DispatchWorker {
   }
 
   private async sendOne(item: Outgoing, settling: Settler): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    // Leases of alerts in flight are renewed, so a send that never settles would hold its alert
+    // forever; past this limit it counts as a transient failure and is retried.
+    const limit = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer from the mail server within ${SEND_LIMIT_MS / 1000} s`)), SEND_LIMIT_MS);
+    });
     try {
-      await item.transport.send(item.message);
+      await Promise.race([item.transport.send(item.message), limit]);
       settling.record(item.row, { kind: 'sent' });
     } catch (err) {
       settling.record(item.row, this.failure(item.row, err));
+    } finally {
+      clearTimeout(timer);
     }
   }
 

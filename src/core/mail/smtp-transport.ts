@@ -81,14 +81,27 @@ export class SmtpTransport implements MailTransport {
 
 /**
  * The library leaves Nagle's algorithm on, so each SMTP command of a pipelined conversation
- * waits for the peer's delayed ACK (~40 ms): about 20 messages a second per connection. A
- * plain connection (STARTTLS upgrades it later) is opened with no delay instead; implicit TLS
- * (smtps) keeps the library's own socket.
+ * waits for the peer's delayed ACK (~40 ms): about 20 messages a second per connection. For a
+ * plain connection (STARTTLS still upgrades it) the pool is handed a socket already connected
+ * with no delay; implicit TLS (smtps) keeps the library's own socket.
  */
-function socketWithoutDelay(_options: unknown, callback: (err: Error | null, socketOptions: { socket: net.Socket }) => void): void {
-  const socket = new net.Socket();
-  socket.setNoDelay(true);
-  setImmediate(() => callback(null, { socket }));
+function socketWithoutDelay(
+  options: { host?: string; port?: number; connectionTimeout?: number },
+  callback: (err: null, socketOptions?: { connection: net.Socket }) => void,
+): void {
+  const socket = net.connect({ host: options.host ?? 'localhost', port: options.port ?? 25, noDelay: true });
+  const timer = setTimeout(() => socket.destroy(new Error('SMTP connection timed out')), options.connectionTimeout ?? 10_000);
+  socket.once('connect', () => {
+    clearTimeout(timer);
+    socket.removeAllListeners('error');
+    callback(null, { connection: socket });
+  });
+  // The pool does not hand a failure here on to the mails waiting for it; the library's own
+  // connection attempt fails the same way through its usual path, which does.
+  socket.once('error', () => {
+    clearTimeout(timer);
+    callback(null);
+  });
 }
 
 function withDefaults(smtpUrl: string, poolSize: number | undefined): string {
