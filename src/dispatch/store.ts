@@ -106,20 +106,23 @@ export class DispatchStore {
    */
   claimNotifications(owner: string, now: string, leaseUntil: string, limit: number): Promise<NotificationRow[]> {
     return this.database.write(async (trx) => {
-      let due = trx
-        .selectFrom('notifications')
-        .select('id')
-        .where((eb) =>
-          eb.or([
-            eb.and([eb('status', '=', 'queued'), eb('next_attempt_at', '<=', now)]),
-            eb.and([eb('status', '=', 'sending'), eb('lease_until', '<', now)]),
-          ]),
-        )
-        .orderBy('next_attempt_at')
-        .orderBy('position')
-        .limit(limit);
-      if (this.database.dialect === 'postgres') due = due.forUpdate().skipLocked();
-      const ids = (await due.execute()).map((row) => row.id);
+      // Two queries, each walking notifications_queue in its order (an OR of both would sort
+      // every due row of the table on each claim): alerts a dead worker left first, then queued.
+      const due = (status: 'sending' | 'queued', n: number) => {
+        let query = trx
+          .selectFrom('notifications')
+          .select('id')
+          .where('status', '=', status)
+          .where(status === 'sending' ? 'lease_until' : 'next_attempt_at', status === 'sending' ? '<' : '<=', now)
+          .orderBy('next_attempt_at')
+          .orderBy('restock_id')
+          .orderBy('position')
+          .limit(n);
+        if (this.database.dialect === 'postgres') query = query.forUpdate().skipLocked();
+        return query.execute();
+      };
+      const ids = (await due('sending', limit)).map((row) => row.id);
+      if (ids.length < limit) for (const row of await due('queued', limit - ids.length)) ids.push(row.id);
       if (ids.length === 0) return [];
       await trx
         .updateTable('notifications')
@@ -207,10 +210,13 @@ export class DispatchStore {
   }
 
   /** Addresses of a restock already mailed (one mail per address per restock). */
-  async sentAddresses(restockId: string, emails: string[]): Promise<Set<string>> {
+  async sentAddresses(storeDomain: string, restockId: string, emails: string[]): Promise<Set<string>> {
     const rows = await this.database.db
       .selectFrom('notifications')
       .select('email')
+      // The store first: notifications_by_address answers by address; restock_id alone made
+      // SQLite walk every sent row of the table (notifications_queue, status = 'sent').
+      .where('store_domain', '=', storeDomain)
       .where('restock_id', '=', restockId)
       .where('email', 'in', emails)
       .where('status', '=', 'sent')

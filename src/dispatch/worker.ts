@@ -30,9 +30,11 @@ export interface WorkerDeps {
 const RESTOCKS_PER_TURN = 10;
 /** Settled outcomes are written in groups this large, or after FLUSH_EVERY_MS, whichever first. */
 const FLUSH_SIZE = 250;
-const FLUSH_EVERY_MS = 50;
-const MAX_RETRY_DELAY_MS = 6 * 3600_000;
+const FLUSH_EVERY_MS = 100;
+/** Alerts handed to the transport and not yet answered, at most (its pool queues them). */
+const MAX_OUTSTANDING_SENDS = 50;
 const SEND_LIMIT_MS = 5 * 60_000;
+const MAX_RETRY_DELAY_MS = 6 * 3600_000;
 
 /** A leased alert, checked and ready to go out. */
 interface Outgoing {
@@ -235,6 +237,34 @@ export class DispatchWorker {
     const windowSize = this.deps.config.claimSize;
     const settling = new Settler(this.deps, this.id);
     const sending = new Set<Promise<void>>();
+    // Woken when an alert is settled, instead of Promise.race over everything in flight.
+    let wake: (() => void) | undefined;
+    const wakeUp = () => {
+      const resolve = wake;
+      wake = undefined;
+      resolve?.();
+    };
+    // Composed alerts wait here and go to the transport a few at a time, as sends finish: a
+    // whole claim handed over at once keeps the event loop busy for tens of milliseconds while
+    // every pooled connection waits for its reply to be read.
+    const pending: Outgoing[] = [];
+    let next = 0;
+    const pump = () => {
+      // Once stopping, nothing new is handed over; what is left stays leased and is retaken.
+      while (!this.stopping && sending.size < MAX_OUTSTANDING_SENDS && next < pending.length) {
+        const item = pending[next++]!;
+        const promise = this.sendOne(item, settling).finally(() => {
+          sending.delete(promise);
+          pump();
+          wakeUp();
+        });
+        sending.add(promise);
+      }
+      if (next >= 1000 || next === pending.length) {
+        pending.splice(0, next);
+        next = 0;
+      }
+    };
     let handled = 0;
     let exhausted = false;
     // A slow or stalled mail server must not let our leases lapse while we still hold the
@@ -249,16 +279,13 @@ export class DispatchWorker {
           else {
             handled += claimed.length;
             settling.hold(claimed);
-            const outgoing = await this.prepare(claimed, settling);
-            for (const item of outgoing) {
-              const promise = this.sendOne(item, settling).finally(() => sending.delete(promise));
-              sending.add(promise);
-            }
+            pending.push(...(await this.prepare(claimed, settling)));
+            pump();
             continue;
           }
         }
-        if (sending.size === 0) break;
-        await Promise.race(sending);
+        if (sending.size === 0 && next === pending.length) break;
+        await new Promise<void>((resolve) => (wake = resolve));
       }
     } finally {
       clearInterval(renewal);
@@ -374,7 +401,7 @@ export class DispatchWorker {
         if (sent.sent_at && (!lastSent.has(sent.email) || sent.sent_at > lastSent.get(sent.email)!)) lastSent.set(sent.email, sent.sent_at);
       }
       for (const restockId of restocks) {
-        for (const email of await store.sentAddresses(restockId, chunk)) mailedForRestock.add(`${restockId}\n${email}`);
+        for (const email of await store.sentAddresses(storeDomain, restockId, chunk)) mailedForRestock.add(`${restockId}\n${email}`);
       }
     }
     const suppressed = new Map<string, string>();
