@@ -31,7 +31,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { exitCodeFor, fail, guardProcess, intSetting, pgSetting, runMain } from './lib.ts';
+import { dialectsSetting, exitCodeFor, fail, guardProcess, intSetting, pgSetting, profileSetting, runMain } from './lib.ts';
 import { freePort, restockEnv, startAgentServer, stopChild, type AgentServer } from './lib.ts';
 import { SUBSCRIBE_PATH, codesOf, cpuSeconds, load, outcomeOf, problemsOf, type Outcome } from './lib.ts';
 import { checkStored, postgresScratch, sqliteScratch, type ScratchDatabase } from './lib.ts';
@@ -44,13 +44,6 @@ const SIDE_LABEL: Record<Side, string> = { token: 'authenticated', fixed: 'auth 
 // ---------------------------------------------------------------------------------------------
 // Settings
 
-function profileSetting(): string | undefined {
-  const raw = process.env.BENCH_PROFILE;
-  if (raw === undefined || raw.trim() === '') return undefined;
-  const dir = path.resolve(raw);
-  fs.mkdirSync(dir, { recursive: true });
-  return dir;
-}
 
 const DURATION = intSetting('BENCH_DURATION', 10, 1, 600);
 const WARMUP = intSetting('BENCH_WARMUP', 2, 0, 60);
@@ -59,8 +52,7 @@ const SLICE = intSetting('BENCH_SLICE', 1, 1, 600);
 const ROUNDS = intSetting('BENCH_ROUNDS', 3, 1, 20);
 const PG_ADMIN = pgSetting();
 const PROFILE_DIR = profileSetting();
-const DIALECTS: Dialect[] = [...(process.env.BENCH_SQLITE === '0' ? [] : (['sqlite'] as const)), ...(PG_ADMIN ? (['postgres'] as const) : [])];
-if (DIALECTS.length === 0) fail('nothing to run: BENCH_SQLITE=0 and BENCH_DATABASE_URL is unset');
+const DIALECTS: Dialect[] = dialectsSetting(PG_ADMIN);
 
 const sidesPlanned = ROUNDS * DIALECTS.length * 2;
 guardProcess(sidesPlanned * (WARMUP + DURATION + 60) * 1000);

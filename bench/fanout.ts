@@ -38,7 +38,7 @@ import pg from 'pg';
 import { newId } from '../src/core/ids.ts';
 import type { BaselineEvent } from './fanout-baseline.ts';
 import type { PhaseStats, SinkCommand, SinkEvent } from './fanout-sink.ts';
-import { exitCodeFor, fail, guardProcess, intSetting, pgSetting, runMain } from './lib.ts';
+import { dialectsSetting, exitCodeFor, fail, guardProcess, intSetting, pgSetting, profileSetting, runMain } from './lib.ts';
 import { baseUrl, cpuSeconds, freePort, restockEnv, startServer, stopChild, type Child } from './lib.ts';
 import { postgresScratch, sqliteScratch, type ScratchDatabase } from './lib.ts';
 import { median, printChecks, printSetting, printTable } from './lib.ts';
@@ -50,13 +50,6 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 type Dialect = 'sqlite' | 'postgres';
 
-function profileSetting(): string | undefined {
-  const raw = process.env.BENCH_PROFILE;
-  if (raw === undefined || raw.trim() === '') return undefined;
-  const dir = path.resolve(raw);
-  fs.mkdirSync(dir, { recursive: true });
-  return dir;
-}
 
 const COUNT = intSetting('BENCH_COUNT', 100_000, 1, 2_000_000);
 const ROUNDS = intSetting('BENCH_ROUNDS', 1, 1, 20);
@@ -65,8 +58,7 @@ const POOL_SIZE = intSetting('SMTP_POOL_SIZE', 5, 1, 100);
 const CLAIM_SIZE = intSetting('DISPATCH_CLAIM_SIZE', 500, 1, 5000);
 const PG_ADMIN = pgSetting();
 const PROFILE_DIR = profileSetting();
-const DIALECTS: Dialect[] = [...(process.env.BENCH_SQLITE === '0' ? [] : (['sqlite'] as const)), ...(PG_ADMIN ? (['postgres'] as const) : [])];
-if (DIALECTS.length === 0) fail('nothing to run: BENCH_SQLITE=0 and BENCH_DATABASE_URL is unset');
+const DIALECTS: Dialect[] = dialectsSetting(PG_ADMIN);
 
 /** No message for this long during a delivery phase: the phase is given up. */
 const STALL_MS = 60_000;

@@ -115,6 +115,22 @@ export function runMain(main: () => Promise<number>): void {
 // ---------------------------------------------------------------------------------------------
 // Child processes
 
+/** BENCH_PROFILE: a directory for V8 CPU profiles of the service, made if missing. */
+export function profileSetting(): string | undefined {
+  const raw = process.env.BENCH_PROFILE;
+  if (raw === undefined || raw.trim() === '') return undefined;
+  const dir = path.resolve(raw);
+  fs.mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
+/** The databases a run covers: SQLite unless BENCH_SQLITE=0, PostgreSQL when BENCH_DATABASE_URL is set. */
+export function dialectsSetting(pgAdmin: URL | undefined): Array<'sqlite' | 'postgres'> {
+  const dialects: Array<'sqlite' | 'postgres'> = [...(process.env.BENCH_SQLITE === '0' ? [] : (['sqlite'] as const)), ...(pgAdmin ? (['postgres'] as const) : [])];
+  if (dialects.length === 0) fail('nothing to run: BENCH_SQLITE=0 and BENCH_DATABASE_URL is unset');
+  return dialects;
+}
+
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
