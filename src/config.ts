@@ -2,6 +2,9 @@ import path from 'node:path';
 import { z } from 'zod';
 import { decodeKey } from './core/sealed-secrets.ts';
 
+/** The batch policy a store follows until it sets its own (docs/dispatch.md says why). */
+export const DEFAULT_BATCH_POLICY: BatchPolicy = { batchMultiplier: 2, batchIntervalSeconds: 600, minStock: 1, frequencyCapMinutes: 60 };
+
 /**
  * Every setting the service reads, with the embedded defaults that let `npm start` run with
  * nothing configured. `.env.example` and the README's table list the same names.
@@ -59,12 +62,12 @@ const envSchema = z.object({
   /** `serve` runs the dispatch worker in the same process unless this is false (then run `restock worker`). */
   RUN_WORKER: z.enum(['true', 'false']).default('true'),
   /** Default batch policy; each store may set its own. A batch mails at most stock × multiplier subscribers. */
-  BATCH_MULTIPLIER: z.coerce.number().min(0.1).max(100).default(2),
-  BATCH_INTERVAL_SECONDS: z.coerce.number().int().min(0).default(600),
+  BATCH_MULTIPLIER: z.coerce.number().min(0.1).max(100).default(DEFAULT_BATCH_POLICY.batchMultiplier),
+  BATCH_INTERVAL_SECONDS: z.coerce.number().int().min(0).default(DEFAULT_BATCH_POLICY.batchIntervalSeconds),
   /** A variant must have at least this many units for a restock to be announced. */
-  MIN_STOCK: z.coerce.number().int().min(1).default(1),
+  MIN_STOCK: z.coerce.number().int().min(1).default(DEFAULT_BATCH_POLICY.minStock),
   /** At most one alert per address per store in this window; later ones wait, they are not dropped. 0 = no cap. */
-  FREQUENCY_CAP_MINUTES: z.coerce.number().int().min(0).default(60),
+  FREQUENCY_CAP_MINUTES: z.coerce.number().int().min(0).default(DEFAULT_BATCH_POLICY.frequencyCapMinutes),
   /** Alerts one worker claims (leases) at a time; also the most a crash can send twice. */
   DISPATCH_CLAIM_SIZE: z.coerce.number().int().min(1).max(5000).default(500),
   DISPATCH_LEASE_SECONDS: z.coerce.number().int().min(5).default(120),

@@ -40,7 +40,7 @@ export async function buildDomain(config: Config, database: Database, mail: Mail
   const dispatch = new DispatchService(dispatchStore);
   const inventory = new InventoryService(new InventoryStore(database), stores, dispatch);
   const shopify = buildShopify({ config, database, log, mail, stores, inventory, alerts, dispatch });
-  const senders = new AlertSenders(mail, stores, config.mailFrom, config.dispatch.smtpPoolSize);
+  const senders = new AlertSenders(mail, config.mailFrom, config.dispatch.smtpPoolSize);
   const worker = new DispatchWorker({
     store: dispatchStore,
     dispatch,

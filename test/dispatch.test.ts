@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
+import { startServer } from '../src/server.ts';
+import { createTestDatabase, startTestApp, testConfig, testDialects, type TestApp } from './fixtures/app.ts';
 import {
   call,
   codeIn,
@@ -380,6 +381,65 @@ for (const dialect of testDialects()) {
       const config = expectStatus(await call(t.app, 'GET', `/api/v1/stores/${store.domain}`, { token: store.token }), 200);
       assert.equal(config.ownSmtp, false);
       assert.equal(config.settings.locale, 'en');
+    });
+  });
+
+  describe(`the worker inside the service on ${dialect}`, () => {
+    /** A restock reported to a running server, and the store's outbox read until the alert is there. */
+    async function alertDelivered(env: Record<string, string>, waitMs: number): Promise<boolean> {
+      const database = await createTestDatabase(dialect);
+      const server = await startServer(testConfig(database.url, { PORT: '0', FREQUENCY_CAP_MINUTES: '0', DISPATCH_POLL_MS: '50', ...env }));
+      try {
+        const store = await storeWithOutboxAgent(server.app, server.database, 'serve');
+        const ids = { productId: product(), variantId: variant() };
+        expectStatus(await call(server.app, 'POST', SUBSCRIBE, { token: store.token, body: { ...ids, email: uniqueEmail('serve'), shop: store.domain } }), 200);
+        expectStatus(await call(server.app, 'POST', `/api/v1/stores/${store.domain}/inventory`, { token: store.token, body: { items: [{ ...ids, available: 2 }] } }), 200);
+        const deadline = Date.now() + waitMs;
+        while (Date.now() < deadline) {
+          const outbox = expectStatus(await call(server.app, 'GET', `/api/v1/stores/${store.domain}/outbox`, { token: store.token }), 200);
+          if (outbox.items.some((m: { purpose: string }) => m.purpose === 'restock-alert')) return true;
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+        return false;
+      } finally {
+        await server.stop();
+        await database.drop();
+      }
+    }
+
+    it('sends alerts from `restock serve` by default, with no separate worker', async () => {
+      assert.equal(await alertDelivered({}, 10_000), true);
+    });
+
+    it('leaves sending to `restock worker` processes when RUN_WORKER=false', async () => {
+      assert.equal(await alertDelivered({ RUN_WORKER: 'false' }, 1_000), false);
+    });
+  });
+
+  describe(`stock per location on ${dialect}`, () => {
+    let t: TestApp;
+    before(async () => {
+      t = await startTestApp(dialect);
+    });
+    after(() => t.close());
+
+    it("adjusts a known total by a location's change, and sums locations when the variant was sold out", async () => {
+      const { inventory } = t.app.restock;
+      const shop = uniqueDomain('levels');
+      const ids = { productId: product(), variantId: variant() };
+      const item = `gid://shopify/InventoryItem/${++serial}`;
+      const source = { kind: 'shopify-webhook' as const, ref: 'test', verified: true };
+      const level = async (location: string, available: number) =>
+        (await inventory.reportLevel(shop, { inventoryItemId: item, locationId: `gid://shopify/Location/${location}`, available }, source))!.available;
+
+      await inventory.reportStock(shop, [{ ...ids, inventoryItemId: item, available: 0 }], source);
+      assert.equal(await level('1', 3), 3, 'sold out everywhere: the one location with stock is the total');
+      // A product payload carries the platform's total over every location, some never heard of.
+      await inventory.reportStock(shop, [{ ...ids, available: 10 }], source);
+      assert.equal(await level('1', 1), 8, 'the total moves by the change of location 1 (3 → 1)');
+      assert.equal(await level('2', 2), 8, 'a location never heard of cannot lower a known total');
+      await inventory.reportStock(shop, [{ ...ids, available: 0 }], source);
+      assert.equal(await level('3', 5), 8, 'sold out: the known locations are summed (1 + 2 + 5)');
     });
   });
 }

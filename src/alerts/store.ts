@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Database, Db, Trx } from '../core/db/database.ts';
 import type { SubscriptionsTable } from '../core/db/schema.ts';
+import { chunks } from '../core/chunks.ts';
 import { newId } from '../core/ids.ts';
 import type { SubscriptionStatus } from './schemas.ts';
 
@@ -107,7 +108,7 @@ export class WaitingStore {
   /** Of these subscriptions, the ids still active. */
   async stillActive(ids: string[]): Promise<Set<string>> {
     const out = new Set<string>();
-    for (const chunk of chunks(ids, 500)) {
+    for (const chunk of chunks(ids)) {
       const rows = await this.database.db.selectFrom('subscriptions').select('id').where('id', 'in', chunk).where('status', '=', 'active').execute();
       for (const row of rows) out.add(row.id);
     }
@@ -120,7 +121,7 @@ export class WaitingStore {
    * in one commit: a crash between the two would leave a sent alert's subscriber waiting.
    */
   async markNotified(trx: Trx, ids: string[], now: string): Promise<void> {
-    for (const chunk of chunks(ids, 500)) {
+    for (const chunk of chunks(ids)) {
       await trx.updateTable('subscriptions').set({ status: 'notified', updated_at: now }).where('id', 'in', chunk).where('status', '=', 'active').execute();
     }
   }
@@ -170,9 +171,6 @@ export class WaitingStore {
   }
 }
 
-function* chunks<T>(items: T[], size: number): Generator<T[]> {
-  for (let i = 0; i < items.length; i += size) yield items.slice(i, i + size);
-}
 
 /**
  * Spelled exactly like the index `subscriptions_one_live` (the coalesce, and `active` as a

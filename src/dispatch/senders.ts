@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { MailTransport } from '../core/mail/transport.ts';
 import { SmtpTransport } from '../core/mail/smtp-transport.ts';
-import type { StoreService } from '../stores/service.ts';
 import type { EffectiveSettings } from '../stores/settings.ts';
 
 /**
@@ -13,16 +12,15 @@ export class AlertSenders {
 
   constructor(
     private readonly fallback: MailTransport,
-    private readonly stores: StoreService,
     private readonly defaultFrom: string,
     private readonly poolSize: number,
   ) {}
 
-  async transportFor(storeDomain: string): Promise<MailTransport> {
-    const url = await this.stores.smtpUrlOf(storeDomain);
-    if (!url) return this.fallback;
+  /** `smtpUrl`: the store's own server, from its sending profile. */
+  transportFor(storeDomain: string, smtpUrl: string | undefined): MailTransport {
+    if (!smtpUrl) return this.fallback;
     // Keyed by a digest, so a changed URL (new password) opens a new pool.
-    const key = `${storeDomain}\n${createHash('sha256').update(url).digest('hex')}`;
+    const key = `${storeDomain}\n${createHash('sha256').update(smtpUrl).digest('hex')}`;
     let transport = this.own.get(key);
     if (!transport) {
       for (const [other, stale] of this.own) {
@@ -31,7 +29,7 @@ export class AlertSenders {
           void stale.close();
         }
       }
-      transport = new SmtpTransport(url, this.defaultFrom, { poolSize: this.poolSize });
+      transport = new SmtpTransport(smtpUrl, this.defaultFrom, { poolSize: this.poolSize });
       this.own.set(key, transport);
     }
     return transport;

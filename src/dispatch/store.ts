@@ -1,12 +1,11 @@
 import { sql } from 'kysely';
+import { chunks } from '../core/chunks.ts';
 import type { Database, Trx } from '../core/db/database.ts';
 import type { NotificationsTable, RestocksTable, SuppressionsTable } from '../core/db/schema.ts';
 
 export type RestockRow = RestocksTable;
 export type NotificationRow = NotificationsTable;
 export type SuppressionRow = SuppressionsTable;
-
-const INSERT_CHUNK = 500;
 
 /**
  * Storage of restocks, the notification ledger and suppressions; the only code that touches
@@ -83,10 +82,10 @@ export class DispatchStore {
         .executeTakeFirst();
       // The lease ran out and another worker took the restock over: its plan stands, not ours.
       if (Number(still.numUpdatedRows) === 0) return false;
-      for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
+      for (const chunk of chunks(rows)) {
         await trx
           .insertInto('notifications')
-          .values(rows.slice(i, i + INSERT_CHUNK))
+          .values(chunk)
           .onConflict((oc) => oc.doNothing())
           .execute();
       }
@@ -138,11 +137,11 @@ export class DispatchStore {
   async renewLeases(owner: string, ids: string[], leaseUntil: string): Promise<void> {
     if (ids.length === 0) return;
     await this.database.write(async (trx) => {
-      for (let i = 0; i < ids.length; i += INSERT_CHUNK) {
+      for (const chunk of chunks(ids)) {
         await trx
           .updateTable('notifications')
           .set({ lease_until: leaseUntil })
-          .where('id', 'in', ids.slice(i, i + INSERT_CHUNK))
+          .where('id', 'in', chunk)
           .where('lease_owner', '=', owner)
           .where('status', '=', 'sending')
           .execute();
@@ -162,11 +161,11 @@ export class DispatchStore {
     alongside: (trx: Trx) => Promise<void>,
   ): Promise<void> {
     await this.database.write(async (trx) => {
-      for (let i = 0; i < sent.ids.length; i += INSERT_CHUNK) {
+      for (const chunk of chunks(sent.ids)) {
         await trx
           .updateTable('notifications')
           .set({ status: 'sent', sent_at: sent.at, outcome: 'accepted', lease_owner: null, lease_until: null })
-          .where('id', 'in', sent.ids.slice(i, i + INSERT_CHUNK))
+          .where('id', 'in', chunk)
           .where('lease_owner', '=', owner)
           .execute();
       }
@@ -185,11 +184,11 @@ export class DispatchStore {
   /** Of these subscriptions, those already alerted (by any restock). */
   async alreadySent(subscriptionIds: string[]): Promise<Set<string>> {
     const out = new Set<string>();
-    for (let i = 0; i < subscriptionIds.length; i += INSERT_CHUNK) {
+    for (const chunk of chunks(subscriptionIds)) {
       const rows = await this.database.db
         .selectFrom('notifications')
         .select('subscription_id')
-        .where('subscription_id', 'in', subscriptionIds.slice(i, i + INSERT_CHUNK))
+        .where('subscription_id', 'in', chunk)
         .where('status', '=', 'sent')
         .execute();
       for (const row of rows) out.add(row.subscription_id);
@@ -255,10 +254,6 @@ export class DispatchStore {
       .orderBy('created_at', 'desc')
       .limit(limit)
       .execute();
-  }
-
-  findRestock(id: string): Promise<RestockRow | undefined> {
-    return this.database.db.selectFrom('restocks').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
   listRestocks(storeDomain: string, limit: number): Promise<RestockRow[]> {

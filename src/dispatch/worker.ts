@@ -4,6 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { AlertService } from '../alerts/service.ts';
 import type { DispatchConfig } from '../config.ts';
 import { MailDeliveryError, type MailTransport } from '../core/mail/transport.ts';
+import { chunks } from '../core/chunks.ts';
 import { newId } from '../core/ids.ts';
 import type { InventoryService } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
@@ -171,8 +172,8 @@ export class DispatchWorker {
     const stop = (status: string, reason: string) =>
       store.releaseRestock(this.id, restock.id, { status, stop_reason: reason, updated_at: nowIso }).then(() => 1);
 
-    if (!(await stores.isSending(restock.store_domain))) return stop('stopped', 'the store uninstalled the app');
-    const settings = await stores.settingsOf(restock.store_domain);
+    const { sending, settings } = await stores.sendingProfile(restock.store_domain);
+    if (!sending) return stop('stopped', 'the store uninstalled the app');
     const stock = await inventory.stockOf(restock.store_domain, restock.product_id, restock.variant_id);
     if (!stock.published) return stop('unpublished', 'the product is not published');
     if (stock.available < settings.minStock) {
@@ -390,22 +391,23 @@ export class DispatchWorker {
   private async storeContext(storeDomain: string, rows: NotificationRow[]): Promise<StoreContext> {
     const { stores, store, inventory, senders } = this.deps;
     const emails = [...new Set(rows.map((row) => row.email))];
-    const settings = await stores.settingsOf(storeDomain);
+    const { sending, settings, smtpUrl } = await stores.sendingProfile(storeDomain);
     const capMs = settings.frequencyCapMinutes * 60_000;
     const lastSent = new Map<string, string>();
     const mailedForRestock = new Set<string>();
+    const suppressed = new Map<string, string>();
     const restocks = new Set(rows.map((row) => row.restock_id));
-    const since = new Date(Date.now() - Math.max(capMs, 0)).toISOString();
-    for (const chunk of chunked(emails, 500)) {
-      for (const sent of await store.recentlySent(storeDomain, chunk, capMs > 0 ? since : new Date().toISOString())) {
+    const since = new Date(Date.now() - capMs).toISOString();
+    for (const chunk of chunks(emails)) {
+      // With no cap, when an address was last mailed does not matter.
+      for (const sent of capMs > 0 ? await store.recentlySent(storeDomain, chunk, since) : []) {
         if (sent.sent_at && (!lastSent.has(sent.email) || sent.sent_at > lastSent.get(sent.email)!)) lastSent.set(sent.email, sent.sent_at);
       }
       for (const restockId of restocks) {
         for (const email of await store.sentAddresses(storeDomain, restockId, chunk)) mailedForRestock.add(`${restockId}\n${email}`);
       }
+      for (const [email, reason] of await store.suppressed(storeDomain, chunk)) suppressed.set(email, reason);
     }
-    const suppressed = new Map<string, string>();
-    for (const chunk of chunked(emails, 500)) for (const [email, reason] of await store.suppressed(storeDomain, chunk)) suppressed.set(email, reason);
 
     const products = new Map<string, ProductContext>();
     for (const row of rows) {
@@ -423,14 +425,14 @@ export class DispatchWorker {
     }
     return {
       storeDomain,
-      sending: await stores.isSending(storeDomain),
+      sending,
       settings,
       capMs,
       lastSent,
       mailedForRestock,
       suppressed,
       products,
-      transport: await senders.transportFor(storeDomain),
+      transport: senders.transportFor(storeDomain, smtpUrl),
       from: senders.fromFor(settings),
     };
   }
@@ -610,8 +612,3 @@ function groupBy<T>(items: T[], key: (item: T) => string): Map<string, T[]> {
   return groups;
 }
 
-function chunked<T>(items: T[], size: number): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
-  return out;
-}

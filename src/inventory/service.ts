@@ -136,12 +136,6 @@ export class InventoryService {
     return Math.max(known, summed);
   }
 
-  /** The variant an inventory item belongs to, when a product payload or lookup told us. */
-  async variantForItem(storeDomain: string, inventoryItemId: string): Promise<{ productId: string; variantId: string } | undefined> {
-    const row = await this.store.byItem(storeDomain, inventoryItemId);
-    return row && row.variant_id !== '' ? { productId: row.product_id, variantId: row.variant_id } : undefined;
-  }
-
   /**
    * What is in stock now for a restock of (product, variant); for a whole product, the sum of
    * its variants (or its own product-level number), published if any is.

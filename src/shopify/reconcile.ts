@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { AlertService } from '../alerts/service.ts';
+import { chunks } from '../core/chunks.ts';
 import { nowIso } from '../core/clock.ts';
 import type { WorkerJob } from '../dispatch/jobs.ts';
 import type { InventoryService } from '../inventory/service.ts';
@@ -62,9 +63,9 @@ export async function reconcileStore(deps: ReconcileDeps, shop: string): Promise
   if (!token) return 0;
   const productIds = await deps.alerts.waitingProducts(shop, PRODUCTS_PER_STORE);
   let read = 0;
-  for (let i = 0; i < productIds.length; i += PRODUCTS_PER_QUERY) {
+  for (const ids of chunks(productIds, PRODUCTS_PER_QUERY)) {
     const asOf = nowIso();
-    const products = await deps.admin.products(shop, token, productIds.slice(i, i + PRODUCTS_PER_QUERY));
+    const products = await deps.admin.products(shop, token, ids);
     const reports = products.flatMap((product) => adminProductReports(shop, product, asOf));
     if (reports.length > 0) {
       await deps.inventory.reportStock(shop, reports, { kind: 'reconciliation', ref: `reconciliation ${asOf}`, verified: true });

@@ -1,18 +1,22 @@
-import type { BatchPolicy } from '../config.ts';
+import { DEFAULT_BATCH_POLICY, type BatchPolicy } from '../config.ts';
 import { nowIso } from '../core/clock.ts';
 import { emailSchema, normaliseEmail } from '../core/email.ts';
 import { NotFound, ValidationFailed } from '../core/problems.ts';
 import { SecretBox } from '../core/sealed-secrets.ts';
 import { shopSchema, type Store } from './schemas.ts';
-import { effectiveSettings, parseStoredSettings, storeSettingsSchema, type EffectiveSettings, type StoreSettings } from './settings.ts';
+import { effectiveSettings, parseStoredSettings, storeSettingsSchema, type EffectiveSettings } from './settings.ts';
 import type { StoreRow, StoreStore } from './store.ts';
+
+export interface SendingProfile {
+  sending: boolean;
+  settings: EffectiveSettings;
+  smtpUrl: string | undefined;
+}
 
 export interface StoreServiceOptions {
   secrets?: SecretBox;
   defaults?: BatchPolicy;
 }
-
-const BUILT_IN_DEFAULTS: BatchPolicy = { batchMultiplier: 2, batchIntervalSeconds: 600, minStock: 1, frequencyCapMinutes: 60 };
 
 /**
  * Stores: their owners, how they are connected (a Shopify installation and its sealed Admin API
@@ -27,7 +31,7 @@ export class StoreService {
     options: StoreServiceOptions = {},
   ) {
     this.secrets = options.secrets ?? SecretBox.fromKey(undefined);
-    this.defaults = options.defaults ?? BUILT_IN_DEFAULTS;
+    this.defaults = options.defaults ?? DEFAULT_BATCH_POLICY;
   }
 
   /** The operator's `restock store create`: creates the store or changes its owner. */
@@ -77,21 +81,22 @@ export class StoreService {
     return this.getStore(row.domain);
   }
 
-  async smtpUrlOf(domain: string): Promise<string | undefined> {
-    const row = await this.store.find(domain);
-    return row?.smtp_url_sealed ? this.secrets.open(row.smtp_url_sealed) : undefined;
-  }
-
   /** Settings dispatch applies to the store: its own, else the service defaults. */
   async settingsOf(domain: string): Promise<EffectiveSettings> {
-    const row = await this.store.find(domain);
-    return effectiveSettings(row ? parseStoredSettings(row.settings) : {}, this.defaults);
+    return this.settingsIn(await this.store.find(domain));
   }
 
-  /** False once the store's app was uninstalled: nothing may be sent for it. */
-  async isSending(domain: string): Promise<boolean> {
+  /**
+   * What dispatch needs of a store, from one read: whether it still sends (not once its app was
+   * uninstalled), its settings, and its own SMTP server when it set one.
+   */
+  async sendingProfile(domain: string): Promise<SendingProfile> {
     const row = await this.store.find(domain);
-    return row === undefined || row.status === 'active';
+    return {
+      sending: row === undefined || row.status === 'active',
+      settings: this.settingsIn(row),
+      smtpUrl: row?.smtp_url_sealed ? await this.secrets.open(row.smtp_url_sealed) : undefined,
+    };
   }
 
   /** A Shopify installation (OAuth or token exchange) completed: keep the store and its sealed offline token. */
@@ -135,6 +140,10 @@ export class StoreService {
     await this.store.update(domain, { reconciled_at: nowIso() });
   }
 
+  private settingsIn(row: StoreRow | undefined): EffectiveSettings {
+    return effectiveSettings(row ? parseStoredSettings(row.settings) : {}, this.defaults);
+  }
+
   private async mustFind(domain: string): Promise<StoreRow> {
     const row = await this.findStore(domain);
     if (!row) throw new NotFound(`No store ${domain}.`);
@@ -151,9 +160,7 @@ export class StoreService {
       installedAt: row.installed_at,
       adminApiConnected: row.admin_token_sealed !== null,
       ownSmtp: row.smtp_url_sealed !== null,
-      settings: effectiveSettings(parseStoredSettings(row.settings), this.defaults),
+      settings: this.settingsIn(row),
     };
   }
 }
-
-export type { StoreSettings };
