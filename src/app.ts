@@ -18,6 +18,7 @@ import { BillingStore } from './billing/store.ts';
 import type { Config } from './config.ts';
 import type { Database } from './core/db/database.ts';
 import { clientErrorHandler, frameworkErrors, installErrorHandling } from './core/http/errors.ts';
+import { installApiCors } from './core/http/cors.ts';
 import { installIdempotency } from './core/http/idempotency.ts';
 import { installRateLimits } from './core/http/rate-limit.ts';
 import { openMailTransport, type MailTransport } from './core/mail/transport.ts';
@@ -26,6 +27,8 @@ import { MailOutboxStore } from './core/mail/outbox-store.ts';
 import { dispatchRoutes } from './dispatch/routes.ts';
 import { buildDomain, type Domain } from './domain.ts';
 import { inventoryRoutes } from './inventory/routes.ts';
+import { installPaymentGate } from './payments/gate.ts';
+import { paymentRoutes } from './payments/routes.ts';
 import { registerOpenApi } from './discovery/openapi.ts';
 import { collectOperations, discoveryRoutes } from './discovery/routes.ts';
 import { healthRoutes } from './health/routes.ts';
@@ -111,8 +114,12 @@ export async function buildApp(config: Config, database: Database, options: AppO
   installIdempotency(app, {
     database,
     ttlHours: config.idempotencyTtlHours,
-    callerOf: (request) => request.caller?.agentId ?? 'anyone',
+    // Paying callers are known only after their proof is verified, which must come after the
+    // key is checked (a replay is not charged twice): their keys share one namespace.
+    callerOf: (request) => request.caller?.agentId ?? 'payer',
   });
+  installPaymentGate(app, domain.payments, { baseUrl: config.baseUrl, rateLimitPerMinute: config.agents.rateLimits.anonymous });
+  installApiCors(app);
   const operations = collectOperations(app);
 
   const { alerts } = domain;
@@ -127,6 +134,7 @@ export async function buildApp(config: Config, database: Database, options: AppO
   await app.register(domain.shopify.routes);
   await app.register(alertRoutes(alerts));
   await app.register(unsubscribeRoutes(alerts));
+  await app.register(paymentRoutes(domain.payments));
   await app.register(billingRoutes(billing));
   await app.register(checkoutPages(billing));
   await app.register(discoveryRoutes({ serviceName: config.serviceName, baseUrl: config.baseUrl, operations }));

@@ -22,6 +22,10 @@ const envSchema = z.object({
   SHOPIFY_API_SECRET: z.string().optional(),
   STRIPE_SECRET_KEY: z.string().optional(),
   STRIPE_WEBHOOK_SECRET: z.string().optional(),
+  /** Where the Stripe SDK sends its calls; only changed to reach a stand-in in tests. */
+  STRIPE_API_URL: z.url().default('https://api.stripe.com'),
+  /** The merchant's Stripe profile (`networkId`) that MPP `stripe` offers name; Stripe shows it on the Shared Payment Token. */
+  STRIPE_NETWORK_ID: z.string().optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   SERVICE_NAME: z.string().min(1).default('Restock back-in-stock alerts'),
   /** Signs unsubscribe links; generated once and kept in the database when unset. */
@@ -81,6 +85,25 @@ const envSchema = z.object({
   RECONCILE_INTERVAL_MINUTES: z.coerce.number().int().min(0).default(15),
   SHOPIFY_API_VERSION: z.string().default('2026-07'),
   SHOPIFY_SCOPES: z.string().default('read_products,read_inventory'),
+  /** x402: the address paid. Without it, no x402 offer is made (never a placeholder address). */
+  X402_PAY_TO: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'an EVM address (0x and 40 hex digits)').optional(),
+  /** x402: CAIP-2 network, asset (ERC-20 with EIP-3009) and its EIP-712 domain. Defaults: USDC on Base. */
+  X402_NETWORK: z.string().regex(/^eip155:[0-9]+$/, 'a CAIP-2 EVM network such as eip155:8453').default('eip155:8453'),
+  X402_ASSET: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'a token address').default('0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913'),
+  X402_ASSET_NAME: z.string().min(1).default('USD Coin'),
+  X402_ASSET_VERSION: z.string().min(1).default('2'),
+  X402_ASSET_DECIMALS: z.coerce.number().int().min(0).max(36).default(6),
+  X402_FACILITATOR_URL: z.url().default('https://x402.org/facilitator'),
+  /** x402: how long a payment authorisation may stay open. */
+  X402_MAX_TIMEOUT_SECONDS: z.coerce.number().int().min(10).default(300),
+  /** MPP `tempo`: the address paid on Tempo; without it, no tempo offer is made. */
+  MPP_TEMPO_RECIPIENT: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'an address (0x and 40 hex digits)').optional(),
+  /** MPP `tempo`: the Tempo RPC that verifies transfers (the SDK's public endpoint when unset). */
+  MPP_TEMPO_RPC_URL: z.url().optional(),
+  /** MPP `tempo`: the TIP-20 token charged (the SDK's default stablecoin when unset). */
+  MPP_TEMPO_CURRENCY: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'a token address').optional(),
+  /** How long a settlement (x402 facilitator, Stripe) may take before it is recorded as pending and reconciled. */
+  PAYMENT_SETTLE_TIMEOUT_MS: z.coerce.number().int().min(100).default(15_000),
   /** Optional HTTPS listener that asks for client certificates (mtls credentials). */
   TLS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   TLS_CERT_FILE: z.string().optional(),
@@ -121,6 +144,24 @@ export interface Config {
   dispatch: DispatchConfig;
   /** Set when SHOPIFY_API_KEY and SHOPIFY_API_SECRET are: the Shopify app (install, webhooks, reconciliation). */
   shopify: ShopifyConfig | undefined;
+  payments: PaymentsConfig;
+}
+
+/** Pay-per-request acceptance (docs/payments.md). An unset `payTo`/key leaves that offer out. */
+export interface PaymentsConfig {
+  x402: {
+    payTo: string | undefined;
+    network: string;
+    asset: string;
+    assetName: string;
+    assetVersion: string;
+    assetDecimals: number;
+    facilitatorUrl: string;
+    maxTimeoutSeconds: number;
+  };
+  stripe: { secretKey: string | undefined; apiUrl: string; networkId: string | undefined };
+  tempo: { recipient: string | undefined; rpcUrl: string | undefined; currency: string | undefined };
+  settleTimeoutMs: number;
 }
 
 export interface BatchPolicy {
@@ -222,6 +263,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       reconcileIntervalMinutes: e.RECONCILE_INTERVAL_MINUTES,
     },
     shopify: shopifyConfig(e),
+    payments: {
+      x402: {
+        payTo: e.X402_PAY_TO,
+        network: e.X402_NETWORK,
+        asset: e.X402_ASSET,
+        assetName: e.X402_ASSET_NAME,
+        assetVersion: e.X402_ASSET_VERSION,
+        assetDecimals: e.X402_ASSET_DECIMALS,
+        facilitatorUrl: e.X402_FACILITATOR_URL.replace(/\/+$/, ''),
+        maxTimeoutSeconds: e.X402_MAX_TIMEOUT_SECONDS,
+      },
+      stripe: { secretKey: e.STRIPE_SECRET_KEY, apiUrl: e.STRIPE_API_URL, networkId: e.STRIPE_NETWORK_ID },
+      tempo: { recipient: e.MPP_TEMPO_RECIPIENT, rpcUrl: e.MPP_TEMPO_RPC_URL, currency: e.MPP_TEMPO_CURRENCY },
+      settleTimeoutMs: e.PAYMENT_SETTLE_TIMEOUT_MS,
+    },
   };
 }
 

@@ -13,6 +13,8 @@ import { DispatchStore } from './dispatch/store.ts';
 import { DispatchWorker } from './dispatch/worker.ts';
 import { InventoryService } from './inventory/service.ts';
 import { InventoryStore } from './inventory/store.ts';
+import { buildPayments } from './payments/index.ts';
+import type { PaymentService } from './payments/service.ts';
 import { buildShopify, type ShopifyFeature } from './shopify/index.ts';
 import { StoreService } from './stores/service.ts';
 import { StoreStore } from './stores/store.ts';
@@ -24,6 +26,7 @@ export interface Domain {
   inventory: InventoryService;
   dispatch: DispatchService;
   shopify: ShopifyFeature;
+  payments: PaymentService;
   worker: DispatchWorker;
   /** Stops the worker and closes the stores' own mail transports (not `mail`, which the caller owns). */
   close(): Promise<void>;
@@ -34,12 +37,14 @@ export async function buildDomain(config: Config, database: Database, mail: Mail
     secrets: SecretBox.fromKey(config.encryptionKey),
     defaults: config.dispatch.defaults,
   });
-  const signer = new TokenSigner(await loadServiceSecret(database, config.secret));
+  const serviceSecret = await loadServiceSecret(database, config.secret);
+  const signer = new TokenSigner(serviceSecret);
   const alerts = new AlertService(new AlertStore(database), new WaitingStore(database), signer, config.baseUrl);
   const dispatchStore = new DispatchStore(database);
   const dispatch = new DispatchService(dispatchStore);
   const inventory = new InventoryService(new InventoryStore(database), stores, dispatch);
   const shopify = buildShopify({ config, database, log, mail, stores, inventory, alerts, dispatch });
+  const payments = buildPayments(config, database, serviceSecret, log);
   const senders = new AlertSenders(mail, config.mailFrom, config.dispatch.smtpPoolSize);
   const worker = new DispatchWorker({
     store: dispatchStore,
@@ -50,7 +55,7 @@ export async function buildDomain(config: Config, database: Database, mail: Mail
     senders,
     config: config.dispatch,
     log,
-    jobs: shopify.jobs,
+    jobs: [...shopify.jobs, ...payments.jobs],
   });
   return {
     stores,
@@ -58,6 +63,7 @@ export async function buildDomain(config: Config, database: Database, mail: Mail
     inventory,
     dispatch,
     shopify,
+    payments: payments.service,
     worker,
     async close() {
       await worker.stop();

@@ -318,8 +318,14 @@ for (const dialect of testDialects()) {
         const [scope] = security[0]!.agentToken!;
         assert.ok(scope, `${method} ${path} names no scope`);
         assert.ok(asObject(operation.responses, 'responses')['401'], `${method} ${path} documents no 401`);
-        assert.equal(anonymous.statusCode, 401, `${method} ${path} without a token`);
-        assert.match(anonymous.headers['www-authenticate'] as string, /^Bearer .*resource_metadata="http:\/\/restock\.test\/\.well-known\/oauth-protected-resource"/);
+        if (operation['x-payment-info']) {
+          // Paid per request without a token: the 402 says how (docs/payments.md).
+          assert.equal(anonymous.statusCode, 402, `${method} ${path} without a token`);
+          assert.ok(asObject(operation.responses, 'responses')['402'], `${method} ${path} documents no 402`);
+        } else {
+          assert.equal(anonymous.statusCode, 401, `${method} ${path} without a token`);
+          assert.match(anonymous.headers['www-authenticate'] as string, /^Bearer .*resource_metadata="http:\/\/restock\.test\/\.well-known\/oauth-protected-resource"/);
+        }
         const withReadOnly = await t.app.inject({ method: method as 'GET', url, headers: { authorization: `Bearer ${readOnly}` } });
         if (scope === 'api:read') {
           assert.ok(![401, 403].includes(withReadOnly.statusCode), `${method} ${path} refused an api:read token: ${withReadOnly.body}`);

@@ -38,6 +38,8 @@ export function installAccessControl(app: FastifyInstance, service: AgentService
   const authenticate = async (request: FastifyRequest) => {
     const scope = request.routeOptions.config.scope!;
     const header = request.headers.authorization;
+    // A paid route lets a caller without a token through to the payment gate, which asks for payment.
+    if (request.routeOptions.config.payment && (!header || /^payment\s/i.test(header))) return;
     if (!header || !/^bearer(\s|$)/i.test(header)) {
       const detail = header
         ? 'Only Bearer access tokens are accepted (`Authorization: Bearer <token>`).'

@@ -10,13 +10,14 @@ export function alertRoutes(service: AlertService) {
     const api = app.withTypeProvider<ZodTypeProvider>();
 
     api.post('/api/v1/alerts/subscribe', {
-      config: { idempotent: true, scope: 'api:write' },
+      config: { idempotent: true, scope: 'api:write', payment: 'subscribeAlert' },
       schema: {
         operationId: 'subscribeAlert',
         summary: 'Subscribe a customer e-mail to a restock alert',
         description:
           'Creates a subscription that sends one e-mail when the product (or the given variant) is back in stock. ' +
-          'Subscribing the same product, variant and e-mail again returns the existing active subscription.',
+          'Subscribing the same product, variant and e-mail again returns the existing active subscription. ' +
+          'Without an access token, the request is paid per request (x402 or MPP, USD 0.05).',
         tags: ['alerts'],
         body: subscribeAlertBody,
         response: { 200: subscribeAlertResponse, ...problemResponses(400, 403, 409, 413, 415, 422, 503) },

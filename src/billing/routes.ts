@@ -27,17 +27,19 @@ export function billingRoutes(service: BillingService) {
     });
 
     api.post('/api/v1/plans/checkout', {
-      config: { idempotent: true, scope: 'api:write' },
+      config: { idempotent: true, scope: 'api:write', payment: 'checkoutPlan' },
       schema: {
         operationId: 'checkoutPlan',
         summary: 'Create an agent checkout session for the starter or growth plan',
-        description: 'Returns the URL of a page where the purchase is completed; the plan becomes active for the store once it is.',
+        description:
+          'Returns the URL of a page where the purchase is completed; the plan becomes active for the store once it is. ' +
+          'Without an access token, the request can pay for the starter plan itself (x402 or MPP, USD 9.99): the session is then complete at once.',
         tags: ['plans'],
         body: checkoutPlanBody,
         response: { 200: checkoutPlanResponse, ...problemResponses(400, 403, 409, 413, 415, 422, 503) },
       },
       handler: async (request) => {
-        const session = await service.checkoutPlan(request.body, request.caller!);
+        const session = await service.checkoutPlan(request.body, request.caller!, request.payment?.protocol);
         return { checkoutUrl: session.checkoutUrl, sessionId: session.sessionId };
       },
     });

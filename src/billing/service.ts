@@ -29,8 +29,11 @@ export class BillingService {
     }));
   }
 
-  /** checkoutPlan: a new checkout session for the plan and store. */
-  async checkoutPlan(input: { plan: PlanId; shop: string }, caller: Caller): Promise<CheckoutSession> {
+  /**
+   * checkoutPlan: a new checkout session for the plan and store. When the request itself paid
+   * for the plan (pay per request), the session is complete at once and the plan active.
+   */
+  async checkoutPlan(input: { plan: PlanId; shop: string }, caller: Caller, paidWith?: 'x402' | 'mpp'): Promise<CheckoutSession> {
     if (storeForWrite(caller, input.shop).foreign) {
       throw new Forbidden(`This agent is bound to ${caller.storeDomain} and cannot buy a plan for ${input.shop}.`);
     }
@@ -41,7 +44,7 @@ export class BillingService {
       plan: input.plan,
       shop: input.shop.toLowerCase(),
       status: 'open',
-      provider: 'local',
+      provider: paidWith ?? 'local',
       amount_cents: plan.amountCents,
       currency: plan.currency,
       created_at: now.toISOString(),
@@ -50,6 +53,7 @@ export class BillingService {
       agent_id: caller.agentId,
     };
     await this.store.createSession(row);
+    if (paidWith) return this.present((await this.store.completeSession(row.id, nowIso())) ?? row);
     return this.present(row);
   }
 

@@ -94,6 +94,67 @@ export const problemTypes = {
     title: 'A platform the service depends on failed',
     description: "A call to the store's platform (such as Shopify's Admin API) failed. Nothing was changed; try again later.",
   },
+  // Payment problems. Those named by the MPP specification keep its type URIs, so MPP clients
+  // recognise them; each answers 402 with fresh offers unless said otherwise.
+  'payment-required': {
+    status: 402,
+    title: 'Payment required',
+    description:
+      'This operation is paid per request when no access token is sent. The answer carries x402 requirements (`PAYMENT-REQUIRED`, and `accepts` in the body) and MPP challenges (`WWW-Authenticate: Payment`); pay one and retry, or register for an access token.',
+    uri: 'https://paymentauth.org/problems/payment-required',
+  },
+  'payment-insufficient': {
+    status: 402,
+    title: 'The payment does not cover the price',
+    description: 'The amount, asset or recipient of the payment does not match the offer. Pay one of the fresh offers.',
+    uri: 'https://paymentauth.org/problems/payment-insufficient',
+  },
+  'payment-expired': {
+    status: 402,
+    title: 'The payment or its challenge has expired',
+    description: 'Pay one of the fresh offers in this answer.',
+    uri: 'https://paymentauth.org/problems/payment-expired',
+  },
+  'verification-failed': {
+    status: 402,
+    title: 'The payment could not be verified',
+    description: 'The proof is invalid (signature, funds, already used, or refused by the payment network). Nothing was charged unless `paymentId` says so.',
+    uri: 'https://paymentauth.org/problems/verification-failed',
+  },
+  'malformed-credential': {
+    status: 402,
+    title: 'The payment credential cannot be read',
+    description: 'The `Authorization: Payment` credential or `PAYMENT-SIGNATURE` header is not well-formed.',
+    uri: 'https://paymentauth.org/problems/malformed-credential',
+  },
+  'invalid-challenge': {
+    status: 402,
+    title: 'The challenge is not one of ours, was altered, is for another operation, or was already used',
+    description: 'Each challenge pays for one request to the operation it was issued for. Pay one of the fresh offers in this answer.',
+    uri: 'https://paymentauth.org/problems/invalid-challenge',
+  },
+  'method-unsupported': {
+    status: 400,
+    title: 'This payment method is not accepted here',
+    description: 'Pay with one of the methods offered in the 402 answer.',
+    uri: 'https://paymentauth.org/problems/method-unsupported',
+  },
+  'payment-method-unavailable': {
+    status: 402,
+    title: 'This payment method cannot take this payment',
+    description:
+      'The method is offered as the interface specifies but cannot complete this payment here: its settings are missing (`missing` names them), the amount is below what the network can charge (Stripe: USD 0.50), or it needs a processor the service does not have. Nothing was charged; pay another offer.',
+  },
+  'payment-network-unreachable': {
+    status: 503,
+    title: 'The payment network cannot be reached',
+    description: 'The facilitator, processor or RPC that verifies or settles this payment did not answer. Nothing was served; retry after `Retry-After`.',
+  },
+  'settlement-failed': {
+    status: 402,
+    title: 'The payment could not be settled',
+    description: 'The payment was verified but the network refused to settle it. The ledger keeps the attempt; pay again.',
+  },
   'checkout-expired': {
     status: 410,
     title: 'The checkout session has expired',
@@ -114,7 +175,7 @@ export const problemTypes = {
     title: 'Internal error',
     description: 'Something failed on our side. Nothing was changed unless the response said otherwise; the request id helps us find it.',
   },
-} as const satisfies Record<string, { status: number; title: string; description: string }>;
+} as const satisfies Record<string, { status: number; title: string; description: string; uri?: string }>;
 
 export type ProblemSlug = keyof typeof problemTypes;
 
@@ -131,12 +192,12 @@ export class Problem extends Error {
   readonly title: string;
   readonly detail: string;
   readonly extensions: Record<string, unknown>;
-  readonly headers: Record<string, string>;
+  readonly headers: Record<string, string | string[]>;
 
   constructor(
     slug: ProblemSlug,
     detail: string,
-    options: { extensions?: Record<string, unknown>; headers?: Record<string, string> } = {},
+    options: { extensions?: Record<string, unknown>; headers?: Record<string, string | string[]> } = {},
   ) {
     super(detail);
     this.name = 'Problem';
@@ -186,7 +247,8 @@ export class NotConfigured extends Problem {
 }
 
 export function problemTypeUri(baseUrl: string, slug: ProblemSlug): string {
-  return `${baseUrl}/problems/${slug}`;
+  const type = problemTypes[slug] as { uri?: string };
+  return type.uri ?? `${baseUrl}/problems/${slug}`;
 }
 
 function describeFieldErrors(errors: FieldError[]): string {

@@ -1,11 +1,12 @@
 import swagger from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import { jsonSchemaTransform } from 'fastify-type-provider-zod';
+import { paymentInfo, priceSheets, type PaidOperation } from '../payments/offers.ts';
 
 export const API_VERSION = '1.0.0';
 
 type OpenApiDocument = Record<string, unknown> & { paths?: Record<string, Record<string, OperationObject>> };
-type OperationObject = { responses?: Record<string, { content?: Record<string, unknown> }> };
+type OperationObject = { operationId?: string; responses?: Record<string, { content?: Record<string, unknown> }>; 'x-payment-info'?: unknown };
 
 /**
  * Registers the OpenAPI 3.1 generator. Call before the routes register: it documents every route
@@ -28,6 +29,7 @@ export async function registerOpenApi(app: FastifyInstance, baseUrl: string): Pr
         { name: 'plans', description: 'Plans merchants buy' },
         { name: 'agents', description: 'Agent registration, claim, tokens and revocation' },
         { name: 'stores', description: "Merchants' stores and the agents bound to them" },
+        { name: 'payments', description: 'The ledger of requests paid per request (x402, MPP)' },
         { name: 'service', description: 'Health and discovery' },
       ],
       components: {
@@ -46,7 +48,7 @@ export async function registerOpenApi(app: FastifyInstance, baseUrl: string): Pr
     transform: jsonSchemaTransform,
     transformObject: (documentObject) => {
       const document = (documentObject as { openapiObject: OpenApiDocument }).openapiObject;
-      return withServiceInfo(withProblemMediaType(document)) as never;
+      return withServiceInfo(withPaymentInfo(withProblemMediaType(document)), baseUrl) as never;
     },
   });
 }
@@ -64,6 +66,23 @@ function withProblemMediaType(document: OpenApiDocument): OpenApiDocument {
   return document;
 }
 
-function withServiceInfo(document: OpenApiDocument): OpenApiDocument {
-  return { ...document, 'x-service-info': { categories: ['e-commerce', 'notifications', 'inventory'] } };
+/** The MPP discovery draft's offers on each paid operation, from the same price sheets the 402s use. */
+function withPaymentInfo(document: OpenApiDocument): OpenApiDocument {
+  for (const operations of Object.values(document.paths ?? {})) {
+    for (const operation of Object.values(operations)) {
+      const id = operation.operationId;
+      if (id && Object.hasOwn(priceSheets, id)) operation['x-payment-info'] = paymentInfo(priceSheets[id as PaidOperation]);
+    }
+  }
+  return document;
+}
+
+function withServiceInfo(document: OpenApiDocument, baseUrl: string): OpenApiDocument {
+  return {
+    ...document,
+    'x-service-info': {
+      categories: ['e-commerce', 'notifications', 'inventory'],
+      docs: { apiReference: `${baseUrl}/openapi.json`, homepage: `${baseUrl}/` },
+    },
+  };
 }

@@ -60,6 +60,8 @@ export function discoveryRoutes(options: { serviceName: string; baseUrl: string;
 
     const api = app.withTypeProvider<ZodTypeProvider>();
     api.get('/api', {
+      // The seed's protected route: an access token reads it, anyone else pays per request.
+      config: { scope: 'api:read', payment: 'getApiIndex' },
       schema: {
         operationId: 'getApiIndex',
         summary: 'List the operations of this API',

@@ -42,6 +42,8 @@ export interface Tables {
   notifications: NotificationsTable;
   /** dispatch */
   suppressions: SuppressionsTable;
+  /** payments */
+  payments: PaymentsTable;
 }
 
 export interface SubscriptionsTable {
@@ -300,4 +302,31 @@ export interface SuppressionsTable {
   reason: string;
   detail: string | null;
   created_at: string;
+}
+
+export interface PaymentsTable {
+  id: string;
+  /** What makes a proof single-use: `x402:<network>:<payer>:<nonce>` or `mpp:<challenge id>`. */
+  proof_key: string;
+  protocol: string;
+  method: string;
+  intent: string;
+  operation: string;
+  /** In base units of `currency`, as a decimal string. */
+  amount: string;
+  currency: string;
+  payer: string | null;
+  reference: string | null;
+  status: string;
+  error: string | null;
+  request_method: string;
+  request_path: string;
+  request_id: string;
+  store_domain: string | null;
+  result_ref: string | null;
+  /** What a reconciliation needs to finish a settlement whose outcome is unknown. */
+  proof: string | null;
+  attempts: number;
+  created_at: string;
+  updated_at: string;
 }

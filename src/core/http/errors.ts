@@ -19,19 +19,20 @@ export function sendProblem(request: FastifyRequest, reply: FastifyReply, proble
   for (const [name, value] of Object.entries(problem.headers)) reply.header(name, value);
   reply.header('x-request-id', request.id);
   if (request.routeOptions.config?.page && prefersHtml(request)) return sendProblemPage(reply, problem);
-  return reply
-    .code(problem.status)
-    .type(PROBLEM_CONTENT_TYPE)
-    .serializer(JSON.stringify)
-    .send({
-      type: problemTypeUri(baseUrl, problem.slug),
-      title: problem.title,
-      status: problem.status,
-      detail: problem.detail,
-      instance: request.url.split('?')[0],
-      requestId: request.id,
-      ...problem.extensions,
-    });
+  return reply.code(problem.status).type(PROBLEM_CONTENT_TYPE).serializer(JSON.stringify).send(problemDocument(request, problem, baseUrl));
+}
+
+/** The RFC 9457 document of a problem, as answered to this request. */
+export function problemDocument(request: FastifyRequest, problem: Problem, baseUrl: string) {
+  return {
+    type: problemTypeUri(baseUrl, problem.slug),
+    title: problem.title,
+    status: problem.status,
+    detail: problem.detail,
+    instance: request.url.split('?')[0],
+    requestId: request.id,
+    ...problem.extensions,
+  };
 }
 
 /** Pages people open from an e-mail or a link get the same problem as a readable page. */

@@ -3,6 +3,7 @@ import type { Dialect } from '../dialect.ts';
 import { foundation } from './0001_foundation.ts';
 import { identity } from './0002_identity.ts';
 import { dispatch } from './0003_dispatch.ts';
+import { payments } from './0004_payments.ts';
 
 export interface DialectMigration {
   up(db: Kysely<any>, dialect: Dialect): Promise<void>;
@@ -13,4 +14,5 @@ export const migrations: Record<string, DialectMigration> = {
   '0001_foundation': foundation,
   '0002_identity': identity,
   '0003_dispatch': dispatch,
+  '0004_payments': payments,
 };

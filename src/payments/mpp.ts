@@ -1,0 +1,313 @@
+import { Challenge, Credential, Errors, Method, PaymentRequest, z as mz, type Receipt } from 'mppx';
+import { Mppx, stripe, tempo } from 'mppx/server';
+import Stripe from 'stripe';
+import { createPublicClient, http } from 'viem';
+import type { PaymentsConfig } from '../config.ts';
+import { Problem, type ProblemSlug } from '../core/problems.ts';
+import { priceSheets, usdDecimal, type MppMethod, type MppOffer, type PaidOperation } from './offers.ts';
+
+/** Stripe's smallest charge in USD cents (docs.stripe.com/currencies#minimum-and-maximum-charge-amounts). */
+const STRIPE_MINIMUM_USD_CENTS = 50;
+const CHALLENGE_TTL_MS = 5 * 60_000;
+
+export interface Unavailable {
+  protocol: 'x402' | 'mpp';
+  method: string;
+  intent?: string;
+  /** Settings that would make it available. */
+  missing?: string[];
+  reason: string;
+}
+
+/** A verified and charged MPP credential, waiting for the handler's outcome. */
+export interface MppPayment {
+  challengeId: string;
+  method: MppMethod;
+  intent: string;
+  amount: string;
+  currency: string;
+  payer: string | null;
+  receipt: Receipt.Receipt;
+}
+
+/** The session intent (the seed's checkout offers) as a method: stripe and card define only charge. */
+function sessionMethod(name: 'stripe' | 'card') {
+  return Method.from({
+    name,
+    intent: 'session',
+    schema: {
+      credential: { payload: mz.object({ spt: mz.optional(mz.string()), token: mz.optional(mz.string()) }) },
+      request: mz.pipe(
+        mz.object({ amount: mz.amount(), currency: mz.string(), decimals: mz.number(), description: mz.optional(mz.string()) }),
+        mz.transform(({ amount, decimals, ...rest }: { amount: string; decimals: number; currency: string; description?: string }) => ({
+          ...rest,
+          amount: toBaseUnits(amount, decimals),
+        })),
+      ),
+    },
+  });
+}
+
+function toBaseUnits(decimal: string, decimals: number): string {
+  const [whole = '0', fraction = ''] = decimal.split('.');
+  return (BigInt(whole) * 10n ** BigInt(decimals) + BigInt((fraction + '0'.repeat(decimals)).slice(0, decimals) || '0')).toString();
+}
+
+/**
+ * MPP (the Machine Payments Protocol) through `mppx`: challenges bound to one operation by HMAC
+ * (the `scope` travels in the challenge's `opaque`), credentials verified by the SDK's own
+ * methods. Offers whose settings are missing are left out of the challenges and named instead.
+ */
+export class MppAcceptance {
+  readonly unavailable: Unavailable[] = [];
+  private readonly mppx;
+  private readonly offered = new Set<string>();
+  readonly stripe: Stripe | undefined;
+
+  constructor(
+    private readonly config: PaymentsConfig,
+    secretKey: string,
+    realm: string,
+  ) {
+    const methods: Method.AnyServer[] = [];
+    const { secretKey: stripeKey, networkId, apiUrl } = config.stripe;
+    if (stripeKey && networkId) {
+      this.stripe = stripeClient(stripeKey, apiUrl, config.settleTimeoutMs);
+      methods.push(this.stripeCharge(this.stripe, networkId), this.stripeSession(this.stripe));
+      this.offered.add('stripe/charge').add('stripe/session');
+    } else {
+      const missing = [!stripeKey && 'STRIPE_SECRET_KEY', !networkId && 'STRIPE_NETWORK_ID'].filter((name): name is string => Boolean(name));
+      this.unavailable.push({ protocol: 'mpp', method: 'stripe', missing, reason: `Stripe payments need ${missing.join(' and ')}.` });
+    }
+    if (config.tempo.recipient) {
+      methods.push(this.tempoCharge(config.tempo.recipient));
+      this.offered.add('tempo/charge');
+    } else {
+      this.unavailable.push({ protocol: 'mpp', method: 'tempo', missing: ['MPP_TEMPO_RECIPIENT'], reason: 'Tempo payments need the address to pay (MPP_TEMPO_RECIPIENT) and a Tempo RPC.' });
+    }
+    // Card sessions carry an encrypted network token that only a card processor can charge, and
+    // the one SDK for it is not open source: offered as the seed lists it, refused when used.
+    methods.push(Method.toServer(sessionMethod('card'), { verify: async () => { throw cardProcessorMissing(); } }));
+    this.offered.add('card/session');
+    this.unavailable.push({ protocol: 'mpp', method: 'card', intent: 'session', reason: 'Card checkout sessions need a card processor; none is configured. Pay with stripe or x402.' });
+    this.mppx = Mppx.create({ methods: methods as never, secretKey, realm });
+  }
+
+  /** One `WWW-Authenticate: Payment` value per offer this deployment can take. */
+  async challenges(operation: PaidOperation): Promise<string[]> {
+    const sheet = priceSheets[operation];
+    const values: string[] = [];
+    for (const offer of sheet.mpp) {
+      if (!this.offered.has(`${offer.method}/${offer.intent}`)) continue;
+      const handlers = (this.mppx.challenge as Record<string, Record<string, (options: object) => Promise<Challenge.Challenge>>>)[offer.method]!;
+      const challenge = await handlers[offer.intent]!({
+        ...this.routeRequest(operation, offer),
+        description: offer.description,
+        scope: operation,
+        expires: new Date(Date.now() + CHALLENGE_TTL_MS).toISOString(),
+      });
+      values.push(Challenge.serialize(challenge));
+    }
+    return values;
+  }
+
+  /**
+   * The offline half of verification: readable, one of ours (HMAC), for this operation, not
+   * expired. Nothing is charged yet, so a refusal here burns nothing.
+   */
+  precheck(header: string, operation: PaidOperation, secretKey: string): Credential.Credential {
+    let credential: Credential.Credential;
+    try {
+      const scheme = Credential.extractPaymentScheme(header);
+      if (!scheme) throw new Error('no Payment scheme');
+      credential = Credential.deserialize(scheme);
+    } catch {
+      throw new Problem('malformed-credential', 'The `Authorization: Payment` credential is not base64url JSON with a challenge and a payload.');
+    }
+    const { challenge } = credential;
+    const offer = priceSheets[operation].mpp.find((o) => o.method === challenge.method && o.intent === challenge.intent);
+    if (!offer) {
+      throw new Problem('method-unsupported', `${challenge.method}/${challenge.intent} is not offered for ${operation}.`);
+    }
+    if (!Challenge.verify(challenge, { secretKey })) {
+      throw new Problem('invalid-challenge', 'This challenge was not issued by this service, or was altered.');
+    }
+    if (scopeOf(challenge) !== operation) {
+      throw new Problem('invalid-challenge', `This challenge was issued for another operation, not ${operation}.`);
+    }
+    if (!challenge.expires || new Date(challenge.expires).getTime() <= Date.now()) {
+      throw new Problem('payment-expired', `The challenge expired at ${challenge.expires ?? 'an unknown time'}.`);
+    }
+    if (!this.offered.has(`${challenge.method}/${challenge.intent}`)) {
+      const gap = this.unavailable.find((u) => u.method === challenge.method);
+      throw new Problem('payment-method-unavailable', gap?.reason ?? `${challenge.method} is not available.`, {
+        extensions: { method: challenge.method, ...(gap?.missing ? { missing: gap.missing } : {}) },
+      });
+    }
+    return credential;
+  }
+
+  /** The online half: the method's own verification through mppx (for stripe: the charge). */
+  async verify(credential: Credential.Credential, operation: PaidOperation): Promise<MppPayment> {
+    const { challenge } = credential;
+    const offer = priceSheets[operation].mpp.find((o) => o.method === challenge.method && o.intent === challenge.intent)!;
+    let receipt: Receipt.Receipt;
+    try {
+      receipt = await this.mppx.verifyCredential(credential, { scope: operation, request: this.routeRequest(operation, offer) });
+    } catch (err) {
+      throw toProblem(err);
+    }
+    const request = challenge.request as { amount?: string; currency?: string };
+    return {
+      challengeId: challenge.id,
+      method: offer.method,
+      intent: offer.intent,
+      amount: String(request.amount ?? priceSheets[operation].usdCents),
+      currency: String(request.currency ?? 'usd'),
+      payer: credential.source ?? null,
+      receipt,
+    };
+  }
+
+  /** Gives the money back when the paid-for request did not succeed (Stripe charges at verification). */
+  async refund(payment: MppPayment): Promise<string | undefined> {
+    if (payment.method !== 'stripe' || !this.stripe || !payment.receipt.reference) return undefined;
+    const refund = await this.stripe.refunds.create(
+      { payment_intent: payment.receipt.reference },
+      { idempotencyKey: `refund_${payment.challengeId}` },
+    );
+    return refund.id;
+  }
+
+  private routeRequest(operation: PaidOperation, offer: MppOffer): Record<string, unknown> {
+    const cents = priceSheets[operation].usdCents;
+    if (offer.method === 'tempo') return { amount: usdDecimal(cents) };
+    return { amount: usdDecimal(cents), currency: 'usd', decimals: 2 };
+  }
+
+  /**
+   * mppx's Stripe charge, except that an amount below Stripe's minimum is still offered (the seed
+   * lists it) and refused when paid, with a problem that says so, instead of vanishing.
+   */
+  private stripeCharge(client: Stripe, networkId: string) {
+    const charge = stripe.charge({ client: client as never, networkId, paymentMethodTypes: ['card'], currency: 'usd', decimals: 2 });
+    return Method.toServer(charge, {
+      defaults: charge.defaults,
+      verify: async (parameters) => {
+        const cents = Number(boundRequest(parameters.credential.challenge).amount);
+        if (cents < STRIPE_MINIMUM_USD_CENTS) throw belowStripeMinimum(cents);
+        return charge.verify(parameters);
+      },
+    });
+  }
+
+  /** The starter plan's first month through Stripe: a confirmed PaymentIntent on the Shared Payment Token. */
+  private stripeSession(client: Stripe) {
+    return Method.toServer(sessionMethod('stripe'), {
+      defaults: { currency: 'usd', decimals: 2 },
+      verify: async ({ credential }) => {
+        const request = boundRequest(credential.challenge);
+        const spt = (credential.payload as { spt?: string }).spt;
+        if (!spt) throw new Errors.InvalidPayloadError();
+        let intent: Stripe.PaymentIntent;
+        try {
+          intent = await client.paymentIntents.create(
+            {
+              amount: Number(request.amount),
+              currency: request.currency,
+              confirm: true,
+              automatic_payment_methods: { enabled: true, allow_redirects: 'never' },
+              metadata: { mpp_challenge: credential.challenge.id, purpose: 'starter plan, first month' },
+              shared_payment_granted_token: spt,
+            } as Stripe.PaymentIntentCreateParams,
+            { idempotencyKey: `mpp_${credential.challenge.id}` },
+          );
+        } catch (err) {
+          throw stripeFailure(err);
+        }
+        if (intent.status !== 'succeeded') {
+          throw new Errors.VerificationFailedError({ reason: `Stripe PaymentIntent status: ${intent.status}` });
+        }
+        return { method: 'stripe', status: 'success', timestamp: new Date().toISOString(), reference: intent.id };
+      },
+    });
+  }
+
+  private tempoCharge(recipient: string) {
+    const { rpcUrl, currency } = this.config.tempo;
+    return tempo.charge({
+      recipient: recipient as `0x${string}`,
+      ...(currency ? { currency: currency as `0x${string}` } : {}),
+      ...(rpcUrl ? { getClient: () => createPublicClient({ transport: http(rpcUrl, { timeout: this.config.settleTimeoutMs, retryCount: 0 }) }) } : {}),
+    } as never);
+  }
+}
+
+function stripeClient(secretKey: string, apiUrl: string, timeoutMs: number): Stripe {
+  const url = new URL(apiUrl);
+  return new Stripe(secretKey, {
+    host: url.hostname,
+    port: Number(url.port || (url.protocol === 'http:' ? 80 : 443)),
+    protocol: url.protocol === 'http:' ? 'http' : 'https',
+    maxNetworkRetries: 1,
+    timeout: timeoutMs,
+  });
+}
+
+function belowStripeMinimum(cents: number): Problem {
+  return new Problem(
+    'payment-method-unavailable',
+    `Stripe cannot charge USD ${usdDecimal(cents)}: its minimum charge is USD ${usdDecimal(STRIPE_MINIMUM_USD_CENTS)}. Nothing was charged; pay with tempo or x402, or use an access token.`,
+    { extensions: { method: 'stripe', reason: 'amount_below_minimum', minimumAmount: String(STRIPE_MINIMUM_USD_CENTS), currency: 'usd' } },
+  );
+}
+
+function cardProcessorMissing(): Problem {
+  return new Problem(
+    'payment-method-unavailable',
+    'Card checkout sessions need a card processor to charge the network token, and none is configured. Nothing was charged; pay with stripe or x402.',
+    { extensions: { method: 'card', reason: 'no_processor' } },
+  );
+}
+
+/** A Stripe API failure: unreachable is the network's fault (503); a refusal is the payer's (402). */
+function stripeFailure(err: unknown): Error {
+  const type = (err as { type?: string }).type;
+  if (type === 'StripeConnectionError' || type === 'StripeAPIError') {
+    return new Problem('payment-network-unreachable', 'Stripe could not be reached to take the payment; nothing was served.', {
+      headers: { 'retry-after': '5' },
+    });
+  }
+  return new Errors.VerificationFailedError({ reason: `Stripe refused the payment: ${(err as Error).message}` });
+}
+
+/** mppx's errors carry the MPP problem type; ours map onto the same slugs. */
+function toProblem(err: unknown): Problem {
+  if (err instanceof Problem) return err;
+  if (err instanceof Errors.PaymentError) {
+    const detail = err.message;
+    if (/Stripe PaymentIntent failed: .*(connect|ECONNREFUSED|timed out)/i.test(detail)) {
+      return new Problem('payment-network-unreachable', 'Stripe could not be reached to take the payment; nothing was served.', { headers: { 'retry-after': '5' } });
+    }
+    const code = String((err as { type?: string }).type ?? '').split('/').pop() ?? '';
+    const slug = (['payment-insufficient', 'payment-expired', 'verification-failed', 'malformed-credential', 'invalid-challenge', 'method-unsupported'] as const).find((s) => s === code);
+    return new Problem((slug ?? 'verification-failed') as ProblemSlug, detail);
+  }
+  const message = (err as Error)?.message ?? String(err);
+  if (/fetch failed|ECONNREFUSED|timed? ?out|HTTP request failed/i.test(message)) {
+    return new Problem('payment-network-unreachable', `The payment network did not answer: ${message.split('\n')[0]}`, { headers: { 'retry-after': '5' } });
+  }
+  return new Problem('verification-failed', `The payment could not be verified: ${message.split('\n')[0]}`);
+}
+
+/** The operation a challenge was issued for: mppx keeps it in the HMAC-covered `opaque`. */
+function scopeOf(challenge: Challenge.Challenge): string | undefined {
+  const meta = challenge.meta ?? (challenge.opaque ? (PaymentRequest.deserialize(challenge.opaque) as Record<string, string>) : undefined);
+  return meta?._mppx_scope;
+}
+
+/** The challenge's request in base units, as issued and covered by its HMAC (mppx checked both). */
+function boundRequest(challenge: Challenge.Challenge): { amount: string; currency: string } {
+  const request = challenge.request as { amount?: unknown; currency?: unknown };
+  return { amount: String(request.amount), currency: String(request.currency ?? 'usd') };
+}

@@ -1,0 +1,76 @@
+/**
+ * What each paid operation costs and how it may be paid: the seed's offers, in one place that
+ * the 402 answers, the MPP challenges, the x402 requirements and `/openapi.json` all read.
+ */
+
+export type PaidOperation = 'subscribeAlert' | 'checkoutPlan' | 'getApiIndex';
+export type MppMethod = 'stripe' | 'tempo' | 'card';
+export type MppIntent = 'charge' | 'session';
+
+export interface MppOffer {
+  method: MppMethod;
+  intent: MppIntent;
+  description: string;
+}
+
+export interface PriceSheet {
+  operation: PaidOperation;
+  /** USD cents: exact arithmetic, and the base unit MPP discovery states amounts in. */
+  usdCents: number;
+  description: string;
+  mpp: MppOffer[];
+}
+
+const perRequestCharges: MppOffer[] = [
+  { method: 'stripe', intent: 'charge', description: 'Per-alert processing fee, paid by card through Stripe' },
+  { method: 'tempo', intent: 'charge', description: 'Micro-payment charge on the Tempo network' },
+];
+
+export const priceSheets: Record<PaidOperation, PriceSheet> = {
+  subscribeAlert: {
+    operation: 'subscribeAlert',
+    usdCents: 5,
+    description: 'Restock alert subscription (per-alert processing fee)',
+    mpp: perRequestCharges,
+  },
+  checkoutPlan: {
+    operation: 'checkoutPlan',
+    usdCents: 999,
+    description: 'Starter plan (bring your own e-mail provider key), monthly',
+    mpp: [
+      { method: 'stripe', intent: 'session', description: 'Starter plan (bring your own e-mail provider key), monthly, paid through Stripe' },
+      { method: 'card', intent: 'session', description: 'Credit/debit card checkout session for the starter plan, monthly' },
+    ],
+  },
+  // The seed names no price for the API index; it costs what one paid request costs.
+  getApiIndex: {
+    operation: 'getApiIndex',
+    usdCents: 5,
+    description: 'The API index (per-request fee)',
+    mpp: perRequestCharges,
+  },
+};
+
+/** USD cents as the decimal string MPP route requests take ("0.05"). */
+export function usdDecimal(cents: number): string {
+  return (cents / 100).toFixed(2);
+}
+
+/** A USD price in the base units of a token with `decimals` decimals (USDC: 0.05 → 50000). */
+export function tokenAmount(cents: number, decimals: number): string {
+  if (decimals < 2) return (BigInt(cents) / 10n ** BigInt(2 - decimals)).toString();
+  return (BigInt(cents) * 10n ** BigInt(decimals - 2)).toString();
+}
+
+/** `x-payment-info` of an operation, per the MPP discovery draft (amounts as base-unit strings). */
+export function paymentInfo(sheet: PriceSheet) {
+  return {
+    offers: sheet.mpp.map((offer) => ({
+      intent: offer.intent,
+      method: offer.method,
+      amount: String(sheet.usdCents),
+      currency: 'usd',
+      description: offer.description,
+    })),
+  };
+}
