@@ -10,10 +10,11 @@ import { Challenge, Credential, Receipt } from 'mppx';
 import { Mppx as MppxClient, stripe as stripeClient } from 'mppx/client';
 import { validate as validateDiscovery } from 'mppx/discovery';
 import { expectStatus, storeWithAgent, uniqueDomain, uniqueEmail } from './fixtures/agents.ts';
-import { startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
+import { startTestApp, testConfig, testDialects, type TestApp } from './fixtures/app.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { freePort } from './fixtures/network.ts';
 import { startListeningApp, type ListeningApp } from './fixtures/oauth.ts';
+import { buildPayments } from '../src/payments/index.ts';
 import { startStripeApi, type StripeApi } from './fixtures/stripe-api.ts';
 
 failOnLeakedHandles();
@@ -339,5 +340,13 @@ describe('payment settings', () => {
     assert.match(body.detail, /No payment method is configured/);
     // GET /api's offers are stripe and tempo charges: neither can be taken here, so none is made.
     assert.equal(res.headers.get('www-authenticate'), null);
+  });
+
+  it('names the missing settings at start-up', () => {
+    const warnings: string[] = [];
+    const log = { warn: (_fields: unknown, message: string) => warnings.push(message) } as never;
+    buildPayments(testConfig('sqlite::memory:'), undefined as never, Buffer.from('x'.repeat(32)), log);
+    assert.equal(warnings.length, 1);
+    for (const name of ['X402_PAY_TO', 'STRIPE_SECRET_KEY', 'STRIPE_NETWORK_ID', 'MPP_TEMPO_RECIPIENT']) assert.match(warnings[0]!, new RegExp(name));
   });
 });
