@@ -108,6 +108,13 @@ for (const dialect of testDialects()) {
       }
     });
 
+    it('never hands two callers the same challenge, however many ask at once', async () => {
+      const answers = await Promise.all(Array.from({ length: 50 }, () => unpaid('POST', SUBSCRIBE, subscription())));
+      const ids = answers.flatMap((res) => challengesOf(res).map((c) => c.id));
+      assert.equal(ids.length, 100);
+      assert.equal(new Set(ids).size, ids.length);
+    });
+
     it('reads the 402 and the receipts from a browser: the payment headers are exposed, preflight allowed', async () => {
       const res = await unpaid('POST', SUBSCRIBE, subscription(), { origin: 'https://shop.example' });
       assert.equal(res.headers['access-control-allow-origin'], '*');

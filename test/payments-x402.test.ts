@@ -178,8 +178,30 @@ for (const dialect of testDialects()) {
       assert.equal(row.status, 'settled', row.error ?? '');
     });
 
-    it('a settlement the network refuses turns the answer into a 402, recorded as failed', async () => {
-      chain.facilitator.failSettle = true;
+    it('a settlement that fails for a passing reason is served as pending and settled by reconciliation', async () => {
+      chain.facilitator.failSettle = 'invalid_exact_evm_transaction_failed';
+      const start = await balances();
+      let res: Response;
+      try {
+        res = await fetch(url, { method: 'POST', headers: { ...json, 'payment-signature': await signedPayment(chain, await requiredOffer(), {}) }, body: subscription() });
+      } finally {
+        chain.facilitator.failSettle = false;
+      }
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get('payment-status'), 'pending');
+      const { subscriptionId } = await res.json();
+      assert.deepEqual(await balances(), start, 'nothing moved yet');
+      const pending = (await ledger()).find((r) => r.result_ref === subscriptionId)!;
+      assert.equal(pending.status, 'pending');
+      assert.match(pending.error ?? '', /transaction_failed/);
+      await service.app.restock.payments.reconcile(0);
+      const row = await service.database.db.selectFrom('payments').selectAll().where('id', '=', pending.id).executeTakeFirstOrThrow();
+      assert.equal(row.status, 'settled');
+      assert.equal((await balances()).payTo - start.payTo, PRICE);
+    });
+
+    it("a settlement refused for the payer's fault turns the answer into a 402, recorded as failed", async () => {
+      chain.facilitator.failSettle = 'invalid_exact_evm_insufficient_balance';
       const start = await balances();
       let res: Response;
       try {
@@ -190,9 +212,11 @@ for (const dialect of testDialects()) {
       assert.equal(res.status, 402);
       const body = await res.json();
       assert.match(body.type, /settlement-failed/);
+      assert.ok(res.headers.get('payment-required'), 'fresh requirements come with the refusal');
       assert.deepEqual(await balances(), start);
       const row = await service.database.db.selectFrom('payments').selectAll().where('id', '=', body.paymentId).executeTakeFirstOrThrow();
       assert.equal(row.status, 'failed');
+      assert.equal(row.result_ref, body.resultRef, 'what the request created is kept with the unpaid row');
     });
   });
 }

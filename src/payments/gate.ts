@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { problemResponses } from '../core/http/openapi-responses.ts';
-import { PROBLEM_CONTENT_TYPE, problemDocument } from '../core/http/errors.ts';
+import { PROBLEM_CONTENT_TYPE, problemDocument, sendProblem } from '../core/http/errors.ts';
 import { Problem, ValidationFailed } from '../core/problems.ts';
 import type { PaidOperation } from './offers.ts';
 import type { AcceptedPayment, PaidRequest, PaymentService } from './service.ts';
@@ -49,7 +49,7 @@ export function installPaymentGate(app: FastifyInstance, service: PaymentService
     };
   };
 
-  const demandPayment = async (request: FastifyRequest) => {
+  const demandPayment = async (request: FastifyRequest, reply: FastifyReply) => {
     if (request.caller) return;
     const signature = request.headers['payment-signature'];
     const authorization = request.headers.authorization;
@@ -63,7 +63,8 @@ export function installPaymentGate(app: FastifyInstance, service: PaymentService
         new Problem('malformed-credential', 'X-PAYMENT is x402 version 1; this service takes version 2: send PAYMENT-SIGNATURE built from the PAYMENT-REQUIRED header.'),
       );
     } else {
-      throw await service.paymentRequired(paidRequest(request));
+      // The common case for agents finding their way: answered here, not through the error path.
+      return sendProblem(request, reply, await service.paymentRequired(paidRequest(request)), options.baseUrl);
     }
   };
 
@@ -98,8 +99,11 @@ export function installPaymentGate(app: FastifyInstance, service: PaymentService
     const outcome = await service.finish(payment, succeeded, succeeded ? resultReference(payload) : null);
     for (const [name, value] of Object.entries(outcome.headers)) reply.header(name, value);
     if (!outcome.problem) return payload;
-    reply.code(outcome.problem.status).type(PROBLEM_CONTENT_TYPE);
-    return JSON.stringify(problemDocument(request, outcome.problem, options.baseUrl));
+    // Refused after all: a 402 like any other, with fresh offers to pay again.
+    const refusal = await service.paymentRequired(paidRequest(request), outcome.problem);
+    for (const [name, value] of Object.entries(refusal.headers)) reply.header(name, value);
+    reply.code(refusal.status).type(PROBLEM_CONTENT_TYPE);
+    return JSON.stringify(problemDocument(request, refusal, options.baseUrl));
   };
 
   app.addHook('onRoute', (route) => {

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { Challenge, Credential, Errors, Method, PaymentRequest, z as mz, type Receipt } from 'mppx';
 import { Mppx, stripe, tempo } from 'mppx/server';
 import Stripe from 'stripe';
@@ -9,6 +10,9 @@ import { priceSheets, usdDecimal, type MppMethod, type MppOffer, type PaidOperat
 /** Stripe's smallest charge in USD cents (docs.stripe.com/currencies#minimum-and-maximum-charge-amounts). */
 const STRIPE_MINIMUM_USD_CENTS = 50;
 const CHALLENGE_TTL_MS = 5 * 60_000;
+/** mppx's own key for the route a challenge is bound to (it checks it when verifying). */
+const SCOPE_KEY = '_mppx_scope';
+const NONCE_KEY = 'nonce';
 
 export interface Unavailable {
   protocol: 'x402' | 'mpp';
@@ -62,11 +66,12 @@ export class MppAcceptance {
   readonly unavailable: Unavailable[] = [];
   private readonly mppx;
   private readonly offered = new Set<string>();
+  private readonly challengeTemplates = new Map<PaidOperation, Promise<Challenge.Challenge[]>>();
   readonly stripe: Stripe | undefined;
 
   constructor(
     private readonly config: PaymentsConfig,
-    secretKey: string,
+    private readonly secretKey: string,
     realm: string,
   ) {
     const methods: Method.AnyServer[] = [];
@@ -93,22 +98,49 @@ export class MppAcceptance {
     this.mppx = Mppx.create({ methods: methods as never, secretKey, realm });
   }
 
-  /** One `WWW-Authenticate: Payment` value per offer this deployment can take. */
+  /**
+   * One `WWW-Authenticate: Payment` value per offer this deployment can take. Each carries a
+   * random nonce in its HMAC-covered `opaque`, so no two answers share a challenge id (an id
+   * pays for one request; two clients handed the same one would race for it).
+   */
   async challenges(operation: PaidOperation): Promise<string[]> {
-    const sheet = priceSheets[operation];
-    const values: string[] = [];
-    for (const offer of sheet.mpp) {
-      if (!this.offered.has(`${offer.method}/${offer.intent}`)) continue;
-      const handlers = (this.mppx.challenge as Record<string, Record<string, (options: object) => Promise<Challenge.Challenge>>>)[offer.method]!;
-      const challenge = await handlers[offer.intent]!({
-        ...this.routeRequest(operation, offer),
-        description: offer.description,
-        scope: operation,
-        expires: new Date(Date.now() + CHALLENGE_TTL_MS).toISOString(),
-      });
-      values.push(Challenge.serialize(challenge));
+    const expires = new Date(Date.now() + CHALLENGE_TTL_MS).toISOString();
+    const nonce = randomBytes(12).toString('base64url');
+    return (await this.templates(operation)).map((template) =>
+      Challenge.serialize(
+        Challenge.from({
+          secretKey: this.secretKey,
+          realm: template.realm,
+          method: template.method,
+          intent: template.intent,
+          request: template.request,
+          ...(template.description ? { description: template.description } : {}),
+          expires,
+          meta: { [SCOPE_KEY]: operation, [NONCE_KEY]: nonce },
+        }),
+      ),
+    );
+  }
+
+  /**
+   * The offers' challenges as mppx makes them (its own request schemas and defaults), made once
+   * per operation: each 402 only re-signs them with a new expiry and nonce.
+   */
+  private templates(operation: PaidOperation): Promise<Challenge.Challenge[]> {
+    let made = this.challengeTemplates.get(operation);
+    if (!made) {
+      made = Promise.all(
+        priceSheets[operation].mpp
+          .filter((offer) => this.offered.has(`${offer.method}/${offer.intent}`))
+          .map((offer) => {
+            const handlers = (this.mppx.challenge as Record<string, Record<string, (options: object) => Promise<Challenge.Challenge>>>)[offer.method]!;
+            return handlers[offer.intent]!({ ...this.routeRequest(operation, offer), description: offer.description, scope: operation });
+          }),
+      );
+      made.catch(() => this.challengeTemplates.delete(operation));
+      this.challengeTemplates.set(operation, made);
     }
-    return values;
+    return made;
   }
 
   /**
@@ -153,7 +185,12 @@ export class MppAcceptance {
     const offer = priceSheets[operation].mpp.find((o) => o.method === challenge.method && o.intent === challenge.intent)!;
     let receipt: Receipt.Receipt;
     try {
-      receipt = await this.mppx.verifyCredential(credential, { scope: operation, request: this.routeRequest(operation, offer) });
+      const nonce = metaOf(challenge)?.[NONCE_KEY];
+      receipt = await this.mppx.verifyCredential(credential, {
+        scope: operation,
+        request: this.routeRequest(operation, offer),
+        ...(nonce ? { meta: { [NONCE_KEY]: nonce } } : {}),
+      });
     } catch (err) {
       throw toProblem(err);
     }
@@ -300,10 +337,13 @@ function toProblem(err: unknown): Problem {
   return new Problem('verification-failed', `The payment could not be verified: ${message.split('\n')[0]}`);
 }
 
-/** The operation a challenge was issued for: mppx keeps it in the HMAC-covered `opaque`. */
+/** The challenge's `opaque` data (covered by its HMAC): the operation it pays for and its nonce. */
+function metaOf(challenge: Challenge.Challenge): Record<string, string> | undefined {
+  return challenge.meta ?? (challenge.opaque ? (PaymentRequest.deserialize(challenge.opaque) as Record<string, string>) : undefined);
+}
+
 function scopeOf(challenge: Challenge.Challenge): string | undefined {
-  const meta = challenge.meta ?? (challenge.opaque ? (PaymentRequest.deserialize(challenge.opaque) as Record<string, string>) : undefined);
-  return meta?._mppx_scope;
+  return metaOf(challenge)?.[SCOPE_KEY];
 }
 
 /** The challenge's request in base units, as issued and covered by its HMAC (mppx checked both). */

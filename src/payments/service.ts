@@ -38,12 +38,17 @@ const RECONCILE_BATCH = 100;
  * (x402) or the charge is refunded (MPP via Stripe, which charges while verifying).
  */
 export class PaymentService {
+  private readonly requirementsCache = new Map<string, { required: ReturnType<X402Acceptance['paymentRequired']>; header: string | undefined }>();
+  private readonly gaps: Unavailable[];
+
   constructor(
     private readonly store: PaymentStore,
     private readonly x402: X402Acceptance,
     private readonly mpp: MppAcceptance,
     private readonly mppSecret: string,
-  ) {}
+  ) {
+    this.gaps = this.unavailable();
+  }
 
   /** Offers this deployment cannot take, with the settings that would enable them. */
   unavailable(): Unavailable[] {
@@ -54,20 +59,33 @@ export class PaymentService {
     return [...gaps, ...this.mpp.unavailable];
   }
 
+  /** The x402 half of a plain 402 never changes for a resource: encoded once. */
+  private plainRequirements(operation: PaidOperation, url: string) {
+    const key = `${operation} ${url}`;
+    let cached = this.requirementsCache.get(key);
+    if (!cached) {
+      const required = this.x402.paymentRequired(operation, url);
+      cached = { required, header: required.accepts.length > 0 ? encodePaymentRequiredHeader(required) : undefined };
+      this.requirementsCache.set(key, cached);
+    }
+    return cached;
+  }
+
   /**
    * The 402: x402 requirements (header and body) and one MPP challenge per offer, as one
    * problem. `cause` replaces the plain "payment required" when a proof was refused.
    */
   async paymentRequired(request: PaidRequest, cause?: Problem): Promise<Problem> {
     const sheet = priceSheets[request.operation];
-    const required = this.x402.paymentRequired(request.operation, request.url, cause?.detail);
+    const plain = cause ? undefined : this.plainRequirements(request.operation, request.url);
+    const required = plain?.required ?? this.x402.paymentRequired(request.operation, request.url, cause?.detail);
     const challenges = await this.mpp.challenges(request.operation);
     const headers: Record<string, string | string[]> = { 'cache-control': 'no-store', ...(cause?.headers ?? {}) };
-    if (required.accepts.length > 0) headers['payment-required'] = encodePaymentRequiredHeader(required);
+    if (required.accepts.length > 0) headers['payment-required'] = plain?.header ?? encodePaymentRequiredHeader(required);
     if (challenges.length > 0) headers['www-authenticate'] = challenges;
-    const gaps = this.unavailable();
-    const plain = `${sheet.description}: USD ${(sheet.usdCents / 100).toFixed(2)}. Pay with x402 (PAYMENT-SIGNATURE) or MPP (Authorization: Payment), or call with an access token from /api/agent/register.`;
-    const detail = cause ? cause.detail : required.accepts.length + challenges.length > 0 ? plain : `${plain} No payment method is configured on this deployment: ${gaps.map((g) => g.reason).join(' ')}`;
+    const gaps = this.gaps;
+    const howTo = `${sheet.description}: USD ${(sheet.usdCents / 100).toFixed(2)}. Pay with x402 (PAYMENT-SIGNATURE) or MPP (Authorization: Payment), or call with an access token from /api/agent/register.`;
+    const detail = cause ? cause.detail : required.accepts.length + challenges.length > 0 ? howTo : `${howTo} No payment method is configured on this deployment: ${gaps.map((g) => g.reason).join(' ')}`;
     return new Problem(cause && cause.status === 402 ? cause.slug : 'payment-required', detail, {
       headers,
       extensions: {
@@ -168,8 +186,8 @@ export class PaymentService {
       return { headers: { 'payment-response': encodePaymentResponseHeader(outcome.response) } };
     }
     if (outcome.kind === 'unknown') {
-      // The work is done and the payment may well have gone through: serve, and let
-      // reconciliation find out. The ledger says so meanwhile.
+      // The work is done and the payment may well go (or have gone) through: serve, and let
+      // reconciliation settle it or find out. The ledger says so meanwhile.
       await this.store.update(payment.id, { status: 'pending', error: outcome.reason }, nowIso());
       return { headers: { 'payment-status': 'pending' } };
     }
@@ -204,10 +222,10 @@ export class PaymentService {
     const now = nowIso();
     if (outcome.kind === 'settled') {
       await this.store.update(row.id, { status: 'settled', reference: outcome.response.transaction, error: null }, now);
-    } else if (outcome.kind === 'failed' && /nonce_already_used|authorization_used|already used/i.test(outcome.reason)) {
+    } else if (outcome.kind === 'failed' && /nonce_already_used/.test(outcome.reason)) {
       // The authorisation can only have been used by its own transfer: the first settle went through.
       await this.store.update(row.id, { status: 'settled', error: null }, now);
-    } else if (outcome.kind === 'failed') {
+    } else if (outcome.kind === 'failed' || authorisationExpired(proof.payload)) {
       await this.store.update(row.id, { status: 'failed', error: `settlement refused on reconciliation: ${outcome.reason}` }, now);
     } else {
       await this.store.update(row.id, { attempts: row.attempts + 1, error: outcome.reason }, now);
@@ -243,6 +261,12 @@ export class PaymentService {
       updated_at: now,
     };
   }
+}
+
+/** An EIP-3009 authorisation past its `validBefore` can no longer be settled. */
+function authorisationExpired(payload: X402Payment['payload']): boolean {
+  const validBefore = Number((payload.payload as { authorization?: { validBefore?: unknown } }).authorization?.validBefore);
+  return Number.isFinite(validBefore) && validBefore * 1000 < Date.now();
 }
 
 export function presentPayment(row: PaymentRow) {

@@ -18,6 +18,9 @@ export interface X402Payment {
   amount: string;
 }
 
+/** Facilitator reasons that no retry can change: funds, nonce, time window, signature, terms. */
+const PAYER_FAULT = /insufficient|nonce_already_used|valid_before|valid_after|signature|recipient|value|mismatch|expired/;
+
 export type SettleOutcome =
   | { kind: 'settled'; response: SettleResponse }
   | { kind: 'failed'; reason: string }
@@ -111,7 +114,10 @@ export class X402Acceptance {
     try {
       const response = await this.server!.settlePayment(payload, requirements);
       if (response.success) return { kind: 'settled', response };
-      return { kind: 'failed', reason: response.errorReason ?? response.errorMessage ?? 'settlement refused' };
+      const reason = [response.errorReason, response.errorMessage].filter(Boolean).join(': ') || 'settlement refused';
+      // Only the payer's side can make a settlement impossible; anything else (a transaction
+      // that did not go through) may succeed later, while the authorisation is valid.
+      return PAYER_FAULT.test(response.errorReason ?? '') ? { kind: 'failed', reason } : { kind: 'unknown', reason };
     } catch (err) {
       if (err instanceof FacilitatorTimeoutError) return { kind: 'unknown', reason: 'the facilitator did not answer in time' };
       const reason = (err as { errorReason?: string }).errorReason;
