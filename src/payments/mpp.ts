@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { Challenge, Credential, Errors, Method, PaymentRequest, z as mz, type Receipt } from 'mppx';
 import { Mppx, stripe, tempo } from 'mppx/server';
 import Stripe from 'stripe';
@@ -66,7 +66,7 @@ export class MppAcceptance {
   readonly unavailable: Unavailable[] = [];
   private readonly mppx;
   private readonly offered = new Set<string>();
-  private readonly challengeTemplates = new Map<PaidOperation, Promise<Challenge.Challenge[]>>();
+  private readonly challengeTemplates = new Map<PaidOperation, Promise<ChallengeTemplate[]>>();
   readonly stripe: Stripe | undefined;
 
   constructor(
@@ -105,36 +105,30 @@ export class MppAcceptance {
    */
   async challenges(operation: PaidOperation): Promise<string[]> {
     const expires = new Date(Date.now() + CHALLENGE_TTL_MS).toISOString();
-    const nonce = randomBytes(12).toString('base64url');
-    return (await this.templates(operation)).map((template) =>
-      Challenge.serialize(
-        Challenge.from({
-          secretKey: this.secretKey,
-          realm: template.realm,
-          method: template.method,
-          intent: template.intent,
-          request: template.request,
-          ...(template.description ? { description: template.description } : {}),
-          expires,
-          meta: { [SCOPE_KEY]: operation, [NONCE_KEY]: nonce },
-        }),
-      ),
-    );
+    const opaque = PaymentRequest.serialize({ [SCOPE_KEY]: operation, [NONCE_KEY]: randomBytes(12).toString('base64url') });
+    return (await this.templates(operation)).map((template) => {
+      // The id is mppx's binding (realm|method|intent|request|expires|digest|opaque), computed
+      // with Node's HMAC: the SDK's portable one costs more than the rest of the 402 together.
+      // The tests check every id with mppx's own Challenge.verify.
+      const id = createHmac('sha256', this.secretKey).update(`${template.bindingPrefix}|${expires}||${opaque}`).digest('base64url');
+      return `Payment id="${id}", ${template.fixedParams}, expires="${expires}", opaque="${opaque}"`;
+    });
   }
 
   /**
    * The offers' challenges as mppx makes them (its own request schemas and defaults), made once
    * per operation: each 402 only re-signs them with a new expiry and nonce.
    */
-  private templates(operation: PaidOperation): Promise<Challenge.Challenge[]> {
+  private templates(operation: PaidOperation): Promise<ChallengeTemplate[]> {
     let made = this.challengeTemplates.get(operation);
     if (!made) {
       made = Promise.all(
         priceSheets[operation].mpp
           .filter((offer) => this.offered.has(`${offer.method}/${offer.intent}`))
-          .map((offer) => {
+          .map(async (offer) => {
             const handlers = (this.mppx.challenge as Record<string, Record<string, (options: object) => Promise<Challenge.Challenge>>>)[offer.method]!;
-            return handlers[offer.intent]!({ ...this.routeRequest(operation, offer), description: offer.description, scope: operation });
+            const made = await handlers[offer.intent]!({ ...this.routeRequest(operation, offer), description: offer.description });
+            return templateOf(made);
           }),
       );
       made.catch(() => this.challengeTemplates.delete(operation));
@@ -335,6 +329,23 @@ function toProblem(err: unknown): Problem {
     return new Problem('payment-network-unreachable', `The payment network did not answer: ${message.split('\n')[0]}`, { headers: { 'retry-after': '5' } });
   }
   return new Problem('verification-failed', `The payment could not be verified: ${message.split('\n')[0]}`);
+}
+
+/** What every challenge of one offer shares; each 402 adds its id, expiry and opaque data. */
+interface ChallengeTemplate {
+  /** `realm|method|intent|request`: the start of the HMAC input. */
+  bindingPrefix: string;
+  /** The quoted realm … description parameters, in mppx's order. */
+  fixedParams: string;
+}
+
+function templateOf(challenge: Challenge.Challenge): ChallengeTemplate {
+  const { realm, method, intent, request } = challenge;
+  const serialized = Challenge.serialize({ ...challenge, id: 'ID', expires: undefined, opaque: undefined, meta: undefined, digest: undefined });
+  return {
+    bindingPrefix: [realm, method, intent, PaymentRequest.serialize(request)].join('|'),
+    fixedParams: serialized.slice('Payment id="ID", '.length),
+  };
 }
 
 /** The challenge's `opaque` data (covered by its HMAC): the operation it pays for and its nonce. */
