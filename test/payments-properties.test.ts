@@ -19,7 +19,9 @@ const SEED = process.env.RESTOCK_PROPERTY_SEED === undefined ? undefined : Numbe
 const params = { numRuns: RUNS, ...(SEED === undefined ? {} : { seed: SEED }) };
 const STACK = /\n\s*at \S|node:internal|node_modules|\.ts:\d+/;
 
-const base64Json = fc.anything({ maxDepth: 3 }).map((value) => Buffer.from(JSON.stringify(value) ?? 'null').toString('base64'));
+const base64Json = fc
+  .oneof(fc.constantFrom(null, 0, 'x', [], true), fc.anything({ maxDepth: 3 }))
+  .map((value) => Buffer.from(JSON.stringify(value) ?? 'null').toString('base64'));
 const x402Like = fc
   .record({
     x402Version: fc.oneof(fc.constant(2), fc.constant(1), fc.integer()),

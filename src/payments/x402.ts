@@ -76,7 +76,10 @@ export class X402Acceptance {
     try {
       payload = decodePaymentSignatureHeader(header);
     } catch {
-      throw new Problem('malformed-credential', 'PAYMENT-SIGNATURE is not base64 JSON of an x402 v2 payment payload.');
+      payload = undefined as never;
+    }
+    if (!isObject(payload) || !isObject(payload.accepted) || !isObject(payload.payload)) {
+      throw new Problem('malformed-credential', 'PAYMENT-SIGNATURE is not base64 JSON of an x402 v2 payment payload (`x402Version`, `accepted`, `payload`).');
     }
     if (!this.server) {
       throw new Problem('payment-method-unavailable', 'x402 payments need X402_PAY_TO (the address paid); it is not set.', {
@@ -86,7 +89,12 @@ export class X402Acceptance {
     if (payload.x402Version !== 2) {
       throw new Problem('malformed-credential', `Only x402 version 2 is accepted (PAYMENT-SIGNATURE); this payload says version ${String(payload.x402Version)}.`);
     }
-    const requirements = this.server.findMatchingRequirements(this.requirements(operation), payload);
+    let requirements: PaymentRequirements | undefined;
+    try {
+      requirements = this.server.findMatchingRequirements(this.requirements(operation), payload);
+    } catch {
+      requirements = undefined;
+    }
     if (!requirements) {
       throw new Problem('payment-insufficient', 'The payment does not match the offer for this operation (scheme, network, amount, asset or recipient).');
     }
@@ -133,6 +141,10 @@ export class X402Acceptance {
     });
     return this.initialised;
   }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function unreachable(err: unknown): Problem {
