@@ -242,8 +242,9 @@ for (const dialect of testDialects()) {
       const res = await unpaid('POST', SUBSCRIBE, subscription(), {
         authorization: paymentHeader(tempo, { type: 'hash', hash: `0x${'ab'.repeat(32)}` }),
       });
-      assert.ok([402, 503].includes(res.statusCode), res.body);
-      assert.match(res.json().type, /payment-network-unreachable|verification-failed/);
+      // No Tempo RPC answers: said plainly, and nothing is served.
+      expectStatus(res, 503);
+      assert.equal(res.json().type, `${t.config.baseUrl}/problems/payment-network-unreachable`);
       stripe.delayMs = 4000;
       try {
         const shop = uniqueDomain();
@@ -347,6 +348,28 @@ describe('payment settings', () => {
     assert.match(body.detail, /No payment method is configured/);
     // GET /api's offers are stripe and tempo charges: neither can be taken here, so none is made.
     assert.equal(res.headers.get('www-authenticate'), null);
+  });
+
+  it('with both protocols configured, one 402 carries both: PAYMENT-REQUIRED and the MPP challenges', async () => {
+    const t = await startTestApp(testDialects()[0]!, {
+      X402_PAY_TO: '0x3333333333333333333333333333333333333333',
+      STRIPE_SECRET_KEY: 'sk_test_both',
+      STRIPE_NETWORK_ID: 'profile_both',
+    });
+    try {
+      for (const [method, url] of [['POST', SUBSCRIBE], ['POST', CHECKOUT], ['GET', '/api']] as const) {
+        const res = await t.app.inject({ method, url });
+        assert.equal(res.statusCode, 402);
+        const body = res.json();
+        assert.equal(body.accepts.length, 1);
+        assert.equal(body.accepts[0].payTo, '0x3333333333333333333333333333333333333333');
+        assert.equal(body.accepts[0].amount, url === CHECKOUT ? '9990000' : '50000');
+        assert.ok(res.headers['payment-required']);
+        assert.ok(challengesOf(res).some((c) => c.method === 'stripe'), `${url} offers stripe`);
+      }
+    } finally {
+      await t.close();
+    }
   });
 
   it('names the missing settings at start-up', () => {

@@ -62,6 +62,16 @@ for (const dialect of testDialects()) {
     };
     const balances = async () => ({ payer: await chain.usdcBalance(chain.payer.address), payTo: await chain.usdcBalance(chain.payTo.address) });
     const ledger = () => service.database.db.selectFrom('payments').selectAll().orderBy('created_at').execute();
+    /** One paid request while the facilitator answers every settlement with `reason`. */
+    const payWhileSettleFails = async (reason: string): Promise<Response> => {
+      const header = await signedPayment(chain, await requiredOffer(), {});
+      chain.facilitator.failSettle = reason;
+      try {
+        return await fetch(url, { method: 'POST', headers: { ...json, 'payment-signature': header }, body: subscription() });
+      } finally {
+        chain.facilitator.failSettle = false;
+      }
+    };
 
     it('answers 402 with x402 v2 requirements in PAYMENT-REQUIRED and in the body', async () => {
       const res = await fetch(url, { method: 'POST', headers: json, body: subscription() });
@@ -179,14 +189,8 @@ for (const dialect of testDialects()) {
     });
 
     it('a settlement that fails for a passing reason is served as pending and settled by reconciliation', async () => {
-      chain.facilitator.failSettle = 'invalid_exact_evm_transaction_failed';
       const start = await balances();
-      let res: Response;
-      try {
-        res = await fetch(url, { method: 'POST', headers: { ...json, 'payment-signature': await signedPayment(chain, await requiredOffer(), {}) }, body: subscription() });
-      } finally {
-        chain.facilitator.failSettle = false;
-      }
+      const res = await payWhileSettleFails('invalid_exact_evm_transaction_failed');
       assert.equal(res.status, 200);
       assert.equal(res.headers.get('payment-status'), 'pending');
       const { subscriptionId } = await res.json();
@@ -201,14 +205,8 @@ for (const dialect of testDialects()) {
     });
 
     it("a settlement refused for the payer's fault turns the answer into a 402, recorded as failed", async () => {
-      chain.facilitator.failSettle = 'invalid_exact_evm_insufficient_balance';
       const start = await balances();
-      let res: Response;
-      try {
-        res = await fetch(url, { method: 'POST', headers: { ...json, 'payment-signature': await signedPayment(chain, await requiredOffer(), {}) }, body: subscription() });
-      } finally {
-        chain.facilitator.failSettle = false;
-      }
+      const res = await payWhileSettleFails('invalid_exact_evm_insufficient_balance');
       assert.equal(res.status, 402);
       const body = await res.json();
       assert.match(body.type, /settlement-failed/);
