@@ -13,8 +13,7 @@ import { alertRoutes } from './alerts/routes.ts';
 import { unsubscribeRoutes } from './alerts/unsubscribe-routes.ts';
 import { checkoutPages } from './billing/checkout-page.ts';
 import { billingRoutes } from './billing/routes.ts';
-import { BillingService } from './billing/service.ts';
-import { BillingStore } from './billing/store.ts';
+import { billingWebhookRoutes } from './billing/webhook-routes.ts';
 import type { Config } from './config.ts';
 import type { Database } from './core/db/database.ts';
 import { clientErrorHandler, frameworkErrors, installErrorHandling } from './core/http/errors.ts';
@@ -123,7 +122,7 @@ export async function buildApp(config: Config, database: Database, options: AppO
   const operations = collectOperations(app);
 
   const { alerts } = domain;
-  const billing = new BillingService(new BillingStore(database), config.baseUrl, config.checkoutSessionTtlMinutes);
+  const { billing } = domain;
 
   await app.register(healthRoutes(database, config.serviceName));
   await app.register(agents.routes);
@@ -137,6 +136,7 @@ export async function buildApp(config: Config, database: Database, options: AppO
   await app.register(paymentRoutes(domain.payments));
   await app.register(billingRoutes(billing));
   await app.register(checkoutPages(billing));
+  await app.register(billingWebhookRoutes(billing, config.baseUrl));
   await app.register(discoveryRoutes({ serviceName: config.serviceName, baseUrl: config.baseUrl, operations }));
   return app;
 }

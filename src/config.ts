@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
+import type { PlanSettings } from './billing/plans.ts';
 import { decodeKey } from './core/sealed-secrets.ts';
 
 /** The batch policy a store follows until it sets its own (docs/dispatch.md says why). */
@@ -85,6 +86,8 @@ const envSchema = z.object({
   RECONCILE_INTERVAL_MINUTES: z.coerce.number().int().min(0).default(15),
   SHOPIFY_API_VERSION: z.string().default('2026-07'),
   SHOPIFY_SCOPES: z.string().default('read_products,read_inventory'),
+  /** Shopify Billing charges are test charges (no money moves) until this is false: set it for a listed app. */
+  SHOPIFY_BILLING_TEST: z.enum(['true', 'false']).default('true'),
   /** x402: the address paid. Without it, no x402 offer is made (never a placeholder address). */
   X402_PAY_TO: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'an EVM address (0x and 40 hex digits)').optional(),
   /** x402: CAIP-2 network, asset (ERC-20 with EIP-3009) and its EIP-712 domain. Defaults: USDC on Base. */
@@ -102,6 +105,13 @@ const envSchema = z.object({
   MPP_TEMPO_RPC_URL: z.url().optional(),
   /** MPP `tempo`: the TIP-20 token charged (the SDK's default stablecoin when unset). */
   MPP_TEMPO_CURRENCY: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'a token address').optional(),
+  /** Where checkoutPlan sends merchants (stores installed as a Shopify app always use Shopify Billing). */
+  CHECKOUT_PROVIDER: z.enum(['local', 'stripe']).default('local'),
+  PLAN_STARTER_ALERTS_PER_MONTH: z.coerce.number().int().min(0).default(2_000),
+  PLAN_GROWTH_ALERTS_PER_MONTH: z.coerce.number().int().min(0).default(20_000),
+  PLAN_GROWTH_PRICE_CENTS: z.coerce.number().int().min(50).default(2_999),
+  /** Alerts a month for a store with no plan in force (none, pending, cancelled). */
+  FREE_ALERTS_PER_MONTH: z.coerce.number().int().min(0).default(100),
   /** How long a settlement (x402 facilitator, Stripe) may take before it is recorded as pending and reconciled. */
   PAYMENT_SETTLE_TIMEOUT_MS: z.coerce.number().int().min(100).default(15_000),
   /** Optional HTTPS listener that asks for client certificates (mtls credentials). */
@@ -145,6 +155,14 @@ export interface Config {
   /** Set when SHOPIFY_API_KEY and SHOPIFY_API_SECRET are: the Shopify app (install, webhooks, reconciliation). */
   shopify: ShopifyConfig | undefined;
   payments: PaymentsConfig;
+  billing: BillingConfig;
+}
+
+export interface BillingConfig {
+  checkoutProvider: 'local' | 'stripe';
+  plans: PlanSettings;
+  freeAlertsPerMonth: number;
+  stripeWebhookSecret: string | undefined;
 }
 
 /** Pay-per-request acceptance (docs/payments.md). An unset `payTo`/key leaves that offer out. */
@@ -187,6 +205,7 @@ export interface ShopifyConfig {
   apiSecret: string;
   apiVersion: string;
   scopes: string[];
+  billingTest: boolean;
 }
 
 export interface AgentConfig {
@@ -278,6 +297,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       tempo: { recipient: e.MPP_TEMPO_RECIPIENT, rpcUrl: e.MPP_TEMPO_RPC_URL, currency: e.MPP_TEMPO_CURRENCY },
       settleTimeoutMs: e.PAYMENT_SETTLE_TIMEOUT_MS,
     },
+    billing: billingConfig(e),
+  };
+}
+
+function billingConfig(e: z.infer<typeof envSchema>): BillingConfig {
+  if (e.CHECKOUT_PROVIDER === 'stripe' && !e.STRIPE_SECRET_KEY) {
+    throw new ConfigError('Invalid configuration:\n  CHECKOUT_PROVIDER: stripe needs STRIPE_SECRET_KEY (and STRIPE_WEBHOOK_SECRET, so that paid plans become active)');
+  }
+  return {
+    checkoutProvider: e.CHECKOUT_PROVIDER,
+    plans: {
+      starterAlertsPerMonth: e.PLAN_STARTER_ALERTS_PER_MONTH,
+      growthAlertsPerMonth: e.PLAN_GROWTH_ALERTS_PER_MONTH,
+      growthPriceCents: e.PLAN_GROWTH_PRICE_CENTS,
+    },
+    freeAlertsPerMonth: e.FREE_ALERTS_PER_MONTH,
+    stripeWebhookSecret: e.STRIPE_WEBHOOK_SECRET,
   };
 }
 
@@ -304,6 +340,7 @@ function shopifyConfig(e: z.infer<typeof envSchema>): ShopifyConfig | undefined 
     apiSecret: e.SHOPIFY_API_SECRET,
     apiVersion: e.SHOPIFY_API_VERSION,
     scopes: e.SHOPIFY_SCOPES.split(',').map((scope) => scope.trim()).filter(Boolean),
+    billingTest: e.SHOPIFY_BILLING_TEST === 'true',
   };
 }
 

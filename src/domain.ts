@@ -1,5 +1,9 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { AlertService } from './alerts/service.ts';
+import { planCatalogue } from './billing/plans.ts';
+import { BillingService } from './billing/service.ts';
+import { BillingStore } from './billing/store.ts';
+import { StripeBilling } from './billing/stripe-billing.ts';
 import { AlertStore, WaitingStore } from './alerts/store.ts';
 import type { Config } from './config.ts';
 import type { Database } from './core/db/database.ts';
@@ -26,6 +30,7 @@ export interface Domain {
   inventory: InventoryService;
   dispatch: DispatchService;
   shopify: ShopifyFeature;
+  billing: BillingService;
   payments: PaymentService;
   worker: DispatchWorker;
   /** Stops the worker and closes the stores' own mail transports (not `mail`, which the caller owns). */
@@ -43,10 +48,27 @@ export async function buildDomain(config: Config, database: Database, mail: Mail
   const dispatchStore = new DispatchStore(database);
   const dispatch = new DispatchService(dispatchStore);
   const inventory = new InventoryService(new InventoryStore(database), stores, dispatch);
-  const shopify = buildShopify({ config, database, log, mail, stores, inventory, alerts, dispatch });
+  const billing = new BillingService({
+    store: new BillingStore(database),
+    baseUrl: config.baseUrl,
+    sessionTtlMinutes: config.checkoutSessionTtlMinutes,
+    catalogue: planCatalogue(config.billing.plans),
+    checkoutProvider: config.billing.checkoutProvider,
+    freeAlertsPerMonth: config.billing.freeAlertsPerMonth,
+    tellMerchant: async (shop, subject, text) => {
+      const owner = (await stores.findStore(shop))?.owner_email;
+      if (owner) await mail.send({ to: owner, subject, text, purpose: 'plan-notice', storeDomain: shop });
+    },
+    ...(config.payments.stripe.secretKey
+      ? { stripe: new StripeBilling(config.payments.stripe.secretKey, config.payments.stripe.apiUrl, config.billing.stripeWebhookSecret, config.baseUrl) }
+      : {}),
+  });
+  const shopify = buildShopify({ config, database, log, mail, stores, inventory, alerts, dispatch, billing });
+  if (shopify.billing) billing.useShopify(shopify.billing);
   const payments = buildPayments(config, database, serviceSecret, log);
   const senders = new AlertSenders(mail, config.mailFrom, config.dispatch.smtpPoolSize);
   const worker = new DispatchWorker({
+    quota: billing,
     store: dispatchStore,
     dispatch,
     alerts,
@@ -63,6 +85,7 @@ export async function buildDomain(config: Config, database: Database, mail: Mail
     inventory,
     dispatch,
     shopify,
+    billing,
     payments: payments.service,
     worker,
     async close() {

@@ -165,9 +165,9 @@ for (const dialect of testDialects()) {
       assert.deepEqual(jobs.map((job) => job.name), ['shopify-webhooks', 'shopify-reconcile']);
       assert.equal(jobs[0]!.everyMs, undefined, 'the queue is looked at on every turn');
       assert.equal(jobs[1]!.everyMs, 60_000, 'due stores are looked for every minute');
-      const { stores, inventory, alerts, dispatch } = t.app.restock;
+      const { stores, inventory, alerts, dispatch, billing } = t.app.restock;
       const mail = { kind: 'outbox' as const, send: async () => {}, close: async () => {} };
-      const deps = { database: t.database, log: t.app.log, mail, stores, inventory, alerts, dispatch };
+      const deps = { database: t.database, log: t.app.log, mail, stores, inventory, alerts, dispatch, billing };
       const never = buildShopify({ ...deps, config: { ...t.config, dispatch: { ...t.config.dispatch, reconcileIntervalMinutes: 0 } } });
       assert.deepEqual(never.jobs.map((job) => job.name), ['shopify-webhooks']);
       assert.deepEqual(buildShopify({ ...deps, config: { ...t.config, shopify: undefined } }).jobs, []);
@@ -345,14 +345,14 @@ for (const dialect of testDialects()) {
     });
 
     describe('installation', () => {
-      it('token exchange installs the store with a sealed token and subscribes the three topics', async () => {
+      it('token exchange installs the store with a sealed token and subscribes the four topics', async () => {
         const shop = newShop();
         const res = await installByTokenExchange(t, shopify, shop, 'Owner@Example.COM');
         assert.deepEqual(res.json(), {
           shop,
           status: 'installed',
           scopes: SCOPES,
-          webhookTopics: ['PRODUCTS_UPDATE', 'INVENTORY_LEVELS_UPDATE', 'APP_UNINSTALLED'],
+          webhookTopics: ['PRODUCTS_UPDATE', 'INVENTORY_LEVELS_UPDATE', 'APP_UNINSTALLED', 'APP_SUBSCRIPTIONS_UPDATE'],
         });
         const row = await storeRow(t, shop);
         const token = shopify.accessToken(shop)!;
@@ -366,14 +366,14 @@ for (const dialect of testDialects()) {
         assert.ok(!row.admin_token_sealed.includes(token.slice(6)), 'not even its random part is visible');
         assert.deepEqual(
           shopify.webhookSubscriptions(shop).map((sub) => sub.topic).sort(),
-          ['APP_UNINSTALLED', 'INVENTORY_LEVELS_UPDATE', 'PRODUCTS_UPDATE'],
+          ['APP_SUBSCRIPTIONS_UPDATE', 'APP_UNINSTALLED', 'INVENTORY_LEVELS_UPDATE', 'PRODUCTS_UPDATE'],
         );
         assert.ok(shopify.webhookSubscriptions(shop).every((sub) => sub.callbackUrl === 'http://restock.test/webhooks/shopify'));
 
         // Opening the app again exchanges again; subscriptions that exist are fine.
         const again = await t.app.inject({ method: 'POST', url: '/shopify/token-exchange', headers: { authorization: `Bearer ${await shopify.sessionToken(shop)}` } });
         assert.equal(again.statusCode, 200, again.body);
-        assert.equal(shopify.webhookSubscriptions(shop).length, 3);
+        assert.equal(shopify.webhookSubscriptions(shop).length, 4);
       });
 
       it('refuses a session token not signed for this app, without calling Shopify', async () => {
@@ -440,7 +440,7 @@ for (const dialect of testDialects()) {
         assert.equal(row?.status, 'active');
         assert.equal(row?.owner_email, `oauth@${shop}`);
         assert.ok(row?.admin_token_sealed && !row.admin_token_sealed.includes(shopify.accessToken(shop)!));
-        assert.equal(shopify.webhookSubscriptions(shop).length, 3);
+        assert.equal(shopify.webhookSubscriptions(shop).length, 4);
       });
 
       it('OAuth: a callback with a wrong signature, a wrong state or no cookie installs nothing', async () => {
@@ -476,7 +476,7 @@ for (const dialect of testDialects()) {
         assert.match(first.body, /Restock is connected/);
         assert.equal(first.headers['content-security-policy'], `frame-ancestors https://${shop} https://admin.shopify.com`);
         assert.equal((await storeRow(t, shop))?.status, 'active');
-        assert.equal(shopify.webhookSubscriptions(shop).length, 3);
+        assert.equal(shopify.webhookSubscriptions(shop).length, 4);
 
         const exchanges = () => shopify.requests.filter((request) => request.shop === shop && request.path === '/admin/oauth/access_token').length;
         const before = exchanges();

@@ -197,6 +197,253 @@ describe('Stripe API stand-in, driven by the official SDK', () => {
     });
   });
 
+  describe('Checkout in subscription mode', () => {
+    /** A monthly plan bought through Checkout, priced inline as our plan purchase does. */
+    function planSession(overrides: Partial<Stripe.Checkout.SessionCreateParams> = {}): Stripe.Checkout.SessionCreateParams {
+      return {
+        mode: 'subscription',
+        line_items: [
+          {
+            price_data: { currency: 'usd', unit_amount: 900, recurring: { interval: 'month' }, product_data: { name: 'Restock Pro' } },
+            quantity: 1,
+          },
+        ],
+        success_url: 'https://shop.example/plan/done?session={CHECKOUT_SESSION_ID}',
+        cancel_url: 'https://shop.example/plan',
+        client_reference_id: 'acct_42',
+        customer_email: 'buyer@example.com',
+        metadata: { plan: 'pro', account: 'acct_42' },
+        subscription_data: { metadata: { plan: 'pro', account: 'acct_42' } },
+        ...overrides,
+      };
+    }
+
+    /**
+     * `months` calendar months after `unix` (UTC), as Stripe bills a monthly price: the same day
+     * of the month, or the month's last day when it is shorter (a Jan 31 start renews on Feb 28).
+     */
+    function monthsAfter(unix: number, months: number): number {
+      const from = new Date(unix * 1000);
+      const month = from.getUTCMonth() + months;
+      const lastDay = new Date(Date.UTC(from.getUTCFullYear(), month + 1, 0)).getUTCDate();
+      const day = Math.min(from.getUTCDate(), lastDay);
+      return Date.UTC(from.getUTCFullYear(), month, day, from.getUTCHours(), from.getUTCMinutes(), from.getUTCSeconds()) / 1000;
+    }
+
+    it('opens a session with an inline recurring price: a hosted url, unpaid, no subscription yet', async () => {
+      const session = await stripe.checkout.sessions.create(planSession());
+      assert.match(session.id, /^cs_test_/);
+      assert.equal(session.object, 'checkout.session');
+      assert.equal(session.url, `https://checkout.stripe.com/c/pay/${session.id}`);
+      assert.equal(session.mode, 'subscription');
+      assert.equal(session.status, 'open');
+      assert.equal(session.payment_status, 'unpaid');
+      assert.equal(session.amount_total, 900);
+      assert.equal(session.currency, 'usd');
+      assert.equal(session.client_reference_id, 'acct_42');
+      assert.equal(session.customer_email, 'buyer@example.com');
+      assert.deepEqual(session.metadata, { plan: 'pro', account: 'acct_42' });
+      assert.equal(session.subscription, null);
+      assert.equal(session.customer, null);
+      assert.ok(session.expires_at > session.created);
+
+      // The SDK sends line_items as an indexed array in bracket notation: line_items[0][price_data][recurring][interval]=month.
+      const sent = api.requests.at(-1)!;
+      assert.equal(sent.path, '/v1/checkout/sessions');
+      assert.deepEqual(sent.form.line_items, [
+        { price_data: { currency: 'usd', unit_amount: '900', recurring: { interval: 'month' }, product_data: { name: 'Restock Pro' } }, quantity: '1' },
+      ]);
+      assert.deepEqual(sent.form.subscription_data, { metadata: { plan: 'pro', account: 'acct_42' } });
+
+      assert.equal((await stripe.checkout.sessions.retrieve(session.id)).status, 'open');
+    });
+
+    it('takes a price id made beforehand', async () => {
+      const price = await stripe.prices.create({ currency: 'usd', unit_amount: 2900, recurring: { interval: 'month' }, product_data: { name: 'Restock Team' } });
+      assert.match(price.id, /^price_/);
+      const session = await stripe.checkout.sessions.create(planSession({ line_items: [{ price: price.id, quantity: 2 }] }));
+      assert.equal(session.amount_total, 5800);
+    });
+
+    it('in payment mode: one-time prices only, and paying makes no subscription', async () => {
+      const oneTime = [{ price_data: { currency: 'usd', unit_amount: 1500, product_data: { name: 'Restock credits' } }, quantity: 1 }];
+      const session = await stripe.checkout.sessions.create(planSession({ mode: 'payment', line_items: oneTime, subscription_data: undefined }));
+      assert.equal(session.mode, 'payment');
+      const completed = api.completeCheckout(session.id);
+      assert.equal(completed.subscription, null);
+      assert.equal(completed.session.payment_status, 'paid');
+
+      const recurring = await rejection(stripe.checkout.sessions.create(planSession({ mode: 'payment', subscription_data: undefined })), Stripe.errors.StripeInvalidRequestError);
+      assert.equal(recurring.param, 'line_items[0]');
+    });
+
+    it('refuses what Stripe refuses: StripeInvalidRequestError naming the param', async () => {
+      const noSuccessUrl = await rejection(stripe.checkout.sessions.create(planSession({ success_url: undefined })), Stripe.errors.StripeInvalidRequestError);
+      assert.equal(noSuccessUrl.statusCode, 400);
+      assert.equal(noSuccessUrl.code, 'parameter_missing');
+      assert.equal(noSuccessUrl.param, 'success_url');
+
+      const noLineItems = await rejection(stripe.checkout.sessions.create(planSession({ line_items: undefined })), Stripe.errors.StripeInvalidRequestError);
+      assert.equal(noLineItems.param, 'line_items');
+
+      // A subscription needs something that recurs.
+      const oneTime = planSession({ line_items: [{ price_data: { currency: 'usd', unit_amount: 900, product_data: { name: 'Once' } }, quantity: 1 }] });
+      const notRecurring = await rejection(stripe.checkout.sessions.create(oneTime), Stripe.errors.StripeInvalidRequestError);
+      assert.equal(notRecurring.param, 'line_items');
+
+      const unknownPrice = await rejection(
+        stripe.checkout.sessions.create(planSession({ line_items: [{ price: 'price_missing', quantity: 1 }] })),
+        Stripe.errors.StripeInvalidRequestError,
+      );
+      assert.equal(unknownPrice.code, 'resource_missing');
+      assert.equal(unknownPrice.param, 'line_items[0][price]');
+    });
+
+    it('completes when the shopper pays: the session is paid and points at an active monthly subscription', async () => {
+      const created = await stripe.checkout.sessions.create(planSession());
+      const { subscription } = api.completeCheckout(created.id);
+
+      const session = await stripe.checkout.sessions.retrieve(created.id);
+      assert.equal(session.status, 'complete');
+      assert.equal(session.payment_status, 'paid');
+      assert.equal(session.url, null);
+      assert.match(String(session.customer), /^cus_/);
+      assert.equal(session.subscription, subscription?.id);
+
+      const retrieved = await stripe.subscriptions.retrieve(String(session.subscription));
+      assert.match(retrieved.id, /^sub_/);
+      assert.equal(retrieved.status, 'active');
+      assert.equal(retrieved.customer, session.customer);
+      assert.deepEqual(retrieved.metadata, { plan: 'pro', account: 'acct_42' });
+      assert.equal(retrieved.cancel_at_period_end, false);
+      assert.match(String(retrieved.latest_invoice), /^in_/);
+      const [item] = retrieved.items.data;
+      assert.equal(item?.price.unit_amount, 900);
+      assert.equal(item?.price.recurring?.interval, 'month');
+      assert.equal(item?.current_period_end, monthsAfter(item!.current_period_start, 1));
+
+      // Paid once: the shopper cannot pay the same session again.
+      assert.throws(() => api.completeCheckout(created.id), /complete/);
+    });
+
+    it('expires an open session; an expired one cannot be paid', async () => {
+      const created = await stripe.checkout.sessions.create(planSession());
+      const expired = await stripe.checkout.sessions.expire(created.id);
+      assert.equal(expired.status, 'expired');
+      assert.equal(expired.url, null);
+      assert.throws(() => api.completeCheckout(created.id), /expired/);
+      await rejection(stripe.checkout.sessions.expire(created.id), Stripe.errors.StripeInvalidRequestError);
+    });
+
+    it('moves a subscription along: renewal a month on, past_due, then cancel through the API', async () => {
+      const { subscription } = api.completeCheckout((await stripe.checkout.sessions.create(planSession())).id);
+      const firstEnd = subscription!.current_period_end;
+      const renewed = api.renewSubscription(subscription!.id);
+      assert.equal(renewed.current_period_start, firstEnd);
+      // Counted from the start, not from the last period's end, so short months do not shift the billing day.
+      assert.equal(renewed.current_period_end, monthsAfter(renewed.start_date, 2));
+      assert.equal(renewed.items.data[0]?.current_period_end, renewed.current_period_end);
+
+      api.setSubscriptionStatus(subscription!.id, 'past_due');
+      assert.equal((await stripe.subscriptions.retrieve(subscription!.id)).status, 'past_due');
+
+      const canceled = await stripe.subscriptions.cancel(subscription!.id);
+      assert.equal(canceled.status, 'canceled');
+      assert.ok(canceled.canceled_at);
+      assert.equal(api.requests.at(-1)?.method, 'DELETE');
+      await rejection(stripe.subscriptions.cancel(subscription!.id), Stripe.errors.StripeInvalidRequestError);
+
+      const missing = await rejection(stripe.subscriptions.retrieve('sub_missing'), Stripe.errors.StripeInvalidRequestError);
+      assert.equal(missing.statusCode, 404);
+      assert.equal(missing.code, 'resource_missing');
+    });
+  });
+
+  describe('webhook deliveries', () => {
+    const secret = `whsec_${randomBytes(16).toString('hex')}`;
+
+    async function paidSubscription() {
+      const session = await stripe.checkout.sessions.create({
+        mode: 'subscription',
+        line_items: [{ price_data: { currency: 'usd', unit_amount: 900, recurring: { interval: 'month' }, product_data: { name: 'Pro' } }, quantity: 1 }],
+        success_url: 'https://shop.example/done',
+      });
+      return api.completeCheckout(session.id);
+    }
+
+    it('signs a delivery that the SDK verifies: checkout.session.completed', async () => {
+      const { session } = await paidSubscription();
+      const event = api.event('checkout.session.completed', session);
+      const { payload, signature } = api.signedDelivery(event, secret);
+      assert.match(signature, /^t=\d+,v1=[0-9a-f]{64}$/);
+
+      const verified = stripe.webhooks.constructEvent(payload, signature, secret);
+      assert.match(verified.id, /^evt_/);
+      assert.equal(verified.type, 'checkout.session.completed');
+      assert.equal(verified.api_version, Stripe.API_VERSION);
+      assert.equal(verified.livemode, false);
+      const object = verified.data.object as Stripe.Checkout.Session;
+      assert.equal(object.id, session.id);
+      assert.equal(object.subscription, session.subscription);
+    });
+
+    it('carries a snapshot: later changes to the object do not show in the event', async () => {
+      const { subscription } = await paidSubscription();
+      const event = api.event('customer.subscription.updated', subscription!);
+      api.setSubscriptionStatus(subscription!.id, 'unpaid');
+      assert.equal(event.data.object.status, 'active');
+    });
+
+    it('builds a failed renewal invoice for invoice.payment_failed', async () => {
+      const { subscription } = await paidSubscription();
+      api.renewSubscription(subscription!.id);
+      const invoice = api.invoiceFor(subscription!.id, { status: 'open', attempt_count: 2 });
+      const { payload, signature } = api.signedDelivery(api.event('invoice.payment_failed', invoice), secret);
+
+      const verified = stripe.webhooks.constructEvent(payload, signature, secret);
+      assert.equal(verified.type, 'invoice.payment_failed');
+      const object = verified.data.object as Stripe.Invoice;
+      assert.match(object.id!, /^in_/);
+      assert.equal(object.status, 'open');
+      assert.equal(object.attempt_count, 2);
+      assert.equal(object.billing_reason, 'subscription_cycle');
+      assert.equal(object.amount_due, 900);
+      assert.equal(object.customer, subscription!.customer);
+      assert.equal(object.parent?.subscription_details?.subscription, subscription!.id);
+      assert.equal(invoice.subscription, subscription!.id);
+      // The invoice bills the period that just ended: it ends where the subscription's current one starts.
+      assert.equal(object.period_end, api.subscriptions.get(subscription!.id)!.current_period_start);
+      assert.equal(api.subscriptions.get(subscription!.id)!.latest_invoice, object.id);
+    });
+
+    it('fails verification for a tampered payload or a wrong secret: StripeSignatureVerificationError', async () => {
+      const { session } = await paidSubscription();
+      const { payload, signature } = api.signedDelivery(api.event('checkout.session.completed', session), secret);
+      const tampered = payload.replace('"paid"', '"unpaid"');
+      assert.notEqual(tampered, payload);
+      assert.throws(() => stripe.webhooks.constructEvent(tampered, signature, secret), Stripe.errors.StripeSignatureVerificationError);
+      assert.throws(
+        () => stripe.webhooks.constructEvent(payload, signature, `whsec_${randomBytes(16).toString('hex')}`),
+        Stripe.errors.StripeSignatureVerificationError,
+      );
+    });
+
+    it('refuses a delivery signed an hour ago with the default 300 s tolerance', async () => {
+      const { session } = await paidSubscription();
+      const event = api.event('checkout.session.completed', session, { created: Math.floor(Date.now() / 1000) - 3600 });
+      const timestamp = Math.floor(Date.now() / 1000) - 3600;
+      const { payload, signature } = api.signedDelivery(event, secret, { timestamp });
+      assert.ok(signature.startsWith(`t=${timestamp},`));
+      assert.throws(() => stripe.webhooks.constructEvent(payload, signature, secret), (err: unknown) => {
+        assert.ok(err instanceof Stripe.errors.StripeSignatureVerificationError);
+        assert.match(err.message, /Timestamp outside the tolerance zone/);
+        return true;
+      });
+      // The signature itself is good: a wider tolerance accepts it.
+      assert.equal(stripe.webhooks.constructEvent(payload, signature, secret, 7200).id, event.id);
+    });
+  });
+
   describe('the wire', () => {
     it('refuses a wrong key: StripeAuthenticationError', async () => {
       const error = await rejection(

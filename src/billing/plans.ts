@@ -1,28 +1,56 @@
 /**
  * The plans merchants buy. Prices are in cents to keep arithmetic exact; the seed's offer for
- * checkoutPlan is the starter plan's USD 9.99.
+ * checkoutPlan is the starter plan's USD 9.99, so its price is fixed. Quotas and the growth
+ * price are settings (PLAN_*); stores without a plan in force get the free allowance.
  */
-export const plans = {
-  starter: {
-    name: 'Starter',
-    description: 'Bring your own e-mail provider key; monthly plan',
-    amountCents: 999,
-    currency: 'USD',
-    interval: 'month',
-    monthlyAlertQuota: 2_000,
-  },
-  growth: {
-    name: 'Growth',
-    description: 'Managed sending with a higher quota; monthly plan',
-    amountCents: 2_999,
-    currency: 'USD',
-    interval: 'month',
-    monthlyAlertQuota: 20_000,
-  },
-} as const;
+export interface Plan {
+  name: string;
+  description: string;
+  amountCents: number;
+  currency: string;
+  interval: 'month';
+  monthlyAlertQuota: number;
+  /** Alerts go out only through the store's own e-mail provider (bring your own key). */
+  requiresOwnMailProvider: boolean;
+  includes: string[];
+}
 
-export type PlanId = keyof typeof plans;
-export const planIds = Object.keys(plans) as [PlanId, ...PlanId[]];
+export const planIds = ['starter', 'growth'] as const;
+export type PlanId = (typeof planIds)[number];
+export type PlanCatalogue = Record<PlanId, Plan>;
+
+export interface PlanSettings {
+  starterAlertsPerMonth: number;
+  growthAlertsPerMonth: number;
+  growthPriceCents: number;
+}
+
+export const DEFAULT_PLAN_SETTINGS: PlanSettings = { starterAlertsPerMonth: 2_000, growthAlertsPerMonth: 20_000, growthPriceCents: 2_999 };
+
+export function planCatalogue(settings: PlanSettings = DEFAULT_PLAN_SETTINGS): PlanCatalogue {
+  return {
+    starter: {
+      name: 'Starter',
+      description: 'Bring your own e-mail provider key; monthly plan',
+      amountCents: 999,
+      currency: 'USD',
+      interval: 'month',
+      monthlyAlertQuota: settings.starterAlertsPerMonth,
+      requiresOwnMailProvider: true,
+      includes: ['back-in-stock alerts through your own SMTP provider', `${settings.starterAlertsPerMonth} alerts a month`, 'batch policy, templates, demand per product'],
+    },
+    growth: {
+      name: 'Growth',
+      description: 'Managed sending with a higher quota; monthly plan',
+      amountCents: settings.growthPriceCents,
+      currency: 'USD',
+      interval: 'month',
+      monthlyAlertQuota: settings.growthAlertsPerMonth,
+      requiresOwnMailProvider: false,
+      includes: ['managed sending (or your own SMTP provider)', `${settings.growthAlertsPerMonth} alerts a month`, 'batch policy, templates, demand per product'],
+    },
+  };
+}
 
 export function formatPrice(amountCents: number, currency: string): string {
   return new Intl.NumberFormat('en-US', { style: 'currency', currency }).format(amountCents / 100);

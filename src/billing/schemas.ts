@@ -23,6 +23,7 @@ export const checkoutSessionSchema = z
     plan: planIdSchema,
     shop: z.string(),
     status: z.enum(['open', 'completed', 'expired']),
+    provider: z.string().describe('Where the purchase is completed: local (test mode), stripe, shopify; x402 or mpp when the request paid'),
     amount: z.number().describe('Price per month in the currency, e.g. 9.99'),
     currency: z.string(),
     checkoutUrl: z.url(),
@@ -40,6 +41,8 @@ export const planSchema = z.object({
   currency: z.string(),
   interval: z.literal('month'),
   monthlyAlertQuota: z.number().int(),
+  requiresOwnMailProvider: z.boolean().describe('Alerts go out only through the store’s own SMTP provider'),
+  includes: z.array(z.string()),
 });
 
 export const planListSchema = z.object({ plans: z.array(planSchema) }).describe('The plans on sale');

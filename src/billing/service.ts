@@ -2,64 +2,133 @@ import { isoAfter, nowIso } from '../core/clock.ts';
 import { newId } from '../core/ids.ts';
 import { canSee, storeForWrite, type Caller } from '../core/http/caller.ts';
 import { Forbidden, NotFound, Problem } from '../core/problems.ts';
-import { plans, type PlanId } from './plans.ts';
+import type { PlanEvent } from './plan-state.ts';
+import { planIds, type Plan, type PlanCatalogue, type PlanId } from './plans.ts';
 import type { CheckoutSession } from './schemas.ts';
-import type { BillingStore, CheckoutSessionRow } from './store.ts';
+import type { BillingStore, CheckoutSessionRow, StorePlanRow } from './store.ts';
+import type { StripeBilling } from './stripe-billing.ts';
+
+const MONTH_MS = 30 * 24 * 3600 * 1000;
+
+/** Shopify Billing, as the Shopify feature provides it (it holds the stores' Admin API access). */
+export interface ShopifyBillingProvider {
+  /** Whether the store is installed as a Shopify app: then its plan is bought through Shopify. */
+  installed(shop: string): Promise<boolean>;
+  createSubscription(shop: string, plan: Plan, returnUrl: string): Promise<{ externalId: string; url: string }>;
+}
+
+/** An `app_subscriptions/update` delivery, as Shopify sends it. */
+export interface ShopifySubscriptionUpdate {
+  app_subscription?: { admin_graphql_api_id?: string; name?: string; status?: string; updated_at?: string; created_at?: string };
+}
+
+export interface BillingOptions {
+  store: BillingStore;
+  baseUrl: string;
+  sessionTtlMinutes: number;
+  catalogue: PlanCatalogue;
+  checkoutProvider: 'local' | 'stripe';
+  freeAlertsPerMonth: number;
+  stripe?: StripeBilling;
+  /** Tells a store's owner something about their plan (by e-mail). */
+  tellMerchant?: (shop: string, subject: string, text: string) => Promise<void>;
+}
+
+/** What a store's plan allows in the current billing period. */
+export interface Entitlement {
+  plan: PlanId | 'free';
+  status: 'active' | 'past_due' | 'none';
+  monthlyAlertQuota: number;
+  requiresOwnMailProvider: boolean;
+  periodStart: string;
+  periodEnd: string;
+}
+
+/** The answer to "may these alerts go out now?": the first `granted` may; the rest wait until `retryAt`. */
+export interface QuotaGrant {
+  granted: number;
+  periodStart: string;
+  retryAt: string;
+  /** Why the rest wait, for the alert ledger. */
+  reason?: string;
+}
+
+/** A quota refusal is looked at again after this long: a plan bought meanwhile lifts it. */
+const RECHECK_MS = 3600_000;
 
 /**
- * checkoutPlan and what follows it. The embedded default sells through a hosted page of ours in
- * test mode; the card processors plug in here as further providers.
+ * checkoutPlan and what follows it: the checkout providers (our hosted page in test mode, Stripe
+ * Checkout, Shopify Billing), the provider events that move a store's plan through its states,
+ * and what the plan in force allows.
  */
 export class BillingService {
-  constructor(
-    private readonly store: BillingStore,
-    private readonly baseUrl: string,
-    private readonly sessionTtlMinutes: number,
-  ) {}
+  private shopify: ShopifyBillingProvider | undefined;
+
+  constructor(private readonly options: BillingOptions) {}
+
+  /** The Shopify feature hands its billing over once it is built (it also needs this service). */
+  useShopify(provider: ShopifyBillingProvider): void {
+    this.shopify = provider;
+  }
+
+  plan(id: PlanId): Plan {
+    return this.options.catalogue[id];
+  }
 
   listPlans() {
-    return Object.entries(plans).map(([plan, p]) => ({
-      plan: plan as PlanId,
-      name: p.name,
-      description: p.description,
-      amount: p.amountCents / 100,
-      currency: p.currency,
-      interval: p.interval,
-      monthlyAlertQuota: p.monthlyAlertQuota,
-    }));
+    return planIds.map((plan) => {
+      const p = this.options.catalogue[plan];
+      return {
+        plan,
+        name: p.name,
+        description: p.description,
+        amount: p.amountCents / 100,
+        currency: p.currency,
+        interval: p.interval,
+        monthlyAlertQuota: p.monthlyAlertQuota,
+        requiresOwnMailProvider: p.requiresOwnMailProvider,
+        includes: p.includes,
+      };
+    });
   }
 
   /**
-   * checkoutPlan: a new checkout session for the plan and store. When the request itself paid
-   * for the plan (pay per request), the session is complete at once and the plan active.
+   * checkoutPlan: a new checkout session for the plan and store, at the store's provider. When
+   * the request itself paid for the plan (pay per request), the session is complete at once.
    */
   async checkoutPlan(input: { plan: PlanId; shop: string }, caller: Caller, paidWith?: 'x402' | 'mpp'): Promise<CheckoutSession> {
     if (storeForWrite(caller, input.shop).foreign) {
       throw new Forbidden(`This agent is bound to ${caller.storeDomain} and cannot buy a plan for ${input.shop}.`);
     }
     const now = new Date();
-    const plan = plans[input.plan];
+    const plan = this.plan(input.plan);
+    const shop = input.shop.toLowerCase();
+    const provider = paidWith ?? (await this.providerFor(shop));
     const row: CheckoutSessionRow = {
       id: newId('cs'),
       plan: input.plan,
-      shop: input.shop.toLowerCase(),
+      shop,
       status: 'open',
-      provider: paidWith ?? 'local',
+      provider,
       amount_cents: plan.amountCents,
       currency: plan.currency,
       created_at: now.toISOString(),
-      expires_at: isoAfter(this.sessionTtlMinutes * 60_000, now),
+      expires_at: isoAfter(this.options.sessionTtlMinutes * 60_000, now),
       completed_at: null,
       agent_id: caller.agentId,
+      external_id: null,
+      external_url: null,
     };
-    await this.store.createSession(row);
-    if (paidWith) return this.present((await this.store.completeSession(row.id, nowIso())) ?? row);
-    return this.present(row);
+    await this.options.store.createSession(row);
+    if (paidWith) return this.present((await this.options.store.completeSession(row.id, nowIso(), isoAfter(MONTH_MS))) ?? row);
+    const started = await this.startAtProvider(row, plan);
+    await this.recordPending(row, started?.externalId ?? row.id);
+    return this.present({ ...row, external_id: started?.externalId ?? null, external_url: started?.url ?? null });
   }
 
   /** Without a caller: the hosted page, which anyone holding the session's URL may open. */
   async getCheckoutSession(id: string, caller?: Caller): Promise<CheckoutSession> {
-    const row = await this.store.findSession(id);
+    const row = await this.options.store.findSession(id);
     if (!row || (caller && !canSee(caller, { agentId: row.agent_id, storeDomain: row.shop }))) {
       throw new NotFound(`No checkout session ${id}.`);
     }
@@ -68,13 +137,166 @@ export class BillingService {
 
   /** Completes a test-mode purchase on our hosted page; the store's plan becomes active. */
   async completeTestCheckout(id: string): Promise<CheckoutSession> {
-    const row = await this.store.completeSession(id, nowIso());
+    const existing = await this.options.store.findSession(id);
+    if (!existing) throw new NotFound(`No checkout session ${id}.`);
+    if (existing.provider !== 'local') {
+      throw new Problem('conflict', `Checkout session ${id} is completed at ${existing.provider}, not on this page.`);
+    }
+    const row = await this.options.store.completeSession(id, nowIso(), isoAfter(MONTH_MS));
     if (!row) throw new NotFound(`No checkout session ${id}.`);
     const session = this.present(row);
     if (session.status === 'expired') {
       throw new Problem('checkout-expired', `Checkout session ${id} expired at ${row.expires_at}.`);
     }
     return session;
+  }
+
+  /**
+   * The allowance in force: an active plan (or one whose payment failed, during the provider's
+   * retries) gives its quota for its billing period; otherwise the free allowance per calendar
+   * month (UTC).
+   */
+  async entitlement(shop: string, now = new Date()): Promise<Entitlement> {
+    const row = await this.options.store.planOf(shop);
+    if (row && (row.status === 'active' || row.status === 'past_due') && Object.hasOwn(this.options.catalogue, row.plan)) {
+      const plan = this.plan(row.plan as PlanId);
+      const period = billingPeriod(row.period_start, row.period_end, now);
+      return { plan: row.plan as PlanId, status: row.status, monthlyAlertQuota: plan.monthlyAlertQuota, requiresOwnMailProvider: plan.requiresOwnMailProvider, ...period };
+    }
+    return { plan: 'free', status: 'none', monthlyAlertQuota: this.options.freeAlertsPerMonth, requiresOwnMailProvider: false, ...calendarMonth(now) };
+  }
+
+  /**
+   * Takes up to `wanted` alerts from the store's allowance. None go out for a plan that sends
+   * only through the store's own provider while it has none; past the quota the rest wait. The
+   * merchant is told once per period.
+   */
+  async reserveAlerts(shop: string, wanted: number, ownMailProvider: boolean, now = new Date()): Promise<QuotaGrant> {
+    const entitlement = await this.entitlement(shop, now);
+    const retryAt = new Date(Math.min(Date.parse(entitlement.periodEnd), now.getTime() + RECHECK_MS)).toISOString();
+    if (entitlement.requiresOwnMailProvider && !ownMailProvider) {
+      const reason = `waiting: the ${entitlement.plan} plan sends through the store's own e-mail provider, and none is set (PATCH /api/v1/stores/${shop} with smtpUrl)`;
+      await this.tell(shop, entitlement.periodStart, 'Restock: alerts are waiting for your e-mail provider', `${reason}.\nYour shoppers' alerts are kept and go out as soon as it is set.`, now);
+      return { granted: 0, periodStart: entitlement.periodStart, retryAt, reason };
+    }
+    const { granted, tellMerchant } = await this.options.store.reserveUsage(shop, entitlement.periodStart, entitlement.monthlyAlertQuota, wanted, now.toISOString());
+    if (granted === wanted) return { granted, periodStart: entitlement.periodStart, retryAt };
+    const reason = `waiting: the ${entitlement.plan} allowance of ${entitlement.monthlyAlertQuota} alerts is used up until ${entitlement.periodEnd}`;
+    if (tellMerchant) {
+      await this.sendNotice(shop, 'Restock: your monthly alert quota is used up', `${reason}.\nAlerts beyond it are kept, not dropped: they go out when the next period starts, or at once if you choose a larger plan.`);
+    }
+    return { granted, periodStart: entitlement.periodStart, retryAt, reason };
+  }
+
+  releaseAlerts(shop: string, periodStart: string, count: number): Promise<unknown> {
+    return this.options.store.releaseUsage(shop, periodStart, count);
+  }
+
+  /** Alerts counted against the allowance in the current period. */
+  async usage(shop: string, now = new Date()): Promise<{ entitlement: Entitlement; used: number }> {
+    const entitlement = await this.entitlement(shop, now);
+    return { entitlement, used: await this.options.store.usage(shop, entitlement.periodStart) };
+  }
+
+  /** Once per period, through the usage row's notice mark (a zero-alert reservation sets it). */
+  private async tell(shop: string, periodStart: string, subject: string, text: string, now: Date): Promise<void> {
+    const { tellMerchant } = await this.options.store.reserveUsage(shop, periodStart, 0, 1, now.toISOString());
+    if (tellMerchant) await this.sendNotice(shop, subject, text);
+  }
+
+  private async sendNotice(shop: string, subject: string, text: string): Promise<void> {
+    try {
+      await this.options.tellMerchant?.(shop, subject, text);
+    } catch {
+      // The alerts wait either way; the notice is a courtesy that must not stop dispatch.
+    }
+  }
+
+  /** The plan a store holds (undefined: none). */
+  planOf(shop: string): Promise<StorePlanRow | undefined> {
+    return this.options.store.planOf(shop);
+  }
+
+  /**
+   * A Stripe webhook delivery: verified (signature and age) by the SDK, then applied once.
+   * Returns what it did, for the answer and the log.
+   */
+  async stripeWebhook(payload: Buffer, signature: string | undefined): Promise<string> {
+    const stripe = this.options.stripe;
+    if (!stripe?.verifiesWebhooks) throw new Problem('not-configured', 'Stripe webhooks need STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET.');
+    if (!signature) throw new Problem('invalid-webhook', 'A Stripe delivery carries a Stripe-Signature header; this one has none.');
+    let event;
+    try {
+      event = stripe.verify(payload, signature);
+    } catch {
+      throw new Problem('invalid-webhook', 'The Stripe-Signature does not match the body under the webhook secret, or the delivery is older than 5 minutes.');
+    }
+    const mapped = await stripe.planEvent(event);
+    const now = nowIso();
+    if (typeof mapped === 'string') return this.options.store.applyEvent('stripe', event.id, event.type, undefined, now, mapped);
+    if (event.type === 'checkout.session.completed' && mapped.checkoutSessionId) {
+      await this.options.store.markCompleted(mapped.checkoutSessionId, now);
+    }
+    return this.options.store.applyEvent('stripe', event.id, event.type, mapped, now);
+  }
+
+  /** Shopify's `app_subscriptions/update` for a shop: applied once per event id, in any order. */
+  async shopifySubscriptionUpdate(shop: string, eventId: string, update: ShopifySubscriptionUpdate): Promise<string> {
+    const subscription = update.app_subscription;
+    const now = nowIso();
+    const externalId = subscription?.admin_graphql_api_id;
+    if (!externalId || !subscription?.status) {
+      return this.options.store.applyEvent('shopify', eventId, 'app_subscriptions/update', undefined, now, 'no subscription id or status');
+    }
+    const session = await this.options.store.findSessionByExternal(externalId);
+    const held = await this.options.store.planByExternal('shopify', externalId);
+    const plan = session?.plan ?? held?.plan ?? planIds.find((id) => subscription.name === `Restock ${this.plan(id).name}`);
+    if (!plan) return this.options.store.applyEvent('shopify', eventId, 'app_subscriptions/update', undefined, now, `an app subscription not bought through Restock (${subscription.name ?? 'unnamed'})`);
+    const status = shopifyStatus(subscription.status);
+    const at = subscription.updated_at ? new Date(subscription.updated_at).toISOString() : now;
+    if (status === 'active' && session) await this.options.store.markCompleted(session.id, now);
+    const event: PlanEvent = {
+      shop,
+      plan,
+      status,
+      provider: 'shopify',
+      externalId,
+      at,
+      ...(status === 'active' && held?.status !== 'active' ? { periodStart: at, periodEnd: isoAfter(MONTH_MS, new Date(at)) } : {}),
+      checkoutSessionId: session?.id ?? null,
+    };
+    return this.options.store.applyEvent('shopify', eventId, 'app_subscriptions/update', event, now);
+  }
+
+  private async providerFor(shop: string): Promise<string> {
+    if (this.shopify && (await this.shopify.installed(shop))) return 'shopify';
+    return this.options.checkoutProvider;
+  }
+
+  private async startAtProvider(row: CheckoutSessionRow, plan: Plan): Promise<{ externalId: string; url: string } | undefined> {
+    let started: { externalId: string; url: string } | undefined;
+    try {
+      if (row.provider === 'stripe') started = await this.options.stripe!.startCheckout(row, plan);
+      if (row.provider === 'shopify') started = await this.shopify!.createSubscription(row.shop, plan, `${this.options.baseUrl}/checkout/${row.id}`);
+    } catch (err) {
+      if (err instanceof Problem) throw err;
+      throw new Problem('upstream-failed', `The checkout could not be started at ${row.provider}: ${(err as Error).message.split('\n')[0]}`);
+    }
+    if (started) await this.options.store.attachExternal(row.id, started.externalId, started.url);
+    return started;
+  }
+
+  /** none → pending: the store has started buying (a plan in force is kept until the new one is active). */
+  private async recordPending(row: CheckoutSessionRow, externalId: string): Promise<void> {
+    await this.options.store.applyEvent(row.provider, `checkout:${row.id}`, 'checkout.started', {
+      shop: row.shop,
+      plan: row.plan,
+      status: 'pending',
+      provider: row.provider,
+      externalId,
+      at: row.created_at,
+      checkoutSessionId: row.id,
+    }, nowIso());
   }
 
   private present(row: CheckoutSessionRow): CheckoutSession {
@@ -84,12 +306,49 @@ export class BillingService {
       plan: row.plan as PlanId,
       shop: row.shop,
       status: expired ? 'expired' : (row.status as CheckoutSession['status']),
+      provider: row.provider,
       amount: row.amount_cents / 100,
       currency: row.currency,
-      checkoutUrl: `${this.baseUrl}/checkout/${row.id}`,
+      checkoutUrl: row.external_url ?? `${this.options.baseUrl}/checkout/${row.id}`,
       createdAt: row.created_at,
       expiresAt: row.expires_at,
       completedAt: row.completed_at,
     };
   }
+}
+
+/** Shopify's AppSubscriptionStatus in our four. */
+export function shopifyStatus(status: string): PlanEvent['status'] {
+  switch (status.toUpperCase()) {
+    case 'ACTIVE':
+      return 'active';
+    case 'PENDING':
+    case 'ACCEPTED':
+      return 'pending';
+    case 'FROZEN':
+      return 'past_due';
+    default:
+      // CANCELLED, DECLINED, EXPIRED
+      return 'cancelled';
+  }
+}
+
+/** The provider's period, rolled forward whole periods when its renewal news is late. */
+function billingPeriod(start: string | null, end: string | null, now: Date): { periodStart: string; periodEnd: string } {
+  if (!start || !end || Date.parse(end) <= Date.parse(start)) return calendarMonth(now);
+  let from = Date.parse(start);
+  let to = Date.parse(end);
+  const length = to - from;
+  if (now.getTime() < from) return calendarMonth(now);
+  while (now.getTime() >= to) {
+    from = to;
+    to += length;
+  }
+  return { periodStart: new Date(from).toISOString(), periodEnd: new Date(to).toISOString() };
+}
+
+function calendarMonth(now: Date): { periodStart: string; periodEnd: string } {
+  const start = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1);
+  const end = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1);
+  return { periodStart: new Date(start).toISOString(), periodEnd: new Date(end).toISOString() };
 }

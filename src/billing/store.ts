@@ -1,4 +1,5 @@
-import type { Database } from '../core/db/database.ts';
+import type { Database, Trx } from '../core/db/database.ts';
+import { nextPlanState, type PlanEvent } from './plan-state.ts';
 import type { CheckoutSessionsTable, StorePlansTable } from '../core/db/schema.ts';
 
 export type CheckoutSessionRow = CheckoutSessionsTable;
@@ -20,7 +21,7 @@ export class BillingStore {
    * Completes an open, unexpired session and gives its store the plan, in one transaction.
    * Returns the session as it is afterwards (unchanged when it was not open or had expired).
    */
-  completeSession(id: string, now: string): Promise<CheckoutSessionRow | undefined> {
+  completeSession(id: string, now: string, periodEnd: string): Promise<CheckoutSessionRow | undefined> {
     return this.database.write(async (trx) => {
       const completed = await trx
         .updateTable('checkout_sessions')
@@ -31,30 +32,125 @@ export class BillingStore {
         .returningAll()
         .executeTakeFirst();
       if (completed) {
-        const plan: StorePlanRow = {
+        const event: PlanEvent = {
           shop: completed.shop,
           plan: completed.plan,
           status: 'active',
-          checkout_session_id: completed.id,
-          activated_at: now,
-          updated_at: now,
+          provider: completed.provider,
+          externalId: completed.id,
+          at: now,
+          periodStart: now,
+          periodEnd,
+          checkoutSessionId: completed.id,
         };
-        await trx
-          .insertInto('store_plans')
-          .values(plan)
-          .onConflict((oc) =>
-            oc.column('shop').doUpdateSet({
-              plan: plan.plan,
-              status: plan.status,
-              checkout_session_id: plan.checkout_session_id,
-              activated_at: plan.activated_at,
-              updated_at: plan.updated_at,
-            }),
-          )
-          .execute();
+        await this.applyWithin(trx, event, now);
         return completed;
       }
       return trx.selectFrom('checkout_sessions').selectAll().where('id', '=', id).executeTakeFirst();
     });
+  }
+
+  /** The provider says the purchase went through (its own page): the session is complete. */
+  markCompleted(id: string, now: string): Promise<unknown> {
+    return this.database.write((trx) =>
+      trx.updateTable('checkout_sessions').set({ status: 'completed', completed_at: now }).where('id', '=', id).where('status', '=', 'open').execute(),
+    );
+  }
+
+  attachExternal(id: string, externalId: string, externalUrl: string | null): Promise<unknown> {
+    return this.database.write((trx) =>
+      trx.updateTable('checkout_sessions').set({ external_id: externalId, external_url: externalUrl }).where('id', '=', id).execute(),
+    );
+  }
+
+  findSessionByExternal(externalId: string): Promise<CheckoutSessionRow | undefined> {
+    return this.database.db.selectFrom('checkout_sessions').selectAll().where('external_id', '=', externalId).executeTakeFirst();
+  }
+
+  planOf(shop: string): Promise<StorePlanRow | undefined> {
+    return this.database.db.selectFrom('store_plans').selectAll().where('shop', '=', shop).executeTakeFirst();
+  }
+
+  planByExternal(provider: string, externalId: string): Promise<StorePlanRow | undefined> {
+    return this.database.db.selectFrom('store_plans').selectAll().where('provider', '=', provider).where('external_id', '=', externalId).executeTakeFirst();
+  }
+
+  /**
+   * Applies one provider event once: the event id is recorded in the same transaction as the
+   * plan change, so a redelivery finds it and changes nothing. `event` undefined records an
+   * event that concerns no store of ours.
+   */
+  applyEvent(provider: string, eventId: string, type: string, event: PlanEvent | undefined, now: string, unresolved = 'concerns no store'): Promise<string> {
+    return this.database.write(async (trx) => {
+      const inserted = await trx
+        .insertInto('billing_events')
+        .values({ provider, event_id: eventId, type, shop: event?.shop ?? null, outcome: 'applying', received_at: now })
+        .onConflict((oc) => oc.doNothing())
+        .executeTakeFirst();
+      if (Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 0) return 'duplicate';
+      const outcome = event ? await this.applyWithin(trx, event, now) : `ignored: ${unresolved}`;
+      await trx.updateTable('billing_events').set({ outcome }).where('provider', '=', provider).where('event_id', '=', eventId).execute();
+      return outcome;
+    });
+  }
+
+  /**
+   * Takes up to `wanted` alerts from a store's allowance for a period, atomically: concurrent
+   * workers together never take more than `quota`. Returns how many were granted and whether
+   * the merchant still has to be told the allowance ran out (once per period).
+   */
+  reserveUsage(shop: string, periodStart: string, quota: number, wanted: number, now: string): Promise<{ granted: number; used: number; tellMerchant: boolean }> {
+    return this.database.write(async (trx) => {
+      await trx.insertInto('plan_usage').values({ shop, period_start: periodStart, used: 0, notified_at: null }).onConflict((oc) => oc.doNothing()).execute();
+      let query = trx.selectFrom('plan_usage').selectAll().where('shop', '=', shop).where('period_start', '=', periodStart);
+      if (this.database.dialect === 'postgres') query = query.forUpdate();
+      const usage = await query.executeTakeFirstOrThrow();
+      const granted = Math.max(0, Math.min(wanted, quota - usage.used));
+      const short = granted < wanted;
+      const tellMerchant = short && usage.notified_at === null;
+      if (granted > 0 || tellMerchant) {
+        await trx
+          .updateTable('plan_usage')
+          .set({ used: usage.used + granted, ...(tellMerchant ? { notified_at: now } : {}) })
+          .where('shop', '=', shop)
+          .where('period_start', '=', periodStart)
+          .execute();
+      }
+      return { granted, used: usage.used + granted, tellMerchant };
+    });
+  }
+
+  /** Gives back alerts reserved but not sent (a failure that will be retried, or given up). */
+  releaseUsage(shop: string, periodStart: string, count: number): Promise<unknown> {
+    return this.database.write((trx) =>
+      trx
+        .updateTable('plan_usage')
+        .set((eb) => ({ used: eb('used', '-', count) }))
+        .where('shop', '=', shop)
+        .where('period_start', '=', periodStart)
+        .where('used', '>=', count)
+        .execute(),
+    );
+  }
+
+  usage(shop: string, periodStart: string): Promise<number> {
+    return this.database.db
+      .selectFrom('plan_usage')
+      .select('used')
+      .where('shop', '=', shop)
+      .where('period_start', '=', periodStart)
+      .executeTakeFirst()
+      .then((row) => row?.used ?? 0);
+  }
+
+  private async applyWithin(trx: Trx, event: PlanEvent, now: string): Promise<string> {
+    let query = trx.selectFrom('store_plans').selectAll().where('shop', '=', event.shop);
+    if (this.database.dialect === 'postgres') query = query.forUpdate();
+    const current = await query.executeTakeFirst();
+    const next = nextPlanState(current, event, now);
+    if ('ignored' in next) return `ignored: ${next.ignored}`;
+    const { shop: _shop, ...changes } = next.row;
+    await trx.insertInto('store_plans').values(next.row).onConflict((oc) => oc.column('shop').doUpdateSet(changes)).execute();
+    return `${current?.status ?? 'none'} → ${next.row.status}`;
   }
 }

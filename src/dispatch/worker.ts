@@ -15,7 +15,14 @@ import type { DispatchService } from './service.ts';
 import type { DispatchStore, NotificationRow, RestockRow } from './store.ts';
 import { renderAlert } from './templates.ts';
 
+/** The store's allowance (the billing feature): how many of its alerts may go out now. */
+export interface AlertQuota {
+  reserveAlerts(storeDomain: string, wanted: number, ownMailProvider: boolean): Promise<{ granted: number; periodStart: string; retryAt: string; reason?: string }>;
+  releaseAlerts(storeDomain: string, periodStart: string, count: number): Promise<unknown>;
+}
+
 export interface WorkerDeps {
+  quota: AlertQuota;
   store: DispatchStore;
   dispatch: DispatchService;
   alerts: AlertService;
@@ -42,12 +49,14 @@ interface Outgoing {
   row: NotificationRow;
   transport: MailTransport;
   message: Parameters<MailTransport['send']>[0];
+  /** The billing period whose allowance this alert was counted against. */
+  quotaPeriod?: string;
 }
 
 type Outcome =
   | { kind: 'sent' }
   | { kind: 'skipped'; why: string; notified: boolean }
-  | { kind: 'deferred'; until: string }
+  | { kind: 'deferred'; until: string; why?: string }
   | { kind: 'retry'; why: string; at: string }
   | { kind: 'failed'; why: string; suppress: boolean };
 
@@ -316,6 +325,8 @@ export class DispatchWorker {
       settling.record(item.row, { kind: 'sent' });
     } catch (err) {
       settling.record(item.row, this.failure(item.row, err));
+      // Not sent: its place in the allowance goes back (a retry counts it again).
+      if (item.quotaPeriod) await this.deps.quota.releaseAlerts(item.row.store_domain, item.quotaPeriod, 1).catch((error) => this.deps.log.warn({ err: error }, 'releasing an alert quota failed'));
     } finally {
       clearTimeout(timer);
     }
@@ -346,6 +357,7 @@ export class DispatchWorker {
       const context = await this.storeContext(storeDomain, rows);
       const seenAddresses = new Set<string>();
       const seenSubscriptions = new Set<string>();
+      const ready: Outgoing[] = [];
       for (const row of rows) {
         const check = this.check(row, context, { active, alerted, seenAddresses, seenSubscriptions });
         if (check) {
@@ -356,10 +368,18 @@ export class DispatchWorker {
         seenSubscriptions.add(row.subscription_id);
         // Two alerts to one address in one group: the cap counts the first as sent now.
         if (!context.lastSent.has(row.email)) context.lastSent.set(row.email, new Date().toISOString());
-        outgoing.push(this.compose(row, context));
+        ready.push(this.compose(row, context));
       }
+      if (ready.length > 0) outgoing.push(...(await this.withinAllowance(storeDomain, ready, context, settling)));
     }
     return outgoing;
+  }
+
+  /** What the store's plan allows goes out, in queue order; the rest waits, visibly, never dropped. */
+  private async withinAllowance(storeDomain: string, ready: Outgoing[], context: StoreContext, settling: Settler): Promise<Outgoing[]> {
+    const grant = await this.deps.quota.reserveAlerts(storeDomain, ready.length, context.ownMailProvider);
+    for (const item of ready.slice(grant.granted)) settling.record(item.row, { kind: 'deferred', until: grant.retryAt, why: grant.reason });
+    return ready.slice(0, grant.granted).map((item) => ({ ...item, quotaPeriod: grant.periodStart }));
   }
 
   private check(
@@ -426,6 +446,7 @@ export class DispatchWorker {
     return {
       storeDomain,
       sending,
+      ownMailProvider: smtpUrl !== undefined && smtpUrl !== null,
       settings,
       capMs,
       lastSent,
@@ -487,6 +508,8 @@ interface ProductContext {
 interface StoreContext {
   storeDomain: string;
   sending: boolean;
+  /** The store sends through its own SMTP provider (some plans require it). */
+  ownMailProvider: boolean;
   settings: EffectiveSettings;
   capMs: number;
   lastSent: Map<string, string>;
@@ -577,8 +600,8 @@ function changesFor(row: NotificationRow, outcome: Exclude<Outcome, { kind: 'sen
     case 'skipped':
       return { status: 'skipped', outcome: outcome.why };
     case 'deferred':
-      // Waiting out the cap is not an attempt.
-      return { status: 'queued', next_attempt_at: outcome.until, attempts: row.attempts - 1, outcome: 'waiting for the frequency cap' };
+      // Waiting (for the frequency cap, or the plan's allowance) is not an attempt.
+      return { status: 'queued', next_attempt_at: outcome.until, attempts: row.attempts - 1, outcome: outcome.why ?? 'waiting for the frequency cap' };
     case 'retry':
       return { status: 'queued', next_attempt_at: outcome.at, outcome: `will retry: ${outcome.why}` };
     case 'failed':

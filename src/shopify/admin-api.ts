@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { callShopify, offlineSession, UpstreamError, type ShopifyApi } from './shopify-api.ts';
 
 /** The topics the app subscribes to by API; the compliance topics are declared in the app's configuration. */
-export const SUBSCRIBED_TOPICS = ['PRODUCTS_UPDATE', 'INVENTORY_LEVELS_UPDATE', 'APP_UNINSTALLED'] as const;
+export const SUBSCRIBED_TOPICS = ['PRODUCTS_UPDATE', 'INVENTORY_LEVELS_UPDATE', 'APP_UNINSTALLED', 'APP_SUBSCRIPTIONS_UPDATE'] as const;
 
 const productFields = z.object({
   id: z.string(),
@@ -60,6 +60,24 @@ const PRODUCTS = `query RestockProducts($ids: [ID!]!) {
   }
 }`;
 
+const APP_SUBSCRIPTION_CREATE = `mutation RestockAppSubscription($name: String!, $lineItems: [AppSubscriptionLineItemInput!]!, $returnUrl: URL!, $test: Boolean) {
+  appSubscriptionCreate(name: $name, lineItems: $lineItems, returnUrl: $returnUrl, test: $test) {
+    appSubscription { id status }
+    confirmationUrl
+    userErrors { field message }
+  }
+}`;
+
+const appSubscriptionAnswer = z.object({
+  appSubscriptionCreate: z
+    .object({
+      appSubscription: z.object({ id: z.string(), status: z.string() }).nullish(),
+      confirmationUrl: z.string().nullish(),
+      userErrors: z.array(z.object({ message: z.string() })),
+    })
+    .nullable(),
+});
+
 /**
  * The Admin GraphQL operations the app needs, through the library's client with a store's
  * offline token. Answers are checked against the fields asked for before anyone reads them.
@@ -88,6 +106,25 @@ export class AdminApi {
       if (errors.length > 0) throw new UpstreamError(`Subscribing to ${topic}: ${errors.map((error) => error.message).join('; ')}`);
     }
     return [...SUBSCRIBED_TOPICS];
+  }
+
+  /**
+   * A recurring app charge (Shopify Billing) the merchant approves at `confirmationUrl`; Shopify
+   * then reports its status by `app_subscriptions/update`.
+   */
+  async createAppSubscription(
+    shop: string,
+    accessToken: string,
+    charge: { name: string; amount: number; currencyCode: string; returnUrl: string; test: boolean },
+  ): Promise<{ id: string; confirmationUrl: string }> {
+    const lineItems = [{ plan: { appRecurringPricingDetails: { price: { amount: charge.amount, currencyCode: charge.currencyCode }, interval: 'EVERY_30_DAYS' } } }];
+    const data = await this.request(shop, accessToken, 'Creating the app subscription', APP_SUBSCRIPTION_CREATE, { name: charge.name, lineItems, returnUrl: charge.returnUrl, test: charge.test }, appSubscriptionAnswer);
+    const created = data.appSubscriptionCreate;
+    const errors = created?.userErrors ?? [];
+    if (!created?.appSubscription || !created.confirmationUrl || errors.length > 0) {
+      throw new UpstreamError(`Creating the app subscription: ${errors.map((error) => error.message).join('; ') || 'no subscription in the answer'}`);
+    }
+    return { id: created.appSubscription.id, confirmationUrl: created.confirmationUrl };
   }
 
   /** The variant (and its product) an inventory item belongs to; undefined when Shopify has none. */

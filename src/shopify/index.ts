@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger, FastifyInstance, FastifyPluginAsync } from 'fastify';
 import type { AlertService } from '../alerts/service.ts';
+import type { ShopifyBillingProvider } from '../billing/service.ts';
 import type { Config } from '../config.ts';
 import type { Database } from '../core/db/database.ts';
 import type { MailTransport } from '../core/mail/transport.ts';
@@ -14,7 +15,7 @@ import { reconcileJob } from './reconcile.ts';
 import { createShopifyApi } from './shopify-api.ts';
 import { WebhookEventStore } from './webhook-events.ts';
 import { webhookRoutes } from './webhook-routes.ts';
-import { webhookJob } from './webhook-worker.ts';
+import { webhookJob, type ShopifyBillingSink } from './webhook-worker.ts';
 
 export interface ShopifyDeps {
   config: Config;
@@ -28,11 +29,14 @@ export interface ShopifyDeps {
     eraseCustomer(storeDomain: string, email: string): Promise<number>;
     eraseStore(storeDomain: string): Promise<void>;
   };
+  billing: ShopifyBillingSink;
 }
 
 export interface ShopifyFeature {
   routes: FastifyPluginAsync;
   jobs: WorkerJob[];
+  /** Shopify Billing for stores installed as the app (absent when the app is not configured). */
+  billing?: ShopifyBillingProvider;
 }
 
 export const WEBHOOK_PATH = '/webhooks/shopify';
@@ -62,6 +66,7 @@ export function buildShopify(deps: ShopifyDeps): ShopifyFeature {
       dispatch: deps.dispatch,
       mail: deps.mail,
       admin,
+      billing: deps.billing,
       log,
       maxAttempts: config.dispatch.maxAttempts,
       retryBaseMs: config.dispatch.retryBaseMs,
@@ -74,6 +79,7 @@ export function buildShopify(deps: ShopifyDeps): ShopifyFeature {
 
   return {
     jobs,
+    billing: shopifyBilling(deps.stores, admin, app.billingTest),
     routes: async (fastify: FastifyInstance) => {
       // Each in a plugin of its own: the webhook route reads raw bodies, the others do not.
       await fastify.register(webhookRoutes({ shopify, events, baseUrl: config.baseUrl }));
@@ -95,4 +101,25 @@ async function notConfiguredRoutes(app: FastifyInstance): Promise<void> {
   app.get('/shopify/install', { ...hidden, config: { page: true } });
   app.get(CALLBACK_PATH, { ...hidden, config: { page: true } });
   app.post('/shopify/token-exchange', hidden);
+}
+
+/** Shopify Billing through the Admin API, for stores that installed the app. */
+function shopifyBilling(stores: StoreService, admin: AdminApi, test: boolean): ShopifyBillingProvider {
+  return {
+    async installed(shop) {
+      return (await stores.adminToken(shop)) !== undefined;
+    },
+    async createSubscription(shop, plan, returnUrl) {
+      const token = await stores.adminToken(shop);
+      if (!token) throw new Error(`${shop} has no Admin API access`);
+      const created = await admin.createAppSubscription(shop, token, {
+        name: `Restock ${plan.name}`,
+        amount: plan.amountCents / 100,
+        currencyCode: plan.currency,
+        returnUrl,
+        test,
+      });
+      return { externalId: created.id, url: created.confirmationUrl };
+    },
+  };
 }

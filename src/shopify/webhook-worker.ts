@@ -34,6 +34,11 @@ const KEEP_FAILED_MS = 30 * 24 * 3600_000;
 const PRUNE_EVERY_MS = 3600_000;
 const PRUNE_LIMIT = 1000;
 
+/** Where Shopify's news about a store's app subscription goes (the billing feature). */
+export interface ShopifyBillingSink {
+  shopifySubscriptionUpdate(shop: string, eventId: string, update: unknown): Promise<string>;
+}
+
 export interface WebhookWorkerDeps {
   events: WebhookEventStore;
   inventory: InventoryService;
@@ -45,6 +50,7 @@ export interface WebhookWorkerDeps {
   };
   mail: MailTransport;
   admin: AdminApi;
+  billing: ShopifyBillingSink;
   log: FastifyBaseLogger;
   /** Attempts before an event is given up as failed. */
   maxAttempts: number;
@@ -123,6 +129,7 @@ async function processEvent(deps: WebhookWorkerDeps, event: WebhookEventRow): Pr
     PRODUCTS_UPDATE: () => processProductUpdate(deps, shop, parse(productUpdatePayload, body), source),
     INVENTORY_LEVELS_UPDATE: () => processInventoryLevel(deps, shop, parse(inventoryLevelPayload, body), source),
     APP_UNINSTALLED: () => deps.stores.uninstall(shop),
+    APP_SUBSCRIPTIONS_UPDATE: async () => void (await deps.billing.shopifySubscriptionUpdate(shop, event.event_id, body)),
     CUSTOMERS_DATA_REQUEST: () => processDataRequest(deps, shop, parse(customerPayload, body)),
     CUSTOMERS_REDACT: () => processCustomerRedact(deps, shop, parse(customerPayload, body)),
     SHOP_REDACT: () => processShopRedact(deps, shop, event.event_id),

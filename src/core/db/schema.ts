@@ -12,6 +12,10 @@ export interface Tables {
   checkout_sessions: CheckoutSessionsTable;
   /** billing */
   store_plans: StorePlansTable;
+  /** billing */
+  billing_events: BillingEventsTable;
+  /** billing */
+  plan_usage: PlanUsageTable;
   /** core/http/idempotency */
   idempotency_keys: IdempotencyKeysTable;
   /** core/secrets */
@@ -70,15 +74,46 @@ export interface CheckoutSessionsTable {
   expires_at: string;
   completed_at: string | null;
   agent_id: string | null;
+  /** The provider's own id: a Stripe Checkout Session, a Shopify AppSubscription. */
+  external_id: string | null;
+  /** The provider's page where the purchase is completed. */
+  external_url: string | null;
 }
 
 export interface StorePlansTable {
   shop: string;
   plan: string;
+  /** pending | active | past_due | cancelled (no row: none). */
   status: string;
   checkout_session_id: string | null;
   activated_at: string;
   updated_at: string;
+  /** local | stripe | shopify | x402 | mpp */
+  provider: string;
+  /** The subscription at the provider (Stripe `sub_…`, Shopify AppSubscription gid). */
+  external_id: string | null;
+  period_start: string | null;
+  period_end: string | null;
+  /** When the provider said what the row says: older events are not applied over it. */
+  event_at: string | null;
+}
+
+export interface BillingEventsTable {
+  provider: string;
+  event_id: string;
+  type: string;
+  shop: string | null;
+  outcome: string;
+  received_at: string;
+}
+
+export interface PlanUsageTable {
+  shop: string;
+  /** The billing period the count belongs to (ISO time of its start). */
+  period_start: string;
+  used: number;
+  /** When the merchant was told this period's allowance ran out (told once per period). */
+  notified_at: string | null;
 }
 
 export interface IdempotencyKeysTable {

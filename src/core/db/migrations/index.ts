@@ -4,6 +4,7 @@ import { foundation } from './0001_foundation.ts';
 import { identity } from './0002_identity.ts';
 import { dispatch } from './0003_dispatch.ts';
 import { payments } from './0004_payments.ts';
+import { billing } from './0005_billing.ts';
 
 export interface DialectMigration {
   up(db: Kysely<any>, dialect: Dialect): Promise<void>;
@@ -15,4 +16,5 @@ export const migrations: Record<string, DialectMigration> = {
   '0002_identity': identity,
   '0003_dispatch': dispatch,
   '0004_payments': payments,
+  '0005_billing': billing,
 };

@@ -1,0 +1,66 @@
+import type { StorePlanRow } from './store.ts';
+
+/**
+ * A store's plan moves none → pending → active → past_due → cancelled as its provider says. This
+ * module decides, from the row as it is and one provider event, what the row becomes; it is
+ * pure so that every order of events can be tested without a provider.
+ */
+export type PlanStatus = 'pending' | 'active' | 'past_due' | 'cancelled';
+
+export interface PlanEvent {
+  shop: string;
+  plan: string;
+  status: PlanStatus;
+  provider: string;
+  /** The subscription at the provider the event is about. */
+  externalId: string;
+  /** When the provider made the event: an older event never overrides a newer one. */
+  at: string;
+  periodStart?: string | null;
+  periodEnd?: string | null;
+  checkoutSessionId?: string | null;
+}
+
+export type Transition = { row: StorePlanRow } | { ignored: string };
+
+export function nextPlanState(current: StorePlanRow | undefined, event: PlanEvent, now: string): Transition {
+  const sameSubscription = current !== undefined && current.provider === event.provider && current.external_id === event.externalId;
+  if (sameSubscription) return sameSubscriptionEvent(current, event, now);
+  return otherSubscriptionEvent(current, event, now);
+}
+
+function sameSubscriptionEvent(current: StorePlanRow, event: PlanEvent, now: string): Transition {
+  if (current.event_at && event.at < current.event_at) return { ignored: `older (${event.at}) than the state applied (${current.event_at})` };
+  // A cancelled subscription stays cancelled: providers do not revive one, a new one is bought.
+  if (current.status === 'cancelled') return { ignored: 'the subscription is already cancelled' };
+  return { row: apply(current, event, now) };
+}
+
+function otherSubscriptionEvent(current: StorePlanRow | undefined, event: PlanEvent, now: string): Transition {
+  if (event.status === 'cancelled') {
+    return { ignored: current ? 'about a subscription the store no longer holds' : 'the store holds no plan to cancel' };
+  }
+  const holding = current && (current.status === 'active' || current.status === 'past_due');
+  // A new checkout the merchant has not finished must not take away the plan they pay for.
+  if (holding && event.status === 'pending') return { ignored: 'the store keeps its current plan until the new one is active' };
+  if (holding && current.event_at && event.at < current.event_at) return { ignored: `older (${event.at}) than the plan in force (${current.event_at})` };
+  return { row: apply(current, event, now) };
+}
+
+function apply(current: StorePlanRow | undefined, event: PlanEvent, now: string): StorePlanRow {
+  const same = current?.external_id === event.externalId && current?.provider === event.provider;
+  const activatedBefore = same && current && current.status !== 'pending' ? current.activated_at : undefined;
+  return {
+    shop: event.shop,
+    plan: event.plan,
+    status: event.status,
+    checkout_session_id: event.checkoutSessionId ?? (same ? (current?.checkout_session_id ?? null) : null),
+    activated_at: activatedBefore ?? (event.status === 'pending' ? (current?.activated_at ?? now) : now),
+    updated_at: now,
+    provider: event.provider,
+    external_id: event.externalId,
+    period_start: event.periodStart ?? (same ? (current?.period_start ?? null) : null),
+    period_end: event.periodEnd ?? (same ? (current?.period_end ?? null) : null),
+    event_at: event.at,
+  };
+}
