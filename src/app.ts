@@ -127,7 +127,7 @@ export async function buildApp(config: Config, database: Database, options: AppO
   await app.register(healthRoutes(database, config.serviceName));
   await app.register(agents.routes);
   await app.register(agents.discovery);
-  await app.register(storeRoutes(domain.stores));
+  await app.register(storeRoutes(domain.stores, (shop) => domain.billing.planUsage(shop)));
   await app.register(inventoryRoutes(domain.inventory));
   await app.register(dispatchRoutes(domain.dispatch, alerts, new MailOutboxStore(database)));
   await app.register(domain.shopify.routes);

@@ -37,10 +37,10 @@ function sameSubscriptionEvent(current: StorePlanRow, event: PlanEvent, now: str
 }
 
 function otherSubscriptionEvent(current: StorePlanRow | undefined, event: PlanEvent, now: string): Transition {
-  if (event.status === 'cancelled') {
-    return { ignored: current ? 'about a subscription the store no longer holds' : 'the store holds no plan to cancel' };
-  }
   const holding = current && (current.status === 'active' || current.status === 'past_due');
+  // While another plan is in force, a cancellation is about a subscription it replaced. Otherwise
+  // it is recorded, even first: its own earlier news, arriving late, must then find it cancelled.
+  if (event.status === 'cancelled' && holding) return { ignored: 'about a subscription the store no longer holds' };
   // A new checkout the merchant has not finished must not take away the plan they pay for.
   if (holding && event.status === 'pending') return { ignored: 'the store keeps its current plan until the new one is active' };
   if (holding && current.event_at && event.at < current.event_at) return { ignored: `older (${event.at}) than the plan in force (${current.event_at})` };

@@ -21,7 +21,8 @@ export function billingRoutes(service: BillingService) {
         operationId: 'listPlans',
         summary: 'List the plans on sale',
         tags: ['plans'],
-        response: { 200: planListSchema },
+        // The catalogue as configured, so the document shows the prices and quotas on sale.
+        response: { 200: planListSchema.meta({ examples: [{ plans: service.listPlans() }] }) },
       },
       handler: async () => ({ plans: service.listPlans() }),
     });

@@ -55,6 +55,7 @@ export interface QuotaGrant {
 
 /** A quota refusal is looked at again after this long: a plan bought meanwhile lifts it. */
 const RECHECK_MS = 3600_000;
+const BEFORE_ANY_PROVIDER_EVENT = new Date(0).toISOString();
 
 /**
  * checkoutPlan and what follows it: the checkout providers (our hosted page in test mode, Stripe
@@ -119,11 +120,16 @@ export class BillingService {
       external_id: null,
       external_url: null,
     };
-    await this.options.store.createSession(row);
-    if (paidWith) return this.present((await this.options.store.completeSession(row.id, nowIso(), isoAfter(MONTH_MS))) ?? row);
+    if (paidWith) {
+      await this.options.store.createSession(row);
+      return this.present((await this.options.store.completeSession(row.id, nowIso(), isoAfter(MONTH_MS))) ?? row);
+    }
+    // The provider first: a checkout it refused leaves no session of ours behind.
     const started = await this.startAtProvider(row, plan);
-    await this.recordPending(row, started?.externalId ?? row.id);
-    return this.present({ ...row, external_id: started?.externalId ?? null, external_url: started?.url ?? null });
+    const session = { ...row, external_id: started?.externalId ?? null, external_url: started?.url ?? null };
+    await this.options.store.createSession(session);
+    await this.recordPending(session, started?.externalId ?? row.id);
+    return this.present(session);
   }
 
   /** Without a caller: the hosted page, which anyone holding the session's URL may open. */
@@ -192,10 +198,10 @@ export class BillingService {
     return this.options.store.releaseUsage(shop, periodStart, count);
   }
 
-  /** Alerts counted against the allowance in the current period. */
-  async usage(shop: string, now = new Date()): Promise<{ entitlement: Entitlement; used: number }> {
+  /** The plan in force, its allowance and the alerts counted against it in the current period. */
+  async planUsage(shop: string, now = new Date()) {
     const entitlement = await this.entitlement(shop, now);
-    return { entitlement, used: await this.options.store.usage(shop, entitlement.periodStart) };
+    return { ...entitlement, used: await this.options.store.usage(shop, entitlement.periodStart) };
   }
 
   /** Once per period, through the usage row's notice mark (a zero-alert reservation sets it). */
@@ -262,7 +268,8 @@ export class BillingService {
       provider: 'shopify',
       externalId,
       at,
-      ...(status === 'active' && held?.status !== 'active' ? { periodStart: at, periodEnd: isoAfter(MONTH_MS, new Date(at)) } : {}),
+      // The period starts when the subscription first becomes active; a recovery keeps it.
+      ...(status === 'active' && (!held || held.status === 'pending') ? { periodStart: at, periodEnd: isoAfter(MONTH_MS, new Date(at)) } : {}),
       checkoutSessionId: session?.id ?? null,
     };
     return this.options.store.applyEvent('shopify', eventId, 'app_subscriptions/update', event, now);
@@ -282,11 +289,14 @@ export class BillingService {
       if (err instanceof Problem) throw err;
       throw new Problem('upstream-failed', `The checkout could not be started at ${row.provider}: ${(err as Error).message.split('\n')[0]}`);
     }
-    if (started) await this.options.store.attachExternal(row.id, started.externalId, started.url);
     return started;
   }
 
-  /** none → pending: the store has started buying (a plan in force is kept until the new one is active). */
+  /**
+   * none → pending: the store has started buying (a plan in force is kept until the new one is
+   * active). Dated at the epoch, not by our clock: the provider's own news about the purchase
+   * must always count as newer, even in the same second or from a clock running behind ours.
+   */
   private async recordPending(row: CheckoutSessionRow, externalId: string): Promise<void> {
     await this.options.store.applyEvent(row.provider, `checkout:${row.id}`, 'checkout.started', {
       shop: row.shop,
@@ -294,7 +304,7 @@ export class BillingService {
       status: 'pending',
       provider: row.provider,
       externalId,
-      at: row.created_at,
+      at: BEFORE_ANY_PROVIDER_EVENT,
       checkoutSessionId: row.id,
     }, nowIso());
   }

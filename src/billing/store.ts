@@ -57,12 +57,6 @@ export class BillingStore {
     );
   }
 
-  attachExternal(id: string, externalId: string, externalUrl: string | null): Promise<unknown> {
-    return this.database.write((trx) =>
-      trx.updateTable('checkout_sessions').set({ external_id: externalId, external_url: externalUrl }).where('id', '=', id).execute(),
-    );
-  }
-
   findSessionByExternal(externalId: string): Promise<CheckoutSessionRow | undefined> {
     return this.database.db.selectFrom('checkout_sessions').selectAll().where('external_id', '=', externalId).executeTakeFirst();
   }

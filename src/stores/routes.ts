@@ -2,11 +2,15 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { ownStore } from '../core/http/caller.ts';
 import { problemResponses } from '../core/http/openapi-responses.ts';
-import { storeParams, storeSchema, storeSettingsPatch } from './schemas.ts';
+import { storeParams, storeSchema, storeSettingsPatch, type StorePlanUsage } from './schemas.ts';
 import type { StoreService } from './service.ts';
 
-/** A store's configuration, for the agents its owner bound to it. */
-export function storeRoutes(service: StoreService) {
+/**
+ * A store's configuration, for the agents its owner bound to it. `planOf` reads the plan in
+ * force and its usage from the billing feature.
+ */
+export function storeRoutes(service: StoreService, planOf: (domain: string) => Promise<StorePlanUsage>) {
+  const withPlan = async <T extends { domain: string }>(store: T) => ({ ...store, plan: await planOf(store.domain) });
   return async function (app: FastifyInstance) {
     const api = app.withTypeProvider<ZodTypeProvider>();
 
@@ -19,7 +23,7 @@ export function storeRoutes(service: StoreService) {
         params: storeParams,
         response: { 200: storeSchema, ...problemResponses(400, 404) },
       },
-      handler: async (request) => service.getStore(ownStore(request.caller!, request.params.domain)),
+      handler: async (request) => withPlan(await service.getStore(ownStore(request.caller!, request.params.domain))),
     });
 
     api.patch('/api/v1/stores/:domain', {
@@ -36,7 +40,7 @@ export function storeRoutes(service: StoreService) {
         const domain = ownStore(request.caller!, request.params.domain);
         const { smtpUrl, ...settings } = request.body;
         if (smtpUrl !== undefined) await service.setSmtpUrl(domain, smtpUrl);
-        return Object.keys(settings).length > 0 ? service.updateSettings(domain, settings) : service.getStore(domain);
+        return withPlan(Object.keys(settings).length > 0 ? await service.updateSettings(domain, settings) : await service.getStore(domain));
       },
     });
   };

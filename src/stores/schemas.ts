@@ -32,8 +32,21 @@ export const storeSchema = z
     adminApiConnected: z.boolean().describe('The service holds an Admin API token for reconciliation and lookups'),
     ownSmtp: z.boolean().describe("Alerts go through the store's own SMTP server"),
     settings: effectiveSettingsSchema,
+    plan: z
+      .object({
+        plan: z.string().describe('starter, growth, or free when no plan is in force'),
+        status: z.enum(['active', 'past_due', 'none']),
+        monthlyAlertQuota: z.number().int(),
+        used: z.number().int().describe('Alerts counted in the current period'),
+        periodStart: z.string(),
+        periodEnd: z.string(),
+        requiresOwnMailProvider: z.boolean(),
+      })
+      .describe('The plan in force and its allowance'),
   })
   .describe("A merchant's store and its configuration");
+
+export type StorePlanUsage = z.infer<typeof storeSchema>['plan'];
 
 /** Each settings field may be set, or `null` to return to the default. */
 export const storeSettingsPatch = z
@@ -50,4 +63,5 @@ export const storeSettingsPatch = z
   .strict()
   .describe('Changes to a store’s settings');
 
-export type Store = z.infer<typeof storeSchema>;
+/** A store as this feature knows it; the routes add the plan from the billing feature. */
+export type Store = Omit<z.infer<typeof storeSchema>, 'plan'>;
