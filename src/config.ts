@@ -302,8 +302,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 }
 
 function billingConfig(e: z.infer<typeof envSchema>): BillingConfig {
-  if (e.CHECKOUT_PROVIDER === 'stripe' && !e.STRIPE_SECRET_KEY) {
-    throw new ConfigError('Invalid configuration:\n  CHECKOUT_PROVIDER: stripe needs STRIPE_SECRET_KEY (and STRIPE_WEBHOOK_SECRET, so that paid plans become active)');
+  if (e.CHECKOUT_PROVIDER === 'stripe' && (!e.STRIPE_SECRET_KEY || !e.STRIPE_WEBHOOK_SECRET)) {
+    throw new ConfigError('Invalid configuration:\n  CHECKOUT_PROVIDER: stripe needs STRIPE_SECRET_KEY, and STRIPE_WEBHOOK_SECRET so that paid plans become active');
   }
   return {
     checkoutProvider: e.CHECKOUT_PROVIDER,

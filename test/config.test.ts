@@ -15,6 +15,10 @@ describe('configuration', () => {
       busyTimeoutMs: 1000,
     });
     assert.equal(config.bodyLimitBytes, 16 * 1024);
+    // Pay per request and plans: nothing to pay into, our test checkout page, the free allowance.
+    assert.equal(config.payments.x402.payTo, undefined);
+    assert.equal(config.billing.checkoutProvider, 'local');
+    assert.equal(config.billing.freeAlertsPerMonth, 100);
   });
 
   it('DATABASE_URL=postgres://... selects PostgreSQL', () => {
@@ -33,6 +37,8 @@ describe('configuration', () => {
     ['a base URL that is not a URL', { BASE_URL: 'restock' }],
     ['an unknown log level', { LOG_LEVEL: 'loud' }],
     ['a short secret', { RESTOCK_SECRET: 'short' }],
+    ['Stripe checkout without its webhook secret', { CHECKOUT_PROVIDER: 'stripe', STRIPE_SECRET_KEY: 'sk_test_x' }],
+    ['an x402 address that is not one', { X402_PAY_TO: '0x123' }],
   ] as const) {
     it(`refuses ${name}, naming the variable`, () => {
       assert.throws(() => loadConfig(env), (err: Error) => err instanceof ConfigError && err.message.includes(Object.keys(env)[0]!));
