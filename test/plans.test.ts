@@ -194,7 +194,9 @@ for (const dialect of testDialects()) {
       assert.equal(await alertsSent(w.store.domain), 3, 'the free allowance is 3');
       const rows = await ledger(w.store.domain);
       assert.deepEqual(rows.map((r) => r.status), ['sent', 'sent', 'sent', 'queued', 'queued']);
-      assert.match(rows[3]!.outcome ?? '', /waiting: the free allowance of 3 alerts is used up until/);
+      assert.match(rows[3]!.outcome ?? '', /^held by the plan: waiting: the free allowance of 3 alerts is used up until/);
+      const queue = expectStatus(await call(t.app, 'GET', `/api/v1/stores/${w.store.domain}/queue`, { token: w.store.token }), 200);
+      assert.equal(queue.heldByPlan, 2);
       const notices = await t.database.db.selectFrom('mail_outbox').selectAll().where('recipient', '=', w.store.owner).where('purpose', '=', 'plan-notice').execute();
       assert.equal(notices.length, 1);
       // Looked at again within the period: still nothing beyond the allowance, and no second notice.

@@ -36,15 +36,17 @@ export function dispatchRoutes(service: DispatchService, alerts: AlertService, o
       },
       handler: async (request) => {
         const domain = ownStore(request.caller!, request.params.domain);
-        const [waiting, counts, restocks] = await Promise.all([
+        const [waiting, counts, heldByPlan, restocks] = await Promise.all([
           alerts.waitingCounts(domain),
           service.ledgerCounts(domain),
+          service.heldByPlan(domain),
           service.listRestocks(domain, 50),
         ]);
         return {
           waiting,
           totalWaiting: waiting.reduce((sum, entry) => sum + entry.waiting, 0),
           alerts: { queued: 0, sending: 0, sent: 0, skipped: 0, failed: 0, ...counts },
+          heldByPlan,
           restocks: restocks.map(presentRestock),
         };
       },

@@ -10,6 +10,7 @@ export const alertQueueSchema = z
       .describe('Subscribers waiting for a restock, per product and variant'),
     totalWaiting: z.number(),
     alerts: z.record(ledgerStatusSchema, z.number()).describe('Alerts in the ledger per status'),
+    heldByPlan: z.number().describe("Queued alerts held back by the store's plan (allowance used up, or the plan needs the store's own SMTP server); kept, never dropped"),
     restocks: z.array(
       z.object({
         restockId: z.string(),

@@ -4,6 +4,9 @@ import { newId } from '../core/ids.ts';
 import type { DetectedRestock, RestockSink } from '../inventory/service.ts';
 import type { DispatchStore, NotificationRow, RestockRow, SuppressionRow } from './store.ts';
 
+/** How the ledger marks alerts held back by the store's plan (the alert queue counts them). */
+export const OVER_ALLOWANCE = 'held by the plan: ';
+
 export type SuppressionReason = 'bounce' | 'complaint' | 'manual';
 
 /**
@@ -74,6 +77,11 @@ export class DispatchService implements RestockSink {
   /** Alerts per ledger status (queued, sending, sent, skipped, failed). */
   ledgerCounts(storeDomain: string): Promise<Record<string, number>> {
     return this.store.countsByStatus(storeDomain);
+  }
+
+  /** Alerts waiting because the store's plan allows no more this period (or needs its own SMTP). */
+  heldByPlan(storeDomain: string): Promise<number> {
+    return this.store.countQueuedWith(storeDomain, OVER_ALLOWANCE);
   }
 
   eraseCustomer(storeDomain: string, email: string): Promise<number> {

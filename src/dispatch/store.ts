@@ -273,6 +273,18 @@ export class DispatchStore {
     return query.orderBy('created_at', 'desc').orderBy('position', 'desc').limit(filter.limit).execute();
   }
 
+  /** Queued alerts whose outcome starts with `prefix` (those held by the store's plan). */
+  async countQueuedWith(storeDomain: string, prefix: string): Promise<number> {
+    const row = await this.database.db
+      .selectFrom('notifications')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('store_domain', '=', storeDomain)
+      .where('status', '=', 'queued')
+      .where('outcome', 'like', `${prefix}%`)
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
   async countsByStatus(storeDomain: string): Promise<Record<string, number>> {
     const rows = await this.database.db
       .selectFrom('notifications')

@@ -11,7 +11,7 @@ import type { StoreService } from '../stores/service.ts';
 import type { EffectiveSettings } from '../stores/settings.ts';
 import type { WorkerJob } from './jobs.ts';
 import type { AlertSenders } from './senders.ts';
-import type { DispatchService } from './service.ts';
+import { OVER_ALLOWANCE, type DispatchService } from './service.ts';
 import type { DispatchStore, NotificationRow, RestockRow } from './store.ts';
 import { renderAlert } from './templates.ts';
 
@@ -378,7 +378,8 @@ export class DispatchWorker {
   /** What the store's plan allows goes out, in queue order; the rest waits, visibly, never dropped. */
   private async withinAllowance(storeDomain: string, ready: Outgoing[], context: StoreContext, settling: Settler): Promise<Outgoing[]> {
     const grant = await this.deps.quota.reserveAlerts(storeDomain, ready.length, context.ownMailProvider);
-    for (const item of ready.slice(grant.granted)) settling.record(item.row, { kind: 'deferred', until: grant.retryAt, why: grant.reason });
+    const why = `${OVER_ALLOWANCE}${grant.reason ?? 'the plan allows no more alerts now'}`;
+    for (const item of ready.slice(grant.granted)) settling.record(item.row, { kind: 'deferred', until: grant.retryAt, why });
     return ready.slice(0, grant.granted).map((item) => ({ ...item, quotaPeriod: grant.periodStart }));
   }
 
