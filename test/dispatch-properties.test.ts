@@ -7,6 +7,7 @@
  *   RESTOCK_PROPERTY_RUNS=1000 npm test -- test/dispatch-properties.test.ts
  */
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { LightMyRequestResponse } from 'fastify';
@@ -66,7 +67,8 @@ for (const dialect of testDialects()) {
     let t: TestApp;
     let store: StoreAgent;
     before(async () => {
-      t = await startTestApp(dialect);
+      // With the key, a store's own SMTP URL is accepted (sealed); without it, it is a 501 by design.
+      t = await startTestApp(dialect, { RESTOCK_ENCRYPTION_KEY: randomBytes(32).toString('base64') });
       store = await storeWithAgent(t.app, t.database, 'props');
     });
     after(() => t.close());
