@@ -3,7 +3,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { AccessTokens } from './agents/access-tokens.ts';
 import { agentDiscoveryRoutes } from './agents/discovery-routes.ts';
-import { installAccessControl } from './agents/gate.ts';
+import { bearerGate, installAccessControl } from './agents/gate.ts';
 import { IdentityAssertions } from './agents/identity-assertions.ts';
 import { agentRoutes } from './agents/routes.ts';
 import { AgentService } from './agents/service.ts';
@@ -26,6 +26,7 @@ import { MailOutboxStore } from './core/mail/outbox-store.ts';
 import { dispatchRoutes } from './dispatch/routes.ts';
 import { buildDomain, type Domain } from './domain.ts';
 import { inventoryRoutes } from './inventory/routes.ts';
+import { mcpRoutes } from './mcp/routes.ts';
 import { installPaymentGate } from './payments/gate.ts';
 import { paymentRoutes } from './payments/routes.ts';
 import { registerOpenApi } from './discovery/openapi.ts';
@@ -137,6 +138,15 @@ export async function buildApp(config: Config, database: Database, options: AppO
   await app.register(billingRoutes(billing));
   await app.register(checkoutPages(billing));
   await app.register(billingWebhookRoutes(billing, config.baseUrl));
+  await app.register(
+    mcpRoutes({
+      gate: agents.gate,
+      domain,
+      serviceName: config.serviceName,
+      baseUrl: config.baseUrl,
+      resourceMetadataUrl: `${config.baseUrl}/.well-known/oauth-protected-resource`,
+    }),
+  );
   await app.register(discoveryRoutes({ serviceName: config.serviceName, baseUrl: config.baseUrl, operations }));
   return app;
 }
@@ -157,7 +167,8 @@ async function buildAgents(app: FastifyInstance, config: Config, database: Datab
     config: config.agents,
     baseUrl: config.baseUrl,
   });
-  installAccessControl(app, service, `${config.baseUrl}/.well-known/oauth-protected-resource`);
+  const gate = bearerGate(service, `${config.baseUrl}/.well-known/oauth-protected-resource`);
+  installAccessControl(app, gate);
 
   const maintenance = setInterval(() => {
     const now = Date.now();
@@ -178,6 +189,7 @@ async function buildAgents(app: FastifyInstance, config: Config, database: Datab
   };
   return {
     service,
+    gate,
     routes: agentRoutes(service, config.baseUrl, config.bodyLimitBytes),
     discovery: agentDiscoveryRoutes(metadata, keys),
   };

@@ -5,6 +5,7 @@ import { Problem } from '../core/problems.ts';
 import { certificateThumbprint } from './access-tokens.ts';
 import { InsufficientScope, InvalidRequest, OAuthProblem } from './errors.ts';
 import type { Scope } from './scopes.ts';
+import type { Caller } from '../core/http/caller.ts';
 import type { AgentService, ClientContext } from './service.ts';
 
 declare module 'fastify' {
@@ -19,12 +20,17 @@ export const SECURITY_SCHEME = 'agentToken';
 const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 
 /**
- * Puts the access-token check in front of every route whose config names a `scope`, and writes
- * that requirement into the route's OpenAPI operation. Failures follow RFC 6750 and RFC 9728:
- * 401 with `WWW-Authenticate: Bearer ... resource_metadata="..."` (an `error` only when a token
- * was sent), 403 `insufficient_scope` naming the scope, 400 `invalid_request` for a broken header.
+ * The bearer-token check, RFC 6750 and RFC 9728: 401 with `WWW-Authenticate: Bearer ...
+ * resource_metadata="..."` (an `error` only when a token was sent), 403 `insufficient_scope`
+ * naming the scope, 400 `invalid_request` for a broken header. Used by the scoped routes and by
+ * the MCP endpoint, whose tools check their own scopes.
  */
-export function installAccessControl(app: FastifyInstance, service: AgentService, resourceMetadataUrl: string): void {
+export interface BearerGate {
+  /** The caller of a request with a valid token; with `scope`, only if the token holds it. */
+  callerOf(request: FastifyRequest, scope?: Scope): Promise<Caller>;
+}
+
+export function bearerGate(service: AgentService, resourceMetadataUrl: string): BearerGate {
   const challenge = (problem?: OAuthProblem) => {
     const params = ['realm="restock"'];
     if (problem) {
@@ -34,28 +40,39 @@ export function installAccessControl(app: FastifyInstance, service: AgentService
     params.push(`resource_metadata="${resourceMetadataUrl}"`);
     return `Bearer ${params.join(', ')}`;
   };
+  return {
+    async callerOf(request, scope) {
+      const header = request.headers.authorization;
+      if (!header || !/^bearer(\s|$)/i.test(header)) {
+        const needs = scope ? `an access token with the scope ${scope}` : 'an access token';
+        const detail = header ? 'Only Bearer access tokens are accepted (`Authorization: Bearer <token>`).' : `This operation needs ${needs}. Register at /api/agent/register.`;
+        throw new Problem('unauthorized', detail, { headers: { 'www-authenticate': challenge() }, extensions: scope ? { scope } : {} });
+      }
+      try {
+        const match = BEARER.exec(header);
+        if (!match) throw new InvalidRequest('The Authorization header is malformed; send `Authorization: Bearer <token>`.');
+        const caller = await service.authenticate(match[1]!, clientContext(request));
+        if (scope && !caller.scopes.has(scope)) throw new InsufficientScope(scope);
+        return caller;
+      } catch (err) {
+        if (err instanceof OAuthProblem) err.headers['www-authenticate'] = challenge(err);
+        throw err;
+      }
+    },
+  };
+}
 
+/**
+ * Puts the access-token check in front of every route whose config names a `scope`, and writes
+ * that requirement into the route's OpenAPI operation.
+ */
+export function installAccessControl(app: FastifyInstance, gate: BearerGate): void {
   const authenticate = async (request: FastifyRequest) => {
-    const scope = request.routeOptions.config.scope!;
+    const { scope, payment } = request.routeOptions.config;
     const header = request.headers.authorization;
     // A paid route lets a caller without a token through to the payment gate, which asks for payment.
-    if (request.routeOptions.config.payment && (!header || /^payment\s/i.test(header))) return;
-    if (!header || !/^bearer(\s|$)/i.test(header)) {
-      const detail = header
-        ? 'Only Bearer access tokens are accepted (`Authorization: Bearer <token>`).'
-        : `This operation needs an access token with the scope ${scope}. Register at /api/agent/register.`;
-      throw new Problem('unauthorized', detail, { headers: { 'www-authenticate': challenge() }, extensions: { scope } });
-    }
-    try {
-      const match = BEARER.exec(header);
-      if (!match) throw new InvalidRequest('The Authorization header is malformed; send `Authorization: Bearer <token>`.');
-      const caller = await service.authenticate(match[1]!, clientContext(request));
-      if (!caller.scopes.has(scope)) throw new InsufficientScope(scope);
-      request.caller = caller;
-    } catch (err) {
-      if (err instanceof OAuthProblem) err.headers['www-authenticate'] = challenge(err);
-      throw err;
-    }
+    if (payment && (!header || /^payment\s/i.test(header))) return;
+    request.caller = await gate.callerOf(request, scope!);
   };
 
   app.addHook('onRoute', (route) => {

@@ -34,22 +34,7 @@ export function dispatchRoutes(service: DispatchService, alerts: AlertService, o
         params: storeParams,
         response: { 200: alertQueueSchema, ...problemResponses(400, 404, 503) },
       },
-      handler: async (request) => {
-        const domain = ownStore(request.caller!, request.params.domain);
-        const [waiting, counts, heldByPlan, restocks] = await Promise.all([
-          alerts.waitingCounts(domain),
-          service.ledgerCounts(domain),
-          service.heldByPlan(domain),
-          service.listRestocks(domain, 50),
-        ]);
-        return {
-          waiting,
-          totalWaiting: waiting.reduce((sum, entry) => sum + entry.waiting, 0),
-          alerts: { queued: 0, sending: 0, sent: 0, skipped: 0, failed: 0, ...counts },
-          heldByPlan,
-          restocks: restocks.map(presentRestock),
-        };
-      },
+      handler: (request) => readAlertQueue(service, alerts, ownStore(request.caller!, request.params.domain)),
     });
 
     api.get('/api/v1/stores/:domain/notifications', {
@@ -133,6 +118,23 @@ export function dispatchRoutes(service: DispatchService, alerts: AlertService, o
         return { items: items.map(({ storeDomain: _store, from: _from, ...mail }) => mail) };
       },
     });
+  };
+}
+
+/** A store's alert queue: who waits for what, the ledger per status, restocks in progress (HTTP and MCP). */
+export async function readAlertQueue(service: DispatchService, alerts: AlertService, domain: string) {
+  const [waiting, counts, heldByPlan, restocks] = await Promise.all([
+    alerts.waitingCounts(domain),
+    service.ledgerCounts(domain),
+    service.heldByPlan(domain),
+    service.listRestocks(domain, 50),
+  ]);
+  return {
+    waiting,
+    totalWaiting: waiting.reduce((sum, entry) => sum + entry.waiting, 0),
+    alerts: { queued: 0, sending: 0, sent: 0, skipped: 0, failed: 0, ...counts },
+    heldByPlan,
+    restocks: restocks.map(presentRestock),
   };
 }
 

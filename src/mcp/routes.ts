@@ -1,0 +1,63 @@
+import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
+import type { AuthInfo } from '@modelcontextprotocol/server';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { BearerGate } from '../agents/gate.ts';
+import type { Domain } from '../domain.ts';
+import { mcpServerFor, restockTools } from './tools.ts';
+
+export const MCP_PATH = '/mcp';
+
+export interface McpOptions {
+  gate: BearerGate;
+  domain: Domain;
+  serviceName: string;
+  baseUrl: string;
+  resourceMetadataUrl: string;
+}
+
+/**
+ * `/mcp`: the MCP endpoint (Streamable HTTP, stateless: each POST is answered on its own, in
+ * JSON). Authorization per the MCP specification: a valid access token for this API is needed
+ * (401 with `resource_metadata` otherwise, checked before the body is read, and counted by the
+ * caller's rate limit); each tool then needs its HTTP twin's scope (403 `insufficient_scope`).
+ */
+export function mcpRoutes(options: McpOptions) {
+  const tools = restockTools(options.domain, options.serviceName);
+  return async function (app: FastifyInstance) {
+    app.post(MCP_PATH, {
+      schema: { hide: true },
+      onRequest: async (request: FastifyRequest) => {
+        request.caller = await options.gate.callerOf(request);
+      },
+      handler: async (request, reply) => {
+        const caller = request.caller!;
+        const auth: AuthInfo = {
+          token: caller.tokenId,
+          clientId: caller.agentId,
+          scopes: [...caller.scopes],
+          resource: new URL(options.baseUrl),
+          resourceMetadataUrl: options.resourceMetadataUrl,
+        };
+        const server = mcpServerFor(tools, caller, options.serviceName);
+        const transport = new NodeStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+        reply.raw.on('close', () => {
+          void transport.close();
+          void server.close();
+        });
+        await server.connect(transport);
+        // The transport writes the answer itself.
+        reply.hijack();
+        await transport.handleRequest(Object.assign(request.raw, { auth }), reply.raw, request.body);
+      },
+    });
+
+    // Stateless: no server-initiated stream to open, no session to end.
+    const notHere = async (_request: FastifyRequest, reply: FastifyReply) =>
+      reply
+        .code(405)
+        .header('allow', 'POST')
+        .send({ jsonrpc: '2.0', error: { code: -32000, message: 'This MCP endpoint is stateless: POST JSON-RPC requests to it.' }, id: null });
+    app.get(MCP_PATH, { schema: { hide: true } }, notHere);
+    app.delete(MCP_PATH, { schema: { hide: true } }, notHere);
+  };
+}

@@ -1,0 +1,154 @@
+import { McpServer, requireScopes } from '@modelcontextprotocol/server';
+import { z } from 'zod';
+import { subscribeAlertBody, subscribeAlertResponse, subscriptionIdSchema, subscriptionSchema } from '../alerts/schemas.ts';
+import { checkoutPlanBody, checkoutPlanResponse } from '../billing/schemas.ts';
+import type { Scope } from '../agents/scopes.ts';
+import { API_VERSION } from '../discovery/openapi.ts';
+import { readAlertQueue } from '../dispatch/routes.ts';
+import { alertQueueSchema } from '../dispatch/schemas.ts';
+import type { Domain } from '../domain.ts';
+import { ownStore, type Caller } from '../core/http/caller.ts';
+import { Problem } from '../core/problems.ts';
+import { reportInventoryBody, reportInventoryResponse, stockResponse } from '../inventory/schemas.ts';
+import { shopSchema } from '../stores/schemas.ts';
+
+/** A tool: its HTTP twin's schemas and scope, and the same service call. */
+interface Tool<I extends z.ZodObject, O extends z.ZodType> {
+  name: string;
+  title: string;
+  description: string;
+  /** The scope the HTTP twin needs; absent: any valid token. */
+  scope?: Scope;
+  input: I;
+  output: O;
+  run(input: z.output<I>, caller: Caller): Promise<z.input<O>>;
+}
+
+const tool = <I extends z.ZodObject, O extends z.ZodType>(definition: Tool<I, O>) => definition;
+const storeInput = z.object({ shop: shopSchema.describe('The store (your agent must be bound to it)') });
+
+/**
+ * The service's operations as MCP tools. Each takes its input schema from the HTTP API's zod
+ * schema, checks the scope its HTTP twin needs, and calls the same service method, so a
+ * subscription made here is the one made over HTTP.
+ */
+export function restockTools(domain: Domain, serviceName: string) {
+  return [
+    tool({
+      name: 'subscribe_alert',
+      title: 'Subscribe a customer to a restock alert',
+      description: 'One e-mail when the product (or variant) is back in stock. The same product, variant and e-mail again returns the same subscription.',
+      scope: 'api:write',
+      input: subscribeAlertBody,
+      output: subscribeAlertResponse,
+      run: (input, caller) => domain.alerts.subscribeAlert(input, caller),
+    }),
+    tool({
+      name: 'get_subscription',
+      title: 'Read an alert subscription',
+      description: 'Status, product, variant, store and the one-click unsubscribe link.',
+      scope: 'api:read',
+      input: z.object({ subscriptionId: subscriptionIdSchema }),
+      output: subscriptionSchema,
+      run: ({ subscriptionId }, caller) => domain.alerts.getSubscription(subscriptionId, caller),
+    }),
+    tool({
+      name: 'cancel_subscription',
+      title: 'Cancel an alert subscription',
+      description: 'Stops a waiting alert; cancelling twice is harmless.',
+      scope: 'api:write',
+      input: z.object({ subscriptionId: subscriptionIdSchema }),
+      output: subscriptionSchema,
+      run: ({ subscriptionId }, caller) => domain.alerts.cancelSubscription(subscriptionId, caller),
+    }),
+    tool({
+      name: 'checkout_plan',
+      title: 'Check out the starter or growth plan',
+      description: 'A checkout session for a store; the plan becomes active once the purchase is completed at checkoutUrl.',
+      scope: 'api:write',
+      input: checkoutPlanBody,
+      output: checkoutPlanResponse,
+      run: async (input, caller) => {
+        const session = await domain.billing.checkoutPlan(input, caller);
+        return { checkoutUrl: session.checkoutUrl, sessionId: session.sessionId };
+      },
+    }),
+    tool({
+      name: 'get_health',
+      title: 'Service health',
+      description: 'Whether the service is up and can take subscriptions.',
+      input: z.object({}),
+      output: z.object({ status: z.literal('ok'), service: z.string(), version: z.string() }),
+      run: async () => ({ status: 'ok' as const, service: serviceName, version: API_VERSION }),
+    }),
+    tool({
+      name: 'get_stock_status',
+      title: "Read a store's known stock",
+      description: 'Stock per variant, as the store last reported it.',
+      scope: 'api:read',
+      input: storeInput,
+      output: stockResponse,
+      run: async ({ shop }, caller) => ({ items: await domain.inventory.stockStatus(ownStore(caller, shop), undefined, 1000) }),
+    }),
+    tool({
+      name: 'get_alert_queue',
+      title: "Read a store's alert queue lengths",
+      description: 'Subscribers waiting per variant, alerts per status, restocks in progress.',
+      scope: 'api:read',
+      input: storeInput,
+      output: alertQueueSchema,
+      run: ({ shop }, caller) => readAlertQueue(domain.dispatch, domain.alerts, ownStore(caller, shop)),
+    }),
+    tool({
+      name: 'report_inventory',
+      title: "Report a store's stock",
+      description: "Up to 100 variants; one that becomes sellable again alerts its waiting subscribers. For agents bound to the store.",
+      scope: 'inventory:alerts',
+      input: storeInput.extend(reportInventoryBody.shape).strict(),
+      output: reportInventoryResponse,
+      run: async ({ shop, items }, caller) => ({
+        items: await domain.inventory.reportStock(
+          ownStore(caller, shop),
+          items.map((item) => ({ ...item, variantId: item.variantId ?? null })),
+          { kind: 'inventory-api', ref: caller.agentId, verified: false },
+        ),
+      }),
+    }),
+  ];
+}
+
+export type RestockTool = ReturnType<typeof restockTools>[number];
+
+/**
+ * One MCP server per request (stateless Streamable HTTP), its tools bound to the request's
+ * caller. A tool whose scope the token lacks is refused by the transport with HTTP 403
+ * `insufficient_scope` (MCP authorization); any other refusal is a tool error carrying the
+ * same problem details as the HTTP API.
+ */
+export function mcpServerFor(tools: RestockTool[], caller: Caller, serviceName: string): McpServer {
+  const server = new McpServer({ name: serviceName, version: API_VERSION });
+  for (const t of tools as Array<Tool<z.ZodObject, z.ZodType>>) {
+    server.registerTool(
+      t.name,
+      {
+        title: t.title,
+        description: t.description + (t.scope ? ` Needs the scope ${t.scope}.` : ''),
+        inputSchema: t.input,
+        outputSchema: t.output as z.ZodObject,
+        // The transport answers HTTP 403 insufficient_scope, from the scopes in the request's auth info.
+        ...(t.scope ? { scopeChallenge: requireScopes(t.scope) } : {}),
+      },
+      async (input: unknown) => {
+        try {
+          const result = (await t.run(input as never, caller)) as Record<string, unknown>;
+          return { content: [{ type: 'text' as const, text: JSON.stringify(result) }], structuredContent: result };
+        } catch (err) {
+          if (!(err instanceof Problem)) throw err;
+          const problem = { type: err.slug, title: err.title, status: err.status, detail: err.detail, ...err.extensions };
+          return { isError: true, content: [{ type: 'text' as const, text: `${err.title}: ${err.detail}` }], structuredContent: problem };
+        }
+      },
+    );
+  }
+  return server;
+}

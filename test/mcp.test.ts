@@ -1,0 +1,139 @@
+/**
+ * The MCP endpoint with the official MCP client (same SDK line) over real HTTP: tools listed
+ * with the API's schemas, each called with the right scope, the wrong one (403), no token (401
+ * with the metadata), and bad arguments (a tool error, nothing stored).
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { Client, InsufficientScopeError, StreamableHTTPClientTransport, UnauthorizedError } from '@modelcontextprotocol/client';
+import { expectStatus, storeWithAgent, uniqueDomain, uniqueEmail, type StoreAgent } from './fixtures/agents.ts';
+import { testDialects } from './fixtures/app.ts';
+import { failOnLeakedHandles } from './fixtures/leaks.ts';
+import { registerAgent, startListeningApp, type ListeningApp } from './fixtures/oauth.ts';
+
+failOnLeakedHandles();
+
+const TOOLS = ['cancel_subscription', 'checkout_plan', 'get_alert_queue', 'get_health', 'get_stock_status', 'get_subscription', 'report_inventory', 'subscribe_alert'];
+
+for (const dialect of testDialects()) {
+  describe(`MCP on ${dialect}`, () => {
+    let service: ListeningApp;
+    let writer: string;
+    let reader: string;
+    let store: StoreAgent;
+    const clients: Client[] = [];
+
+    before(async () => {
+      service = await startListeningApp(dialect);
+      writer = (await registerAgent(service.app)).token;
+      reader = (await registerAgent(service.app, { scope: 'api:read' })).token;
+      store = await storeWithAgent(service.app, service.database, 'mcp');
+    });
+    after(async () => {
+      await Promise.all(clients.map((c) => c.close()));
+      await service.close();
+    });
+
+    async function connect(token?: string, withProvider = false): Promise<Client> {
+      const client = new Client({ name: 'restock-test', version: '1.0.0' });
+      const url = new URL(`${service.baseUrl}/mcp`);
+      const transport = withProvider
+        ? new StreamableHTTPClientTransport(url, { authProvider: { token: async () => token } })
+        : new StreamableHTTPClientTransport(url, token ? { requestInit: { headers: { authorization: `Bearer ${token}` } } } : {});
+      await client.connect(transport);
+      clients.push(client);
+      return client;
+    }
+
+    it('initialises and lists every tool with input schemas from the API', async () => {
+      const client = await connect(writer);
+      const { tools } = await client.listTools();
+      assert.deepEqual(tools.map((t) => t.name).sort(), TOOLS);
+      const subscribe = tools.find((t) => t.name === 'subscribe_alert')!;
+      assert.deepEqual([...(subscribe.inputSchema.required as string[])].sort(), ['email', 'productId']);
+      assert.match(JSON.stringify(subscribe.inputSchema), /gid:\/\/shopify\/Product/);
+      assert.ok(subscribe.outputSchema, 'results are structured');
+    });
+
+    it('subscribes over MCP, and the same subscription over HTTP is the same one', async () => {
+      const client = await connect(writer);
+      const args = { productId: 'gid://shopify/Product/4242', email: uniqueEmail('mcp') };
+      const result = await client.callTool({ name: 'subscribe_alert', arguments: args });
+      assert.equal(result.isError, undefined, JSON.stringify(result));
+      const { subscriptionId, status } = result.structuredContent as { subscriptionId: string; status: string };
+      assert.equal(status, 'active');
+      const http = await fetch(`${service.baseUrl}/api/v1/alerts/subscribe`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${writer}`, 'content-type': 'application/json' },
+        body: JSON.stringify(args),
+      });
+      assert.equal((await http.json()).subscriptionId, subscriptionId);
+      const read = await client.callTool({ name: 'get_subscription', arguments: { subscriptionId } });
+      assert.equal((read.structuredContent as { email: string }).email, args.email);
+      const cancelled = await client.callTool({ name: 'cancel_subscription', arguments: { subscriptionId } });
+      assert.equal((cancelled.structuredContent as { status: string }).status, 'cancelled');
+    });
+
+    it('checks out a plan, reads health, and gives store-bound agents their stock and queue and inventory reports', async () => {
+      const client = await connect(store.token);
+      const checkout = await client.callTool({ name: 'checkout_plan', arguments: { plan: 'starter', shop: store.domain } });
+      assert.match((checkout.structuredContent as { checkoutUrl: string }).checkoutUrl, /\/checkout\/cs_/);
+      const health = await client.callTool({ name: 'get_health', arguments: {} });
+      assert.equal((health.structuredContent as { status: string }).status, 'ok');
+      const productId = 'gid://shopify/Product/5151';
+      const report = await client.callTool({ name: 'report_inventory', arguments: { shop: store.domain, items: [{ productId, available: 4 }] } });
+      assert.equal(report.isError, undefined, JSON.stringify(report));
+      const stock = await client.callTool({ name: 'get_stock_status', arguments: { shop: store.domain } });
+      assert.ok((stock.structuredContent as { items: Array<{ productId: string }> }).items.some((i) => i.productId === productId));
+      const queue = await client.callTool({ name: 'get_alert_queue', arguments: { shop: store.domain } });
+      assert.equal(typeof (queue.structuredContent as { totalWaiting: number }).totalWaiting, 'number');
+      // Another store's data answers as HTTP does: not found.
+      const foreign = await client.callTool({ name: 'get_stock_status', arguments: { shop: uniqueDomain('foreign') } });
+      assert.equal(foreign.isError, true);
+      assert.equal((foreign.structuredContent as { status: number }).status, 404);
+    });
+
+    it('refuses a tool the token has no scope for with 403 insufficient_scope', async () => {
+      const client = await connect(reader, true);
+      const ok = await client.callTool({ name: 'get_health', arguments: {} });
+      assert.equal(ok.isError, undefined);
+      await assert.rejects(
+        client.callTool({ name: 'subscribe_alert', arguments: { productId: 'gid://shopify/Product/1', email: uniqueEmail('x') } }),
+        (err: unknown) => err instanceof InsufficientScopeError && err.requiredScope === 'api:write' && String(err.resourceMetadataUrl).endsWith('/.well-known/oauth-protected-resource'),
+      );
+      const writerClient = await connect(writer, true);
+      await assert.rejects(
+        writerClient.callTool({ name: 'report_inventory', arguments: { shop: store.domain, items: [{ productId: 'gid://shopify/Product/2', available: 1 }] } }),
+        (err: unknown) => err instanceof InsufficientScopeError && err.requiredScope === 'inventory:alerts',
+      );
+    });
+
+    it('without a token answers 401 pointing to the protected resource metadata', async () => {
+      const res = await fetch(`${service.baseUrl}/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+      });
+      assert.equal(res.status, 401);
+      assert.match(res.headers.get('www-authenticate') ?? '', /^Bearer .*resource_metadata="http:\/\/127\.0\.0\.1:\d+\/\.well-known\/oauth-protected-resource"/);
+      await res.arrayBuffer();
+      await assert.rejects(connect(undefined, true), (err: unknown) => err instanceof UnauthorizedError);
+      const forged = await fetch(`${service.baseUrl}/mcp`, { method: 'POST', headers: { authorization: 'Bearer not.a.token', 'content-type': 'application/json' }, body: '{}' });
+      assert.equal(forged.status, 401);
+      assert.match(forged.headers.get('www-authenticate') ?? '', /error="invalid_token"/);
+      await forged.arrayBuffer();
+    });
+
+    it('answers bad arguments with a tool error and stores nothing', async () => {
+      const client = await connect(writer);
+      const before = await service.database.db.selectFrom('subscriptions').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+      for (const args of [{ productId: 'not-a-gid', email: 'a@b.co' }, { productId: 'gid://shopify/Product/1', email: 'nope' }, { email: 'a@b.co' }]) {
+        const result = await client.callTool({ name: 'subscribe_alert', arguments: args });
+        assert.equal(result.isError, true, JSON.stringify(args));
+      }
+      const now = await service.database.db.selectFrom('subscriptions').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+      assert.equal(Number(now.n), Number(before.n));
+      expectStatus(await service.app.inject({ method: 'GET', url: '/mcp' }), 405);
+    });
+  });
+}
