@@ -6,10 +6,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Client, InsufficientScopeError, StreamableHTTPClientTransport, UnauthorizedError } from '@modelcontextprotocol/client';
+import { AccessTokens } from '../src/agents/access-tokens.ts';
 import { expectStatus, storeWithAgent, uniqueDomain, uniqueEmail, type StoreAgent } from './fixtures/agents.ts';
 import { testDialects } from './fixtures/app.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
-import { registerAgent, startListeningApp, type ListeningApp } from './fixtures/oauth.ts';
+import { registerAgent, startListeningApp, storedSigningKeys, type ListeningApp } from './fixtures/oauth.ts';
 
 failOnLeakedHandles();
 
@@ -122,6 +123,30 @@ for (const dialect of testDialects()) {
       assert.equal(forged.status, 401);
       assert.match(forged.headers.get('www-authenticate') ?? '', /error="invalid_token"/);
       await forged.arrayBuffer();
+    });
+
+    it('is listed in the API index and the OpenAPI document, with its metadata at its own path too', async () => {
+      const index = expectStatus(await service.app.inject({ method: 'GET', url: '/api', headers: { authorization: `Bearer ${reader}` } }), 200);
+      assert.deepEqual(index.mcp, { url: `${service.baseUrl}/mcp`, transport: 'streamable-http', authorization: `${service.baseUrl}/.well-known/oauth-protected-resource` });
+      const doc = expectStatus(await service.app.inject({ method: 'GET', url: '/openapi.json' }), 200);
+      assert.equal(doc['x-service-info'].mcp.url, `${service.baseUrl}/mcp`);
+      const root = expectStatus(await service.app.inject({ method: 'GET', url: '/.well-known/oauth-protected-resource' }), 200);
+      assert.deepEqual(expectStatus(await service.app.inject({ method: 'GET', url: '/.well-known/oauth-protected-resource/mcp' }), 200), root);
+    });
+
+    it('accepts only tokens issued for this API', async () => {
+      // Signed with our own key, for our agent, but for another resource (RFC 8707 audience).
+      const { keys } = await storedSigningKeys(service.database, service.config);
+      const agentId = (await registerAgent(service.app)).id;
+      const { token: elsewhere } = await new AccessTokens(keys, service.config.baseUrl, 'https://another.example/mcp').issue({ agentId, scopes: ['api:read', 'api:write'], ttlSeconds: 300 });
+      // The same, minted for this API, is accepted: only the audience differs.
+      const { token: here } = await new AccessTokens(keys, service.config.baseUrl, service.config.baseUrl).issue({ agentId, scopes: ['api:read', 'api:write'], ttlSeconds: 300 });
+      const accepted = await connect(here);
+      assert.equal((await accepted.callTool({ name: 'get_health', arguments: {} })).isError, undefined);
+      const res = await fetch(`${service.baseUrl}/mcp`, { method: 'POST', headers: { authorization: `Bearer ${elsewhere}`, 'content-type': 'application/json' }, body: '{}' });
+      assert.equal(res.status, 401);
+      assert.match(res.headers.get('www-authenticate') ?? '', /error="invalid_token"/);
+      await res.arrayBuffer();
     });
 
     it('answers bad arguments with a tool error and stores nothing', async () => {

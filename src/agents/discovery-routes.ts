@@ -15,6 +15,9 @@ export function agentDiscoveryRoutes(options: MetadataOptions, keys: SigningKeys
         reply.header('cache-control', `public, max-age=${maxAge}`).header('access-control-allow-origin', '*').send(await build()),
       );
     document('/.well-known/oauth-protected-resource', () => protectedResourceMetadata(options));
+    // MCP clients look for the metadata at the endpoint's own path first (RFC 9728 §3.1); /mcp is
+    // part of this one resource, so it is the same document.
+    document('/.well-known/oauth-protected-resource/mcp', () => protectedResourceMetadata(options));
     document('/.well-known/oauth-authorization-server', () => authorizationServerMetadata(options));
     document('/.well-known/openid-configuration', () => openidConfiguration(options));
     // Read afresh each time (a few rows): a key another process just rotated in is published at once.

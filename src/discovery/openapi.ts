@@ -83,6 +83,7 @@ function withServiceInfo(document: OpenApiDocument, baseUrl: string): OpenApiDoc
     'x-service-info': {
       categories: ['e-commerce', 'notifications', 'inventory'],
       docs: { apiReference: `${baseUrl}/openapi.json`, homepage: `${baseUrl}/` },
+      mcp: { url: `${baseUrl}/mcp`, transport: 'streamable-http' },
     },
   };
 }

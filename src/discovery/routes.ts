@@ -11,6 +11,9 @@ const apiIndexSchema = z
     version: z.string(),
     description: z.string(),
     openapi: z.url().describe('The OpenAPI 3.1 document of this API'),
+    mcp: z
+      .object({ url: z.url(), transport: z.literal('streamable-http'), authorization: z.url().describe('Protected resource metadata (RFC 9728)') })
+      .describe('The same operations as MCP tools'),
     operations: z.array(
       z.object({
         operationId: z.string(),
@@ -73,6 +76,7 @@ export function discoveryRoutes(options: { serviceName: string; baseUrl: string;
         version: API_VERSION,
         description: 'Back-in-stock alerts for e-commerce stores: subscribe shoppers to restock e-mails and buy the monthly plan.',
         openapi: `${options.baseUrl}/openapi.json`,
+        mcp: { url: `${options.baseUrl}/mcp`, transport: 'streamable-http' as const, authorization: `${options.baseUrl}/.well-known/oauth-protected-resource` },
         operations: [...operations].sort((a, b) => a.path.localeCompare(b.path) || a.method.localeCompare(b.method)),
       }),
     });
