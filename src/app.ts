@@ -145,6 +145,7 @@ export async function buildApp(config: Config, database: Database, options: AppO
       serviceName: config.serviceName,
       baseUrl: config.baseUrl,
       resourceMetadataUrl: `${config.baseUrl}/.well-known/oauth-protected-resource`,
+      payments: { service: domain.payments, rateLimitPerMinute: config.agents.rateLimits.anonymous },
     }),
   );
   await app.register(discoveryRoutes({ serviceName: config.serviceName, baseUrl: config.baseUrl, operations }));

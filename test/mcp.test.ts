@@ -109,16 +109,20 @@ for (const dialect of testDialects()) {
       );
     });
 
-    it('without a token answers 401 pointing to the protected resource metadata', async () => {
+    it('without a token answers 401 pointing to the protected resource metadata, except to learn the tools and pay', async () => {
       const res = await fetch(`${service.baseUrl}/mcp`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_health', arguments: {} } }),
       });
       assert.equal(res.status, 401);
       assert.match(res.headers.get('www-authenticate') ?? '', /^Bearer .*resource_metadata="http:\/\/127\.0\.0\.1:\d+\/\.well-known\/oauth-protected-resource"/);
       await res.arrayBuffer();
-      await assert.rejects(connect(undefined, true), (err: unknown) => err instanceof UnauthorizedError);
+      // The official client without a token: it may list the tools (the paid ones are for it)...
+      const anonymous = await connect(undefined, true);
+      assert.equal((await anonymous.listTools()).tools.length, TOOLS.length);
+      // ...and is told to authenticate for any other.
+      await assert.rejects(anonymous.callTool({ name: 'get_stock_status', arguments: { shop: store.domain } }), (err: unknown) => err instanceof UnauthorizedError);
       const forged = await fetch(`${service.baseUrl}/mcp`, { method: 'POST', headers: { authorization: 'Bearer not.a.token', 'content-type': 'application/json' }, body: '{}' });
       assert.equal(forged.status, 401);
       assert.match(forged.headers.get('www-authenticate') ?? '', /error="invalid_token"/);

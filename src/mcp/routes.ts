@@ -3,7 +3,7 @@ import type { AuthInfo } from '@modelcontextprotocol/server';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { BearerGate } from '../agents/gate.ts';
 import type { Domain } from '../domain.ts';
-import { mcpServerFor, restockTools } from './tools.ts';
+import { mcpServerFor, paidToolNames, restockTools, type McpPayments } from './tools.ts';
 
 export const MCP_PATH = '/mcp';
 
@@ -13,32 +13,51 @@ export interface McpOptions {
   serviceName: string;
   baseUrl: string;
   resourceMetadataUrl: string;
+  payments: McpPayments;
 }
+
+/** What a caller without a token may ask: to learn the tools, and to call (and pay for) a paid one. */
+const OPEN_METHODS = new Set(['initialize', 'ping', 'tools/list']);
 
 /**
  * `/mcp`: the MCP endpoint (Streamable HTTP, stateless: each POST is answered on its own, in
  * JSON). Authorization per the MCP specification: a valid access token for this API is needed
- * (401 with `resource_metadata` otherwise, checked before the body is read, and counted by the
- * caller's rate limit); each tool then needs its HTTP twin's scope (403 `insufficient_scope`).
+ * (401 with `resource_metadata` otherwise; a token sent is checked before the body is read and
+ * counted by the caller's rate limit); each tool then needs its HTTP twin's scope (403
+ * `insufficient_scope`). Without a token, an agent may list the tools and call the paid ones,
+ * paying per call as the MCP payment conventions say (paid-tools.ts).
  */
 export function mcpRoutes(options: McpOptions) {
   const tools = restockTools(options.domain, options.serviceName);
+  const paid = paidToolNames(tools);
+  /** JSON-RPC messages a caller without a token may send (anything else: 401, as with a bad token). */
+  const openToAll = (body: unknown) =>
+    [body].flat().every((message) => {
+      const { method, params } = (message ?? {}) as { method?: unknown; params?: { name?: unknown } };
+      if (typeof method !== 'string') return false;
+      if (OPEN_METHODS.has(method) || method.startsWith('notifications/')) return true;
+      return method === 'tools/call' && typeof params?.name === 'string' && paid.has(params.name);
+    });
   return async function (app: FastifyInstance) {
     app.post(MCP_PATH, {
       schema: { hide: true },
       onRequest: async (request: FastifyRequest) => {
-        request.caller = await options.gate.callerOf(request);
+        // Without any Authorization, the body decides (preHandler); a token is checked at once.
+        if (request.headers.authorization !== undefined) request.caller = await options.gate.callerOf(request);
+      },
+      preHandler: async (request: FastifyRequest) => {
+        if (!request.caller && !openToAll(request.body)) await options.gate.callerOf(request);
       },
       handler: async (request, reply) => {
-        const caller = request.caller!;
-        const auth: AuthInfo = {
+        const caller = request.caller;
+        const auth: AuthInfo | undefined = caller && {
           token: caller.tokenId,
           clientId: caller.agentId,
           scopes: [...caller.scopes],
           resource: new URL(options.baseUrl),
           resourceMetadataUrl: options.resourceMetadataUrl,
         };
-        const server = mcpServerFor(tools, caller, options.serviceName);
+        const server = mcpServerFor(tools, caller, options.serviceName, options.payments);
         const transport = new NodeStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
         reply.raw.on('close', () => {
           void transport.close();
@@ -47,7 +66,7 @@ export function mcpRoutes(options: McpOptions) {
         await server.connect(transport);
         // The transport writes the answer itself.
         reply.hijack();
-        await transport.handleRequest(Object.assign(request.raw, { auth }), reply.raw, request.body);
+        await transport.handleRequest(auth ? Object.assign(request.raw, { auth }) : request.raw, reply.raw, request.body);
       },
     });
 

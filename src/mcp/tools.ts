@@ -9,6 +9,9 @@ import { alertQueueSchema } from '../dispatch/schemas.ts';
 import type { Domain } from '../domain.ts';
 import { ownStore, type Caller } from '../core/http/caller.ts';
 import { Problem } from '../core/problems.ts';
+import type { PaidOperation } from '../payments/offers.ts';
+import type { PaymentService } from '../payments/service.ts';
+import { payForToolCall, type ToolResult } from './paid-tools.ts';
 import { reportInventoryBody, reportInventoryResponse, stockResponse } from '../inventory/schemas.ts';
 import { shopSchema } from '../stores/schemas.ts';
 
@@ -19,9 +22,11 @@ interface Tool<I extends z.ZodObject, O extends z.ZodType> {
   description: string;
   /** The scope the HTTP twin needs; absent: any valid token. */
   scope?: Scope;
+  /** Callers without a token may pay for this tool per call, as for its HTTP twin. */
+  paid?: PaidOperation;
   input: I;
   output: O;
-  run(input: z.output<I>, caller: Caller): Promise<z.input<O>>;
+  run(input: z.output<I>, caller: Caller, paidWith?: 'x402' | 'mpp'): Promise<z.input<O>>;
 }
 
 const tool = <I extends z.ZodObject, O extends z.ZodType>(definition: Tool<I, O>) => definition;
@@ -39,6 +44,7 @@ export function restockTools(domain: Domain, serviceName: string) {
       title: 'Subscribe a customer to a restock alert',
       description: 'One e-mail when the product (or variant) is back in stock. The same product, variant and e-mail again returns the same subscription.',
       scope: 'api:write',
+      paid: 'subscribeAlert',
       input: subscribeAlertBody,
       output: subscribeAlertResponse,
       run: (input, caller) => domain.alerts.subscribeAlert(input, caller),
@@ -66,10 +72,11 @@ export function restockTools(domain: Domain, serviceName: string) {
       title: 'Check out the starter or growth plan',
       description: 'A checkout session for a store; the plan becomes active once the purchase is completed at checkoutUrl.',
       scope: 'api:write',
+      paid: 'checkoutPlan',
       input: checkoutPlanBody,
       output: checkoutPlanResponse,
-      run: async (input, caller) => {
-        const session = await domain.billing.checkoutPlan(input, caller);
+      run: async (input, caller, paidWith) => {
+        const session = await domain.billing.checkoutPlan(input, caller, paidWith);
         return { checkoutUrl: session.checkoutUrl, sessionId: session.sessionId };
       },
     }),
@@ -119,36 +126,59 @@ export function restockTools(domain: Domain, serviceName: string) {
 
 export type RestockTool = ReturnType<typeof restockTools>[number];
 
+/** What the server needs for callers who pay per call instead of holding a token. */
+export interface McpPayments {
+  service: PaymentService;
+  rateLimitPerMinute: number;
+}
+
 /**
  * One MCP server per request (stateless Streamable HTTP), its tools bound to the request's
  * caller. A tool whose scope the token lacks is refused by the transport with HTTP 403
  * `insufficient_scope` (MCP authorization); any other refusal is a tool error carrying the
- * same problem details as the HTTP API.
+ * same problem details as the HTTP API. Without a caller, only paid tools run, once paid.
  */
-export function mcpServerFor(tools: RestockTool[], caller: Caller, serviceName: string): McpServer {
+export function mcpServerFor(tools: RestockTool[], caller: Caller | undefined, serviceName: string, payments: McpPayments): McpServer {
   const server = new McpServer({ name: serviceName, version: API_VERSION });
   for (const t of tools as Array<Tool<z.ZodObject, z.ZodType>>) {
+    const run = async (input: unknown, as: Caller, paidWith?: 'x402' | 'mpp') => (await t.run(input as never, as, paidWith)) as Record<string, unknown>;
     server.registerTool(
       t.name,
       {
         title: t.title,
-        description: t.description + (t.scope ? ` Needs the scope ${t.scope}.` : ''),
+        description: t.description + (t.scope ? ` Needs the scope ${t.scope}` : '') + (t.paid ? ', or a payment per call (x402 or MPP) without a token.' : t.scope ? '.' : ''),
         inputSchema: t.input,
         outputSchema: t.output as z.ZodObject,
         // The transport answers HTTP 403 insufficient_scope, from the scopes in the request's auth info.
         ...(t.scope ? { scopeChallenge: requireScopes(t.scope) } : {}),
       },
-      async (input: unknown) => {
+      async (input: unknown, ctx: { mcpReq: { id: string | number; _meta?: Record<string, unknown> } }) => {
         try {
-          const result = (await t.run(input as never, caller)) as Record<string, unknown>;
+          if (!caller) {
+            // The endpoint lets a caller without a token reach paid tools only.
+            if (!t.paid) return toolError(new Problem('unauthorized', `${t.name} needs an access token.`));
+            const call = { tool: t.name, operation: t.paid, input: input as Record<string, unknown>, meta: ctx.mcpReq._meta, requestId: String(ctx.mcpReq.id) };
+            return await payForToolCall(payments.service, payments.rateLimitPerMinute, call, (payer, paidWith) => run(input, payer, paidWith), toolError);
+          }
+          const result = await run(input, caller);
           return { content: [{ type: 'text' as const, text: JSON.stringify(result) }], structuredContent: result };
         } catch (err) {
           if (!(err instanceof Problem)) throw err;
-          const problem = { type: err.slug, title: err.title, status: err.status, detail: err.detail, ...err.extensions };
-          return { isError: true, content: [{ type: 'text' as const, text: `${err.title}: ${err.detail}` }], structuredContent: problem };
+          return toolError(err);
         }
       },
     );
   }
   return server;
+}
+
+/** A refusal as a tool error, with the HTTP API's problem details as structured content. */
+function toolError(err: Problem): ToolResult {
+  const problem = { type: err.slug, title: err.title, status: err.status, detail: err.detail, ...err.extensions };
+  return { isError: true, content: [{ type: 'text', text: `${err.title}: ${err.detail}` }], structuredContent: problem };
+}
+
+/** Tools a caller without a token may call (and pay for). */
+export function paidToolNames(tools: RestockTool[]): Set<string> {
+  return new Set((tools as Array<Tool<z.ZodObject, z.ZodType>>).filter((t) => t.paid).map((t) => t.name));
 }

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { problemResponses } from '../core/http/openapi-responses.ts';
 import { PROBLEM_CONTENT_TYPE, problemDocument, sendProblem } from '../core/http/errors.ts';
+import type { Caller } from '../core/http/caller.ts';
 import { Problem, ValidationFailed } from '../core/problems.ts';
 import type { PaidOperation } from './offers.ts';
 import type { AcceptedPayment, PaidRequest, PaymentService } from './service.ts';
@@ -82,13 +83,7 @@ export function installPaymentGate(app: FastifyInstance, service: PaymentService
       throw err;
     }
     request.payment = payment;
-    request.caller = {
-      agentId: `payer:${payment.protocol}:${payment.payer}`,
-      scopes: new Set(['api:read', 'api:write']),
-      storeDomain: null,
-      rateLimitPerMinute: options.rateLimitPerMinute,
-      tokenId: payment.id,
-    };
+    request.caller = payerCaller(payment, options.rateLimitPerMinute);
   };
 
   const settlePayment = async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
@@ -117,8 +112,19 @@ export function installPaymentGate(app: FastifyInstance, service: PaymentService
   });
 }
 
+/** Who a paid request acts as: its payer, owning what it creates, bound to no store. */
+export function payerCaller(payment: AcceptedPayment, rateLimitPerMinute: number): Caller {
+  return {
+    agentId: `payer:${payment.protocol}:${payment.payer}`,
+    scopes: new Set(['api:read', 'api:write']),
+    storeDomain: null,
+    rateLimitPerMinute,
+    tokenId: payment.id,
+  };
+}
+
 /** The checkout offer prices the starter plan; a paid request for another plan is refused before any charge. */
-function refuseUnpricedRequest(operation: PaidOperation, body: unknown): void {
+export function refuseUnpricedRequest(operation: PaidOperation, body: unknown): void {
   if (operation !== 'checkoutPlan') return;
   const plan = (body as { plan?: unknown } | undefined)?.plan;
   if (plan !== 'starter') {
