@@ -29,9 +29,8 @@
  * acknowledged with a 2xx is not in the database afterwards, or is stored under another agent
  * than the one registered.
  */
-import fs from 'node:fs';
 import path from 'node:path';
-import { dialectsSetting, exitCodeFor, fail, guardProcess, intSetting, pgSetting, profileSetting, runMain } from './lib.ts';
+import { dialectsSetting, exitCodeFor, guardProcess, intSetting, pgSetting, profileSetting, runMain } from './lib.ts';
 import { freePort, restockEnv, startAgentServer, stopChild, type AgentServer } from './lib.ts';
 import { SUBSCRIBE_PATH, codesOf, cpuSeconds, load, outcomeOf, problemsOf, type Outcome } from './lib.ts';
 import { checkStored, postgresScratch, sqliteScratch, type ScratchDatabase } from './lib.ts';

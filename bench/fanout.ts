@@ -38,7 +38,7 @@ import pg from 'pg';
 import { newId } from '../src/core/ids.ts';
 import type { BaselineEvent } from './fanout-baseline.ts';
 import type { PhaseStats, SinkCommand, SinkEvent } from './fanout-sink.ts';
-import { dialectsSetting, exitCodeFor, fail, guardProcess, intSetting, pgSetting, profileSetting, runMain } from './lib.ts';
+import { dialectsSetting, exitCodeFor, guardProcess, intSetting, pgSetting, profileSetting, runMain } from './lib.ts';
 import { baseUrl, cpuSeconds, freePort, restockEnv, startServer, stopChild, type Child } from './lib.ts';
 import { postgresScratch, sqliteScratch, type ScratchDatabase } from './lib.ts';
 import { median, printChecks, printSetting, printTable } from './lib.ts';
