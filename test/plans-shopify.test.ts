@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import { agentOf, call, expectProblem, expectStatus } from './fixtures/agents.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
+import { deliverWebhook, installByTokenExchange, signWebhook } from './fixtures/shopify-app.ts';
 import { startShopifyAdmin, type AppSubscriptionStatus, type AppSubscriptionWebhook, type ShopifyAdminStandIn } from './fixtures/shopify-admin.ts';
 
 /**
@@ -27,7 +28,6 @@ const ENV = {
   RESTOCK_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
 };
 const CHECKOUT = '/api/v1/plans/checkout';
-const WEBHOOKS = '/webhooks/shopify';
 const TOPIC = 'app_subscriptions/update';
 const DAY_MS = 24 * 3600 * 1000;
 const CONFIRMATION_PATH = /^\/admin\/charges\/\d+\/(\d+)\/RecurringApplicationCharge\/confirm_recurring_application_charge$/;
@@ -37,28 +37,11 @@ const unique = () => `${Date.now() % 1_000_000}${++counter}`;
 const newShop = () => `plans-${unique()}.myshopify.com`;
 const newEventId = () => `ev-${unique()}`;
 
-function sign(body: string, secret = API_SECRET): string {
-  return createHmac('sha256', secret).update(body, 'utf8').digest('base64');
-}
+const sign = (body: string, secret = API_SECRET) => signWebhook(body, secret);
 
-/** An `app_subscriptions/update` delivery as Shopify makes it: the body, its HMAC and the X-Shopify-* headers. */
+/** An `app_subscriptions/update` delivery as Shopify makes it. */
 function deliver(t: TestApp, shop: string, payload: AppSubscriptionWebhook, options: { eventId?: string; hmac?: string } = {}): Promise<LightMyRequestResponse> {
-  const body = JSON.stringify(payload);
-  return t.app.inject({
-    method: 'POST',
-    url: WEBHOOKS,
-    headers: {
-      'content-type': 'application/json',
-      'x-shopify-topic': TOPIC,
-      'x-shopify-shop-domain': shop,
-      'x-shopify-api-version': '2026-07',
-      'x-shopify-webhook-id': `wh-${unique()}`,
-      'x-shopify-event-id': options.eventId ?? newEventId(),
-      'x-shopify-triggered-at': new Date().toISOString(),
-      'x-shopify-hmac-sha256': options.hmac ?? sign(body),
-    },
-    payload: body,
-  });
+  return deliverWebhook(t, API_SECRET, { topic: TOPIC, shop, payload, ...options });
 }
 
 /** Delivers and expects the delivery to be queued (not a duplicate, not refused). */
@@ -75,16 +58,10 @@ function asEvent(payload: AppSubscriptionWebhook, status: AppSubscriptionStatus,
   return { app_subscription: { ...payload.app_subscription, status, updated_at: new Date(updatedAt).toISOString().replace(/\.\d{3}Z$/, '+00:00') } };
 }
 
-async function installByTokenExchange(t: TestApp, shopify: ShopifyAdminStandIn, shop: string): Promise<string> {
-  const owner = `owner@${shop}`;
-  shopify.addShop(shop, { email: owner });
-  const res = await t.app.inject({
-    method: 'POST',
-    url: '/shopify/token-exchange',
-    headers: { authorization: `Bearer ${await shopify.sessionToken(shop)}` },
-  });
-  assert.equal(res.statusCode, 200, res.body);
-  return owner;
+/** Installs the app for the shop; returns its owner's address. */
+async function install(t: TestApp, shopify: ShopifyAdminStandIn, shop: string): Promise<string> {
+  await installByTokenExchange(t, shopify, shop);
+  return `owner@${shop}`;
 }
 
 async function planRow(t: TestApp, shop: string) {
@@ -154,7 +131,7 @@ for (const dialect of testDialects()) {
     /** An installed store whose starter plan is active through Shopify. */
     async function storeWithActiveStarter() {
       const shop = newShop();
-      await installByTokenExchange(t, shopify, shop);
+      await install(t, shopify, shop);
       const { sessionId } = await checkout(shop, 'starter');
       const starter = lastSubscription(shop);
       const activated = await approveAndReport(shop, starter.id);
@@ -164,7 +141,7 @@ for (const dialect of testDialects()) {
 
     it('checkoutPlan for an installed store creates a test app subscription at Shopify and a pending plan', async () => {
       const shop = newShop();
-      const owner = await installByTokenExchange(t, shopify, shop);
+      const owner = await install(t, shopify, shop);
       // The store's own agent buys here, as a merchant's agent would.
       const agent = await agentOf(t.app, t.database, shop, owner);
       const res = await call(t.app, 'POST', CHECKOUT, { token: agent.token, body: { plan: 'starter', shop } });
@@ -207,7 +184,7 @@ for (const dialect of testDialects()) {
 
     it('the merchant approving the charge makes the plan active for 30 days and completes the session', async () => {
       const shop = newShop();
-      await installByTokenExchange(t, shopify, shop);
+      await install(t, shopify, shop);
       const { sessionId } = await checkout(shop, 'starter');
       const subscription = lastSubscription(shop);
 
@@ -310,7 +287,7 @@ for (const dialect of testDialects()) {
 
     it('an approval Shopify reports within the second of the checkout activates the plan', async () => {
       const shop = newShop();
-      await installByTokenExchange(t, shopify, shop);
+      await install(t, shopify, shop);
       // Checkout and approval inside one second (or a Shopify clock slightly behind ours).
       await untilNextSecond();
       await checkout(shop, 'starter');
@@ -324,7 +301,7 @@ for (const dialect of testDialects()) {
 
     it('refuses a forged app_subscriptions/update with 401, queueing and applying nothing', async () => {
       const shop = newShop();
-      await installByTokenExchange(t, shopify, shop);
+      await install(t, shopify, shop);
       await checkout(shop, 'starter');
       const subscription = lastSubscription(shop);
       const pending = await planRow(t, shop);
@@ -359,7 +336,7 @@ for (const dialect of testDialects()) {
 
     it('answers 502 upstream-failed when Shopify\'s Admin API fails, charging nothing', async () => {
       const shop = newShop();
-      await installByTokenExchange(t, shopify, shop);
+      await install(t, shopify, shop);
       const before = await t.counts();
       shopify.failNext(1, (request) => request.shop === shop && request.field === 'appSubscriptionCreate');
 

@@ -5,6 +5,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { buildShopify } from '../src/shopify/index.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
+import { deliverWebhook, installByTokenExchange, signWebhook, type ShopifyDelivery } from './fixtures/shopify-app.ts';
 import { startShopifyAdmin, type FakeProduct, type RecordedRequest, type ShopifyAdminStandIn } from './fixtures/shopify-admin.ts';
 
 failOnLeakedHandles();
@@ -28,36 +29,8 @@ const unique = () => `${Date.now() % 1_000_000}${++counter}`;
 const newShop = () => `store-${unique()}.myshopify.com`;
 const newId = () => Number(`${Date.now() % 1_000_000}${String(++counter).padStart(4, '0')}`);
 
-function sign(body: string, secret = API_SECRET): string {
-  return createHmac('sha256', secret).update(body, 'utf8').digest('base64');
-}
-
-interface Delivery {
-  topic: string;
-  shop: string;
-  payload: unknown;
-  eventId?: string | null;
-  webhookId?: string;
-  hmac?: string | null;
-  headers?: Record<string, string>;
-}
-
-/** A delivery as Shopify makes it: JSON body, its HMAC, and the X-Shopify-* headers. */
-function deliver(t: TestApp, delivery: Delivery): Promise<LightMyRequestResponse> {
-  const body = typeof delivery.payload === 'string' ? delivery.payload : JSON.stringify(delivery.payload);
-  const headers: Record<string, string> = {
-    'content-type': 'application/json',
-    'x-shopify-topic': delivery.topic,
-    'x-shopify-shop-domain': delivery.shop,
-    'x-shopify-api-version': '2026-07',
-    'x-shopify-webhook-id': delivery.webhookId ?? `wh-${unique()}`,
-    'x-shopify-triggered-at': new Date().toISOString(),
-    ...delivery.headers,
-  };
-  if (delivery.eventId !== null) headers['x-shopify-event-id'] = delivery.eventId ?? `ev-${unique()}`;
-  if (delivery.hmac !== null) headers['x-shopify-hmac-sha256'] = delivery.hmac ?? sign(body);
-  return t.app.inject({ method: 'POST', url: WEBHOOKS, headers, payload: body });
-}
+const sign = (body: string, secret = API_SECRET) => signWebhook(body, secret);
+const deliver = (t: TestApp, delivery: ShopifyDelivery) => deliverWebhook(t, API_SECRET, delivery);
 
 function fakeProduct(overrides: Partial<FakeProduct> = {}, quantity = 0): FakeProduct {
   const id = newId();
@@ -128,17 +101,6 @@ async function stock(t: TestApp, shop: string, product: FakeProduct, index = 0) 
 
 async function storeRow(t: TestApp, shop: string) {
   return t.database.db.selectFrom('stores').selectAll().where('domain', '=', shop).executeTakeFirst();
-}
-
-async function installByTokenExchange(t: TestApp, shopify: ShopifyAdminStandIn, shop: string, email = `owner@${shop}`) {
-  shopify.addShop(shop, { email });
-  const res = await t.app.inject({
-    method: 'POST',
-    url: '/shopify/token-exchange',
-    headers: { authorization: `Bearer ${await shopify.sessionToken(shop)}` },
-  });
-  assert.equal(res.statusCode, 200, res.body);
-  return res;
 }
 
 function assertProblem(res: LightMyRequestResponse, status: number, slug: string) {
