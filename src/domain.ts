@@ -9,6 +9,7 @@ import type { Config } from './config.ts';
 import type { Database } from './core/db/database.ts';
 import type { MailTransport } from './core/mail/transport.ts';
 import { SecretBox } from './core/sealed-secrets.ts';
+import { stripeClient } from './core/stripe-client.ts';
 import { loadServiceSecret } from './core/secrets.ts';
 import { TokenSigner } from './core/signed-token.ts';
 import { AlertSenders } from './dispatch/senders.ts';
@@ -48,6 +49,8 @@ export async function buildDomain(config: Config, database: Database, mail: Mail
   const dispatchStore = new DispatchStore(database);
   const dispatch = new DispatchService(dispatchStore);
   const inventory = new InventoryService(new InventoryStore(database), stores, dispatch);
+  const { secretKey: stripeKey, apiUrl: stripeUrl } = config.payments.stripe;
+  const stripe = stripeKey ? stripeClient(stripeKey, stripeUrl, config.payments.settleTimeoutMs) : undefined;
   const billing = new BillingService({
     store: new BillingStore(database),
     baseUrl: config.baseUrl,
@@ -59,13 +62,13 @@ export async function buildDomain(config: Config, database: Database, mail: Mail
       const owner = (await stores.findStore(shop))?.owner_email;
       if (owner) await mail.send({ to: owner, subject, text, purpose: 'plan-notice', storeDomain: shop });
     },
-    ...(config.payments.stripe.secretKey
-      ? { stripe: new StripeBilling(config.payments.stripe.secretKey, config.payments.stripe.apiUrl, config.billing.stripeWebhookSecret, config.baseUrl) }
+    ...(stripe
+      ? { stripe: new StripeBilling(stripe, config.billing.stripeWebhookSecret, config.baseUrl) }
       : {}),
   });
   const shopify = buildShopify({ config, database, log, mail, stores, inventory, alerts, dispatch, billing });
   if (shopify.billing) billing.useShopify(shopify.billing);
-  const payments = buildPayments(config, database, serviceSecret, log);
+  const payments = buildPayments(config, database, serviceSecret, log, stripe);
   const senders = new AlertSenders(mail, config.mailFrom, config.dispatch.smtpPoolSize);
   const worker = new DispatchWorker({
     quota: billing,

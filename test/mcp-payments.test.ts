@@ -6,16 +6,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { x402Client } from '@x402/core/client';
 import type { PaymentRequired } from '@x402/core/types';
-import { registerExactEvmScheme } from '@x402/evm/exact/client';
 import { Challenge, Credential } from 'mppx';
 import { uniqueDomain, uniqueEmail } from './fixtures/agents.ts';
 import { testDialects } from './fixtures/app.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { startListeningApp, type ListeningApp } from './fixtures/oauth.ts';
 import { startStripeApi, type StripeApi } from './fixtures/stripe-api.ts';
-import { startX402Chain, type X402Chain } from './fixtures/x402-chain.ts';
+import { startX402Chain, x402Payment, type X402Chain } from './fixtures/x402-chain.ts';
 
 failOnLeakedHandles();
 
@@ -57,13 +55,6 @@ for (const dialect of testDialects()) {
       await chain.close();
     });
 
-    async function x402Payment(required: PaymentRequired) {
-      const payer = new x402Client();
-      registerExactEvmScheme(payer, { signer: chain.payer.account, networks: [chain.network] });
-      payer.setSpendControls(false);
-      return payer.createPaymentPayload(required);
-    }
-
     it('an unpaid call is a tool error carrying both protocols’ offers', async () => {
       const result = await client.callTool({ name: 'subscribe_alert', arguments: { productId: 'gid://shopify/Product/77', email: uniqueEmail('mcp-pay') } });
       assert.equal(result.isError, true);
@@ -81,7 +72,7 @@ for (const dialect of testDialects()) {
     it('pays a subscription with x402 in _meta: subscribed, settled on chain, receipt in _meta; the same payment again is refused', async () => {
       const args = { productId: 'gid://shopify/Product/78', email: uniqueEmail('mcp-x402') };
       const unpaid = await client.callTool({ name: 'subscribe_alert', arguments: args });
-      const payment = await x402Payment(unpaid.structuredContent as unknown as PaymentRequired);
+      const payment = await x402Payment(chain, unpaid.structuredContent as unknown as PaymentRequired);
       const before = await chain.usdcBalance(chain.payTo.address);
       const paid = await client.callTool({ name: 'subscribe_alert', arguments: args, _meta: { 'x402/payment': payment } });
       assert.equal(paid.isError, undefined, JSON.stringify(paid));

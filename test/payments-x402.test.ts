@@ -6,14 +6,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader, encodePaymentSignatureHeader } from '@x402/core/http';
-import { x402Client } from '@x402/core/client';
-import type { PaymentPayload, PaymentRequired, PaymentRequirements } from '@x402/core/types';
-import { registerExactEvmScheme } from '@x402/evm/exact/client';
+import type { PaymentRequired, PaymentRequirements } from '@x402/core/types';
 import { uniqueEmail } from './fixtures/agents.ts';
 import { testDialects } from './fixtures/app.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { startListeningApp, type ListeningApp } from './fixtures/oauth.ts';
-import { startX402Chain, x402PayingFetch, type X402Chain } from './fixtures/x402-chain.ts';
+import { startX402Chain, x402PayingFetch, x402Payment, type X402Chain } from './fixtures/x402-chain.ts';
 
 failOnLeakedHandles();
 
@@ -25,11 +23,8 @@ const json = { 'content-type': 'application/json' };
 
 /** Signs a payment for `signed` (what the authorisation says) but presents it as `presented`. */
 async function signedPayment(chain: X402Chain, required: PaymentRequired, signed: Partial<PaymentRequirements>, presented?: PaymentRequirements): Promise<string> {
-  const client = new x402Client();
-  registerExactEvmScheme(client, { signer: chain.payer.account, networks: [chain.network] });
-  client.setSpendControls(false);
   const altered = { ...required, accepts: [{ ...required.accepts[0]!, ...signed }] };
-  const payload: PaymentPayload = await client.createPaymentPayload(altered);
+  const payload = await x402Payment(chain, altered);
   return encodePaymentSignatureHeader({ ...payload, accepted: presented ?? payload.accepted });
 }
 

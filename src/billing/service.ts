@@ -185,12 +185,10 @@ export class BillingService {
       await this.tell(shop, entitlement.periodStart, 'Restock: alerts are waiting for your e-mail provider', `${reason}.\nYour shoppers' alerts are kept and go out as soon as it is set.`, now);
       return { granted: 0, periodStart: entitlement.periodStart, retryAt, reason };
     }
-    const { granted, tellMerchant } = await this.options.store.reserveUsage(shop, entitlement.periodStart, entitlement.monthlyAlertQuota, wanted, now.toISOString());
+    const granted = await this.options.store.reserveUsage(shop, entitlement.periodStart, entitlement.monthlyAlertQuota, wanted);
     if (granted === wanted) return { granted, periodStart: entitlement.periodStart, retryAt };
     const reason = `waiting: the ${entitlement.plan} allowance of ${entitlement.monthlyAlertQuota} alerts is used up until ${entitlement.periodEnd}`;
-    if (tellMerchant) {
-      await this.sendNotice(shop, 'Restock: your monthly alert quota is used up', `${reason}.\nAlerts beyond it are kept, not dropped: they go out when the next period starts, or at once if you choose a larger plan.`);
-    }
+    await this.tell(shop, entitlement.periodStart, 'Restock: your monthly alert quota is used up', `${reason}.\nAlerts beyond it are kept, not dropped: they go out when the next period starts, or at once if you choose a larger plan.`, now);
     return { granted, periodStart: entitlement.periodStart, retryAt, reason };
   }
 
@@ -204,10 +202,9 @@ export class BillingService {
     return { ...entitlement, used: await this.options.store.usage(shop, entitlement.periodStart) };
   }
 
-  /** Once per period, through the usage row's notice mark (a zero-alert reservation sets it). */
+  /** Tells the merchant once per period, whichever worker gets there first. */
   private async tell(shop: string, periodStart: string, subject: string, text: string, now: Date): Promise<void> {
-    const { tellMerchant } = await this.options.store.reserveUsage(shop, periodStart, 0, 1, now.toISOString());
-    if (tellMerchant) await this.sendNotice(shop, subject, text);
+    if (await this.options.store.markNoticeSent(shop, periodStart, now.toISOString())) await this.sendNotice(shop, subject, text);
   }
 
   private async sendNotice(shop: string, subject: string, text: string): Promise<void> {

@@ -90,28 +90,39 @@ export class BillingStore {
 
   /**
    * Takes up to `wanted` alerts from a store's allowance for a period, atomically: concurrent
-   * workers together never take more than `quota`. Returns how many were granted and whether
-   * the merchant still has to be told the allowance ran out (once per period).
+   * workers together never take more than `quota`. Returns how many were granted.
    */
-  reserveUsage(shop: string, periodStart: string, quota: number, wanted: number, now: string): Promise<{ granted: number; used: number; tellMerchant: boolean }> {
+  reserveUsage(shop: string, periodStart: string, quota: number, wanted: number): Promise<number> {
     return this.database.write(async (trx) => {
-      await trx.insertInto('plan_usage').values({ shop, period_start: periodStart, used: 0, notified_at: null }).onConflict((oc) => oc.doNothing()).execute();
-      let query = trx.selectFrom('plan_usage').selectAll().where('shop', '=', shop).where('period_start', '=', periodStart);
+      await this.ensureUsage(trx, shop, periodStart);
+      let query = trx.selectFrom('plan_usage').select('used').where('shop', '=', shop).where('period_start', '=', periodStart);
       if (this.database.dialect === 'postgres') query = query.forUpdate();
-      const usage = await query.executeTakeFirstOrThrow();
-      const granted = Math.max(0, Math.min(wanted, quota - usage.used));
-      const short = granted < wanted;
-      const tellMerchant = short && usage.notified_at === null;
-      if (granted > 0 || tellMerchant) {
-        await trx
-          .updateTable('plan_usage')
-          .set({ used: usage.used + granted, ...(tellMerchant ? { notified_at: now } : {}) })
-          .where('shop', '=', shop)
-          .where('period_start', '=', periodStart)
-          .execute();
+      const { used } = await query.executeTakeFirstOrThrow();
+      const granted = Math.max(0, Math.min(wanted, quota - used));
+      if (granted > 0) {
+        await trx.updateTable('plan_usage').set({ used: used + granted }).where('shop', '=', shop).where('period_start', '=', periodStart).execute();
       }
-      return { granted, used: usage.used + granted, tellMerchant };
+      return granted;
     });
+  }
+
+  /** Marks the period's notice to the merchant as sent; true only for the first to mark it. */
+  markNoticeSent(shop: string, periodStart: string, now: string): Promise<boolean> {
+    return this.database.write(async (trx) => {
+      await this.ensureUsage(trx, shop, periodStart);
+      const marked = await trx
+        .updateTable('plan_usage')
+        .set({ notified_at: now })
+        .where('shop', '=', shop)
+        .where('period_start', '=', periodStart)
+        .where('notified_at', 'is', null)
+        .executeTakeFirst();
+      return Number(marked.numUpdatedRows) === 1;
+    });
+  }
+
+  private async ensureUsage(trx: Trx, shop: string, periodStart: string): Promise<void> {
+    await trx.insertInto('plan_usage').values({ shop, period_start: periodStart, used: 0, notified_at: null }).onConflict((oc) => oc.doNothing()).execute();
   }
 
   /** Gives back alerts reserved but not sent (a failure that will be retried, or given up). */

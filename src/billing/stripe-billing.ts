@@ -1,4 +1,4 @@
-import Stripe from 'stripe';
+import type Stripe from 'stripe';
 import type { PlanEvent, PlanStatus } from './plan-state.ts';
 import type { Plan } from './plans.ts';
 import type { CheckoutSessionRow } from './store.ts';
@@ -8,22 +8,11 @@ import type { CheckoutSessionRow } from './store.ts';
  * into plan events. The SDK does the HTTP and the signature check; this file only maps.
  */
 export class StripeBilling {
-  readonly client: Stripe;
-
   constructor(
-    secretKey: string,
-    apiUrl: string,
+    readonly client: Stripe,
     private readonly webhookSecret: string | undefined,
     private readonly baseUrl: string,
-  ) {
-    const url = new URL(apiUrl);
-    this.client = new Stripe(secretKey, {
-      host: url.hostname,
-      port: Number(url.port || (url.protocol === 'http:' ? 80 : 443)),
-      protocol: url.protocol === 'http:' ? 'http' : 'https',
-      maxNetworkRetries: 2,
-    });
-  }
+  ) {}
 
   get verifiesWebhooks(): boolean {
     return this.webhookSecret !== undefined;

@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
+import type Stripe from 'stripe';
 import type { Config } from '../config.ts';
 import type { Database } from '../core/db/database.ts';
 import type { WorkerJob } from '../dispatch/jobs.ts';
@@ -21,11 +22,11 @@ const RECONCILE_EVERY_MS = 60_000;
  * sharing the database issues and accepts the same challenges. Offers that lack a setting are
  * named in the log at start-up (and in every 402), never filled with a placeholder.
  */
-export function buildPayments(config: Config, database: Database, serviceSecret: Buffer, log: FastifyBaseLogger): PaymentsFeature {
+export function buildPayments(config: Config, database: Database, serviceSecret: Buffer, log: FastifyBaseLogger, stripe?: Stripe): PaymentsFeature {
   const mppSecret = createHmac('sha256', serviceSecret).update('mpp-challenge-binding').digest('hex');
   const realm = new URL(config.baseUrl).host;
   const x402 = new X402Acceptance(config.payments.x402, config.payments.settleTimeoutMs);
-  const mpp = new MppAcceptance(config.payments, mppSecret, realm);
+  const mpp = new MppAcceptance(config.payments, mppSecret, realm, stripe);
   const service = new PaymentService(new PaymentStore(database), x402, mpp, mppSecret);
   const gaps = service.unavailable();
   if (gaps.length > 0) {

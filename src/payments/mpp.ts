@@ -1,7 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { Challenge, Credential, Errors, Method, PaymentRequest, z as mz, type Receipt } from 'mppx';
 import { Mppx, stripe, tempo } from 'mppx/server';
-import Stripe from 'stripe';
+import type Stripe from 'stripe';
 import { createPublicClient, http } from 'viem';
 import type { PaymentsConfig } from '../config.ts';
 import { Problem, type ProblemSlug } from '../core/problems.ts';
@@ -73,11 +73,12 @@ export class MppAcceptance {
     private readonly config: PaymentsConfig,
     private readonly secretKey: string,
     realm: string,
+    stripe: Stripe | undefined,
   ) {
     const methods: Method.AnyServer[] = [];
-    const { secretKey: stripeKey, networkId, apiUrl } = config.stripe;
-    if (stripeKey && networkId) {
-      this.stripe = stripeClient(stripeKey, apiUrl, config.settleTimeoutMs);
+    const { secretKey: stripeKey, networkId } = config.stripe;
+    if (stripe && networkId) {
+      this.stripe = stripe;
       methods.push(this.stripeCharge(this.stripe, networkId), this.stripeSession(this.stripe));
       this.offered.add('stripe/charge').add('stripe/session');
     } else {
@@ -272,17 +273,6 @@ export class MppAcceptance {
       ...(rpcUrl ? { getClient: () => createPublicClient({ transport: http(rpcUrl, { timeout: this.config.settleTimeoutMs, retryCount: 0 }) }) } : {}),
     } as never);
   }
-}
-
-function stripeClient(secretKey: string, apiUrl: string, timeoutMs: number): Stripe {
-  const url = new URL(apiUrl);
-  return new Stripe(secretKey, {
-    host: url.hostname,
-    port: Number(url.port || (url.protocol === 'http:' ? 80 : 443)),
-    protocol: url.protocol === 'http:' ? 'http' : 'https',
-    maxNetworkRetries: 1,
-    timeout: timeoutMs,
-  });
 }
 
 function belowStripeMinimum(cents: number): Problem {

@@ -1,0 +1,17 @@
+import Stripe from 'stripe';
+
+/**
+ * The official Stripe SDK pointed at `apiUrl` (Stripe's API, or a stand-in in tests). One
+ * instance serves both features that talk to Stripe: MPP payments and plan billing.
+ */
+export function stripeClient(secretKey: string, apiUrl: string, timeoutMs: number): Stripe {
+  const url = new URL(apiUrl);
+  return new Stripe(secretKey, {
+    host: url.hostname,
+    port: Number(url.port || (url.protocol === 'http:' ? 80 : 443)),
+    protocol: url.protocol === 'http:' ? 'http' : 'https',
+    // Every call we make carries an idempotency key, so a retry cannot charge twice.
+    maxNetworkRetries: 1,
+    timeout: timeoutMs,
+  });
+}
