@@ -23,6 +23,10 @@ import { installRateLimits } from './core/http/rate-limit.ts';
 import { openMailTransport, type MailTransport } from './core/mail/transport.ts';
 import { Problem } from './core/problems.ts';
 import { MailOutboxStore } from './core/mail/outbox-store.ts';
+import { dashboardRoutes } from './dashboard/routes.ts';
+import { DashboardService } from './dashboard/service.ts';
+import { DashboardSignIn } from './dashboard/sign-in.ts';
+import { DashboardStore } from './dashboard/store.ts';
 import { dispatchRoutes } from './dispatch/routes.ts';
 import { buildDomain, type Domain } from './domain.ts';
 import { inventoryRoutes } from './inventory/routes.ts';
@@ -32,6 +36,9 @@ import { paymentRoutes } from './payments/routes.ts';
 import { registerOpenApi } from './discovery/openapi.ts';
 import { collectOperations, discoveryRoutes } from './discovery/routes.ts';
 import { healthRoutes } from './health/routes.ts';
+import { storefrontRoutes } from './storefront/routes.ts';
+import { StorefrontService } from './storefront/service.ts';
+import { loadWidgetAsset } from './storefront/widget-asset.ts';
 import { storeRoutes } from './stores/routes.ts';
 import type { StoreService } from './stores/service.ts';
 
@@ -109,6 +116,8 @@ export async function buildApp(config: Config, database: Database, options: AppO
   await installRateLimits(app, {
     redisUrl: config.redisUrl,
     registrationPerAddress: { max: config.agents.rateLimits.registrationsPerHour, windowSeconds: 3600 },
+    storefrontPerAddress: { max: config.dashboard.rateLimits.storefrontPerHour, windowSeconds: 3600 },
+    signInPerAddress: { max: config.dashboard.rateLimits.signInPerHour, windowSeconds: 3600 },
   });
   // Idempotency keys are private to each agent.
   installIdempotency(app, {
@@ -130,13 +139,16 @@ export async function buildApp(config: Config, database: Database, options: AppO
   await app.register(agents.discovery);
   await app.register(storeRoutes(domain.stores, (shop) => domain.billing.planUsage(shop)));
   await app.register(inventoryRoutes(domain.inventory));
-  await app.register(dispatchRoutes(domain.dispatch, alerts, new MailOutboxStore(database)));
+  const outbox = new MailOutboxStore(database);
+  await app.register(dispatchRoutes(domain.dispatch, alerts, outbox));
   await app.register(domain.shopify.routes);
   await app.register(alertRoutes(alerts));
   await app.register(unsubscribeRoutes(alerts));
+  await app.register(storefrontRoutes(new StorefrontService(domain.stores, domain.inventory, alerts), await loadWidgetAsset()));
   await app.register(paymentRoutes(domain.payments));
   await app.register(billingRoutes(billing));
   await app.register(checkoutPages(billing));
+  await app.register(buildDashboard(app, config, database, mail, domain, outbox));
   await app.register(billingWebhookRoutes(billing, config.baseUrl));
   await app.register(
     mcpRoutes({
@@ -150,6 +162,29 @@ export async function buildApp(config: Config, database: Database, options: AppO
   );
   await app.register(discoveryRoutes({ serviceName: config.serviceName, baseUrl: config.baseUrl, operations }));
   return app;
+}
+
+/** The merchant dashboard: its sign-in (links by e-mail, Shopify session tokens) and its pages. */
+function buildDashboard(app: FastifyInstance, config: Config, database: Database, mail: MailTransport, domain: Domain, outbox: MailOutboxStore) {
+  const signIn = new DashboardSignIn({
+    store: new DashboardStore(database),
+    stores: domain.stores,
+    mail,
+    baseUrl: config.baseUrl,
+    linkTtlMinutes: config.dashboard.signInLinkTtlMinutes,
+    sessionHours: config.dashboard.sessionHours,
+    shopOfSessionToken: domain.shopify.shopOfSessionToken,
+  });
+  const sweep = setInterval(() => {
+    signIn.sweep().catch((err) => app.log.warn({ err }, 'dashboard sign-in sweep failed; will retry'));
+  }, MAINTENANCE_EVERY_MS);
+  sweep.unref();
+  app.addHook('onClose', async () => clearInterval(sweep));
+  const service = new DashboardService({ ...domain, outbox, embeddedMail: !config.smtpUrl });
+  return dashboardRoutes(service, signIn, {
+    baseUrl: config.baseUrl,
+    isShopifyApp: async (shop) => (await domain.stores.findStore(shop))?.platform === 'shopify',
+  });
 }
 
 /** Agent identity: keys, token service, the access check in front of scoped routes, and its routes. */

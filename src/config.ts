@@ -57,6 +57,13 @@ const envSchema = z.object({
   RATE_LIMIT_ID_JAG_PER_MINUTE: z.coerce.number().int().min(1).default(600),
   /** Registrations one client address may make per hour. */
   REGISTRATION_LIMIT_PER_HOUR: z.coerce.number().int().min(1).default(20),
+  /** Subscriptions one client address may make through the storefront widget per hour. */
+  STOREFRONT_LIMIT_PER_HOUR: z.coerce.number().int().min(1).default(60),
+  /** Dashboard sign-in links one client address may ask for per hour (each is an e-mail). */
+  SIGN_IN_LIMIT_PER_HOUR: z.coerce.number().int().min(1).default(10),
+  /** How long a dashboard sign-in link works, and how long a signed-in session lasts. */
+  SIGN_IN_LINK_TTL_MINUTES: z.coerce.number().int().min(1).default(15),
+  DASHBOARD_SESSION_HOURS: z.coerce.number().int().min(1).default(12),
   /**
    * Proxies whose X-Forwarded-For is believed (comma-separated addresses or CIDRs, e.g. the load
    * balancer's), so per-address limits count clients, not the proxy. Unset: the header is ignored.
@@ -147,6 +154,7 @@ export interface Config {
   redisUrl: string | undefined;
   smtpUrl: string | undefined;
   agents: AgentConfig;
+  dashboard: DashboardConfig;
   tls: { port: number; certFile: string; keyFile: string } | undefined;
   trustProxy: string[] | undefined;
   encryptionKey: string | undefined;
@@ -219,6 +227,12 @@ export interface AgentConfig {
   rateLimits: { anonymous: number; verifiedEmail: number; idJag: number; registrationsPerHour: number };
 }
 
+export interface DashboardConfig {
+  signInLinkTtlMinutes: number;
+  sessionHours: number;
+  rateLimits: { storefrontPerHour: number; signInPerHour: number };
+}
+
 export class ConfigError extends Error {
   override name = 'ConfigError';
 }
@@ -261,6 +275,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         idJag: e.RATE_LIMIT_ID_JAG_PER_MINUTE,
         registrationsPerHour: e.REGISTRATION_LIMIT_PER_HOUR,
       },
+    },
+    dashboard: {
+      signInLinkTtlMinutes: e.SIGN_IN_LINK_TTL_MINUTES,
+      sessionHours: e.DASHBOARD_SESSION_HOURS,
+      rateLimits: { storefrontPerHour: e.STOREFRONT_LIMIT_PER_HOUR, signInPerHour: e.SIGN_IN_LIMIT_PER_HOUR },
     },
     tls: tlsConfig(e),
     trustProxy: e.TRUST_PROXY?.split(',').map((entry) => entry.trim()).filter(Boolean),

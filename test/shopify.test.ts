@@ -433,17 +433,24 @@ for (const dialect of testDialects()) {
         const appUrl = async (tokenShop = shop) =>
           `/shopify/install?${new URLSearchParams({ embedded: '1', host: Buffer.from(`admin.shopify.com/store/${shop}`).toString('base64url'), id_token: await shopify.sessionToken(tokenShop), shop, timestamp: String(Math.floor(Date.now() / 1000)) })}`;
         const first = await t.app.inject({ method: 'GET', url: await appUrl(), headers: BROWSER });
-        assert.equal(first.statusCode, 200, first.body);
-        assert.match(first.headers['content-type'] as string, /^text\/html/);
-        assert.match(first.body, /Restock is connected/);
+        assert.equal(first.statusCode, 303, first.body);
+        assert.match(first.headers.location as string, /^\/dashboard\/shopify\?shop=[^&]+&id_token=/, 'inside the admin the app is the dashboard');
         assert.equal(first.headers['content-security-policy'], `frame-ancestors https://${shop} https://admin.shopify.com`);
+        const signedIn = await t.app.inject({ method: 'GET', url: first.headers.location as string, headers: BROWSER });
+        assert.equal(signedIn.statusCode, 303, signedIn.body);
+        assert.equal(signedIn.headers.location, '/dashboard');
+        const cookie = String(signedIn.headers['set-cookie']).split(';')[0]!;
+        const dashboard = await t.app.inject({ method: 'GET', url: '/dashboard', headers: { ...BROWSER, cookie } });
+        assert.equal(dashboard.statusCode, 200, dashboard.body);
+        assert.match(dashboard.body, new RegExp(shop.replace(/\./g, '\\.')));
+        assert.equal(dashboard.headers['content-security-policy'], `frame-ancestors https://${shop} https://admin.shopify.com`);
         assert.equal((await storeRow(t, shop))?.status, 'active');
         assert.equal(shopify.webhookSubscriptions(shop).length, 4);
 
         const exchanges = () => shopify.requests.filter((request) => request.shop === shop && request.path === '/admin/oauth/access_token').length;
         const before = exchanges();
         const again = await t.app.inject({ method: 'GET', url: await appUrl(), headers: BROWSER });
-        assert.equal(again.statusCode, 200);
+        assert.equal(again.statusCode, 303);
         assert.equal(exchanges(), before, 'a connected store is not exchanged again');
 
         const other = newShop();

@@ -30,6 +30,18 @@ export class AlertService {
     return { subscriptionId: row.id, status: 'active' };
   }
 
+  /**
+   * A shopper subscribing through the storefront widget: no agent, the store named by the page
+   * (which the storefront checked is a customer).
+   */
+  async subscribeShopper(input: { shop: string; productId: string; variantId?: string | null; email: string; locale?: string | null }): Promise<SubscriptionRow> {
+    return this.store.subscribe(
+      { productId: input.productId, variantId: input.variantId ?? null, email: normaliseEmail(input.email), locale: input.locale ?? null },
+      { storeDomain: input.shop, agentId: null },
+      nowIso(),
+    );
+  }
+
   async getSubscription(id: string, caller: Caller): Promise<Subscription> {
     return this.present(await this.mustFind(id, caller));
   }
@@ -88,6 +100,22 @@ export class AlertService {
   async waitingCounts(storeDomain: string, limit = 1000): Promise<Array<{ productId: string; variantId: string | null; waiting: number }>> {
     const rows = await this.waitingStore.waitingCounts(storeDomain, limit);
     return rows.map((row) => ({ productId: row.product_id, variantId: row.variant_id, waiting: Number(row.waiting) }));
+  }
+
+  /** Shoppers who unsubscribed from a store's alerts, most recent first. */
+  recentUnsubscribes(storeDomain: string, limit = 50): Promise<SubscriptionRow[]> {
+    return this.waitingStore.inStatus(storeDomain, 'unsubscribed', limit);
+  }
+
+  /** A store's subscriptions per status (active, notified, unsubscribed, ...). */
+  subscriptionCounts(storeDomain: string): Promise<Record<string, number>> {
+    return this.waitingStore.countsByStatus(storeDomain);
+  }
+
+  /** A subscription of the store, for its owner's audit of an alert. */
+  async subscriptionOfStore(storeDomain: string, id: string): Promise<SubscriptionRow | undefined> {
+    const row = await this.store.find(id);
+    return row?.store_domain === storeDomain ? row : undefined;
   }
 
   waitingProducts(storeDomain: string, limit = 250): Promise<string[]> {

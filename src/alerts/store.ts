@@ -11,6 +11,8 @@ export interface WatchTarget {
   productId: string;
   variantId: string | null;
   email: string;
+  /** The shopper's language, when the storefront widget knew it. */
+  locale?: string | null;
 }
 
 /** Storage of alert subscriptions; the only code that touches the `subscriptions` table. */
@@ -37,6 +39,7 @@ export class AlertStore {
         agent_id: owner.agentId,
         created_at: now,
         updated_at: now,
+        locale: target.locale ?? null,
       };
       const inserted = await this.database.writeStatement((db) =>
         db.insertInto('subscriptions').values(row).onConflict((oc) => oc.doNothing()).executeTakeFirst(),
@@ -78,7 +81,7 @@ export interface WaitingQuery {
   limit: number;
 }
 
-export type WaitingSubscriber = Pick<SubscriptionRow, 'id' | 'email' | 'product_id' | 'variant_id' | 'created_at' | 'store_domain'>;
+export type WaitingSubscriber = Pick<SubscriptionRow, 'id' | 'email' | 'product_id' | 'variant_id' | 'created_at' | 'store_domain' | 'locale'>;
 
 /** Queries the dispatch feature needs, still confined to the `subscriptions` table. */
 export class WaitingStore {
@@ -88,7 +91,7 @@ export class WaitingStore {
   waiting(query: WaitingQuery): Promise<WaitingSubscriber[]> {
     let select = this.database.db
       .selectFrom('subscriptions')
-      .select(['id', 'email', 'product_id', 'variant_id', 'created_at', 'store_domain'])
+      .select(['id', 'email', 'product_id', 'variant_id', 'created_at', 'store_domain', 'locale'])
       .where('product_id', '=', query.productId)
       .where('status', '=', sql.lit('active'));
     if (query.variantId !== null) {
@@ -137,6 +140,28 @@ export class WaitingStore {
       .orderBy('product_id')
       .limit(limit)
       .execute();
+  }
+
+  /** A store's subscriptions in one status, most recently changed first. */
+  inStatus(storeDomain: string, status: string, limit: number): Promise<SubscriptionRow[]> {
+    return this.database.db
+      .selectFrom('subscriptions')
+      .selectAll()
+      .where('store_domain', '=', storeDomain)
+      .where('status', '=', status)
+      .orderBy('updated_at', 'desc')
+      .limit(limit)
+      .execute();
+  }
+
+  async countsByStatus(storeDomain: string): Promise<Record<string, number>> {
+    const rows = await this.database.db
+      .selectFrom('subscriptions')
+      .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
+      .where('store_domain', '=', storeDomain)
+      .groupBy('status')
+      .execute();
+    return Object.fromEntries(rows.map((row) => [row.status, Number(row.n)]));
   }
 
   /** Products of a store with someone waiting (what reconciliation checks). */

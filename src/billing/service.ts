@@ -62,6 +62,9 @@ const BEFORE_ANY_PROVIDER_EVENT = new Date(0).toISOString();
  * Checkout, Shopify Billing), the provider events that move a store's plan through its states,
  * and what the plan in force allows.
  */
+/** Who starts a checkout: an agent (bound to a store or not), or the store's owner in the dashboard (no agent). */
+export type Buyer = Pick<Caller, 'storeDomain'> & { agentId: string | null };
+
 export class BillingService {
   private shopify: ShopifyBillingProvider | undefined;
 
@@ -97,7 +100,7 @@ export class BillingService {
    * checkoutPlan: a new checkout session for the plan and store, at the store's provider. When
    * the request itself paid for the plan (pay per request), the session is complete at once.
    */
-  async checkoutPlan(input: { plan: PlanId; shop: string }, caller: Caller, paidWith?: 'x402' | 'mpp'): Promise<CheckoutSession> {
+  async checkoutPlan(input: { plan: PlanId; shop: string }, caller: Buyer, paidWith?: 'x402' | 'mpp'): Promise<CheckoutSession> {
     if (storeForWrite(caller, input.shop).foreign) {
       throw new Forbidden(`This agent is bound to ${caller.storeDomain} and cannot buy a plan for ${input.shop}.`);
     }

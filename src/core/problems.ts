@@ -211,7 +211,10 @@ export class Problem extends Error {
 }
 
 export class ValidationFailed extends Problem {
-  constructor(errors: FieldError[], detail = describeFieldErrors(errors)) {
+  constructor(
+    readonly errors: FieldError[],
+    detail = describeFieldErrors(errors),
+  ) {
     super('validation-failed', detail, { extensions: { errors } });
   }
 }

@@ -74,6 +74,17 @@ export class DispatchService implements RestockSink {
     return this.store.listNotifications({ ...filter, limit: filter.limit ?? 100 });
   }
 
+  /** One alert of the store's ledger, with the restock that caused it (the "why sent" audit). */
+  async auditNotification(storeDomain: string, id: string): Promise<{ notification: NotificationRow; restock: RestockRow | undefined } | undefined> {
+    const notification = await this.store.findNotification(storeDomain, id);
+    if (!notification) return undefined;
+    return { notification, restock: await this.store.findRestock(storeDomain, notification.restock_id) };
+  }
+
+  sentPerDay(storeDomain: string, since: string): Promise<Map<string, number>> {
+    return this.store.sentPerDay(storeDomain, since);
+  }
+
   /** Alerts per ledger status (queued, sending, sent, skipped, failed). */
   ledgerCounts(storeDomain: string): Promise<Record<string, number>> {
     return this.store.countsByStatus(storeDomain);

@@ -273,6 +273,31 @@ export class DispatchStore {
     return query.orderBy('created_at', 'desc').orderBy('position', 'desc').limit(filter.limit).execute();
   }
 
+  findNotification(storeDomain: string, id: string): Promise<NotificationRow | undefined> {
+    return this.database.db.selectFrom('notifications').selectAll().where('id', '=', id).where('store_domain', '=', storeDomain).executeTakeFirst();
+  }
+
+  findRestock(storeDomain: string, id: string): Promise<RestockRow | undefined> {
+    return this.database.db.selectFrom('restocks').selectAll().where('id', '=', id).where('store_domain', '=', storeDomain).executeTakeFirst();
+  }
+
+  /** Alerts sent since `since`, counted per UTC day (days without any are absent). */
+  async sentPerDay(storeDomain: string, since: string): Promise<Map<string, number>> {
+    const rows = await this.database.db
+      .selectFrom('notifications')
+      .select('sent_at')
+      .where('store_domain', '=', storeDomain)
+      .where('status', '=', 'sent')
+      .where('sent_at', '>=', since)
+      .execute();
+    const days = new Map<string, number>();
+    for (const { sent_at } of rows) {
+      const day = sent_at!.slice(0, 10);
+      days.set(day, (days.get(day) ?? 0) + 1);
+    }
+    return days;
+  }
+
   /** Queued alerts whose outcome starts with `prefix` (those held by the store's plan). */
   async countQueuedWith(storeDomain: string, prefix: string): Promise<number> {
     const row = await this.database.db

@@ -8,7 +8,7 @@ import { chunks } from '../core/chunks.ts';
 import { newId } from '../core/ids.ts';
 import type { InventoryService } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
-import type { EffectiveSettings } from '../stores/settings.ts';
+import { localeSchema, type EffectiveSettings } from '../stores/settings.ts';
 import type { WorkerJob } from './jobs.ts';
 import type { AlertSenders } from './senders.ts';
 import { OVER_ALLOWANCE, type DispatchService } from './service.ts';
@@ -220,6 +220,7 @@ export class DispatchWorker {
       lease_until: null,
       created_at: nowIso,
       sent_at: null,
+      locale: subscriber.locale,
     }));
     const last = waiting[waiting.length - 1]!;
     const finished = waiting.length < size;
@@ -472,7 +473,7 @@ export class DispatchWorker {
         unsubscribeUrl,
         email: row.email,
       },
-      context.settings,
+      { template: context.settings.template, locale: alertLocale(row.locale, context.settings.locale) },
     );
     return {
       row,
@@ -636,3 +637,9 @@ function groupBy<T>(items: T[], key: (item: T) => string): Map<string, T[]> {
   return groups;
 }
 
+
+/** The shopper's language when they subscribed in one we write alerts in, else the store's. */
+function alertLocale(shopper: string | null, store: EffectiveSettings['locale']): EffectiveSettings['locale'] {
+  const parsed = localeSchema.safeParse(shopper);
+  return parsed.success ? parsed.data : store;
+}

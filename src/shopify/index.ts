@@ -37,6 +37,8 @@ export interface ShopifyFeature {
   jobs: WorkerJob[];
   /** Shopify Billing for stores installed as the app (absent when the app is not configured). */
   billing?: ShopifyBillingProvider;
+  /** The store an App Bridge session token is for (absent when the app is not configured); throws a problem when refused. */
+  shopOfSessionToken?: (token: string) => Promise<string>;
 }
 
 export const WEBHOOK_PATH = '/webhooks/shopify';
@@ -80,6 +82,7 @@ export function buildShopify(deps: ShopifyDeps): ShopifyFeature {
   return {
     jobs,
     billing: shopifyBilling(deps.stores, admin, app.billingTest),
+    shopOfSessionToken: (token) => installer.shopOfSessionToken(token),
     routes: async (fastify: FastifyInstance) => {
       // Each in a plugin of its own: the webhook route reads raw bodies, the others do not.
       await fastify.register(webhookRoutes({ shopify, events, baseUrl: config.baseUrl }));

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { html, page } from '../core/html.ts';
+import { framedByShopifyAdmin, html, page } from '../core/html.ts';
 import { Problem } from '../core/problems.ts';
 import { shopSchema } from '../stores/schemas.ts';
 import { CALLBACK_PATH, CapturedResponse, type ShopifyInstaller } from './install.ts';
@@ -28,7 +28,9 @@ export function installRoutes(options: { installer: ShopifyInstaller; apiKey: st
         const shop = request.query.shop.toLowerCase();
         if (request.query.id_token) {
           await installer.openEmbedded(request.query.id_token, shop);
-          return connectedPage(reply, shop);
+          // Inside the admin the app is the store's dashboard, signed in by the same token.
+          const query = new URLSearchParams({ shop, id_token: request.query.id_token });
+          return reply.header('content-security-policy', framedByShopifyAdmin(shop)).redirect(`/dashboard/shopify?${query}`, 303);
         }
         // The app URL is also where Shopify sends the merchant after the callback: beginning
         // OAuth again there would go round in circles.
@@ -69,9 +71,10 @@ export function installRoutes(options: { installer: ShopifyInstaller; apiKey: st
 /** What the merchant sees when the app opens in their admin; framed only by their admin. */
 function connectedPage(reply: FastifyReply, shop: string) {
   const body = html`<h1>Restock is connected</h1>
-<p>${shop} is connected. Shoppers who ask to hear about a sold-out product are e-mailed when it is back in stock.</p>`;
+<p>${shop} is connected. Shoppers who ask to hear about a sold-out product are e-mailed when it is back in stock.</p>
+<p><a class="button" href="/dashboard/sign-in">Open the dashboard</a></p>`;
   return reply
-    .header('content-security-policy', `frame-ancestors https://${shop} https://admin.shopify.com`)
+    .header('content-security-policy', framedByShopifyAdmin(shop))
     .header('cache-control', 'no-store')
     .type('text/html; charset=utf-8')
     .send(page('Restock', body));

@@ -16,6 +16,10 @@ export interface Tables {
   billing_events: BillingEventsTable;
   /** billing */
   plan_usage: PlanUsageTable;
+  /** dashboard */
+  dashboard_sign_in_links: DashboardSignInLinksTable;
+  /** dashboard */
+  dashboard_sessions: DashboardSessionsTable;
   /** core/http/idempotency */
   idempotency_keys: IdempotencyKeysTable;
   /** core/secrets */
@@ -60,6 +64,8 @@ export interface SubscriptionsTable {
   agent_id: string | null;
   created_at: string;
   updated_at: string;
+  /** The language the shopper subscribed in (the storefront widget's); null: the store's. */
+  locale: string | null;
 }
 
 export interface CheckoutSessionsTable {
@@ -328,6 +334,8 @@ export interface NotificationsTable {
   lease_until: string | null;
   created_at: string;
   sent_at: string | null;
+  /** The subscriber's language, from their subscription; null: the store's. */
+  locale: string | null;
 }
 
 export interface SuppressionsTable {
@@ -364,4 +372,26 @@ export interface PaymentsTable {
   attempts: number;
   created_at: string;
   updated_at: string;
+}
+
+export interface DashboardSignInLinksTable {
+  /** SHA-256 of the link's secret, base64url. */
+  token_hash: string;
+  shop: string;
+  created_at: string;
+  expires_at: string;
+  /** Set when the link is used: it signs in once. */
+  used_at: string | null;
+}
+
+export interface DashboardSessionsTable {
+  /** SHA-256 of the session cookie's secret, base64url. */
+  id_hash: string;
+  shop: string;
+  /** How the owner signed in: `email` (one-time link) or `shopify` (session token in the admin). */
+  via: string;
+  created_at: string;
+  expires_at: string;
+  /** Set at sign-out. */
+  ended_at: string | null;
 }

@@ -36,7 +36,7 @@ export function canSee(caller: Caller, record: Ownership): boolean {
 }
 
 /** The store a write on behalf of `caller` concerns: a bound agent acts for its own store only. */
-export function storeForWrite(caller: Caller, named: string | undefined | null): { store: string | null; foreign: boolean } {
+export function storeForWrite(caller: Pick<Caller, 'storeDomain'>, named: string | undefined | null): { store: string | null; foreign: boolean } {
   const store = named ? named.toLowerCase() : null;
   if (caller.storeDomain === null) return { store, foreign: false };
   return { store: caller.storeDomain, foreign: store !== null && store !== caller.storeDomain };

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 
 /**
- * The API may be called from browsers on any origin: it uses no cookies, only explicit
+ * The API (and the storefront widget's calls) may be called from browsers on any origin: it uses no cookies, only explicit
  * credentials (bearer tokens, payment proofs), so `*` exposes nothing a page could not send
  * itself. The payment headers are exposed so a paying page can read its offers and receipts.
  */
@@ -9,7 +9,7 @@ const EXPOSED = ['PAYMENT-REQUIRED', 'PAYMENT-RESPONSE', 'Payment-Receipt', 'Pay
 const ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'Idempotency-Key', 'PAYMENT-SIGNATURE', 'X-Request-Id'].join(', ');
 
 export function installApiCors(app: FastifyInstance): void {
-  const isApi = (url: string) => url === '/api' || url.startsWith('/api/') || url.startsWith('/api?');
+  const isApi = (url: string) => url === '/api' || url.startsWith('/api/') || url.startsWith('/api?') || url.startsWith('/storefront/');
   app.addHook('onSend', async (request, reply, payload) => {
     if (!isApi(request.url)) return payload;
     reply.header('access-control-allow-origin', '*');
@@ -25,4 +25,5 @@ export function installApiCors(app: FastifyInstance): void {
       .send();
   app.options('/api', { schema: { hide: true } }, preflight);
   app.options('/api/*', { schema: { hide: true } }, preflight);
+  app.options('/storefront/*', { schema: { hide: true } }, preflight);
 }

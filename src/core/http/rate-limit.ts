@@ -36,7 +36,7 @@ declare module 'fastify' {
   }
 }
 
-export type AddressPolicyName = 'registration';
+export type AddressPolicyName = 'registration' | 'storefront' | 'sign-in';
 
 export interface Policy {
   max: number;
@@ -47,6 +47,10 @@ export interface RateLimitOptions {
   /** Counters shared by every process; unset keeps them in this process. */
   redisUrl?: string;
   registrationPerAddress: Policy;
+  /** Shoppers' subscriptions from the storefront widget, per client address. */
+  storefrontPerAddress?: Policy;
+  /** Dashboard sign-in links asked for, per client address (each sends an e-mail). */
+  signInPerAddress?: Policy;
   /** Prefix of every Redis key; tests give each run its own. */
   keyPrefix?: string;
 }
@@ -57,6 +61,8 @@ export interface RateLimits {
 }
 
 const CREDENTIAL_WINDOW_SECONDS = 60;
+const DEFAULT_STOREFRONT_PER_ADDRESS: Policy = { max: 60, windowSeconds: 3600 };
+const DEFAULT_SIGN_IN_PER_ADDRESS: Policy = { max: 10, windowSeconds: 3600 };
 /** A limiter that answers slower than this costs more than it protects. */
 const COMMAND_TIMEOUT_MS = 500;
 const CONNECT_TIMEOUT_MS = 2000;
@@ -99,7 +105,11 @@ export async function installRateLimits(app: FastifyInstance, options: RateLimit
       `This credential (agent ${request.caller!.agentId}) may make ${max} requests per minute; they are used up, retry in ${retryAfter} s.`,
   };
 
-  const policies: Record<AddressPolicyName, Policy> = { registration: options.registrationPerAddress };
+  const policies: Record<AddressPolicyName, Policy> = {
+    registration: options.registrationPerAddress,
+    storefront: options.storefrontPerAddress ?? DEFAULT_STOREFRONT_PER_ADDRESS,
+    'sign-in': options.signInPerAddress ?? DEFAULT_SIGN_IN_PER_ADDRESS,
+  };
   const perAddress = {} as Record<AddressPolicyName, Limit>;
   for (const [name, policy] of Object.entries(policies) as [AddressPolicyName, Policy][]) {
     perAddress[name] = {

@@ -54,6 +54,11 @@ export class MailOutboxStore {
     return rows.map(fromRow);
   }
 
+  async findForStore(storeDomain: string, id: string): Promise<OutboxMessage | undefined> {
+    const row = await this.database.db.selectFrom('mail_outbox').selectAll().where('id', '=', id).where('store_domain', '=', storeDomain).executeTakeFirst();
+    return row && fromRow(row);
+  }
+
   /** Every mail to `recipient`, oldest first. */
   async listFor(recipient: string): Promise<OutboxMessage[]> {
     const rows = await this.database.db

@@ -5,6 +5,7 @@ import { identity } from './0002_identity.ts';
 import { dispatch } from './0003_dispatch.ts';
 import { payments } from './0004_payments.ts';
 import { billing } from './0005_billing.ts';
+import { storefrontDashboard } from './0006_storefront_dashboard.ts';
 
 export interface DialectMigration {
   up(db: Kysely<any>, dialect: Dialect): Promise<void>;
@@ -17,4 +18,5 @@ export const migrations: Record<string, DialectMigration> = {
   '0003_dispatch': dispatch,
   '0004_payments': payments,
   '0005_billing': billing,
+  '0006_storefront_dashboard': storefrontDashboard,
 };

@@ -1,0 +1,285 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { planIds } from '../billing/plans.ts';
+import { framedByShopifyAdmin, page, type SafeHtml } from '../core/html.ts';
+import { parseUrlEncodedForms } from '../core/http/form-posts.ts';
+import { Problem, ValidationFailed } from '../core/problems.ts';
+import { shopSchema } from '../stores/schemas.ts';
+import type { DashboardService } from './service.ts';
+import { csrfTokenMatches, type DashboardSignIn, type OpenedSession, type OwnerSession } from './sign-in.ts';
+import * as views from './views.ts';
+
+const COOKIE = 'restock_dashboard';
+const tokenParams = z.object({ token: z.string().regex(/^[A-Za-z0-9_-]{20,100}$/, 'must be a sign-in link') });
+const idParams = z.object({ id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be an id') });
+const form = z
+  .record(z.string(), z.string().max(4096))
+  .nullish()
+  .transform((fields) => fields ?? {});
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    owner?: OwnerSession;
+  }
+}
+
+export interface DashboardRouteOptions {
+  baseUrl: string;
+  /** Shops installed as the Shopify app, whose admin may frame the dashboard. */
+  isShopifyApp(shop: string): Promise<boolean>;
+}
+
+/**
+ * The merchant dashboard: server-rendered pages for a store's owner, signed in by a one-time
+ * link or from the Shopify admin. Every page needs a session of the store it shows; every form
+ * carries the session's CSRF token.
+ */
+export function dashboardRoutes(service: DashboardService, signIn: DashboardSignIn, options: DashboardRouteOptions) {
+  const secure = options.baseUrl.startsWith('https://');
+
+  return async function (app: FastifyInstance) {
+    parseUrlEncodedForms(app);
+    const pages = app.withTypeProvider<ZodTypeProvider>();
+
+    app.addHook('onSend', async (_request, reply, payload) => {
+      reply.header('cache-control', 'no-store');
+      // Sign-in links carry their secret in the path; no page may hand it on.
+      reply.header('referrer-policy', 'no-referrer');
+      if (!reply.hasHeader('content-security-policy')) reply.header('content-security-policy', "frame-ancestors 'none'");
+      return payload;
+    });
+
+    // ---- signing in -------------------------------------------------------------------------
+
+    pages.get('/dashboard/sign-in', {
+      config: { page: true },
+      schema: { hide: true },
+      handler: async (_request, reply) => sendPage(reply, 200, page('Sign in', views.signInBody({ shopify: signIn.shopifyAvailable }))),
+    });
+
+    pages.post('/dashboard/sign-in', {
+      config: { page: true, rateLimitByAddress: 'sign-in' },
+      schema: { hide: true, body: form },
+      handler: async (request, reply) => {
+        const typed = (request.body.shop ?? '').trim();
+        const shop = shopSchema.safeParse(typed);
+        if (!shop.success) {
+          const error = typed ? shop.error.issues[0]!.message.replace(/^must/, 'The store domain must') : 'Enter your store’s domain.';
+          return sendPage(reply, 400, page('Sign in', views.signInBody({ error, typed, shopify: signIn.shopifyAvailable })));
+        }
+        await signIn.requestLink(shop.data);
+        return sendPage(reply, 200, page('Check your e-mail', views.linkSentBody(shop.data.toLowerCase())));
+      },
+    });
+
+    pages.get('/dashboard/sign-in/:token', {
+      config: { page: true },
+      schema: { hide: true, params: tokenParams },
+      handler: async (request, reply) => {
+        const shop = await signIn.linkTarget(request.params.token);
+        if (!shop) return sendPage(reply, 410, page('Link expired', views.expiredLinkBody()));
+        return sendPage(reply, 200, page('Sign in', views.confirmLinkBody(shop, request.params.token)));
+      },
+    });
+
+    pages.post('/dashboard/sign-in/:token', {
+      config: { page: true },
+      schema: { hide: true, params: tokenParams, body: form },
+      handler: async (request, reply) => {
+        const opened = await signIn.useLink(request.params.token);
+        if (!opened) return sendPage(reply, 410, page('Link expired', views.expiredLinkBody()));
+        return startSession(reply, opened, secure, false);
+      },
+    });
+
+    // The embedded app's URL in the Shopify admin: Shopify adds the session token as `id_token`.
+    pages.get('/dashboard/shopify', {
+      config: { page: true },
+      schema: { hide: true, querystring: z.object({ id_token: z.string().min(1).max(8192) }).catchall(z.string().max(2048)) },
+      handler: async (request, reply) => {
+        if (!signIn.shopifyAvailable) throw new Problem('not-configured', 'The Shopify app is not configured on this service.');
+        const opened = await signIn.useShopifySessionToken(request.query.id_token, request.query.shop);
+        if (!opened) throw new Problem('not-found', 'This store has not installed Restock. Install the app from the Shopify admin first.');
+        reply.header('content-security-policy', framedByShopifyAdmin(opened.session.shop));
+        return startSession(reply, opened, secure, true);
+      },
+    });
+
+    pages.post('/dashboard/sign-out', {
+      config: { page: true },
+      schema: { hide: true, body: form },
+      handler: async (request, reply) => {
+        const secret = cookieValue(request);
+        const session = await signIn.sessionFor(secret);
+        if (session && secret && csrfTokenMatches(session, request.body.csrf)) await signIn.signOut(secret);
+        reply.header('set-cookie', `${COOKIE}=; Path=/dashboard; Max-Age=0; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`);
+        return reply.redirect('/dashboard/sign-in', 303);
+      },
+    });
+
+    // ---- the signed-in pages ------------------------------------------------------------------
+
+    const owned = { config: { page: true }, preHandler: requireOwner } as const;
+
+    async function requireOwner(request: FastifyRequest, reply: FastifyReply) {
+      const session = await signIn.sessionFor(cookieValue(request));
+      if (!session) return reply.redirect('/dashboard/sign-in', 303);
+      if (request.method === 'POST' && !csrfTokenMatches(session, (request.body as Record<string, string> | undefined)?.csrf)) {
+        throw new Problem('forbidden', 'This form is out of date or came from another site. Reload the page and try again.');
+      }
+      request.owner = session;
+      if (session.via === 'shopify' || (await options.isShopifyApp(session.shop))) reply.header('content-security-policy', framedByShopifyAdmin(session.shop));
+    }
+
+    const show = (reply: FastifyReply, request: FastifyRequest, title: string, current: views.SectionPath, body: SafeHtml, status = 200) =>
+      sendPage(reply, status, views.dashboardPage(title, request.owner!, current, body, service.embeddedMail));
+
+    pages.get('/dashboard', {
+      ...owned,
+      schema: { hide: true },
+      handler: async (request, reply) => show(reply, request, 'Overview', '/dashboard', views.overviewBody(await service.overview(request.owner!.shop))),
+    });
+
+    pages.get('/dashboard/demand', {
+      ...owned,
+      schema: { hide: true },
+      handler: async (request, reply) => show(reply, request, 'Demand', '/dashboard/demand', views.demandBody(await service.demand(request.owner!.shop))),
+    });
+
+    pages.get('/dashboard/alerts', {
+      ...owned,
+      schema: { hide: true, querystring: z.object({ status: z.enum(['queued', 'sending', 'sent', 'skipped', 'failed']).optional() }) },
+      handler: async (request, reply) => {
+        const { status } = request.query;
+        return show(reply, request, 'Alerts', '/dashboard/alerts', views.alertsBody(await service.alerts(request.owner!.shop, status), status));
+      },
+    });
+
+    pages.get('/dashboard/alerts/:id', {
+      ...owned,
+      schema: { hide: true, params: idParams },
+      handler: async (request, reply) =>
+        show(reply, request, 'Why this alert', '/dashboard/alerts', views.auditBody(await service.auditAlert(request.owner!.shop, request.params.id))),
+    });
+
+    pages.get('/dashboard/audience', {
+      ...owned,
+      schema: { hide: true },
+      handler: async (request, reply) => {
+        const owner = request.owner!;
+        return show(reply, request, 'Unsubscribes', '/dashboard/audience', views.audienceBody(await service.audience(owner.shop), owner.csrfToken));
+      },
+    });
+
+    pages.post('/dashboard/suppressions', {
+      ...owned,
+      schema: { hide: true, body: form },
+      handler: async (request, reply) => {
+        const owner = request.owner!;
+        try {
+          await service.suppress(owner.shop, request.body.email ?? '');
+        } catch (err) {
+          if (!(err instanceof ValidationFailed)) throw err;
+          const body = views.audienceBody(await service.audience(owner.shop), owner.csrfToken, err.errors, request.body.email ?? '');
+          return show(reply, request, 'Unsubscribes', '/dashboard/audience', body, 400);
+        }
+        return reply.redirect('/dashboard/audience', 303);
+      },
+    });
+
+    pages.post('/dashboard/suppressions/remove', {
+      ...owned,
+      schema: { hide: true, body: form },
+      handler: async (request, reply) => {
+        if (request.body.email) await service.unsuppress(request.owner!.shop, request.body.email);
+        return reply.redirect('/dashboard/audience', 303);
+      },
+    });
+
+    pages.get('/dashboard/plan', {
+      ...owned,
+      schema: { hide: true },
+      handler: async (request, reply) => {
+        const owner = request.owner!;
+        return show(reply, request, 'Plan', '/dashboard/plan', views.planBody(await service.planUsage(owner.shop), service.plans(), owner.csrfToken));
+      },
+    });
+
+    pages.post('/dashboard/plan/checkout', {
+      ...owned,
+      schema: { hide: true, body: form },
+      handler: async (request, reply) => {
+        const plan = z.enum(planIds).safeParse(request.body.plan);
+        if (!plan.success) throw new ValidationFailed([{ pointer: '/plan', message: `must be one of ${planIds.join(', ')}` }]);
+        const session = await service.checkout(request.owner!.shop, plan.data);
+        return reply.redirect(session.checkoutUrl, 303);
+      },
+    });
+
+    pages.get('/dashboard/settings', {
+      ...owned,
+      schema: { hide: true, querystring: z.object({ saved: z.literal('1').optional() }) },
+      handler: async (request, reply) => {
+        const owner = request.owner!;
+        const body = views.settingsBody(await service.store(owner.shop), owner.csrfToken, [], request.query.saved === '1');
+        return show(reply, request, 'Settings', '/dashboard/settings', body);
+      },
+    });
+
+    pages.post('/dashboard/settings', {
+      ...owned,
+      schema: { hide: true, body: form },
+      handler: async (request, reply) => {
+        const owner = request.owner!;
+        try {
+          await service.saveSettings(owner.shop, request.body);
+        } catch (err) {
+          if (!(err instanceof Problem) || err.status >= 500) throw err;
+          const errors = err instanceof ValidationFailed ? err.errors : [{ pointer: '/', message: err.detail }];
+          return show(reply, request, 'Settings', '/dashboard/settings', views.settingsBody(await service.store(owner.shop), owner.csrfToken, errors), 400);
+        }
+        return reply.redirect('/dashboard/settings?saved=1', 303);
+      },
+    });
+
+    pages.get('/dashboard/outbox', {
+      ...owned,
+      schema: { hide: true },
+      handler: async (request, reply) => show(reply, request, 'Outbox', '/dashboard/outbox', views.outboxBody(await service.outbox(request.owner!.shop))),
+    });
+
+    pages.get('/dashboard/outbox/:id', {
+      ...owned,
+      schema: { hide: true, params: idParams },
+      handler: async (request, reply) =>
+        show(reply, request, 'Outbox', '/dashboard/outbox', views.outboxMessageBody(await service.outboxMessage(request.owner!.shop, request.params.id))),
+    });
+  };
+}
+
+function sendPage(reply: FastifyReply, status: number, body: string) {
+  return reply.code(status).type('text/html; charset=utf-8').send(body);
+}
+
+/**
+ * Sets the session cookie and goes to the dashboard. Inside the Shopify admin the dashboard is a
+ * third-party frame: its cookie must be `SameSite=None; Secure; Partitioned` to be kept at all.
+ */
+function startSession(reply: FastifyReply, opened: OpenedSession, secure: boolean, framed: boolean) {
+  const maxAge = Math.max(0, Math.floor((Date.parse(opened.session.expiresAt) - Date.now()) / 1000));
+  const sameSite = framed && secure ? 'SameSite=None; Partitioned' : 'SameSite=Lax';
+  reply.header('set-cookie', `${COOKIE}=${opened.secret}; Path=/dashboard; Max-Age=${maxAge}; HttpOnly; ${sameSite}${secure ? '; Secure' : ''}`);
+  return reply.redirect('/dashboard', 303);
+}
+
+function cookieValue(request: FastifyRequest): string | undefined {
+  const header = request.headers.cookie;
+  if (!header) return undefined;
+  for (const part of header.split(';')) {
+    const [name, ...rest] = part.trim().split('=');
+    if (name === COOKIE) return rest.join('=') || undefined;
+  }
+  return undefined;
+}
+

@@ -1,0 +1,221 @@
+import type { AlertService } from '../alerts/service.ts';
+import type { BillingService } from '../billing/service.ts';
+import type { PlanId } from '../billing/plans.ts';
+import { emailSchema, normaliseEmail } from '../core/email.ts';
+import type { MailOutboxStore } from '../core/mail/outbox-store.ts';
+import { NotFound, ValidationFailed } from '../core/problems.ts';
+import type { DispatchService } from '../dispatch/service.ts';
+import type { InventoryService } from '../inventory/service.ts';
+import { storeSettingsPatch } from '../stores/schemas.ts';
+import type { StoreService } from '../stores/service.ts';
+
+export interface DashboardDeps {
+  stores: StoreService;
+  alerts: AlertService;
+  inventory: InventoryService;
+  dispatch: DispatchService;
+  billing: BillingService;
+  outbox: MailOutboxStore;
+  /** True when mail goes to the local outbox (no SMTP_URL): the dashboard then shows it. */
+  embeddedMail: boolean;
+}
+
+const CHART_DAYS = 30;
+const DAY_MS = 86_400_000;
+
+/** Readable product titles by `productKey`. */
+export type ProductTitles = Map<string, string>;
+
+export function productKey(productId: string, variantId: string | null): string {
+  return `${productId} ${variantId ?? ''}`;
+}
+
+/** A product or variant someone waits for, with what the store has of it. */
+export interface Demand {
+  productId: string;
+  variantId: string | null;
+  title: string;
+  variantTitle: string | null;
+  waiting: number;
+  available: number | null;
+}
+
+/**
+ * What the merchant dashboard shows, read through each feature's own service: demand, the
+ * alert ledger and its audit, unsubscribes and suppressions, plan and quota, settings, outbox.
+ */
+export class DashboardService {
+  constructor(private readonly deps: DashboardDeps) {}
+
+  get embeddedMail(): boolean {
+    return this.deps.embeddedMail;
+  }
+
+  async overview(shop: string, now = new Date()) {
+    const { alerts, dispatch, billing } = this.deps;
+    const [store, plan, ledger, heldByPlan, subscriptions, demand, sentPerDay, recent, restocks, suppressions] = await Promise.all([
+      this.deps.stores.getStore(shop),
+      billing.planUsage(shop, now),
+      dispatch.ledgerCounts(shop),
+      dispatch.heldByPlan(shop),
+      alerts.subscriptionCounts(shop),
+      this.demand(shop),
+      this.sentPerDay(shop, now),
+      dispatch.listNotifications({ storeDomain: shop, limit: 10 }),
+      dispatch.listRestocks(shop, 5),
+      dispatch.listSuppressions(shop, 1000),
+    ]);
+    return {
+      titles: await this.titlesOf(shop, [...recent, ...restocks]),
+      store,
+      plan,
+      ledger: { queued: 0, sending: 0, sent: 0, skipped: 0, failed: 0, ...ledger },
+      heldByPlan,
+      waiting: subscriptions.active ?? 0,
+      unsubscribed: subscriptions.unsubscribed ?? 0,
+      suppressed: suppressions.length,
+      demand,
+      sentPerDay,
+      recent,
+      restocks,
+    };
+  }
+
+  /** Waiting subscribers per product and variant, most wanted first, with titles and stock. */
+  async demand(shop: string): Promise<Demand[]> {
+    const counts = await this.deps.alerts.waitingCounts(shop);
+    const products = [...new Set(counts.map((entry) => entry.productId))];
+    const known = new Map<string, { title: string | null; variantTitle: string | null; available: number | null }>();
+    for (const productId of products) {
+      for (const row of await this.deps.inventory.stockStatus(shop, productId, 500)) {
+        known.set(productKey(row.productId, row.variantId), { title: row.productTitle, variantTitle: row.variantTitle, available: row.available });
+      }
+    }
+    return counts
+      .map((entry) => {
+        const stock = known.get(productKey(entry.productId, entry.variantId));
+        const anyOfProduct = [...known.entries()].find(([key]) => key.startsWith(productKey(entry.productId, '')))?.[1];
+        return {
+          productId: entry.productId,
+          variantId: entry.variantId,
+          title: stock?.title ?? anyOfProduct?.title ?? entry.productId,
+          variantTitle: entry.variantId === null ? null : (stock?.variantTitle ?? entry.variantId),
+          waiting: entry.waiting,
+          available: stock?.available ?? null,
+        };
+      })
+      .sort((a, b) => b.waiting - a.waiting || a.title.localeCompare(b.title));
+  }
+
+  /** Alerts sent per UTC day over the last 30 days, oldest first, days without alerts as 0. */
+  async sentPerDay(shop: string, now = new Date()): Promise<Array<{ day: string; sent: number }>> {
+    const first = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()) - (CHART_DAYS - 1) * DAY_MS);
+    const counted = await this.deps.dispatch.sentPerDay(shop, first.toISOString());
+    return Array.from({ length: CHART_DAYS }, (_, i) => {
+      const day = new Date(first.getTime() + i * DAY_MS).toISOString().slice(0, 10);
+      return { day, sent: counted.get(day) ?? 0 };
+    });
+  }
+
+  async alerts(shop: string, status: string | undefined) {
+    const rows = await this.deps.dispatch.listNotifications({ storeDomain: shop, status, limit: 200 });
+    return { rows, titles: await this.titlesOf(shop, rows) };
+  }
+
+  /** Product titles ("Linen shirt — Small") for ledger rows, as the store last reported them. */
+  private async titlesOf(shop: string, rows: Array<{ product_id: string; variant_id: string | null }>): Promise<ProductTitles> {
+    const titles: ProductTitles = new Map();
+    for (const row of rows) {
+      const key = productKey(row.product_id, row.variant_id);
+      if (titles.has(key)) continue;
+      const known = await this.deps.inventory.describeProduct(shop, row.product_id, row.variant_id);
+      const title = known?.productTitle ?? row.product_id;
+      titles.set(key, row.variant_id ? `${title} — ${known?.variantTitle ?? row.variant_id}` : title);
+    }
+    return titles;
+  }
+
+  /** Why one alert was sent (or not): the alert, its restock and the subscription behind it. */
+  async auditAlert(shop: string, id: string) {
+    const found = await this.deps.dispatch.auditNotification(shop, id);
+    if (!found) throw new NotFound(`No alert ${id} for ${shop}.`);
+    const subscription = await this.deps.alerts.subscriptionOfStore(shop, found.notification.subscription_id);
+    const titles = await this.titlesOf(shop, [found.notification]);
+    return { ...found, subscription, product: titles.get(productKey(found.notification.product_id, found.notification.variant_id))! };
+  }
+
+  async audience(shop: string) {
+    const [unsubscribes, suppressions] = await Promise.all([this.deps.alerts.recentUnsubscribes(shop, 100), this.deps.dispatch.listSuppressions(shop, 500)]);
+    return { unsubscribes, suppressions };
+  }
+
+  async suppress(shop: string, email: string): Promise<void> {
+    const parsed = storeEmail(email);
+    await this.deps.dispatch.suppress(shop, parsed, 'manual', 'added in the dashboard');
+  }
+
+  async unsuppress(shop: string, email: string): Promise<void> {
+    await this.deps.dispatch.unsuppress(shop, email);
+  }
+
+  store(shop: string) {
+    return this.deps.stores.getStore(shop);
+  }
+
+  plans() {
+    return this.deps.billing.listPlans();
+  }
+
+  planUsage(shop: string) {
+    return this.deps.billing.planUsage(shop);
+  }
+
+  /** Starts a checkout for the owner; the page then sends them to it. */
+  checkout(shop: string, plan: PlanId) {
+    return this.deps.billing.checkoutPlan({ plan, shop }, { agentId: null, storeDomain: shop });
+  }
+
+  /**
+   * Saves the settings form, all or nothing: every field is checked before anything is stored.
+   * The form posts every field, and an empty one (which the form parser drops) returns the
+   * setting to the default; the SMTP URL is kept unless a new one is given or clearing is ticked.
+   * Validated by the API's own schema, so both refuse the same values.
+   */
+  async saveSettings(shop: string, form: Record<string, string | undefined>): Promise<void> {
+    const patch: Record<string, unknown> = {};
+    for (const field of ['batchMultiplier', 'batchIntervalSeconds', 'minStock', 'frequencyCapMinutes'] as const) {
+      const value = form[field]?.trim();
+      patch[field] = value ? Number(value) : null;
+    }
+    for (const field of ['locale', 'senderName'] as const) {
+      const value = form[field]?.trim();
+      patch[field] = value ? value : null;
+    }
+    const smtpUrl = form.clearSmtp === 'on' ? null : form.smtpUrl?.trim() || undefined;
+    if (smtpUrl !== undefined) patch.smtpUrl = smtpUrl;
+    const checked = storeSettingsPatch.safeParse(patch);
+    if (!checked.success) {
+      throw new ValidationFailed(checked.error.issues.map((issue) => ({ pointer: `/${issue.path.join('/')}`, message: issue.message })));
+    }
+    const { smtpUrl: sender, ...settings } = checked.data;
+    // The sender first: it is the change that can still be refused (no key to seal it with).
+    if (sender !== undefined) await this.deps.stores.setSmtpUrl(shop, sender);
+    await this.deps.stores.updateSettings(shop, settings);
+  }
+
+  outbox(shop: string) {
+    return this.deps.outbox.listForStore(shop, 100);
+  }
+
+  async outboxMessage(shop: string, id: string) {
+    const message = await this.deps.outbox.findForStore(shop, id);
+    if (!message) throw new NotFound(`No message ${id} in the outbox of ${shop}.`);
+    return message;
+  }
+}
+
+function storeEmail(email: string): string {
+  const checked = emailSchema.safeParse(email.trim());
+  if (!checked.success) throw new ValidationFailed([{ pointer: '/email', message: checked.error.issues[0]!.message }]);
+  return normaliseEmail(checked.data);
+}

@@ -1,0 +1,144 @@
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { isoAfter, nowIso } from '../core/clock.ts';
+import type { MailTransport } from '../core/mail/transport.ts';
+import { Problem } from '../core/problems.ts';
+import type { StoreService } from '../stores/service.ts';
+import type { DashboardStore } from './store.ts';
+
+export interface SignInOptions {
+  store: DashboardStore;
+  stores: StoreService;
+  mail: MailTransport;
+  baseUrl: string;
+  linkTtlMinutes: number;
+  sessionHours: number;
+  /** The shop a Shopify session token is for; throws a problem when the token is refused. Absent without the Shopify app. */
+  shopOfSessionToken?: (token: string) => Promise<string>;
+}
+
+/** A signed-in owner: the store they may see, and the token their forms carry against cross-site posts. */
+export interface OwnerSession {
+  shop: string;
+  via: 'email' | 'shopify';
+  csrfToken: string;
+  expiresAt: string;
+}
+
+export interface OpenedSession {
+  /** The cookie's secret; only its hash is stored. */
+  secret: string;
+  session: OwnerSession;
+}
+
+/**
+ * How a store's owner signs in to the dashboard: a one-time link mailed to the store's owner
+ * address, or, inside the Shopify admin, the session token Shopify hands the embedded app.
+ */
+export class DashboardSignIn {
+  constructor(private readonly options: SignInOptions) {}
+
+  get shopifyAvailable(): boolean {
+    return this.options.shopOfSessionToken !== undefined;
+  }
+
+  /**
+   * Mails a sign-in link to the owner of `shop`. Says nothing about whether the store exists:
+   * the page answers the same either way, so the form cannot be used to list customers.
+   */
+  async requestLink(shop: string): Promise<void> {
+    const store = await this.options.stores.findStore(shop);
+    if (!store || store.status !== 'active') return;
+    const token = secret();
+    const now = new Date();
+    await this.options.store.insertLink({
+      token_hash: hash(token),
+      shop: store.domain,
+      created_at: now.toISOString(),
+      expires_at: isoAfter(this.options.linkTtlMinutes * 60_000, now),
+      used_at: null,
+    });
+    const link = `${this.options.baseUrl}/dashboard/sign-in/${token}`;
+    await this.options.mail.send({
+      to: store.owner_email,
+      subject: `Sign in to Restock for ${store.domain}`,
+      text:
+        `Someone asked to sign in to the Restock dashboard of ${store.domain}.\n\n` +
+        `Open this link to sign in (it works once, for ${this.options.linkTtlMinutes} minutes):\n${link}\n\n` +
+        `If it was not you, ignore this e-mail: nothing happens without the link.\n`,
+      purpose: 'dashboard-sign-in',
+      storeDomain: store.domain,
+    });
+  }
+
+  /** The store a link would sign in to, while it is unused and unexpired (shown before it is used). */
+  async linkTarget(token: string): Promise<string | undefined> {
+    const link = await this.options.store.findLink(hash(token));
+    if (!link || link.used_at !== null || link.expires_at <= nowIso()) return undefined;
+    return link.shop;
+  }
+
+  /** Uses a link (once) and opens a session for its store. */
+  async useLink(token: string): Promise<OpenedSession | undefined> {
+    const link = await this.options.store.useLink(hash(token), nowIso());
+    return link && this.open(link.shop, 'email');
+  }
+
+  /**
+   * Signs in from inside the Shopify admin with the session token of the embedded app. The token
+   * must be for the store the admin says it opened (`shop`), as the install route also checks.
+   */
+  async useShopifySessionToken(token: string, named: string | undefined): Promise<OpenedSession | undefined> {
+    if (!this.options.shopOfSessionToken) return undefined;
+    const shop = await this.options.shopOfSessionToken(token);
+    if (named !== undefined && named.toLowerCase() !== shop) {
+      throw new Problem('invalid-token', 'The Shopify session token was refused: it is for another store. Send a fresh one from App Bridge.');
+    }
+    const store = await this.options.stores.findStore(shop);
+    if (!store || store.status !== 'active') return undefined;
+    return this.open(store.domain, 'shopify');
+  }
+
+  async sessionFor(cookieSecret: string | undefined): Promise<OwnerSession | undefined> {
+    if (!cookieSecret) return undefined;
+    const row = await this.options.store.liveSession(hash(cookieSecret), nowIso());
+    if (!row) return undefined;
+    return { shop: row.shop, via: row.via as OwnerSession['via'], csrfToken: csrfTokenOf(cookieSecret), expiresAt: row.expires_at };
+  }
+
+  signOut(cookieSecret: string): Promise<void> {
+    return this.options.store.endSession(hash(cookieSecret), nowIso());
+  }
+
+  sweep(): Promise<void> {
+    return this.options.store.sweep(nowIso());
+  }
+
+  private async open(shop: string, via: OwnerSession['via']): Promise<OpenedSession> {
+    const token = secret();
+    const now = new Date();
+    const expiresAt = isoAfter(this.options.sessionHours * 3600_000, now);
+    await this.options.store.insertSession({ id_hash: hash(token), shop, via, created_at: now.toISOString(), expires_at: expiresAt, ended_at: null });
+    return { secret: token, session: { shop, via, csrfToken: csrfTokenOf(token), expiresAt } };
+  }
+}
+
+/** Whether a form's token is the one its session hands out. */
+export function csrfTokenMatches(session: OwnerSession, given: unknown): boolean {
+  if (typeof given !== 'string') return false;
+  const expected = Buffer.from(session.csrfToken);
+  const actual = Buffer.from(given);
+  return expected.length === actual.length && timingSafeEqual(expected, actual);
+}
+
+function secret(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+function hash(value: string): string {
+  return createHash('sha256').update(value).digest('base64url');
+}
+
+/** Derived from the session's secret, so it needs no storage and dies with the session. */
+function csrfTokenOf(sessionSecret: string): string {
+  return createHmac('sha256', sessionSecret).update('dashboard-forms').digest('base64url');
+}

@@ -1,0 +1,61 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { problemResponses } from '../core/http/openapi-responses.ts';
+import { availabilityQuery, availabilityResponse, shopperSubscribeBody, shopperSubscribeResponse } from './schemas.ts';
+import type { StorefrontService } from './service.ts';
+import type { WidgetAsset } from './widget-asset.ts';
+
+/**
+ * What a store's product pages load: the widget script and the two calls it makes. Public, with
+ * no cookies or tokens, so any store's origin may call them (CORS `*`); abuse is held off by a
+ * per-address limit on subscribing.
+ */
+export function storefrontRoutes(service: StorefrontService, widget: WidgetAsset) {
+  return async function (app: FastifyInstance) {
+    const api = app.withTypeProvider<ZodTypeProvider>();
+
+    app.get('/widget.js', { schema: { hide: true } }, async (request, reply) => sendWidget(request, reply, widget));
+
+    api.get('/storefront/v1/availability', {
+      schema: {
+        operationId: 'getStorefrontAvailability',
+        summary: "Whether a product's variants are sold out (for the storefront widget)",
+        tags: ['storefront'],
+        querystring: availabilityQuery,
+        response: { 200: availabilityResponse, ...problemResponses(400, 404, 503) },
+      },
+      handler: async (request, reply) => {
+        // Short: a restock should show on product pages within a minute.
+        reply.header('cache-control', 'public, max-age=30');
+        return service.availability(request.query.shop, request.query.productId);
+      },
+    });
+
+    api.post('/storefront/v1/subscribe', {
+      config: { rateLimitByAddress: 'storefront' },
+      schema: {
+        operationId: 'subscribeShopper',
+        summary: 'A shopper asks to be e-mailed when a sold-out product is back (the storefront widget)',
+        tags: ['storefront'],
+        body: shopperSubscribeBody,
+        response: { 201: shopperSubscribeResponse, ...problemResponses(400, 404, 413, 415, 429, 503) },
+      },
+      handler: async (request, reply) => reply.code(201).send(await service.subscribeShopper(request.body)),
+    });
+  };
+}
+
+function sendWidget(request: FastifyRequest, reply: FastifyReply, widget: WidgetAsset) {
+  reply
+    .header('cache-control', 'public, max-age=300, stale-while-revalidate=86400')
+    .header('etag', widget.etag)
+    .header('vary', 'accept-encoding')
+    // Stores that isolate their pages (COEP) may still load it.
+    .header('cross-origin-resource-policy', 'cross-origin')
+    .type('text/javascript; charset=utf-8');
+  if (request.headers['if-none-match'] === widget.etag) return reply.code(304).send();
+  if (/\bgzip\b/.test(request.headers['accept-encoding'] ?? '')) {
+    return reply.header('content-encoding', 'gzip').send(widget.gzipped);
+  }
+  return reply.send(widget.body);
+}

@@ -1,0 +1,48 @@
+import type { AlertService } from '../alerts/service.ts';
+import { NotFound } from '../core/problems.ts';
+import type { InventoryService } from '../inventory/service.ts';
+import type { StoreService } from '../stores/service.ts';
+import type { ShopperSubscribeInput } from './schemas.ts';
+
+/** How many of a product's variant rows availability reads; no product has more variants. */
+const MAX_VARIANTS = 2048;
+
+/** What the storefront widget asks of the service: a product's availability and a shopper's subscription. */
+export class StorefrontService {
+  constructor(
+    private readonly stores: StoreService,
+    private readonly inventory: InventoryService,
+    private readonly alerts: AlertService,
+  ) {}
+
+  async availability(shop: string, productId: string) {
+    const domain = await this.customerStore(shop);
+    const rows = await this.inventory.stockStatus(domain, productId, MAX_VARIANTS);
+    const variants = rows
+      .filter((row) => row.variantId !== null)
+      .map((row) => ({ variantId: row.variantId!, soldOut: soldOut(row) }));
+    const whole = rows.find((row) => row.variantId === null);
+    let productSoldOut: boolean | null = null;
+    if (variants.length > 0) productSoldOut = variants.every((variant) => variant.soldOut);
+    else if (whole) productSoldOut = soldOut(whole);
+    return { shop: domain, productId, soldOut: productSoldOut, variants };
+  }
+
+  async subscribeShopper(input: ShopperSubscribeInput): Promise<{ status: 'subscribed' }> {
+    const domain = await this.customerStore(input.shop);
+    await this.alerts.subscribeShopper({ ...input, shop: domain });
+    return { status: 'subscribed' };
+  }
+
+  /** A store that takes alerts: known to the service and not uninstalled. */
+  private async customerStore(shop: string): Promise<string> {
+    const store = await this.stores.findStore(shop);
+    if (!store || store.status !== 'active') throw new NotFound(`${shop.toLowerCase()} does not take back-in-stock alerts through this service.`);
+    return store.domain;
+  }
+}
+
+/** Unpublished counts as sold out: the shopper cannot buy it, and dispatch waits for it to return. */
+function soldOut(row: { available: number | null; published: boolean }): boolean {
+  return !row.published || (row.available ?? 0) <= 0;
+}

@@ -1,0 +1,26 @@
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { gzipSync } from 'node:zlib';
+import { transform } from 'esbuild';
+
+export interface WidgetAsset {
+  /** Minified script. */
+  body: Buffer;
+  gzipped: Buffer;
+  etag: string;
+}
+
+/**
+ * The storefront script, minified once at start-up: the readable source is what we keep in the
+ * repository, the small one is what every product page downloads.
+ */
+export async function loadWidgetAsset(): Promise<WidgetAsset> {
+  const source = await readFile(new URL('./widget.js', import.meta.url), 'utf8');
+  const { code } = await transform(source, { minify: true, target: 'es2019', loader: 'js', legalComments: 'none' });
+  const body = Buffer.from(code);
+  return {
+    body,
+    gzipped: gzipSync(body, { level: 9 }),
+    etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`,
+  };
+}

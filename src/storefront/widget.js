@@ -1,0 +1,313 @@
+/* Restock back-in-stock widget: the sign-up form shown on a sold-out product page. */
+(function () {
+  'use strict';
+
+  // Only readable while this script first runs; afterwards it is null.
+  const script = document.currentScript;
+
+  const STRINGS = {
+    en: {
+      title: 'Sold out',
+      prompt: 'Get an e-mail when it’s back in stock.',
+      label: 'E-mail address',
+      placeholder: 'you@example.com',
+      button: 'Notify me when available',
+      sending: 'Sending…',
+      success: 'Thank you! We’ll e-mail you when it’s back in stock.',
+      invalid: 'Please enter a valid e-mail address.',
+      tooMany: 'Too many attempts. Please try again in a moment.',
+      error: 'Something went wrong. Please try again.',
+    },
+    fr: {
+      title: 'Épuisé',
+      prompt: 'Recevez un e-mail dès son retour en stock.',
+      label: 'Adresse e-mail',
+      placeholder: 'vous@exemple.fr',
+      button: 'Me prévenir quand disponible',
+      sending: 'Envoi…',
+      success: 'Merci\u00a0! Nous vous enverrons un e-mail dès son retour en stock.',
+      invalid: 'Veuillez saisir une adresse e-mail valide.',
+      tooMany: 'Trop de tentatives. Réessayez dans un instant.',
+      error: 'Une erreur est survenue. Veuillez réessayer.',
+    },
+    de: {
+      title: 'Ausverkauft',
+      prompt: 'Erhalten Sie eine E-Mail, sobald der Artikel wieder verfügbar ist.',
+      label: 'E-Mail-Adresse',
+      placeholder: 'name@beispiel.de',
+      button: 'Benachrichtigen, wenn verfügbar',
+      sending: 'Wird gesendet…',
+      success: 'Danke! Wir benachrichtigen Sie per E-Mail, sobald der Artikel wieder verfügbar ist.',
+      invalid: 'Bitte geben Sie eine gültige E-Mail-Adresse ein.',
+      tooMany: 'Zu viele Versuche. Bitte versuchen Sie es gleich noch einmal.',
+      error: 'Etwas ist schiefgelaufen. Bitte versuchen Sie es erneut.',
+    },
+    es: {
+      title: 'Agotado',
+      prompt: 'Recibe un correo cuando vuelva a estar disponible.',
+      label: 'Correo electrónico',
+      placeholder: 'tu@ejemplo.com',
+      button: 'Avísame cuando esté disponible',
+      sending: 'Enviando…',
+      success: '¡Gracias! Te enviaremos un correo cuando vuelva a estar disponible.',
+      invalid: 'Introduce un correo electrónico válido.',
+      tooMany: 'Demasiados intentos. Inténtalo de nuevo en un momento.',
+      error: 'Algo salió mal. Inténtalo de nuevo.',
+    },
+  };
+
+  // The widget brings its own text and background colours, so contrast never depends on the page.
+  // It takes only the page's font family, which changes neither: that keeps it looking like part of
+  // the store. Sizes are in px so a page's font-size (even on `*`) cannot blow the layout up.
+  // Host rules are !important because, on the host element itself, the page's !important rules
+  // would otherwise win; inside the shadow tree the page's selectors do not reach.
+  const CSS =
+    ':host{all:initial!important;display:block!important;font-family:inherit!important}' +
+    ':host([hidden]),[hidden]{display:none!important}' +
+    '*{box-sizing:border-box}' +
+    '.r{margin:16px 0;padding:16px;border:1px solid #8a8a8a;border-radius:8px;background:#fff;color:#1a1a1a;' +
+    'font-size:15px;line-height:1.4;font-weight:400;text-align:start}' +
+    'p{margin:0}' +
+    '.t{font-size:17px;font-weight:700}' +
+    'label{display:block;margin:12px 0 4px;font-weight:600}' +
+    '.f{display:flex;flex-wrap:wrap;gap:8px}' +
+    'input,button{font:inherit;margin:0;border-radius:4px;padding:10px 14px;border:1px solid #1a1a1a}' +
+    'input{flex:1 1 14em;min-width:0;color:#1a1a1a;background:#fff;border-color:#6e6e6e}' +
+    'input::placeholder{color:#6e6e6e;opacity:1}' +
+    '[aria-invalid=true]{border-color:#b3261e}' +
+    'button{flex:0 0 auto;color:#fff;background:#1a1a1a;font-weight:600;cursor:pointer}' +
+    'button:disabled{cursor:progress;opacity:.75}' +
+    ':focus-visible{outline:3px solid #1a5fd0;outline-offset:2px}' +
+    '#m{color:#b3261e}#m:not(:empty){margin-top:8px}';
+
+  const widgets = [];
+  // Set once the shopper (or the theme) picked a variant: the page's initial one no longer applies.
+  let touched = false;
+  let origin;
+
+  const gid = (kind, id) => {
+    id = id == null ? '' : String(id).trim();
+    if (/^\d+$/.test(id)) return 'gid://shopify/' + kind + '/' + id;
+    return id.indexOf('gid://shopify/' + kind + '/') === 0 ? id : null;
+  };
+
+  const urlVariant = () => new URLSearchParams(location.search).get('variant');
+
+  const formVariant = () => {
+    const field = document.querySelector('form[action*="/cart/add"] [name="id"]');
+    return field && field.value;
+  };
+
+  const isIdField = (el) => {
+    const form = el && el.name === 'id' && (el.form || el.closest('form'));
+    return !!form && /\/cart\/add/.test(form.getAttribute('action') || '');
+  };
+
+  // A page can hold widgets for several products: a variant goes to the widgets whose product
+  // lists it, or to all of them when none does (a variant the service has not heard of yet).
+  const select = (id, onlyUnset) => {
+    touched = true;
+    const none = id == null || id === '';
+    const variant = none ? null : gid('ProductVariant', id);
+    if (!none && !variant) return;
+    const owners = widgets.filter((w) => variant && w.data && w.data.variants.some((v) => v.variantId === variant));
+    (owners.length ? owners : widgets).forEach((w) => {
+      if (onlyUnset && w.variant) return;
+      if (w.variant !== variant) {
+        w.variant = variant;
+        w.reset();
+      }
+      w.render();
+    });
+  };
+
+  const mount = (el, place) => {
+    const data = el.dataset;
+    const shop = data.shop;
+    const product = gid('Product', data.product);
+    if (!shop || !product) return;
+    const host = place(document.createElement('restock-widget'));
+
+    const lang = (data.locale || document.documentElement.lang || '').split('-')[0].toLowerCase();
+    // Sent only when the page told us: otherwise the store's own alert language applies.
+    const pageLocale = STRINGS[lang] ? lang : null;
+    const locale = pageLocale || 'en';
+    const s = Object.assign({}, STRINGS[locale]);
+    try {
+      const overrides = JSON.parse(data.strings || '{}');
+      Object.keys(overrides).forEach((key) => {
+        if (typeof overrides[key] === 'string' && key in s) s[key] = overrides[key];
+      });
+    } catch (e) {
+      // A malformed override keeps the built-in wording rather than breaking the form.
+    }
+
+    host.hidden = true;
+    const root = host.attachShadow({ mode: 'open' });
+    root.innerHTML =
+      '<style>' + CSS + '</style>' +
+      '<div class="r" part="widget"><form novalidate>' +
+      '<p class="t"></p><p class="p"></p>' +
+      '<label for="e"></label>' +
+      '<div class="f"><input id="e" type="email" name="email" autocomplete="email" required aria-describedby="m">' +
+      '<button type="submit"></button></div>' +
+      '<p id="m" role="alert"></p>' +
+      '</form><p id="s" role="status" tabindex="-1"></p></div>';
+    const $ = (selector) => root.querySelector(selector);
+    const form = $('form');
+    const input = $('input');
+    const button = $('button');
+    const message = $('#m');
+    const status = $('#s');
+    $('.r').lang = locale;
+    $('.t').textContent = s.title;
+    $('.p').textContent = s.prompt;
+    $('label').textContent = s.label;
+    input.placeholder = s.placeholder;
+    button.textContent = s.button;
+
+    const w = {
+      shop,
+      product,
+      variant: gid('ProductVariant', data.variant),
+      data: null,
+      sending: false,
+      known: () => w.data && w.variant && w.data.variants.filter((v) => v.variantId === w.variant)[0],
+      render: () => {
+        const known = w.known();
+        host.hidden = !(known ? known.soldOut : w.data && w.data.soldOut === true);
+      },
+      reset: () => {
+        message.textContent = status.textContent = '';
+        input.removeAttribute('aria-invalid');
+        form.hidden = false;
+      },
+    };
+
+    const fail = (text, invalid) => {
+      message.textContent = text;
+      if (invalid) input.setAttribute('aria-invalid', 'true');
+      else input.removeAttribute('aria-invalid');
+      input.focus();
+    };
+
+    const busy = (on) => {
+      w.sending = button.disabled = on;
+      if (on) button.setAttribute('aria-busy', 'true');
+      else button.removeAttribute('aria-busy');
+      button.textContent = on ? s.sending : s.button;
+    };
+
+    form.addEventListener('submit', (event) => {
+      event.preventDefault();
+      if (w.sending) return;
+      const email = input.value.trim();
+      if (email.length > 254 || !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) return fail(s.invalid, true);
+      const known = w.known();
+      message.textContent = '';
+      busy(true);
+      fetch(origin + '/storefront/v1/subscribe', {
+        method: 'POST',
+        credentials: 'omit',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ shop, productId: product, variantId: known ? w.variant : null, email, locale: pageLocale }),
+      })
+        .then((res) => {
+          if (res.ok) return;
+          if (res.status === 429) throw [s.tooMany];
+          if (res.status >= 500) throw [s.error];
+          return res.json().then(
+            (problem) => {
+              const first = (problem.errors || [])[0];
+              if (first && /\/email$/.test(first.pointer)) throw [first.message, true];
+              throw [problem.detail || s.error];
+            },
+            () => {
+              throw [s.error];
+            },
+          );
+        })
+        .then(
+          () => {
+            busy(false);
+            form.hidden = true;
+            status.textContent = s.success;
+            status.focus();
+          },
+          (reason) => {
+            busy(false);
+            // A network failure rejects with an Error, not with one of the messages above.
+            fail.apply(null, Array.isArray(reason) ? reason : [s.error]);
+          },
+        );
+    });
+
+    widgets.push(w);
+  };
+
+  const start = () => {
+    try {
+      origin = new URL(script.src).origin;
+      mount(script, (host) => {
+        const target = script.dataset.target && document.querySelector(script.dataset.target);
+        return target ? target.appendChild(host) : script.parentNode.insertBefore(host, script.nextSibling);
+      });
+      document.querySelectorAll('[data-restock-widget]').forEach((el) => {
+        // The same script may be on the page more than once; each mount is taken only once.
+        if (el.restockMounted) return;
+        el.restockMounted = true;
+        mount(el, (host) => el.appendChild(host));
+      });
+      if (!widgets.length) return;
+
+      const requests = {};
+      const loads = widgets.map((w) => {
+        const key = w.shop + ' ' + w.product;
+        requests[key] =
+          requests[key] ||
+          fetch(origin + '/storefront/v1/availability?' + new URLSearchParams({ shop: w.shop, productId: w.product }), {
+            credentials: 'omit',
+          }).then((res) => {
+            if (!res.ok) throw new Error('availability answered ' + res.status);
+            return res.json();
+          });
+        return requests[key].then(
+          (data) => {
+            w.data = { soldOut: data.soldOut, variants: data.variants || [] };
+          },
+          (error) => console.warn('Restock widget:', error.message),
+        );
+      });
+      Promise.all(loads).then(() => {
+        const initial = urlVariant();
+        if (!touched && initial) select(initial);
+        else if (!touched && formVariant()) select(formVariant(), true);
+        widgets.forEach((w) => w.render());
+      });
+
+      const onField = (event) => {
+        if (isIdField(event.target)) select(event.target.value);
+      };
+      // Capture, so a theme that stops these events on its own form does not hide them from us.
+      document.addEventListener('change', onField, true);
+      document.addEventListener('input', onField, true);
+      addEventListener('popstate', () => {
+        if (urlVariant()) select(urlVariant());
+      });
+      document.addEventListener('restock:variant-change', (event) => {
+        if (event.detail) select(event.detail.variantId);
+      });
+      // Every copy of the script listens to the event, so whichever copy defined this drives all.
+      window.Restock = window.Restock || {};
+      window.Restock.selectVariant = (id) => {
+        document.dispatchEvent(new CustomEvent('restock:variant-change', { detail: { variantId: id } }));
+      };
+    } catch (error) {
+      console.warn('Restock widget not started:', error);
+    }
+  };
+
+  if (!script) return console.warn('Restock widget: load it with a plain <script src> tag');
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);
+  else start();
+})();

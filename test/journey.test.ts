@@ -1,0 +1,290 @@
+/**
+ * The product as people meet it, in a real browser (Debian's Chromium through playwright-core):
+ * a shopper subscribes through the widget on a store's product page, a restock sends the alert
+ * through a real SMTP server, its unsubscribe link works; the store's owner signs in with the
+ * link mailed to them and sees the subscriber and the sent alert. Every page people see is
+ * checked with axe-core. With RESTOCK_SCREENSHOTS=<dir> (`npm run screenshots`), the pages are
+ * also saved as the screenshots in docs/.
+ *
+ * On SQLite only: browsers are slow, and storage is covered on both databases elsewhere.
+ */
+import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { browserSkipReason, launchBrowser, seriousAccessibilityViolations, startPageServer } from './fixtures/browser.ts';
+import { startTestApp, type TestApp } from './fixtures/app.ts';
+import { failOnLeakedHandles } from './fixtures/leaks.ts';
+import { freePort } from './fixtures/network.ts';
+import { startSmtpSink, type SmtpSink } from './fixtures/smtp-sink.ts';
+
+failOnLeakedHandles();
+
+const SHOP = 'linen-and-loom.myshopify.com';
+const OWNER = 'owner@linen-and-loom.test';
+const SHIRT = 'gid://shopify/Product/7001';
+const SMALL = 'gid://shopify/ProductVariant/8001';
+const LARGE = 'gid://shopify/ProductVariant/8002';
+const SHOPPER = 'ada@shoppers.test';
+const screenshots = process.env.RESTOCK_SCREENSHOTS;
+
+const skip = browserSkipReason();
+
+describe('shopper and merchant journey in a browser', { skip }, () => {
+  let t: TestApp;
+  let sink: SmtpSink;
+  let store: Awaited<ReturnType<typeof startPageServer>>;
+  let browser: Browser;
+  let base: string;
+
+  before(async () => {
+    sink = await startSmtpSink();
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    t = await startTestApp('sqlite', { SMTP_URL: sink.url, BASE_URL: base });
+    await t.app.listen({ port, host: '127.0.0.1' });
+    await t.app.restock.stores.createStore(SHOP, OWNER);
+    // One alert per unit in stock, batches a second apart: the worker runs only when a test says,
+    // so a restock mails its first batch, and the next one once a test runs the worker again.
+    await t.app.restock.stores.updateSettings(SHOP, { senderName: 'Linen & Loom', batchMultiplier: 1, batchIntervalSeconds: 1 });
+    await reportStock([
+      { variantId: SMALL, variantTitle: 'Small', available: 0 },
+      { variantId: LARGE, variantTitle: 'Large', available: 4 },
+    ]);
+    store = await startPageServer({ '/products/linen-shirt': productPage(base) });
+    browser = await launchBrowser();
+    if (screenshots) mkdirSync(screenshots, { recursive: true });
+  });
+
+  after(async () => {
+    await browser?.close();
+    await store?.close();
+    await t?.close();
+    await sink?.close();
+  });
+
+  function reportStock(variants: Array<{ variantId: string; variantTitle: string; available: number }>) {
+    const reports = variants.map((variant) => ({
+      productId: SHIRT,
+      productTitle: 'Linen shirt',
+      productUrl: `https://${SHOP}/products/linen-shirt`,
+      ...variant,
+    }));
+    return t.app.restock.inventory.reportStock(SHOP, reports, { kind: 'inventory-api', ref: 'journey test', verified: false });
+  }
+
+  async function freshPage(): Promise<{ context: BrowserContext; page: Page }> {
+    const context = await browser.newContext({ viewport: { width: 1100, height: 800 } });
+    const page = await context.newPage();
+    page.setDefaultTimeout(5000);
+    return { context, page };
+  }
+
+  /** A section of the dashboard, through its navigation. */
+  function openSection(page: Page, name: string) {
+    return page.getByRole('navigation', { name: 'Dashboard' }).getByRole('link', { name, exact: true }).click();
+  }
+
+  async function shoot(page: Page, name: string) {
+    if (screenshots) await page.screenshot({ path: path.join(screenshots, `${name}.png`), fullPage: true });
+  }
+
+  async function expectAccessible(page: Page, what: string) {
+    assert.deepEqual(await seriousAccessibilityViolations(page), [], `${what}: serious accessibility violations`);
+  }
+
+  const shopperContext: { page?: Page; context?: BrowserContext } = {};
+  const ownerContext: { page?: Page; context?: BrowserContext } = {};
+  after(async () => {
+    await shopperContext.context?.close();
+    await ownerContext.context?.close();
+  });
+
+  it('the shopper subscribes through the widget on a sold-out variant, with the keyboard only', async () => {
+    const { context, page } = await freshPage();
+    Object.assign(shopperContext, { context, page });
+    await page.goto(`${store.url}/products/linen-shirt?variant=8001`);
+    const email = page.locator('#restock-slot input[type="email"]');
+    await email.waitFor({ state: 'visible' });
+    await expectAccessible(page, 'product page with the widget');
+    await shoot(page, 'widget');
+
+    // From the variant picker, Tab reaches the widget's field; Enter sends the form.
+    await page.locator('select[name="id"]').focus();
+    for (let i = 0; i < 5 && !(await email.evaluate((el) => el.getRootNode() instanceof ShadowRoot && (el.getRootNode() as ShadowRoot).activeElement === el)); i++) {
+      await page.keyboard.press('Tab');
+    }
+    await page.keyboard.type(SHOPPER);
+    await page.keyboard.press('Enter');
+    await page.locator('#restock-slot [role="status"]').filter({ hasText: /back in stock/i }).waitFor();
+    await shoot(page, 'widget-subscribed');
+
+    const rows = await t.database.db.selectFrom('subscriptions').selectAll().where('email', '=', SHOPPER).execute();
+    assert.equal(rows.length, 1);
+    assert.equal(rows[0]!.store_domain, SHOP);
+    assert.equal(rows[0]!.variant_id, SMALL);
+    assert.equal(rows[0]!.status, 'active');
+  });
+
+  it('the owner signs in with the link mailed to them and sees the waiting subscriber', async () => {
+    // A few more shoppers, so the demand table and chart have something to compare.
+    for (const i of [0, 1, 2]) {
+      const res = await fetch(`${base}/storefront/v1/subscribe`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ shop: SHOP, productId: SHIRT, variantId: SMALL, email: `shopper${i}@shoppers.test` }),
+      });
+      assert.equal(res.status, 201);
+    }
+
+    const { context, page } = await freshPage();
+    Object.assign(ownerContext, { context, page });
+    await page.goto(`${base}/dashboard`);
+    assert.equal(new URL(page.url()).pathname, '/dashboard/sign-in', 'without a session the dashboard asks to sign in');
+    await expectAccessible(page, 'sign-in page');
+    await page.getByLabel('Store domain').fill(SHOP);
+    await page.getByRole('button', { name: /sign-in link/i }).click();
+    await page.getByRole('heading', { name: 'Check your e-mail' }).waitFor();
+
+    const mail = await sink.waitFor((m) => m.recipients.includes(OWNER) && /Sign in/.test(m.subject));
+    const link = /https?:\/\/\S+\/dashboard\/sign-in\/[A-Za-z0-9_-]+/.exec(mail.text)?.[0];
+    assert.ok(link, `no sign-in link in: ${mail.text}`);
+    await page.goto(link);
+    await expectAccessible(page, 'sign-in confirmation');
+    await page.getByRole('button', { name: 'Continue to the dashboard' }).click();
+    await page.waitForURL(`${base}/dashboard`);
+    await page.getByRole('heading', { name: SHOP }).waitFor();
+
+    await openSection(page, 'Demand');
+    const smallRow = page.locator('tr', { hasText: 'Small' });
+    assert.match(await smallRow.innerText(), /Linen shirt\s+Small\s+4/, 'four shoppers wait for the small shirt');
+    await expectAccessible(page, 'demand page');
+  });
+
+  it('a restock mails the shopper through SMTP, and the owner sees the sent alert and why', async () => {
+    await reportStock([{ variantId: SMALL, variantTitle: 'Small', available: 2 }]);
+    await t.runWorker();
+    const alert = await sink.waitFor((m) => m.recipients.includes(SHOPPER));
+    assert.match(alert.subject, /Linen shirt/);
+    assert.match(alert.headers['list-unsubscribe-post'] ?? '', /List-Unsubscribe=One-Click/);
+
+    const page = ownerContext.page!;
+    await openSection(page, 'Alerts');
+    const row = page.locator('tr', { hasText: SHOPPER });
+    assert.match(await row.innerText(), /sent/);
+    await expectAccessible(page, 'alerts page');
+    await shoot(page, 'dashboard-alerts');
+
+    await row.getByRole('link', { name: SHOPPER }).click();
+    await page.getByRole('heading', { name: `Alert to ${SHOPPER}` }).waitFor();
+    const audit = await page.locator('main').innerText();
+    assert.match(audit, /Why it was sent/);
+    assert.match(audit, /inventory-api/, 'the restock source');
+    assert.match(audit, /the storefront widget/, 'who made the subscription');
+    await expectAccessible(page, 'alert audit page');
+    await shoot(page, 'dashboard-audit');
+
+    await openSection(page, 'Overview');
+    const tiles = await page.locator('.tiles').innerText();
+    assert.match(tiles, /2\s*Alerts sent/, `the first two of four shoppers (stock 2): ${tiles}`);
+    assert.match(tiles, /2\s*Waiting subscribers/, 'two still wait');
+    await expectAccessible(page, 'overview');
+    await shoot(page, 'dashboard');
+
+    for (const [name, label] of [
+      ['Plan', 'Plan and quota'],
+      ['Settings', 'Settings'],
+      ['Unsubscribes', 'Unsubscribes and suppressions'],
+    ] as const) {
+      await openSection(page, name);
+      await page.getByRole('heading', { name: label, level: 1 }).waitFor();
+      await expectAccessible(page, `${name} page`);
+    }
+  });
+
+  it('the unsubscribe link in the alert works in the browser', async () => {
+    const alert = sink.messages.find((m) => m.recipients.includes(SHOPPER))!;
+    const link = /https?:\/\/\S+\/unsubscribe\/[A-Za-z0-9_.-]+/.exec(alert.text)?.[0];
+    assert.ok(link, `no unsubscribe link in: ${alert.text}`);
+    const page = shopperContext.page!;
+    await page.goto(link);
+    await page.getByRole('heading', { name: 'Stop this alert?' }).waitFor({ timeout: 2000 }).catch(() => undefined);
+    await expectAccessible(page, 'unsubscribe page');
+    await shoot(page, 'unsubscribe');
+    const button = page.getByRole('button', { name: 'Unsubscribe' });
+    if (await button.count()) await button.click();
+    await page.getByRole('heading', { name: 'You are unsubscribed' }).waitFor();
+    assert.match(await page.locator('main').innerText(), new RegExp(SHOPPER));
+  });
+
+  it('a waiting shopper who unsubscribes shows up in the dashboard, and is not mailed', async () => {
+    const waiting = await t.database.db.selectFrom('subscriptions').selectAll().where('email', '=', 'shopper2@shoppers.test').executeTakeFirstOrThrow();
+    const page = shopperContext.page!;
+    await page.goto(t.app.restock.alerts.unsubscribeUrl(waiting.id));
+    assert.equal(waiting.status, 'active', await page.locator('main').innerText());
+    await page.getByRole('button', { name: 'Unsubscribe' }).click();
+    await page.getByRole('heading', { name: 'You are unsubscribed' }).waitFor();
+
+    const owner = ownerContext.page!;
+    await openSection(owner, 'Unsubscribes');
+    assert.match(await owner.locator('main').innerText(), /shopper2@shoppers\.test/);
+
+    // The restock's next batch mails the shopper still waiting, not the one who left.
+    const stillWaiting = (m: { recipients: string[] }) => m.recipients.includes('shopper1@shoppers.test');
+    for (let i = 0; i < 20 && !sink.messages.some(stillWaiting); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      await t.runWorker();
+    }
+    await sink.waitFor(stillWaiting);
+    assert.equal(sink.messages.filter((m) => m.recipients.includes('shopper2@shoppers.test')).length, 0, 'the unsubscribed shopper is not mailed');
+  });
+
+  it('the agent claim and local checkout pages are accessible and look like the rest', async () => {
+    const registered = await fetch(`${base}/api/agent/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"type":"anonymous"}' });
+    const { claim_url: claimUrl } = (await registered.json()) as { claim_url: string };
+    const page = ownerContext.page!;
+    await page.goto(claimUrl);
+    await page.getByRole('heading', { name: 'Claim your agent' }).waitFor();
+    await expectAccessible(page, 'claim page');
+    await shoot(page, 'claim');
+
+    await page.goto(`${base}/dashboard/plan`);
+    await page.getByRole('button', { name: 'Choose the Growth plan' }).click();
+    await page.getByRole('heading', { name: 'Confirm your plan' }).waitFor();
+    await expectAccessible(page, 'checkout page');
+    await shoot(page, 'checkout');
+    await page.getByRole('button', { name: 'Complete test purchase' }).click();
+    await page.getByRole('heading', { name: 'Your plan is active' }).waitFor();
+    await page.goto(`${base}/dashboard/plan`);
+    assert.match(await page.locator('main').innerText(), /Growth[\s\S]*Current plan/);
+  });
+});
+
+/** The merchant's product page: a Shopify-like variant picker and the one tag the merchant pastes. */
+function productPage(base: string): string {
+  return `<!doctype html>
+<html lang="en">
+<head><meta charset="utf-8"><title>Linen shirt · Linen &amp; Loom</title>
+<style>
+  body { font: 17px Georgia, serif; max-width: 40rem; margin: 2rem auto; color: #222; }
+  button { background: #222; color: #fff; border: 0; padding: .6rem 1.2rem; }
+</style></head>
+<body>
+<main>
+<h1>Linen shirt</h1>
+<p>Washed linen, relaxed fit.</p>
+<form action="/cart/add" method="post">
+  <label for="variant">Size</label>
+  <select id="variant" name="id">
+    <option value="8001">Small (sold out)</option>
+    <option value="8002">Large</option>
+  </select>
+  <button type="submit">Add to cart</button>
+</form>
+<div id="restock-slot"></div>
+<script src="${base}/widget.js" defer data-shop="${SHOP}" data-product="7001" data-target="#restock-slot"></script>
+</main>
+</body>
+</html>`;
+}
