@@ -10,6 +10,8 @@ import { AgentStore } from './agents/store.ts';
 import { ValidationFailed } from './core/problems.ts';
 import { StoreService } from './stores/service.ts';
 import { StoreStore } from './stores/store.ts';
+import { DashboardSignIn } from './dashboard/sign-in.ts';
+import { DashboardStore } from './dashboard/store.ts';
 
 const USAGE = `Restock: back-in-stock alerts for e-commerce stores.
 
@@ -24,6 +26,9 @@ Commands:
   store create <domain> --owner <email>
              Create a store (or change its owner). Agents its owner claims naming the
              store are bound to it.
+  dashboard link <domain>
+             Print a one-time link that signs the store's owner in to the dashboard
+             (for the operator of an embedded install, whose mail stays in the outbox).
   keys rotate
              Make a new access-token signing key; older keys keep verifying the tokens
              they signed until those expire.
@@ -132,6 +137,37 @@ async function storeCommand(args: string[]): Promise<number> {
   }
 }
 
+async function dashboardCommand(args: string[]): Promise<number> {
+  const [sub, domain] = args;
+  if (sub !== 'link' || !domain) {
+    process.stderr.write('Usage: restock dashboard link <domain>\n');
+    return 2;
+  }
+  const config = loadConfig();
+  const issued = await withDatabase(async (database) => {
+    const mail = openMailTransport({ smtpUrl: config.smtpUrl, from: config.mailFrom, database, poolSize: 1 });
+    try {
+      const signIn = new DashboardSignIn({
+        store: new DashboardStore(database),
+        stores: new StoreService(new StoreStore(database)),
+        mail,
+        baseUrl: config.baseUrl,
+        linkTtlMinutes: config.dashboard.signInLinkTtlMinutes,
+        sessionHours: config.dashboard.sessionHours,
+      });
+      return await signIn.issueLink(domain);
+    } finally {
+      await mail.close();
+    }
+  });
+  if (!issued) {
+    process.stderr.write(`restock: no active store ${domain}; create it with \`restock store create\`.\n`);
+    return 1;
+  }
+  console.log(`Sign-in link for ${issued.shop} (works once, for ${config.dashboard.signInLinkTtlMinutes} minutes):\n${issued.link}`);
+  return 0;
+}
+
 async function keysCommand(args: string[]): Promise<number> {
   if (args[0] !== 'rotate') {
     process.stderr.write('Usage: restock keys rotate\n');
@@ -153,6 +189,8 @@ async function main(argv: string[]): Promise<number> {
       return storeCommand(args);
     case 'keys':
       return keysCommand(args);
+    case 'dashboard':
+      return dashboardCommand(args);
     case 'serve':
       await serve();
       return 0;

@@ -89,6 +89,32 @@ describe('the restock command', () => {
     assert.match(again.stdout, /up to date/);
   });
 
+  it('dashboard link prints a one-time sign-in link for an existing store, and refuses an unknown one', async () => {
+    const cwd = freshDir();
+    assert.equal(restock(['store', 'create', 'cli-shop.myshopify.com', '--owner', 'owner@example.com'], { cwd }).status, 0);
+    const printed = restock(['dashboard', 'link', 'cli-shop.myshopify.com'], { cwd });
+    assert.equal(printed.status, 0, printed.stderr);
+    const link = /http:\/\/localhost:\d+(\/dashboard\/sign-in\/[A-Za-z0-9_-]{43})/.exec(printed.stdout);
+    assert.ok(link, printed.stdout);
+    const unknown = restock(['dashboard', 'link', 'nobody.myshopify.com'], { cwd });
+    assert.equal(unknown.status, 1);
+    assert.match(unknown.stderr, /no active store nobody\.myshopify\.com/);
+    assert.equal(restock(['dashboard'], { cwd }).status, 2);
+
+    const { child, base, exited } = await serve(cwd);
+    try {
+      const used = await fetch(`${base}${link[1]}`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: '' });
+      assert.equal(used.status, 303);
+      const cookie = used.headers.get('set-cookie')!.split(';')[0]!;
+      const dashboard = await fetch(`${base}/dashboard`, { headers: { cookie } });
+      assert.equal(dashboard.status, 200);
+      assert.match(await dashboard.text(), /<h1>cli-shop\.myshopify\.com<\/h1>/);
+    } finally {
+      child.kill('SIGTERM');
+      assert.equal(await exited, 0);
+    }
+  });
+
   it("a newcomer's path: serve on the embedded default, then the three operations", async () => {
     const cwd = freshDir();
     const { child, base, exited } = await serve(cwd);

@@ -97,6 +97,9 @@ const PAGE_STYLE = new SafeHtml(`
   .tiles { display: grid; grid-template-columns: repeat(auto-fit, minmax(10rem, 1fr)); gap: .75rem; margin: 1rem 0; padding: 0; list-style: none; }
   .tiles li { background: var(--card); border: 1px solid var(--line); border-radius: 10px; padding: .75rem 1rem; }
   .tiles .value { display: block; font-size: 1.6rem; font-weight: 700; font-variant-numeric: tabular-nums; }
+  .filters { display: flex; flex-wrap: wrap; gap: .5rem; list-style: none; padding: 0; margin: 1rem 0; }
+  .filters a { display: inline-block; padding: .2rem .8rem; border: 1px solid var(--accent); border-radius: 999px; text-decoration: none; }
+  .filters a[aria-current] { background: var(--accent); color: var(--accent-fg); }
   .bar { display: inline-block; height: .8rem; background: var(--accent); border-radius: 3px; vertical-align: middle; min-width: 2px; }
   meter { width: 100%; max-width: 24rem; height: 1.1rem; }
   .chart svg { width: 100%; height: auto; max-width: 48rem; }

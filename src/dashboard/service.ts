@@ -63,7 +63,7 @@ export class DashboardService {
       this.sentPerDay(shop, now),
       dispatch.listNotifications({ storeDomain: shop, limit: 10 }),
       dispatch.listRestocks(shop, 5),
-      dispatch.listSuppressions(shop, 1000),
+      dispatch.countSuppressions(shop),
     ]);
     return {
       titles: await this.titlesOf(shop, [...recent, ...restocks]),
@@ -73,7 +73,7 @@ export class DashboardService {
       heldByPlan,
       waiting: subscriptions.active ?? 0,
       unsubscribed: subscriptions.unsubscribed ?? 0,
-      suppressed: suppressions.length,
+      suppressed: suppressions,
       demand,
       sentPerDay,
       recent,

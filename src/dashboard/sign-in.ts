@@ -46,8 +46,24 @@ export class DashboardSignIn {
    * the page answers the same either way, so the form cannot be used to list customers.
    */
   async requestLink(shop: string): Promise<void> {
+    const issued = await this.issueLink(shop);
+    if (!issued) return;
+    await this.options.mail.send({
+      to: issued.ownerEmail,
+      subject: `Sign in to Restock for ${issued.shop}`,
+      text:
+        `Someone asked to sign in to the Restock dashboard of ${issued.shop}.\n\n` +
+        `Open this link to sign in (it works once, for ${this.options.linkTtlMinutes} minutes):\n${issued.link}\n\n` +
+        `If it was not you, ignore this e-mail: nothing happens without the link.\n`,
+      purpose: 'dashboard-sign-in',
+      storeDomain: issued.shop,
+    });
+  }
+
+  /** A new one-time link for an active store (the operator's `restock dashboard link` prints it). */
+  async issueLink(shop: string): Promise<{ link: string; shop: string; ownerEmail: string } | undefined> {
     const store = await this.options.stores.findStore(shop);
-    if (!store || store.status !== 'active') return;
+    if (!store || store.status !== 'active') return undefined;
     const token = secret();
     const now = new Date();
     await this.options.store.insertLink({
@@ -57,17 +73,7 @@ export class DashboardSignIn {
       expires_at: isoAfter(this.options.linkTtlMinutes * 60_000, now),
       used_at: null,
     });
-    const link = `${this.options.baseUrl}/dashboard/sign-in/${token}`;
-    await this.options.mail.send({
-      to: store.owner_email,
-      subject: `Sign in to Restock for ${store.domain}`,
-      text:
-        `Someone asked to sign in to the Restock dashboard of ${store.domain}.\n\n` +
-        `Open this link to sign in (it works once, for ${this.options.linkTtlMinutes} minutes):\n${link}\n\n` +
-        `If it was not you, ignore this e-mail: nothing happens without the link.\n`,
-      purpose: 'dashboard-sign-in',
-      storeDomain: store.domain,
-    });
+    return { link: `${this.options.baseUrl}/dashboard/sign-in/${token}`, shop: store.domain, ownerEmail: store.owner_email };
   }
 
   /** The store a link would sign in to, while it is unused and unexpired (shown before it is used). */

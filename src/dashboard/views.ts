@@ -95,7 +95,7 @@ export function alertsBody({ rows, titles }: { rows: NotificationRow[]; titles: 
   );
   return html`<h1>Alerts</h1>
 <p>Every alert, why it was sent and what happened. Open one for its full record.</p>
-<nav aria-label="Filter by status"><ul class="tiles" style="grid-template-columns: repeat(auto-fit, minmax(6rem, max-content))">${filters}</ul></nav>
+<nav aria-label="Filter by status"><ul class="filters">${filters}</ul></nav>
 ${rows.length ? alertsTable(rows, titles) : html`<p>No alerts${status ? html` with status ${status}` : ''}.</p>`}`;
 }
 

@@ -66,6 +66,10 @@ export class DispatchService implements RestockSink {
     return this.store.listSuppressions(storeDomain, limit);
   }
 
+  countSuppressions(storeDomain: string): Promise<number> {
+    return this.store.countSuppressions(storeDomain);
+  }
+
   listRestocks(storeDomain: string, limit = 100): Promise<RestockRow[]> {
     return this.store.listRestocks(storeDomain, limit);
   }

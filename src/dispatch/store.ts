@@ -256,6 +256,15 @@ export class DispatchStore {
       .execute();
   }
 
+  async countSuppressions(storeDomain: string): Promise<number> {
+    const row = await this.database.db
+      .selectFrom('suppressions')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('store_domain', '=', storeDomain)
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
   listRestocks(storeDomain: string, limit: number): Promise<RestockRow[]> {
     return this.database.db
       .selectFrom('restocks')

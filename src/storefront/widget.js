@@ -78,7 +78,9 @@
     'button{flex:0 0 auto;color:#fff;background:#1a1a1a;font-weight:600;cursor:pointer}' +
     'button:disabled{cursor:progress;opacity:.75}' +
     ':focus-visible{outline:3px solid #1a5fd0;outline-offset:2px}' +
-    '#m{color:#b3261e}#m:not(:empty){margin-top:8px}';
+    '#m{color:#b3261e}#m:not(:empty){margin-top:8px}' +
+    // Focus is moved to the confirmation only so screen readers read it; it is not a control.
+    '#s{font-weight:600}#s:focus{outline:none}';
 
   const widgets = [];
   // Set once the shopper (or the theme) picked a variant: the page's initial one no longer applies.
@@ -216,11 +218,12 @@
           if (res.ok) return;
           if (res.status === 429) throw [s.tooMany];
           if (res.status >= 500) throw [s.error];
+          // The service words its refusals in English; the shopper reads the widget's language.
           return res.json().then(
             (problem) => {
               const first = (problem.errors || [])[0];
-              if (first && /\/email$/.test(first.pointer)) throw [first.message, true];
-              throw [problem.detail || s.error];
+              if (first && /\/email$/.test(first.pointer)) throw [s.invalid, true];
+              throw [s.error];
             },
             () => {
               throw [s.error];

@@ -1,0 +1,100 @@
+/**
+ * The Shopify theme app block (shopify/extensions/restock-notify): rendered with a Liquid engine
+ * as a theme would render it, then loaded on a product page in Debian's Chromium, where it must
+ * behave like the pasted script tag. On SQLite only, as the other browser tests.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { after, before, describe, it } from 'node:test';
+import { Liquid } from 'liquidjs';
+import type { Browser } from 'playwright-core';
+import { startTestApp, type TestApp } from './fixtures/app.ts';
+import { browserSkipReason, launchBrowser, seriousAccessibilityViolations, startPageServer } from './fixtures/browser.ts';
+import { failOnLeakedHandles } from './fixtures/leaks.ts';
+
+failOnLeakedHandles();
+
+const BLOCK = readFileSync(new URL('../shopify/extensions/restock-notify/blocks/notify-me.liquid', import.meta.url), 'utf8');
+const SCHEMA = /{% schema %}([\s\S]*){% endschema %}/;
+const SHOP = 'theme-block.myshopify.com';
+
+describe('the theme app block', () => {
+  it('declares a product-template block whose settings name the service and the button', () => {
+    const schema = JSON.parse(SCHEMA.exec(BLOCK)![1]!);
+    assert.equal(schema.target, 'section');
+    assert.deepEqual(schema.enabled_on, { templates: ['product'] });
+    assert.deepEqual(
+      schema.settings.map((setting: { id: string }) => setting.id),
+      ['service_url', 'button_label'],
+    );
+  });
+
+  describe('in a browser', { skip: browserSkipReason() }, () => {
+    let t: TestApp;
+    let store: Awaited<ReturnType<typeof startPageServer>>;
+    let browser: Browser;
+    let base: string;
+
+    before(async () => {
+      t = await startTestApp('sqlite');
+      base = await t.app.listen({ port: 0, host: '127.0.0.1' });
+      await t.app.restock.stores.createStore(SHOP, `owner@${SHOP}`);
+      await t.app.restock.inventory.reportStock(
+        SHOP,
+        [
+          { productId: 'gid://shopify/Product/41', variantId: 'gid://shopify/ProductVariant/51', available: 0 },
+          { productId: 'gid://shopify/Product/41', variantId: 'gid://shopify/ProductVariant/52', available: 3 },
+        ],
+        { kind: 'inventory-api', ref: 'theme block test', verified: false },
+      );
+      store = await startPageServer();
+      browser = await launchBrowser();
+    });
+
+    after(async () => {
+      await browser?.close();
+      await store?.close();
+      await t?.close();
+    });
+
+    it('renders the widget for the selected sold-out variant, in the store’s language, with the merchant’s button text', async () => {
+      const block = await new Liquid().parseAndRender(BLOCK.replace(SCHEMA, ''), {
+        shop: { permanent_domain: SHOP },
+        product: { id: 41, selected_or_first_available_variant: { id: 51 } },
+        request: { locale: { iso_code: 'fr' } },
+        block: { settings: { service_url: `${base}/`, button_label: 'Prévenez-moi "vite"' }, shopify_attributes: '' },
+      });
+      store.setPage(
+        '/products/teapot',
+        `<!doctype html><html lang="fr"><head><meta charset="utf-8"><title>Théière</title></head><body><main>
+<h1>Théière</h1>
+<form action="/cart/add" method="post"><label for="v">Taille</label>
+<select id="v" name="id"><option value="51">Petite</option><option value="52">Grande</option></select></form>
+${block}
+</main></body></html>`,
+      );
+      const context = await browser.newContext();
+      try {
+        const page = await context.newPage();
+        page.setDefaultTimeout(5000);
+        await page.goto(`${store.url}/products/teapot`);
+        const button = page.locator('[data-restock-widget] button[type="submit"]');
+        await button.waitFor({ state: 'visible' });
+        assert.equal(await button.textContent(), 'Prévenez-moi "vite"');
+        assert.equal(await page.locator('[data-restock-widget] label').first().textContent(), 'Adresse e-mail');
+        assert.deepEqual(await seriousAccessibilityViolations(page), []);
+
+        await page.locator('select[name="id"]').selectOption('52');
+        await button.waitFor({ state: 'hidden' });
+        await page.locator('select[name="id"]').selectOption('51');
+        await page.locator('[data-restock-widget] input[type="email"]').fill('claire@example.fr');
+        await button.click();
+        await page.locator('[data-restock-widget] [role="status"]').filter({ hasText: /Merci/ }).waitFor();
+      } finally {
+        await context.close();
+      }
+      const row = await t.database.db.selectFrom('subscriptions').selectAll().where('email', '=', 'claire@example.fr').executeTakeFirstOrThrow();
+      assert.deepEqual([row.store_domain, row.variant_id, row.locale], [SHOP, 'gid://shopify/ProductVariant/51', 'fr']);
+    });
+  });
+});
