@@ -159,6 +159,7 @@ for (const dialect of testDialects()) {
           const res = await availability(t, shop, productId);
           assertProblem(res, 404, 'not-found');
           assert.equal(res.headers['access-control-allow-origin'], '*');
+          assert.doesNotMatch(String(res.headers['cache-control'] ?? ''), /public/, 'a refusal is not for caches to keep');
         }
       });
 
@@ -338,16 +339,25 @@ for (const dialect of testDialects()) {
         const gzipped = await t.app.inject({ method: 'GET', url: '/widget.js', headers: { 'accept-encoding': 'br, gzip, deflate' } });
         assert.equal(gzipped.statusCode, 200);
         assert.equal(gzipped.headers['content-encoding'], 'gzip');
-        assert.equal(gzipped.headers.etag, etag);
+        const gzipEtag = gzipped.headers.etag as string;
+        assert.notEqual(gzipEtag, etag, 'each representation has its own strong tag');
         assert.equal(gzipped.headers['cross-origin-resource-policy'], 'cross-origin');
         assert.ok(gunzipSync(gzipped.rawPayload).equals(plain.rawPayload), 'gunzipped, it is the plain script');
         assert.ok(gzipped.rawPayload.length < plain.rawPayload.length);
         ctx.diagnostic(`widget.js: ${source.length} B source, ${plain.rawPayload.length} B minified, ${gzipped.rawPayload.length} B gzipped`);
 
-        const notModified = await t.app.inject({ method: 'GET', url: '/widget.js', headers: { 'if-none-match': etag, 'accept-encoding': 'gzip' } });
+        const notModified = await t.app.inject({ method: 'GET', url: '/widget.js', headers: { 'if-none-match': gzipEtag, 'accept-encoding': 'gzip' } });
         assert.equal(notModified.statusCode, 304);
         assert.equal(notModified.rawPayload.length, 0);
-        assert.equal(notModified.headers.etag, etag);
+        assert.equal(notModified.headers.etag, gzipEtag);
+        // If-None-Match compares weakly, takes a list, and `*`.
+        for (const given of [`W/${etag}`, `"older", ${etag}`, '*']) {
+          const revalidated = await t.app.inject({ method: 'GET', url: '/widget.js', headers: { 'if-none-match': given } });
+          assert.equal(revalidated.statusCode, 304, given);
+        }
+        const refused = await t.app.inject({ method: 'GET', url: '/widget.js', headers: { 'accept-encoding': 'gzip;q=0, identity' } });
+        assert.equal(refused.headers['content-encoding'], undefined, 'gzip;q=0 refuses gzip');
+        assert.ok(refused.rawPayload.equals(plain.rawPayload));
         const stale = await t.app.inject({ method: 'GET', url: '/widget.js', headers: { 'if-none-match': '"something-older"' } });
         assert.equal(stale.statusCode, 200);
         assert.ok(stale.rawPayload.equals(plain.rawPayload));

@@ -160,6 +160,12 @@ export class InventoryService {
     return any && { ...describe(any), variantId, variantTitle: variantId === null ? null : any.variant_title };
   }
 
+  /** What a storefront may show of a product: per variant (null: the product as a whole), its stock and whether it is on sale. */
+  async availabilityOf(storeDomain: string, productId: string): Promise<Array<{ variantId: string | null; available: number | null; published: boolean }>> {
+    const rows = await this.store.availability(storeDomain, productId);
+    return rows.map((row) => ({ variantId: variantOf(row.variant_id), available: row.available, published: Boolean(row.published) }));
+  }
+
   /** Stock status of a store's variants, optionally of one product. */
   async stockStatus(storeDomain: string, productId: string | undefined, limit: number): Promise<StockStatus[]> {
     const rows = productId ? await this.store.ofProduct(storeDomain, productId) : await this.store.list(storeDomain, limit);

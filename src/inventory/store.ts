@@ -5,8 +5,22 @@ export type VariantStockRow = InventoryVariantsTable;
 export type LevelRow = InventoryLevelsTable;
 
 /** Storage of known stock; the only code that touches `inventory_variants` and `inventory_levels`. */
+export type Availability = Pick<VariantStockRow, 'variant_id' | 'available' | 'published'>;
+
 export class InventoryStore {
-  constructor(private readonly database: Database) {}
+  /** Built once: every storefront page view asks it. */
+  readonly availability: (storeDomain: string, productId: string) => Promise<Availability[]>;
+
+  constructor(private readonly database: Database) {
+    this.availability = database.preparedReadAll<Availability>(2, (db, storeDomain, productId) =>
+      db
+        .selectFrom('inventory_variants')
+        .select(['variant_id', 'available', 'published'])
+        .where('store_domain', '=', storeDomain!)
+        .where('product_id', '=', productId!)
+        .orderBy('variant_id'),
+    );
+  }
 
   find(storeDomain: string, productId: string, variantKey: string): Promise<VariantStockRow | undefined> {
     return this.database.db

@@ -25,9 +25,11 @@ export function storefrontRoutes(service: StorefrontService, widget: WidgetAsset
         response: { 200: availabilityResponse, ...problemResponses(400, 404, 503) },
       },
       handler: async (request, reply) => {
-        // Short: a restock should show on product pages within a minute.
+        const answer = await service.availability(request.query.shop, request.query.productId);
+        // Short: a restock should show on product pages within a minute. Set only on success,
+        // so a refusal is never kept by a cache.
         reply.header('cache-control', 'public, max-age=30');
-        return service.availability(request.query.shop, request.query.productId);
+        return answer;
       },
     });
 
@@ -46,16 +48,36 @@ export function storefrontRoutes(service: StorefrontService, widget: WidgetAsset
 }
 
 function sendWidget(request: FastifyRequest, reply: FastifyReply, widget: WidgetAsset) {
+  const gzipped = acceptsGzip(request.headers['accept-encoding']);
+  const etag = gzipped ? widget.gzippedEtag : widget.etag;
   reply
     .header('cache-control', 'public, max-age=300, stale-while-revalidate=86400')
-    .header('etag', widget.etag)
+    .header('etag', etag)
     .header('vary', 'accept-encoding')
     // Stores that isolate their pages (COEP) may still load it.
     .header('cross-origin-resource-policy', 'cross-origin')
     .type('text/javascript; charset=utf-8');
-  if (request.headers['if-none-match'] === widget.etag) return reply.code(304).send();
-  if (/\bgzip\b/.test(request.headers['accept-encoding'] ?? '')) {
-    return reply.header('content-encoding', 'gzip').send(widget.gzipped);
-  }
+  if (matchesIfNoneMatch(request.headers['if-none-match'], etag)) return reply.code(304).send();
+  if (gzipped) return reply.header('content-encoding', 'gzip').send(widget.gzipped);
   return reply.send(widget.body);
+}
+
+/** gzip is acceptable unless absent or refused with q=0 (RFC 9110 §12.5.3). */
+function acceptsGzip(header: string | undefined): boolean {
+  for (const part of (header ?? '').split(',')) {
+    const [coding, ...params] = part.trim().toLowerCase().split(';');
+    if (coding !== 'gzip' && coding !== '*') continue;
+    const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
+    return q === undefined || Number(q.slice(2)) > 0;
+  }
+  return false;
+}
+
+/** If-None-Match uses the weak comparison (RFC 9110 §13.1.2): `W/` is ignored, `*` matches. */
+function matchesIfNoneMatch(header: string | undefined, etag: string): boolean {
+  if (!header) return false;
+  return header.split(',').some((tag) => {
+    const trimmed = tag.trim();
+    return trimmed === '*' || trimmed.replace(/^W\//, '') === etag;
+  });
 }

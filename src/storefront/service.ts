@@ -4,9 +4,6 @@ import type { InventoryService } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
 import type { ShopperSubscribeInput } from './schemas.ts';
 
-/** How many of a product's variant rows availability reads; no product has more variants. */
-const MAX_VARIANTS = 2048;
-
 /** What the storefront widget asks of the service: a product's availability and a shopper's subscription. */
 export class StorefrontService {
   constructor(
@@ -17,7 +14,7 @@ export class StorefrontService {
 
   async availability(shop: string, productId: string) {
     const domain = await this.customerStore(shop);
-    const rows = await this.inventory.stockStatus(domain, productId, MAX_VARIANTS);
+    const rows = await this.inventory.availabilityOf(domain, productId);
     const variants = rows
       .filter((row) => row.variantId !== null)
       .map((row) => ({ variantId: row.variantId!, soldOut: soldOut(row) }));
@@ -36,9 +33,9 @@ export class StorefrontService {
 
   /** A store that takes alerts: known to the service and not uninstalled. */
   private async customerStore(shop: string): Promise<string> {
-    const store = await this.stores.findStore(shop);
-    if (!store || store.status !== 'active') throw new NotFound(`${shop.toLowerCase()} does not take back-in-stock alerts through this service.`);
-    return store.domain;
+    const domain = await this.stores.activeStore(shop);
+    if (!domain) throw new NotFound(`${shop.toLowerCase()} does not take back-in-stock alerts through this service.`);
+    return domain;
   }
 }
 

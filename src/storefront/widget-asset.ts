@@ -7,7 +7,9 @@ export interface WidgetAsset {
   /** Minified script. */
   body: Buffer;
   gzipped: Buffer;
+  /** Strong tags, one per representation (the two are served from one URL, by Accept-Encoding). */
   etag: string;
+  gzippedEtag: string;
 }
 
 /**
@@ -18,9 +20,6 @@ export async function loadWidgetAsset(): Promise<WidgetAsset> {
   const source = await readFile(new URL('./widget.js', import.meta.url), 'utf8');
   const { code } = await transform(source, { minify: true, target: 'es2019', loader: 'js', legalComments: 'none' });
   const body = Buffer.from(code);
-  return {
-    body,
-    gzipped: gzipSync(body, { level: 9 }),
-    etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`,
-  };
+  const tag = createHash('sha256').update(body).digest('base64url').slice(0, 27);
+  return { body, gzipped: gzipSync(body, { level: 9 }), etag: `"${tag}"`, gzippedEtag: `"${tag}-gz"` };
 }

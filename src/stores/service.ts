@@ -56,6 +56,12 @@ export class StoreService {
     return this.store.find(domain.toLowerCase());
   }
 
+  /** The store's domain when it is active (known and not uninstalled); one narrow read. */
+  async activeStore(domain: string): Promise<string | undefined> {
+    const row = await this.store.status(domain.toLowerCase());
+    return row?.status === 'active' ? row.domain : undefined;
+  }
+
   async getStore(domain: string): Promise<Store> {
     return this.present(await this.mustFind(domain));
   }

@@ -7,7 +7,14 @@ export type NewStoreRow = Pick<StoreRow, 'domain' | 'owner_email' | 'created_at'
 
 /** Storage of stores and their owners; the only code that touches the `stores` table. */
 export class StoreStore {
-  constructor(private readonly database: Database) {}
+  /** Built once: every storefront page view asks it. */
+  readonly status: (domain: string) => Promise<Pick<StoreRow, 'domain' | 'status'> | undefined>;
+
+  constructor(private readonly database: Database) {
+    this.status = database.preparedRead<Pick<StoreRow, 'domain' | 'status'>>(1, (db, domain) =>
+      db.selectFrom('stores').select(['domain', 'status']).where('domain', '=', domain!),
+    );
+  }
 
   /** Creates the store, or updates its owner when it exists; returns the row as stored. */
   upsert(row: NewStoreRow): Promise<StoreRow> {

@@ -46,6 +46,16 @@ export class Database {
    * committed, which is what a check such as "is this token revoked" must see.
    */
   preparedRead<Row>(arity: number, build: (db: Db, ...args: string[]) => Compilable<Row>): (...args: unknown[]) => Promise<Row | undefined> {
+    const all = this.prepared(arity, build, 'get');
+    return async (...args) => (await all(...args))[0];
+  }
+
+  /** As `preparedRead`, for every row the query returns. */
+  preparedReadAll<Row>(arity: number, build: (db: Db, ...args: string[]) => Compilable<Row>): (...args: unknown[]) => Promise<Row[]> {
+    return this.prepared(arity, build, 'all');
+  }
+
+  private prepared<Row>(arity: number, build: (db: Db, ...args: string[]) => Compilable<Row>, rows: 'get' | 'all'): (...args: unknown[]) => Promise<Row[]> {
     const placeholders = Array.from({ length: arity }, (_, i) => `\u0000arg${i}`);
     const compiled = build(this.db, ...placeholders).compile();
     // Each compiled parameter is either an argument's placeholder or a constant of the query.
@@ -55,13 +65,15 @@ export class Database {
       const statement = this.reader.prepare(compiled.sql);
       return (...args) => {
         try {
-          return Promise.resolve(statement.get(...bind(args)) as Row | undefined);
+          if (rows === 'all') return Promise.resolve(statement.all(...bind(args)) as Row[]);
+          const row = statement.get(...bind(args)) as Row | undefined;
+          return Promise.resolve(row === undefined ? [] : [row]);
         } catch (err) {
           return Promise.reject(err);
         }
       };
     }
-    return async (...args) => (await this.db.executeQuery<Row>(CompiledQuery.raw(compiled.sql, bind(args)))).rows[0];
+    return async (...args) => (await this.db.executeQuery<Row>(CompiledQuery.raw(compiled.sql, bind(args)))).rows;
   }
 
   /**
