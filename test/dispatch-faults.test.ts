@@ -217,7 +217,9 @@ for (const dialect of testDialects()) {
           .execute();
         const atKill = await ledgerCounts(t, w.store.domain);
         assert.ok(receivedAtKill < N, `killed mid-batch (${receivedAtKill} of ${N} out)`);
-        assert.ok(leasedAtKill.length > 0 && leasedAtKill.length <= CLAIM, `the dead worker held ${leasedAtKill.length} leases, at most the claim size`);
+        // Usually it dies holding leases; on a loaded machine it may die between two claims, holding
+        // none. Either way no more than the claim may be resent, which is what is checked below.
+        assert.ok(leasedAtKill.length <= CLAIM, `the dead worker held ${leasedAtKill.length} leases, at most the claim size`);
         assert.ok((atKill.queued ?? 0) > 0, 'alerts were still queued when it died');
 
         // A message wholly received before the kill may still be acknowledged after it (the sink's delay).
