@@ -35,6 +35,8 @@ import { installPaymentGate } from './payments/gate.ts';
 import { paymentRoutes } from './payments/routes.ts';
 import { registerOpenApi } from './discovery/openapi.ts';
 import { collectOperations, discoveryRoutes } from './discovery/routes.ts';
+import { loadSkills } from './discovery/agent-skills.ts';
+import { frontDoorRoutes } from './discovery/front-door-routes.ts';
 import { healthRoutes } from './health/routes.ts';
 import { storefrontRoutes } from './storefront/routes.ts';
 import { StorefrontService } from './storefront/service.ts';
@@ -161,6 +163,7 @@ export async function buildApp(config: Config, database: Database, options: AppO
     }),
   );
   await app.register(discoveryRoutes({ serviceName: config.serviceName, baseUrl: config.baseUrl, operations }));
+  await app.register(frontDoorRoutes({ serviceName: config.serviceName, baseUrl: config.baseUrl, operations, skills: loadSkills(config.baseUrl) }));
   return app;
 }
 

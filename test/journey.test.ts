@@ -240,6 +240,19 @@ describe('shopper and merchant journey in a browser', { skip }, () => {
     assert.equal(sink.messages.filter((m) => m.recipients.includes('shopper2@shoppers.test')).length, 0, 'the unsubscribed shopper is not mailed');
   });
 
+  it('the front door and the API reference are accessible pages', async () => {
+    const page = ownerContext.page!;
+    for (const [path, heading] of [
+      ['/', 'Restock'],
+      ['/docs', 'API reference'],
+    ] as const) {
+      await page.goto(`${base}${path}`);
+      await page.getByRole('heading', { level: 1, name: new RegExp(heading) }).waitFor();
+      await expectAccessible(page, `${path}`);
+    }
+    await shoot(page, 'api-reference');
+  });
+
   it('the agent claim and local checkout pages are accessible and look like the rest', async () => {
     const registered = await fetch(`${base}/api/agent/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"type":"anonymous"}' });
     const { claim_url: claimUrl } = (await registered.json()) as { claim_url: string };

@@ -34,7 +34,7 @@ function skill(o: MetadataOptions): string {
   const scopes = Object.entries(scopeDescriptions)
     .map(([name, description]) => `- \`${name}\`: ${description}`)
     .join('\n');
-  return `# Authenticating to ${o.serviceName}
+  return `# auth.md: authenticating to ${o.serviceName}
 
 Issuer and resource: ${o.baseUrl}. Metadata: ${o.baseUrl}/.well-known/oauth-authorization-server
 (\`agent_auth\`) and ${o.baseUrl}/.well-known/oauth-protected-resource.

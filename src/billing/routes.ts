@@ -15,8 +15,8 @@ export function billingRoutes(service: BillingService) {
   return async function (app: FastifyInstance) {
     const api = app.withTypeProvider<ZodTypeProvider>();
 
+    // Public: prices are no secret, and merchants follow the landing page's link to them.
     api.get('/api/v1/plans', {
-      config: { scope: 'api:read' },
       schema: {
         operationId: 'listPlans',
         summary: 'List the plans on sale',

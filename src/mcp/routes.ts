@@ -3,6 +3,7 @@ import type { AuthInfo } from '@modelcontextprotocol/server';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { BearerGate } from '../agents/gate.ts';
 import type { Domain } from '../domain.ts';
+import { SERVER_CARD_PATHS, serverCard } from './server-card.ts';
 import { mcpServerFor, paidToolNames, restockTools, type McpPayments } from './tools.ts';
 
 export const MCP_PATH = '/mcp';
@@ -77,6 +78,24 @@ export function mcpRoutes(options: McpOptions) {
         .header('allow', 'POST')
         .send({ jsonrpc: '2.0', error: { code: -32000, message: 'This MCP endpoint is stateless: POST JSON-RPC requests to it.' }, id: null });
     app.get(MCP_PATH, { schema: { hide: true } }, notHere);
+
+    let card: Promise<unknown> | undefined;
+    for (const path of SERVER_CARD_PATHS) {
+      app.get(path, { schema: { hide: true } }, async (_request, reply) => {
+        card ??= serverCard({
+          tools,
+          serviceName: options.serviceName,
+          baseUrl: options.baseUrl,
+          endpoint: `${options.baseUrl}${MCP_PATH}`,
+          resourceMetadataUrl: options.resourceMetadataUrl,
+          payments: options.payments,
+        }).catch((err: unknown) => {
+          card = undefined;
+          throw err;
+        });
+        return reply.header('cache-control', 'public, max-age=300').header('access-control-allow-origin', '*').send(await card);
+      });
+    }
     app.delete(MCP_PATH, { schema: { hide: true } }, notHere);
   };
 }

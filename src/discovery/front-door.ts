@@ -1,0 +1,188 @@
+import { scopeDescriptions } from '../agents/scopes.ts';
+import { priceSheets, usdDecimal } from '../payments/offers.ts';
+import { code, link, list, paragraph, type Document } from './document.ts';
+import type { Operation } from './routes.ts';
+
+export interface FrontDoorOptions {
+  serviceName: string;
+  baseUrl: string;
+}
+
+/** Where each public document lives; the landing page, llms.txt, the sitemap and the catalog all read these. */
+export function publicUrls(baseUrl: string) {
+  return {
+    home: `${baseUrl}/`,
+    docs: `${baseUrl}/docs`,
+    openapi: `${baseUrl}/openapi.json`,
+    apiIndex: `${baseUrl}/api`,
+    health: `${baseUrl}/api/health`,
+    apiCatalog: `${baseUrl}/.well-known/api-catalog`,
+    llms: `${baseUrl}/llms.txt`,
+    authMd: `${baseUrl}/auth.md`,
+    mcp: `${baseUrl}/mcp`,
+    mcpCard: `${baseUrl}/.well-known/mcp/server-card.json`,
+    skills: `${baseUrl}/.well-known/agent-skills/index.json`,
+    protectedResource: `${baseUrl}/.well-known/oauth-protected-resource`,
+    authorizationServer: `${baseUrl}/.well-known/oauth-authorization-server`,
+    register: `${baseUrl}/api/agent/register`,
+    plans: `${baseUrl}/api/v1/plans`,
+    widget: `${baseUrl}/widget.js`,
+    dashboard: `${baseUrl}/dashboard`,
+  };
+}
+
+const price = (cents: number) => `USD ${usdDecimal(cents)}`;
+
+/** `/`: what Restock is, how shoppers, merchants and agents start. */
+export function frontDoor(o: FrontDoorOptions): Document {
+  const u = publicUrls(o.baseUrl);
+  return {
+    title: `${o.serviceName}`,
+    summary:
+      'Back-in-stock alerts for e-commerce stores. A shopper leaves an e-mail for a sold-out product; when the store restocks it, ' +
+      'Restock e-mails them once, in batches sized to the stock, with one-click unsubscribe. AI agents use the same service over an HTTP API and MCP.',
+    sections: [
+      {
+        heading: 'For shoppers',
+        blocks: [
+          paragraph(
+            'On a sold-out product page of a store that uses Restock, enter your e-mail in the "Notify me when available" form. ',
+            'You get one e-mail when it is back in stock, and every e-mail has a one-click unsubscribe link.',
+          ),
+        ],
+      },
+      {
+        heading: 'For merchants',
+        blocks: [
+          paragraph('Add one script tag to your product pages (or the Shopify theme block), then follow demand and every alert sent in the dashboard.'),
+          { kind: 'code', language: 'html', text: `<script src="${u.widget}" defer data-shop="my-store.myshopify.com" data-product="gid://shopify/Product/123"></script>` },
+          list(
+            [link('Merchant dashboard', u.dashboard), ': demand per product, alerts and why each was sent, plan and settings (sign in with a link mailed to the store owner).'],
+            [link('Plans', u.plans), `: starter ${price(priceSheets.checkoutPlan.usdCents)} a month (bring your own e-mail provider), growth with managed sending.`],
+          ),
+        ],
+      },
+      {
+        heading: 'For AI agents',
+        blocks: [
+          paragraph('Three ways in, all described by machine-readable documents:'),
+          list(
+            [
+              'Register and get a bearer credential: ',
+              code(`POST ${u.register}`),
+              ' with ',
+              code('{"type":"anonymous"}'),
+              ' (or an identity assertion). Details in ',
+              link('auth.md', u.authMd),
+              '.',
+            ],
+            [
+              'Or pay per request without registering: ',
+              code('subscribeAlert'),
+              ` costs ${price(priceSheets.subscribeAlert.usdCents)}, `,
+              code('checkoutPlan'),
+              ` ${price(priceSheets.checkoutPlan.usdCents)}; a request without a token gets HTTP 402 with x402 and MPP offers.`,
+            ],
+            ['Or use the same operations as MCP tools at ', link(u.mcp, u.mcp), ' (Streamable HTTP; ', link('server card', u.mcpCard), ').'],
+          ),
+          { kind: 'code', language: 'sh', text: startExample(o.baseUrl) },
+          list(
+            [link('OpenAPI 3.1 description', u.openapi)],
+            [link('API reference', u.docs)],
+            [link('API catalog (RFC 9727)', u.apiCatalog)],
+            [link('Agent skills', u.skills)],
+            [link('llms.txt', u.llms)],
+            [link('OAuth protected resource metadata', u.protectedResource)],
+            [link('OAuth authorization server metadata', u.authorizationServer)],
+          ),
+        ],
+      },
+    ],
+  };
+}
+
+/** The two requests that subscribe a customer; the agent-readiness test runs them as written. */
+function startExample(baseUrl: string): string {
+  return [
+    `TOKEN=$(curl -s ${baseUrl}/api/agent/register -H 'content-type: application/json' -d '{"type":"anonymous"}' | sed 's/.*"credential":"\\([^"]*\\)".*/\\1/')`,
+    `curl -s ${baseUrl}/api/v1/alerts/subscribe -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' \\`,
+    `  -d '{"productId":"gid://shopify/Product/123","email":"shopper@example.com","shop":"my-store.myshopify.com"}'`,
+  ].join('\n');
+}
+
+/** `/docs`: the API for people: every operation, how to authenticate, pay, and read errors. */
+export function apiReference(o: FrontDoorOptions, operations: Operation[]): Document {
+  const u = publicUrls(o.baseUrl);
+  const paid = new Set(Object.keys(priceSheets));
+  const rows = [...operations]
+    .sort((a, b) => a.path.localeCompare(b.path) || a.method.localeCompare(b.method))
+    .map((op) => [
+      [code(`${op.method} ${op.path}`)],
+      [op.operationId],
+      [op.summary],
+      [op.scope ? code(op.scope) : 'public', ...(paid.has(op.operationId) ? [`, or pay ${price(priceSheets[op.operationId as keyof typeof priceSheets].usdCents)}`] : [])],
+    ]);
+  return {
+    title: `${o.serviceName}: API reference`,
+    summary: `Every operation of the HTTP API at ${o.baseUrl}, generated from the routes that serve it; the machine-readable twin is ${u.openapi}.`,
+    sections: [
+      {
+        heading: 'Operations',
+        blocks: [{ kind: 'table', head: ['Request', 'Operation', 'What it does', 'Access'], rows }],
+      },
+      {
+        heading: 'Authentication',
+        blocks: [
+          paragraph('Send ', code('Authorization: Bearer <credential>'), '. Get a credential by registering (see ', link('auth.md', u.authMd), '). Scopes:'),
+          list(...Object.entries(scopeDescriptions).map(([scope, description]) => [code(scope), `: ${description}`])),
+        ],
+      },
+      {
+        heading: 'Paying per request',
+        blocks: [
+          paragraph(
+            'Without a token, a paid operation answers HTTP 402 with both protocols: x402 v2 (the ',
+            code('PAYMENT-REQUIRED'),
+            ' header) and MPP (',
+            code('WWW-Authenticate: Payment'),
+            ' challenges). Retry with ',
+            code('PAYMENT-SIGNATURE'),
+            ' or ',
+            code('Authorization: Payment'),
+            '; the answer carries the receipt. Offers are listed as ',
+            code('x-payment-info'),
+            ' in the ',
+            link('OpenAPI document', u.openapi),
+            '.',
+          ),
+        ],
+      },
+      {
+        heading: 'MCP',
+        blocks: [paragraph('The same operations are MCP tools at ', link(u.mcp, u.mcp), '; see the ', link('server card', u.mcpCard), ' for the tools and how to authorize.')],
+      },
+      {
+        heading: 'Errors',
+        blocks: [
+          paragraph(
+            'Failures are RFC 9457 problem details (',
+            code('application/problem+json'),
+            ') with ',
+            code('type'),
+            ', ',
+            code('title'),
+            ', ',
+            code('status'),
+            ', ',
+            code('detail'),
+            ' and, for invalid input, ',
+            code('errors'),
+            ' with a JSON pointer per field. Each ',
+            code('type'),
+            ' URL is a page explaining it.',
+          ),
+        ],
+      },
+    ],
+  };
+}
