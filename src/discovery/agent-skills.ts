@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 
 /** The agent skills discovery schema the index follows (agentskills.io, well-known URI, 0.2.0). */
-export const AGENT_SKILLS_SCHEMA = 'https://schemas.agentskills.io/discovery/0.2.0/schema.json';
+const AGENT_SKILLS_SCHEMA = 'https://schemas.agentskills.io/discovery/0.2.0/schema.json';
 export const SKILLS_PATH = '/.well-known/agent-skills';
 
 export interface Skill {
@@ -50,7 +50,7 @@ export function skillsIndex(skills: Skill[]) {
 }
 
 /** `name` and `description` of a SKILL.md's YAML front matter (plain one-line values only). */
-export function frontMatter(text: string, folder: string): { name: string; description: string } {
+function frontMatter(text: string, folder: string): { name: string; description: string } {
   const block = /^---\n([\s\S]*?)\n---\n/.exec(text);
   if (!block) throw new Error(`skills/${folder}/SKILL.md has no front matter`);
   const fields = new Map<string, string>();

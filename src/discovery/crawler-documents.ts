@@ -5,7 +5,7 @@ import { publicUrls } from './front-door.ts';
  * AI crawlers named in robots.txt, each given the same rules as everyone: named so that an
  * operator reading the file (and a scanner) sees they were considered, not forgotten.
  */
-export const AI_USER_AGENTS = [
+const AI_USER_AGENTS = [
   'GPTBot',
   'OAI-SearchBot',
   'ChatGPT-User',
@@ -31,10 +31,10 @@ export const AI_USER_AGENTS = [
  * training on them is not granted. Repeated in every group: a named group replaces `*` for
  * its crawlers (RFC 9309), signals included.
  */
-export const CONTENT_SIGNAL = 'search=yes, ai-input=yes, ai-train=no';
+const CONTENT_SIGNAL = 'search=yes, ai-input=yes, ai-train=no';
 
 /** Pages for one person only (links mailed to them, their sessions); nothing for an index. */
-export const PRIVATE_PATHS = ['/dashboard', '/checkout/', '/unsubscribe/', '/api/agent/claim'];
+const PRIVATE_PATHS = ['/dashboard', '/checkout/', '/unsubscribe/', '/api/agent/claim'];
 
 export function robotsTxt(baseUrl: string): string {
   const rules = [`Content-Signal: ${CONTENT_SIGNAL}`, 'Allow: /', ...PRIVATE_PATHS.map((path) => `Disallow: ${path}`)];

@@ -96,20 +96,3 @@ function htmlInline(parts: Inline[]): SafeHtml {
     return html`<a href="${part.link}">${part.text}</a>`;
   })}`;
 }
-
-/** Every link a document holds, in order (what tests and the sitemap walk). */
-export function linksOf(doc: Document): string[] {
-  const links: string[] = [];
-  const visit = (parts: Inline[]) => {
-    for (const part of parts) if (typeof part !== 'string' && 'link' in part) links.push(part.link);
-  };
-  for (const section of doc.sections) {
-    for (const block of section.blocks) {
-      if (block.kind === 'paragraph') visit(block.text);
-      if (block.kind === 'list') block.items.forEach(visit);
-      if (block.kind === 'table') block.rows.forEach((row) => row.forEach(visit));
-    }
-  }
-  return links;
-}
-

@@ -76,7 +76,7 @@ function sendDocument(request: FastifyRequest, reply: FastifyReply, doc: Documen
 }
 
 /** Markdown when the client ranks `text/markdown` at least as high as HTML (agents ask for it). */
-export function prefersMarkdown(accept: string | undefined): boolean {
+function prefersMarkdown(accept: string | undefined): boolean {
   if (!accept) return false;
   let markdown = 0;
   let htmlQ = 0;

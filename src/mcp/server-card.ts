@@ -3,7 +3,7 @@ import { scopeDescriptions } from '../agents/scopes.ts';
 import { mcpServerFor, paidToolNames, type McpPayments, type RestockTool } from './tools.ts';
 
 export const SERVER_CARD_PATHS = ['/.well-known/mcp/server-card.json', '/.well-known/mcp.json'];
-export const SERVER_CARD_SCHEMA = 'https://static.modelcontextprotocol.io/schemas/mcp-server-card/v1.json';
+const SERVER_CARD_SCHEMA = 'https://static.modelcontextprotocol.io/schemas/mcp-server-card/v1.json';
 
 export interface ServerCardOptions {
   tools: RestockTool[];
