@@ -27,12 +27,11 @@
  * ledger must hold one `sent` row per subscriber and every subscriber must have got exactly one
  * mail; anything else fails the run (exit 1).
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import SqliteDriver from 'better-sqlite3';
 import pg from 'pg';
 import { newId } from '../src/core/ids.ts';
@@ -41,7 +40,7 @@ import type { PhaseStats, SinkCommand, SinkEvent } from './fanout-sink.ts';
 import { dialectsSetting, exitCodeFor, guardProcess, intSetting, pgSetting, profileSetting, runMain } from './lib.ts';
 import { baseUrl, cpuSeconds, freePort, restockEnv, startServer, stopChild, type Child } from './lib.ts';
 import { postgresScratch, sqliteScratch, type ScratchDatabase } from './lib.ts';
-import { median, printChecks, printSetting, printTable } from './lib.ts';
+import { median, printChecks, printSetting, printTable, restockCli } from './lib.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -64,7 +63,6 @@ const DIALECTS: Dialect[] = dialectsSetting(PG_ADMIN);
 const STALL_MS = 60_000;
 /** After the last message, how long the ledger may take to record it. */
 const LEDGER_TIMEOUT_MS = 60_000;
-const CLI_TIMEOUT_MS = 60_000;
 const MAIL_FROM = 'Restock <alerts@restock.localhost>';
 const DOMAIN = 'fanout-bench.myshopify.com';
 const OWNER = 'owner@fanout-bench.example';
@@ -360,17 +358,6 @@ async function runBaseline(sink: Sink, round: number): Promise<Row> {
 
 // ---------------------------------------------------------------------------------------------
 // The service's set-up: database, store, agent, subscribers
-
-const execFileAsync = promisify(execFile);
-
-async function restockCli(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
-  try {
-    await execFileAsync(process.execPath, [path.join('bin', 'restock.js'), ...args], { cwd: ROOT, env, timeout: CLI_TIMEOUT_MS });
-  } catch (err) {
-    const e = err as { stdout?: string; stderr?: string; message: string };
-    throw new Error(`restock ${args.join(' ')} failed: ${e.message}\n${e.stdout ?? ''}${e.stderr ?? ''}`);
-  }
-}
 
 async function api(base: string, method: string, route: string, body: unknown, token?: string): Promise<{ status: number; json: any; text: string }> {
   const res = await fetch(`${base}${route}`, {

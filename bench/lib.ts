@@ -3,13 +3,14 @@
  * traffic of a registered agent, scratch databases, the durability check, report helpers and the
  * clean-up that leaves nothing behind however a run ends.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import autocannon from 'autocannon';
 import SqliteDriver from 'better-sqlite3';
 import pg from 'pg';
@@ -533,6 +534,29 @@ export function printTable(head: string[], widths: number[], lines: string[][]):
   console.log(fmt(head));
   console.log(widths.map((w) => '-'.repeat(w)).join('  '));
   for (const line of lines) console.log(fmt(line));
+}
+
+const CLI_TIMEOUT_MS = 60_000;
+const execFileAsync = promisify(execFile);
+
+/** Runs `restock <args>` (store create, migrate, ...) with the bench's environment; its output in the error when it fails. */
+export async function restockCli(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
+  try {
+    await execFileAsync(process.execPath, [path.join('bin', 'restock.js'), ...args], { cwd: ROOT, env, timeout: CLI_TIMEOUT_MS });
+  } catch (err) {
+    const e = err as { stdout?: string; stderr?: string; message: string };
+    throw new Error(`restock ${args.join(' ')} failed: ${e.message}\n${e.stdout ?? ''}${e.stderr ?? ''}`);
+  }
+}
+
+/** Over several rounds (the first row of each the baseline), the median ratio of each target to it. */
+export function printMedianRatios(rounds: Array<Array<{ label: string; result: { requests: { average: number } } }>>): void {
+  if (rounds.length < 2) return;
+  console.log('');
+  for (const label of rounds[0]!.slice(1).map((r) => r.label)) {
+    const ratios = rounds.map((rows) => rows.find((r) => r.label === label)!.result.requests.average / rows[0]!.result.requests.average);
+    console.log(`median ratio ${label} / bare over ${rounds.length} rounds = ${median(ratios).toFixed(2)} (${ratios.map((v) => v.toFixed(2)).join(', ')})`);
+  }
 }
 
 export function median(values: number[]): number {

@@ -47,7 +47,7 @@ import { startX402Chain, type X402Chain } from '../test/fixtures/x402-chain.ts';
 import { exitCodeFor, guardProcess, intSetting, runMain } from './lib.ts';
 import { HOST, SUBSCRIBE_PATH, baseUrl, freePort, restockEnv, startServer, stopChild, type Child } from './lib.ts';
 import { codesOf, cpuSeconds, load, type Result } from './lib.ts';
-import { median, percentile, printChecks, printSetting, printTable, sqliteScratch, type ScratchDatabase } from './lib.ts';
+import { percentile, printChecks, printMedianRatios, printSetting, printTable, sqliteScratch, type ScratchDatabase } from './lib.ts';
 
 const DURATION = intSetting('BENCH_DURATION', 10, 1, 600);
 const WARMUP = intSetting('BENCH_WARMUP', 2, 0, 60);
@@ -579,13 +579,7 @@ async function main(): Promise<number> {
   }
 
   for (const rows of rounds) for (const r of rows) problems.push(...r.problems.map((p) => `${r.label}: ${p}`));
-  if (ROUNDS > 1) {
-    console.log('');
-    for (const label of rounds[0]!.slice(1).map((r) => r.label)) {
-      const ratios = rounds.map((rows) => rows.find((r) => r.label === label)!.result.requests.average / rows[0]!.result.requests.average);
-      console.log(`median ratio ${label} / bare over ${ROUNDS} rounds = ${median(ratios).toFixed(2)} (${ratios.map((v) => v.toFixed(2)).join(', ')})`);
-    }
-  }
+  printMedianRatios(rounds);
   printChecks(checks);
   if (process.env.BENCH_JSON === '1') console.log(jsonSummary(rounds, paid, problems.length > 0));
   return exitCodeFor(problems);

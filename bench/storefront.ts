@@ -32,12 +32,9 @@
  * what the widget needs, or when the subscriptions table, read after Restock stopped, does not
  * hold one row per 201.
  */
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { brotliCompressSync, constants as zlibConstants, gunzipSync } from 'node:zlib';
 import type autocannon from 'autocannon';
 import SqliteDriver from 'better-sqlite3';
@@ -45,9 +42,8 @@ import { loadWidgetAsset, type WidgetAsset } from '../src/storefront/widget-asse
 import { exitCodeFor, fail, guardProcess, intSetting, profileSetting, runMain } from './lib.ts';
 import { HOST, baseUrl, freePort, restockEnv, startServer, stopChild, type Child } from './lib.ts';
 import { codesOf, cpuSeconds, load, type Result } from './lib.ts';
-import { median, printChecks, printSetting, printTable, sqliteScratch } from './lib.ts';
+import { printChecks, printMedianRatios, printSetting, printTable, restockCli, sqliteScratch } from './lib.ts';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 const DURATION = intSetting('BENCH_DURATION', 10, 1, 600);
 const WARMUP = intSetting('BENCH_WARMUP', 2, 0, 60);
@@ -82,24 +78,12 @@ const AVAILABILITY_PATH = `/storefront/v1/availability?${new URLSearchParams({ s
 const SUBSCRIBE_PATH = '/storefront/v1/subscribe';
 /** The per-address storefront limit is 60 an hour by default; the load comes from one address. */
 const UNREACHABLE_RATE_LIMIT = '1000000000';
-const CLI_TIMEOUT_MS = 60_000;
 const REQUEST_TIMEOUT_MS = 10_000;
 // The bare baseline and the selected targets per round, plus start-up, set-up and the stops.
 guardProcess((ROUNDS * ((1 + SELECTED.size) * (WARMUP + DURATION) + 60) + 120) * 1000);
 
 // ---------------------------------------------------------------------------------------------
 // Set-up: the store, a store-bound agent, the product's stock
-
-const execFileAsync = promisify(execFile);
-
-async function restockCli(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
-  try {
-    await execFileAsync(process.execPath, [path.join('bin', 'restock.js'), ...args], { cwd: ROOT, env, timeout: CLI_TIMEOUT_MS });
-  } catch (err) {
-    const e = err as { stdout?: string; stderr?: string; message: string };
-    throw new Error(`restock ${args.join(' ')} failed: ${e.message}\n${e.stdout ?? ''}${e.stderr ?? ''}`);
-  }
-}
 
 interface Answer {
   status: number;
@@ -471,13 +455,7 @@ async function main(): Promise<number> {
   }
 
   for (const rows of rounds) for (const r of rows) problems.push(...r.problems.map((p) => `${r.label}: ${p}`));
-  if (ROUNDS > 1) {
-    console.log('');
-    for (const label of rounds[0]!.slice(1).map((r) => r.label)) {
-      const ratios = rounds.map((rows) => rows.find((r) => r.label === label)!.result.requests.average / rows[0]!.result.requests.average);
-      console.log(`median ratio ${label} / bare over ${ROUNDS} rounds = ${median(ratios).toFixed(2)} (${ratios.map((v) => v.toFixed(2)).join(', ')})`);
-    }
-  }
+  printMedianRatios(rounds);
   printChecks(checks);
   if (process.env.BENCH_JSON === '1') console.log(jsonSummary(rounds, sizes, problems.length > 0));
   return exitCodeFor(problems);
