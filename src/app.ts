@@ -18,6 +18,7 @@ import type { Config } from './config.ts';
 import type { Database } from './core/db/database.ts';
 import { clientErrorHandler, frameworkErrors, installErrorHandling } from './core/http/errors.ts';
 import { installApiCors } from './core/http/cors.ts';
+import { redactUrl } from './core/http/log-redaction.ts';
 import { installIdempotency } from './core/http/idempotency.ts';
 import { installRateLimits } from './core/http/rate-limit.ts';
 import { openMailTransport, type MailTransport } from './core/mail/transport.ts';
@@ -68,11 +69,10 @@ export async function buildApp(config: Config, database: Database, options: AppO
   const app = Fastify({
     logger: {
       level: config.logLevel,
-      // Claim URLs carry their token in the query; logs must not hand it to whoever reads them.
       serializers: {
         req: (request: { method: string; url: string; hostname?: string; ip?: string }) => ({
           method: request.method,
-          url: request.url.replace(/([?&]claim_token=)[^&]*/g, '$1[redacted]'),
+          url: redactUrl(request.url),
           host: request.hostname,
           remoteAddress: request.ip,
         }),

@@ -157,9 +157,15 @@ describe('the restock command', () => {
     }
   });
 
-  it('request logs carry claim URLs without their claim token', async () => {
-    const { child, base, exited, output } = await serve(freshDir(), { LOG_LEVEL: 'info' });
+  it('request logs carry capability URLs (claim, dashboard sign-in, unsubscribe, Shopify id_token) without their secret', async () => {
+    const cwd = freshDir();
+    assert.equal(restock(['store', 'create', 'logs-shop.myshopify.com', '--owner', 'owner@example.com'], { cwd }).status, 0);
+    const signIn = /\/dashboard\/sign-in\/([A-Za-z0-9_-]{43})/.exec(restock(['dashboard', 'link', 'logs-shop.myshopify.com'], { cwd }).stdout)!;
+    const { child, base, exited, output } = await serve(cwd, { LOG_LEVEL: 'info' });
     try {
+      assert.equal((await fetch(`${base}${signIn[0]}`)).status, 200);
+      await fetch(`${base}/unsubscribe/sub_secretpart.signature-secret`);
+      await fetch(`${base}/dashboard/shopify?shop=logs-shop.myshopify.com&id_token=eyJsecret.payload.sig`);
       const registered = await fetch(`${base}/api/agent/register`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
@@ -174,6 +180,10 @@ describe('the restock command', () => {
     }
     assert.match(output(), /"url":"\/api\/agent\/claim\?claim_token=\[redacted\]"/);
     assert.doesNotMatch(output(), /clm_/);
+    assert.match(output(), /"url":"\/dashboard\/sign-in\/\[redacted\]"/);
+    assert.doesNotMatch(output(), new RegExp(signIn[1]!));
+    assert.match(output(), /"url":"\/unsubscribe\/\[redacted\]"/);
+    assert.doesNotMatch(output(), /secret/);
   });
 
   it('SIGTERM lets an in-flight request finish, then exits 0 with the write kept', async () => {
