@@ -437,6 +437,10 @@ for (const dialect of testDialects()) {
         assert.match(overview.body, /<span class="value">1<\/span>Waiting subscribers/);
         assert.match(overview.body, /<span class="value">2<\/span>Alerts sent/);
         assert.match(overview.body, /<span class="value">0<\/span>Alerts pending/);
+        // The chart's numbers, counted per UTC day in SQL on either database.
+        const today = new Date().toISOString().slice(0, 10);
+        assert.match(overview.body, new RegExp(`Alerts sent: 2 in 30 days, most on ${today} \\(2\\)`));
+        assert.match(overview.body, new RegExp(`<title>${today}: 2</title>`));
         assert.match(overview.body, /<h2>Recent restocks<\/h2>/);
         for (const email of mugShoppers) assert.ok(overview.body.includes(email), `the latest alerts show ${email}`);
         const afterDemand = (await getPage(t, '/dashboard/demand', cookie)).body;

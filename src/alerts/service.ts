@@ -5,7 +5,7 @@ import { canSee, storeForWrite, type Caller } from '../core/http/caller.ts';
 import { Conflict, Forbidden, NotFound } from '../core/problems.ts';
 import type { TokenSigner } from '../core/signed-token.ts';
 import type { SubscribeAlertInput, Subscription } from './schemas.ts';
-import type { AlertStore, SubscriptionRow, WaitingQuery, WaitingStore, WaitingSubscriber } from './store.ts';
+import type { AlertStore, SubscriptionRow, WaitingOrder, WaitingQuery, WaitingStore, WaitingSubscriber } from './store.ts';
 
 const UNSUBSCRIBE = 'unsubscribe';
 
@@ -97,8 +97,8 @@ export class AlertService {
   }
 
   /** Waiting subscribers per product and variant: the demand, and the length of the alert queue. */
-  async waitingCounts(storeDomain: string, limit = 1000): Promise<Array<{ productId: string; variantId: string | null; waiting: number }>> {
-    const rows = await this.waitingStore.waitingCounts(storeDomain, limit);
+  async waitingCounts(storeDomain: string, limit = 1000, order: WaitingOrder = 'product'): Promise<Array<{ productId: string; variantId: string | null; waiting: number }>> {
+    const rows = await this.waitingStore.waitingCounts(storeDomain, limit, order);
     return rows.map((row) => ({ productId: row.product_id, variantId: row.variant_id, waiting: Number(row.waiting) }));
   }
 

@@ -83,6 +83,9 @@ export interface WaitingQuery {
 
 export type WaitingSubscriber = Pick<SubscriptionRow, 'id' | 'email' | 'product_id' | 'variant_id' | 'created_at' | 'store_domain' | 'locale'>;
 
+/** `product`: stable for readers paging through; `most-wanted`: the largest groups first (the dashboard). */
+export type WaitingOrder = 'product' | 'most-wanted';
+
 /** Queries the dispatch feature needs, still confined to the `subscriptions` table. */
 export class WaitingStore {
   constructor(private readonly database: Database) {}
@@ -130,16 +133,15 @@ export class WaitingStore {
   }
 
   /** Waiting subscribers per product and variant of a store. */
-  waitingCounts(storeDomain: string, limit: number): Promise<Array<{ product_id: string; variant_id: string | null; waiting: number }>> {
-    return this.database.db
+  waitingCounts(storeDomain: string, limit: number, order: WaitingOrder): Promise<Array<{ product_id: string; variant_id: string | null; waiting: number }>> {
+    let query = this.database.db
       .selectFrom('subscriptions')
       .select(['product_id', 'variant_id', (eb) => eb.fn.countAll<number>().as('waiting')])
       .where('store_domain', '=', storeDomain)
       .where('status', '=', 'active')
-      .groupBy(['product_id', 'variant_id'])
-      .orderBy('product_id')
-      .limit(limit)
-      .execute();
+      .groupBy(['product_id', 'variant_id']);
+    if (order === 'most-wanted') query = query.orderBy('waiting', 'desc');
+    return query.orderBy('product_id').orderBy('variant_id').limit(limit).execute();
   }
 
   /** A store's subscriptions in one status, most recently changed first. */

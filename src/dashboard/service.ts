@@ -21,6 +21,8 @@ export interface DashboardDeps {
 }
 
 const CHART_DAYS = 30;
+/** The most wanted (product, variant) pairs the demand table shows. */
+const DEMAND_ROWS = 500;
 const DAY_MS = 86_400_000;
 
 /** Readable product titles by `productKey`. */
@@ -83,28 +85,28 @@ export class DashboardService {
 
   /** Waiting subscribers per product and variant, most wanted first, with titles and stock. */
   async demand(shop: string): Promise<Demand[]> {
-    const counts = await this.deps.alerts.waitingCounts(shop);
-    const products = [...new Set(counts.map((entry) => entry.productId))];
-    const known = new Map<string, { title: string | null; variantTitle: string | null; available: number | null }>();
-    for (const productId of products) {
-      for (const row of await this.deps.inventory.stockStatus(shop, productId, 500)) {
-        known.set(productKey(row.productId, row.variantId), { title: row.productTitle, variantTitle: row.variantTitle, available: row.available });
-      }
-    }
-    return counts
-      .map((entry) => {
-        const stock = known.get(productKey(entry.productId, entry.variantId));
-        const anyOfProduct = [...known.entries()].find(([key]) => key.startsWith(productKey(entry.productId, '')))?.[1];
-        return {
-          productId: entry.productId,
-          variantId: entry.variantId,
-          title: stock?.title ?? anyOfProduct?.title ?? entry.productId,
-          variantTitle: entry.variantId === null ? null : (stock?.variantTitle ?? entry.variantId),
-          waiting: entry.waiting,
-          available: stock?.available ?? null,
-        };
-      })
-      .sort((a, b) => b.waiting - a.waiting || a.title.localeCompare(b.title));
+    const counts = await this.deps.alerts.waitingCounts(shop, DEMAND_ROWS, 'most-wanted');
+    const known = await this.knownProducts(shop, counts.map((entry) => entry.productId));
+    return counts.map((entry) => {
+      const stock = known.variants.get(productKey(entry.productId, entry.variantId));
+      return {
+        productId: entry.productId,
+        variantId: entry.variantId,
+        title: stock?.productTitle ?? known.titles.get(entry.productId) ?? entry.productId,
+        variantTitle: entry.variantId === null ? null : (stock?.variantTitle ?? entry.variantId),
+        waiting: entry.waiting,
+        available: stock?.available ?? null,
+      };
+    });
+  }
+
+  /** What the store reported of these products: each variant's stock and titles, and a title per product. */
+  private async knownProducts(shop: string, productIds: string[]) {
+    const rows = await this.deps.inventory.stockStatusOf(shop, [...new Set(productIds)]);
+    const variants = new Map(rows.map((row) => [productKey(row.productId, row.variantId), row]));
+    const titles = new Map<string, string>();
+    for (const row of rows) if (row.productTitle && !titles.has(row.productId)) titles.set(row.productId, row.productTitle);
+    return { variants, titles };
   }
 
   /** Alerts sent per UTC day over the last 30 days, oldest first, days without alerts as 0. */
@@ -124,13 +126,12 @@ export class DashboardService {
 
   /** Product titles ("Linen shirt — Small") for ledger rows, as the store last reported them. */
   private async titlesOf(shop: string, rows: Array<{ product_id: string; variant_id: string | null }>): Promise<ProductTitles> {
+    const known = await this.knownProducts(shop, rows.map((row) => row.product_id));
     const titles: ProductTitles = new Map();
     for (const row of rows) {
-      const key = productKey(row.product_id, row.variant_id);
-      if (titles.has(key)) continue;
-      const known = await this.deps.inventory.describeProduct(shop, row.product_id, row.variant_id);
-      const title = known?.productTitle ?? row.product_id;
-      titles.set(key, row.variant_id ? `${title} — ${known?.variantTitle ?? row.variant_id}` : title);
+      const title = known.titles.get(row.product_id) ?? row.product_id;
+      const variant = row.variant_id && (known.variants.get(productKey(row.product_id, row.variant_id))?.variantTitle ?? row.variant_id);
+      titles.set(productKey(row.product_id, row.variant_id), variant ? `${title} — ${variant}` : title);
     }
     return titles;
   }

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { chunks } from '../core/chunks.ts';
 import type { Database, Trx } from '../core/db/database.ts';
+import { utcDay } from '../core/db/dialect.ts';
 import type { NotificationsTable, RestocksTable, SuppressionsTable } from '../core/db/schema.ts';
 
 export type RestockRow = RestocksTable;
@@ -292,19 +293,16 @@ export class DispatchStore {
 
   /** Alerts sent since `since`, counted per UTC day (days without any are absent). */
   async sentPerDay(storeDomain: string, since: string): Promise<Map<string, number>> {
+    const day = utcDay(this.database.dialect, 'sent_at');
     const rows = await this.database.db
       .selectFrom('notifications')
-      .select('sent_at')
+      .select([day.as('day'), (eb) => eb.fn.countAll<number>().as('n')])
       .where('store_domain', '=', storeDomain)
       .where('status', '=', 'sent')
       .where('sent_at', '>=', since)
+      .groupBy(day)
       .execute();
-    const days = new Map<string, number>();
-    for (const { sent_at } of rows) {
-      const day = sent_at!.slice(0, 10);
-      days.set(day, (days.get(day) ?? 0) + 1);
-    }
-    return days;
+    return new Map(rows.map((row) => [row.day, Number(row.n)]));
   }
 
   /** Queued alerts whose outcome starts with `prefix` (those held by the store's plan). */

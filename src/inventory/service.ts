@@ -166,6 +166,11 @@ export class InventoryService {
     return rows.map((row) => ({ variantId: variantOf(row.variant_id), available: row.available, published: Boolean(row.published) }));
   }
 
+  /** Stock status of every known variant of these products (one read per few hundred products). */
+  async stockStatusOf(storeDomain: string, productIds: string[]): Promise<StockStatus[]> {
+    return (await this.store.ofProducts(storeDomain, productIds)).map(describe);
+  }
+
   /** Stock status of a store's variants, optionally of one product. */
   async stockStatus(storeDomain: string, productId: string | undefined, limit: number): Promise<StockStatus[]> {
     const rows = productId ? await this.store.ofProduct(storeDomain, productId) : await this.store.list(storeDomain, limit);

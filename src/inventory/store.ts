@@ -1,3 +1,4 @@
+import { chunks } from '../core/chunks.ts';
 import type { Database } from '../core/db/database.ts';
 import type { InventoryLevelsTable, InventoryVariantsTable } from '../core/db/schema.ts';
 
@@ -40,6 +41,15 @@ export class InventoryStore {
       .where('product_id', '=', productId)
       .orderBy('variant_id')
       .execute();
+  }
+
+  /** The known variants of several products at once, in runs short enough for any database. */
+  async ofProducts(storeDomain: string, productIds: string[]): Promise<VariantStockRow[]> {
+    const rows: VariantStockRow[] = [];
+    for (const chunk of chunks(productIds)) {
+      rows.push(...(await this.database.db.selectFrom('inventory_variants').selectAll().where('store_domain', '=', storeDomain).where('product_id', 'in', chunk).execute()));
+    }
+    return rows;
   }
 
   list(storeDomain: string, limit: number): Promise<VariantStockRow[]> {

@@ -1,3 +1,4 @@
+import { sql, type RawBuilder } from 'kysely';
 import pg from 'pg';
 
 /**
@@ -9,6 +10,13 @@ export type Dialect = 'sqlite' | 'postgres';
 /** Column type for timestamps: ISO strings on SQLite, timestamptz on PostgreSQL. */
 export function timestampType(dialect: Dialect): 'text' | 'timestamptz' {
   return dialect === 'sqlite' ? 'text' : 'timestamptz';
+}
+
+/** The UTC calendar day (`YYYY-MM-DD`) of a timestamp column, for grouping by day in SQL. */
+export function utcDay(dialect: Dialect, column: string): RawBuilder<string> {
+  return dialect === 'sqlite'
+    ? sql<string>`substr(${sql.ref(column)}, 1, 10)`
+    : sql<string>`to_char(${sql.ref(column)} at time zone 'UTC', 'YYYY-MM-DD')`;
 }
 
 const PG_TIMESTAMPTZ = 1184;
