@@ -34,7 +34,23 @@ describe(`HTTP errors (${dialect})`, () => {
 
   it('unknown routes answer 404 problem+json', async () => {
     assertProblem(await t.inject({ method: 'GET', url: '/nope' }), 404, 'not-found');
-    assertProblem(await t.inject({ method: 'PUT', url: SUBSCRIBE, payload: valid }), 404, 'not-found');
+    assertProblem(await t.inject({ method: 'GET', url: '/api/v1/nothing/here' }), 404, 'not-found');
+  });
+
+  it('a known path asked with a method it does not answer is 405 problem+json with Allow', async () => {
+    const before = await t.counts();
+    const put = await t.inject({ method: 'PUT', url: SUBSCRIBE, payload: valid });
+    assertProblem(put, 405, 'method-not-allowed');
+    // GET and DELETE reach /api/v1/alerts/:subscriptionId with the id "subscribe", as the router does.
+    assert.equal(put.headers.allow, 'DELETE, GET, HEAD, POST');
+    const register = await t.inject({ method: 'GET', url: '/api/agent/register' });
+    assertProblem(register, 405, 'method-not-allowed');
+    assert.match(String(register.headers.allow), /\bPOST\b/);
+    // A path with a parameter: every method registered for the pattern is allowed.
+    const patch = await t.inject({ method: 'PATCH', url: '/api/v1/alerts/sub_123' });
+    assertProblem(patch, 405, 'method-not-allowed');
+    assert.equal(patch.headers.allow, 'DELETE, GET, HEAD');
+    assert.deepEqual(await t.counts(), before);
   });
 
   it('a body over 16 KiB answers 413 and stores nothing', async () => {

@@ -85,9 +85,35 @@ export function installErrorHandling(app: FastifyInstance, baseUrl: string, body
     if (problem.status >= 500) request.log.error({ err }, 'request failed');
     return sendProblem(request, reply, problem, baseUrl);
   });
-  app.setNotFoundHandler((request, reply) =>
-    sendProblem(request, reply, new Problem('not-found', `No route ${request.method} ${request.url.split('?')[0]}.`), baseUrl),
-  );
+  const methodsOf = routeMethods(app);
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0]!;
+    const allowed = methodsOf(path);
+    if (allowed.length > 0) {
+      // The resource exists; only the method is wrong (RFC 9110 §15.5.6).
+      const problem = new Problem('method-not-allowed', `${path} answers ${allowed.join(', ')}, not ${request.method}.`, { headers: { allow: allowed.join(', ') } });
+      return sendProblem(request, reply, problem, baseUrl);
+    }
+    return sendProblem(request, reply, new Problem('not-found', `No route ${request.method} ${path}.`), baseUrl);
+  });
+}
+
+/**
+ * The methods each registered path answers, to tell "no such resource" (404) from "not with
+ * this method" (405). Wildcard routes (CORS preflights) describe no resource and are left out.
+ */
+function routeMethods(app: FastifyInstance): (path: string) => string[] {
+  const routes: Array<{ pattern: RegExp; methods: string[] }> = [];
+  app.addHook('onRoute', (route) => {
+    if (route.url.includes('*')) return;
+    const segments = route.url.split('/').map((segment) => (segment.startsWith(':') ? '[^/]+' : segment.replace(/[.+?^${}()|[\]\\]/g, '\\$&')));
+    routes.push({ pattern: new RegExp(`^${segments.join('/')}$`), methods: [route.method].flat() });
+  });
+  return (path) => {
+    const methods = new Set<string>();
+    for (const route of routes) if (route.pattern.test(path)) for (const method of route.methods) methods.add(method);
+    return [...methods].sort();
+  };
 }
 
 /** Fastify's answers for errors found before routing (bad URL encoding and the like). */
