@@ -96,5 +96,49 @@ ${block}
       const row = await t.database.db.selectFrom('subscriptions').selectAll().where('email', '=', 'claire@example.fr').executeTakeFirstOrThrow();
       assert.deepEqual([row.store_domain, row.variant_id, row.locale], [SHOP, 'gid://shopify/ProductVariant/51', 'fr']);
     });
+
+    it('uses the availability the theme renders, so a product Restock has not heard of still gets the form', async () => {
+      const block = await new Liquid().parseAndRender(BLOCK.replace(SCHEMA, ''), {
+        shop: { permanent_domain: SHOP },
+        product: {
+          id: 42,
+          selected_or_first_available_variant: { id: 62 },
+          variants: [
+            { id: 61, available: false },
+            { id: 62, available: true },
+          ],
+        },
+        request: { locale: { iso_code: 'en' } },
+        block: { settings: { service_url: base }, shopify_attributes: '' },
+      });
+      store.setPage(
+        '/products/kettle',
+        `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Kettle</title></head><body><main>
+<h1>Kettle</h1>
+<form action="/cart/add" method="post"><label for="v">Colour</label>
+<select id="v" name="id"><option value="62">Red</option><option value="61">Blue</option></select></form>
+${block}
+</main></body></html>`,
+      );
+      const context = await browser.newContext();
+      try {
+        const page = await context.newPage();
+        page.setDefaultTimeout(5000);
+        await page.goto(`${store.url}/products/kettle`);
+        const email = page.locator('[data-restock-widget] input[type="email"]');
+        // Red is in stock: nothing shows until the shopper picks the sold-out blue one.
+        await page.waitForLoadState('networkidle');
+        assert.equal(await email.isVisible(), false);
+        await page.locator('select[name="id"]').selectOption('61');
+        await email.waitFor({ state: 'visible' });
+        await email.fill('kettle-fan@example.com');
+        await email.press('Enter');
+        await page.locator('[data-restock-widget] [role="status"]').filter({ hasText: /back in stock/ }).waitFor();
+      } finally {
+        await context.close();
+      }
+      const row = await t.database.db.selectFrom('subscriptions').selectAll().where('email', '=', 'kettle-fan@example.com').executeTakeFirstOrThrow();
+      assert.deepEqual([row.store_domain, row.product_id, row.variant_id], [SHOP, 'gid://shopify/Product/42', 'gid://shopify/ProductVariant/61']);
+    });
   });
 });

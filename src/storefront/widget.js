@@ -123,6 +123,30 @@
     });
   };
 
+  // What the page itself knows (a theme renders `data-variants` from its own stock): it wins over
+  // Restock's records, which only know products reported to them.
+  const pageVariants = (json) => {
+    try {
+      const list = JSON.parse(json || 'null');
+      if (!Array.isArray(list)) return null;
+      const variants = list
+        .map((v) => ({ variantId: gid('ProductVariant', v && v.id), soldOut: !(v && v.available) }))
+        .filter((v) => v.variantId);
+      return variants.length ? variants : null;
+    } catch (e) {
+      return null;
+    }
+  };
+
+  const merged = (server, page) => {
+    if (!page) return { soldOut: server.soldOut, variants: server.variants || [] };
+    const ids = page.map((v) => v.variantId);
+    return {
+      soldOut: page.every((v) => v.soldOut),
+      variants: page.concat((server.variants || []).filter((v) => ids.indexOf(v.variantId) < 0)),
+    };
+  };
+
   const mount = (el, place) => {
     const data = el.dataset;
     const shop = data.shop;
@@ -174,6 +198,7 @@
       variant: gid('ProductVariant', data.variant),
       data: null,
       sending: false,
+      page: pageVariants(data.variants),
       known: () => w.data && w.variant && w.data.variants.filter((v) => v.variantId === w.variant)[0],
       render: () => {
         const known = w.known();
@@ -276,7 +301,7 @@
           });
         return requests[key].then(
           (data) => {
-            w.data = { soldOut: data.soldOut, variants: data.variants || [] };
+            w.data = merged(data, w.page);
           },
           (error) => console.warn('Restock widget:', error.message),
         );
