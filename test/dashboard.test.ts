@@ -407,6 +407,23 @@ for (const dialect of testDialects()) {
       });
     });
 
+    describe('the storefront form', () => {
+      it('a new store is shown how to install the widget, with its own domain in the tag; settings keep the instructions', async () => {
+        const { shop, cookie } = await signedInStore(t);
+        const tag = `&#60;script src=&#34;http://restock.test/widget.js&#34; defer data-shop=&#34;${shop}&#34;`;
+        const overview = await getPage(t, '/dashboard', cookie);
+        assertHtml(overview, 200);
+        assert.ok(overview.body.includes(tag), overview.body);
+        assert.match(overview.body, /Back-in-stock alert<\/strong> block/);
+        const settings = await getPage(t, '/dashboard/settings', cookie);
+        assert.ok(settings.body.includes(tag));
+
+        // Once shoppers sign up, the overview is about them instead.
+        await subscribeShopper(t, shop, productGid(), null, newEmail('first'));
+        assert.ok(!(await getPage(t, '/dashboard', cookie)).body.includes(tag));
+      });
+    });
+
     describe('demand, alerts and their audit', () => {
       it('shows waiting shoppers per product, the alerts a restock sent, why each was sent, and who unsubscribed', async () => {
         const { shop, cookie } = await signedInStore(t);

@@ -5,6 +5,7 @@ import { planIds } from '../billing/plans.ts';
 import { framedByShopifyAdmin, page, type SafeHtml } from '../core/html.ts';
 import { parseUrlEncodedForms } from '../core/http/form-posts.ts';
 import { Problem, ValidationFailed } from '../core/problems.ts';
+import { embedSnippet } from '../storefront/embed.ts';
 import { shopSchema } from '../stores/schemas.ts';
 import type { DashboardService } from './service.ts';
 import { csrfTokenMatches, type DashboardSignIn, type OpenedSession, type OwnerSession } from './sign-in.ts';
@@ -138,7 +139,10 @@ export function dashboardRoutes(service: DashboardService, signIn: DashboardSign
     pages.get('/dashboard', {
       ...owned,
       schema: { hide: true },
-      handler: async (request, reply) => show(reply, request, 'Overview', '/dashboard', views.overviewBody(await service.overview(request.owner!.shop))),
+      handler: async (request, reply) => {
+        const shop = request.owner!.shop;
+        return show(reply, request, 'Overview', '/dashboard', views.overviewBody(await service.overview(shop), embedSnippet(options.baseUrl, shop)));
+      },
     });
 
     pages.get('/dashboard/demand', {
@@ -222,7 +226,7 @@ export function dashboardRoutes(service: DashboardService, signIn: DashboardSign
       schema: { hide: true, querystring: z.object({ saved: z.literal('1').optional() }) },
       handler: async (request, reply) => {
         const owner = request.owner!;
-        const body = views.settingsBody(await service.store(owner.shop), owner.csrfToken, [], request.query.saved === '1');
+        const body = views.settingsBody(await service.store(owner.shop), owner.csrfToken, [], request.query.saved === '1', embedSnippet(options.baseUrl, owner.shop));
         return show(reply, request, 'Settings', '/dashboard/settings', body);
       },
     });

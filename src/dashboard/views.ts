@@ -38,7 +38,7 @@ export function dashboardPage(title: string, session: OwnerSession, current: Sec
   return page(title, body, { wide: true, header });
 }
 
-export function overviewBody(o: Overview): SafeHtml {
+export function overviewBody(o: Overview, snippet: string): SafeHtml {
   const quota = o.plan.monthlyAlertQuota;
   const tiles = [
     ['Waiting subscribers', o.waiting],
@@ -49,7 +49,9 @@ export function overviewBody(o: Overview): SafeHtml {
     ['Suppressed addresses', o.suppressed],
   ] as const;
   const topDemand = o.demand.slice(0, 5);
+  const fresh = o.waiting === 0 && o.ledger.sent === 0 && o.unsubscribed === 0;
   return html`<h1>${o.store.domain}</h1>
+${fresh ? widgetInstructions(snippet) : ''}
 <ul class="tiles">${tiles.map(([label, value]) => html`<li><span class="value">${value}</span>${label}</li>`)}</ul>
 <h2>Alerts sent, last 30 days</h2>
 ${dailyBarChart(o.sentPerDay, 'Alerts sent')}
@@ -184,7 +186,14 @@ ${usage.requiresOwnMailProvider ? html`<dt>Sending</dt><dd>Through your own mail
 </dl>`;
 }
 
-export function settingsBody(store: Store, csrf: string, errors: FieldErrors = [], saved = false): SafeHtml {
+/** How to put the form on the store's product pages, with the store filled in. */
+function widgetInstructions(snippet: string): SafeHtml {
+  return html`<h2>The storefront form</h2>
+<p>Shoppers sign up on your sold-out product pages. On Shopify, add the <strong>Back-in-stock alert</strong> block to your product template in the theme editor. Elsewhere, paste this tag where the form should appear (with the product's id in place of <code>{{ product.id }}</code>):</p>
+<pre><code>${snippet}</code></pre>`;
+}
+
+export function settingsBody(store: Store, csrf: string, errors: FieldErrors = [], saved = false, snippet?: string): SafeHtml {
   const s = store.settings;
   const error = (field: string) => errors.find((e) => e.pointer === `/${field}`);
   // `extra` holds attributes written here, never input.
@@ -214,7 +223,8 @@ ${field('senderName', 'Sender name', s.senderName, 'The name alerts come from, e
 ${field('smtpUrl', 'Your own SMTP server', '', store.ownSmtp ? 'Set (kept sealed). Enter a new URL to replace it.' : 'smtp:// or smtps:// URL with credentials; alerts then go through it. Leave empty to keep the current sender.', 'text', 'autocomplete="off" spellcheck="false"')}
 ${store.ownSmtp ? html`<label><input type="checkbox" name="clearSmtp"> Stop using my SMTP server</label>` : ''}
 <p><button type="submit">Save settings</button></p>
-</form>`;
+</form>
+${snippet ? widgetInstructions(snippet) : ''}`;
 }
 
 export function outboxBody(messages: OutboxMessage[]): SafeHtml {

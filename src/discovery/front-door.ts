@@ -1,5 +1,6 @@
 import { scopeDescriptions } from '../agents/scopes.ts';
 import { priceSheets, usdDecimal } from '../payments/offers.ts';
+import { embedSnippet } from '../storefront/embed.ts';
 import { code, link, list, paragraph, type Document } from './document.ts';
 import type { Operation } from './routes.ts';
 
@@ -26,7 +27,6 @@ export function publicUrls(baseUrl: string) {
     authorizationServer: `${baseUrl}/.well-known/oauth-authorization-server`,
     register: `${baseUrl}/api/agent/register`,
     plans: `${baseUrl}/api/v1/plans`,
-    widget: `${baseUrl}/widget.js`,
     dashboard: `${baseUrl}/dashboard`,
   };
 }
@@ -55,7 +55,7 @@ export function frontDoor(o: FrontDoorOptions): Document {
         heading: 'For merchants',
         blocks: [
           paragraph('Add one script tag to your product pages (or the Shopify theme block), then follow demand and every alert sent in the dashboard.'),
-          { kind: 'code', language: 'html', text: `<script src="${u.widget}" defer data-shop="my-store.myshopify.com" data-product="gid://shopify/Product/123"></script>` },
+          { kind: 'code', language: 'html', text: embedSnippet(o.baseUrl, 'my-store.myshopify.com', 'gid://shopify/Product/123') },
           list(
             [link('Merchant dashboard', u.dashboard), ': demand per product, alerts and why each was sent, plan and settings (sign in with a link mailed to the store owner).'],
             [link('Plans', u.plans), `: starter ${price(priceSheets.checkoutPlan.usdCents)} a month (bring your own e-mail provider), growth with managed sending.`],
