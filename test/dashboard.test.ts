@@ -724,6 +724,23 @@ for (const dialect of testDialects()) {
     });
   });
 
+  describe(`dashboard sign-in mails per store on ${dialect}`, () => {
+    let t: TestApp;
+    before(async () => {
+      t = await startTestApp(dialect);
+    });
+    after(() => t.close());
+
+    it('mails one owner at most five links an hour, whoever asks; the page answers the same', async () => {
+      const { shop, owner } = await createStore(t);
+      const pages = [];
+      for (let i = 0; i < 8; i++) pages.push(await postForm(t, SIGN_IN, { shop }));
+      for (const res of pages) assertHtml(res, 200);
+      assert.equal(new Set(pages.map((res) => res.body)).size, 1, 'the same page every time');
+      assert.equal((await new MailOutboxStore(t.database).listFor(owner)).length, 5);
+    });
+  });
+
   describe(`dashboard from the Shopify admin on ${dialect}`, () => {
     const API_KEY = 'restock-dashboard-test-app';
     const API_SECRET = `shpss_${randomBytes(16).toString('hex')}`;

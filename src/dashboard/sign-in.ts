@@ -16,6 +16,9 @@ export interface SignInOptions {
   shopOfSessionToken?: (token: string) => Promise<string>;
 }
 
+const HOUR_MS = 3_600_000;
+const LINKS_PER_STORE_PER_HOUR = 5;
+
 /** A signed-in owner: the store they may see, and the token their forms carry against cross-site posts. */
 export interface OwnerSession {
   shop: string;
@@ -43,9 +46,13 @@ export class DashboardSignIn {
 
   /**
    * Mails a sign-in link to the owner of `shop`. Says nothing about whether the store exists:
-   * the page answers the same either way, so the form cannot be used to list customers.
+   * the page answers the same either way, so the form cannot be used to list customers. At most
+   * LINKS_PER_STORE_PER_HOUR mails an hour reach one owner, whatever the addresses asking, so
+   * the form cannot be used to flood them either.
    */
   async requestLink(shop: string): Promise<void> {
+    const since = new Date(Date.now() - HOUR_MS).toISOString();
+    if ((await this.options.store.linksSince(shop.toLowerCase(), since)) >= LINKS_PER_STORE_PER_HOUR) return;
     const issued = await this.issueLink(shop);
     if (!issued) return;
     await this.options.mail.send({

@@ -9,6 +9,17 @@ export class DashboardStore {
     await this.database.writeStatement((db) => db.insertInto('dashboard_sign_in_links').values(row).execute());
   }
 
+  /** Links made for a store since `since` (used or not): how many mails its owner was sent. */
+  async linksSince(shop: string, since: string): Promise<number> {
+    const row = await this.database.db
+      .selectFrom('dashboard_sign_in_links')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('shop', '=', shop)
+      .where('created_at', '>', since)
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
   findLink(tokenHash: string): Promise<DashboardSignInLinksTable | undefined> {
     return this.database.db.selectFrom('dashboard_sign_in_links').selectAll().where('token_hash', '=', tokenHash).executeTakeFirst();
   }
