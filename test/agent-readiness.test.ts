@@ -92,6 +92,12 @@ describe('agent readiness of the front door', () => {
       assert.equal(mediaType(browser.headers.get('content-type')), 'text/html');
       await browser.arrayBuffer();
 
+      // Scanners often ask with HEAD: the same Link header, no body.
+      const head = await get(path, { method: 'HEAD' });
+      assert.equal(head.status, 200);
+      assert.equal(head.headers.get('link'), html.headers.get('link'));
+      assert.equal((await head.arrayBuffer()).byteLength, 0);
+
       const md = await get(path, { headers: { accept: 'text/markdown' } });
       assert.equal(md.status, 200);
       assert.equal(md.headers.get('content-type'), 'text/markdown; charset=utf-8');
