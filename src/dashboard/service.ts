@@ -23,6 +23,7 @@ export interface DashboardDeps {
 const CHART_DAYS = 30;
 /** The most wanted (product, variant) pairs the demand table shows. */
 const DEMAND_ROWS = 500;
+const MOST_WANTED_ON_OVERVIEW = 5;
 const DAY_MS = 86_400_000;
 
 /** Readable product titles by `productKey`. */
@@ -61,7 +62,7 @@ export class DashboardService {
       dispatch.ledgerCounts(shop),
       dispatch.heldByPlan(shop),
       alerts.subscriptionCounts(shop),
-      this.demand(shop),
+      this.demand(shop, MOST_WANTED_ON_OVERVIEW),
       this.sentPerDay(shop, now),
       dispatch.listNotifications({ storeDomain: shop, limit: 10 }),
       dispatch.listRestocks(shop, 5),
@@ -84,8 +85,8 @@ export class DashboardService {
   }
 
   /** Waiting subscribers per product and variant, most wanted first, with titles and stock. */
-  async demand(shop: string): Promise<Demand[]> {
-    const counts = await this.deps.alerts.waitingCounts(shop, DEMAND_ROWS, 'most-wanted');
+  async demand(shop: string, limit = DEMAND_ROWS): Promise<Demand[]> {
+    const counts = await this.deps.alerts.waitingCounts(shop, limit, 'most-wanted');
     const known = await this.knownProducts(shop, counts.map((entry) => entry.productId));
     return counts.map((entry) => {
       const stock = known.variants.get(productKey(entry.productId, entry.variantId));

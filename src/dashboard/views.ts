@@ -48,7 +48,6 @@ export function overviewBody(o: Overview, snippet: string): SafeHtml {
     ['Unsubscribed', o.unsubscribed],
     ['Suppressed addresses', o.suppressed],
   ] as const;
-  const topDemand = o.demand.slice(0, 5);
   const fresh = o.waiting === 0 && o.ledger.sent === 0 && o.unsubscribed === 0;
   return html`<h1>${o.store.domain}</h1>
 ${fresh ? widgetInstructions(snippet) : ''}
@@ -59,7 +58,7 @@ ${dailyBarChart(o.sentPerDay, 'Alerts sent')}
 ${planSummary(o.plan)}
 ${o.heldByPlan > 0 ? html`<p class="error">${o.heldByPlan} alerts are waiting because this period's allowance of ${quota} is used up. <a href="/dashboard/plan">Change plan</a>.</p>` : ''}
 <h2>Most wanted</h2>
-${topDemand.length ? demandTable(topDemand, 'Products with the most waiting subscribers') : html`<p>No one is waiting for a product yet.</p>`}
+${o.demand.length ? demandTable(o.demand, 'Products with the most waiting subscribers') : html`<p>No one is waiting for a product yet.</p>`}
 <p><a href="/dashboard/demand">All demand</a></p>
 <h2>Latest alerts</h2>
 ${o.recent.length ? alertsTable(o.recent, o.titles) : html`<p>No alert has been sent yet.</p>`}
