@@ -41,6 +41,7 @@ import { dialectsSetting, exitCodeFor, guardProcess, intSetting, pgSetting, prof
 import { baseUrl, cpuSeconds, freePort, restockEnv, startServer, stopChild, type Child } from './lib.ts';
 import { postgresScratch, sqliteScratch, type ScratchDatabase } from './lib.ts';
 import { median, printChecks, printSetting, printTable, restockCli } from './lib.ts';
+import { expectStatus, requestJson } from './lib.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -359,39 +360,17 @@ async function runBaseline(sink: Sink, round: number): Promise<Row> {
 // ---------------------------------------------------------------------------------------------
 // The service's set-up: database, store, agent, subscribers
 
-async function api(base: string, method: string, route: string, body: unknown, token?: string): Promise<{ status: number; json: any; text: string }> {
-  const res = await fetch(`${base}${route}`, {
-    method,
-    headers: { 'content-type': 'application/json', ...(token && { authorization: `Bearer ${token}` }) },
-    body: JSON.stringify(body),
-    signal: AbortSignal.timeout(30_000),
-  });
-  const text = await res.text();
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: res.status, json, text };
-}
-
-function expectStatus(what: string, res: { status: number; text: string; json: any }, status: number): any {
-  if (res.status !== status) throw new Error(`${what} answered ${res.status}, expected ${status}: ${res.text.slice(0, 500)}`);
-  return res.json;
-}
-
 /** An anonymous agent the store's owner claims for the store, the code read at the sink. */
 async function claimAgent(base: string, sink: Sink): Promise<{ agentId: string; token: string }> {
-  const registered = expectStatus('agent registration', await api(base, 'POST', '/api/agent/register', { type: 'anonymous' }), 201);
+  const registered = expectStatus('agent registration', await requestJson(base, 'POST', '/api/agent/register', { type: 'anonymous' }), 201);
   sink.command({ type: 'expect', phase: 'claim', prefix: '\u0000', count: 1 });
   sink.command({ type: 'capture', address: OWNER });
   const captured = sink.next((e): e is Extract<SinkEvent, { type: 'captured' }> => e.type === 'captured' && e.address === OWNER, 30_000, 'the claim mail');
   captured.catch(() => {});
-  expectStatus('claim code request', await api(base, 'POST', '/api/agent/claim', { claim_token: registered.claim_token, email: OWNER, store: DOMAIN }), 200);
+  expectStatus('claim code request', await requestJson(base, 'POST', '/api/agent/claim', { claim_token: registered.claim_token, email: OWNER, store: DOMAIN }), 200);
   const code = /code: (\d{6})/.exec((await captured).raw)?.[1];
   if (!code) throw new Error('no claim code in the claim mail');
-  const claimed = expectStatus('claim', await api(base, 'POST', '/api/agent/claim', { claim_token: registered.claim_token, otp: code }), 200);
+  const claimed = expectStatus('claim', await requestJson(base, 'POST', '/api/agent/claim', { claim_token: registered.claim_token, otp: code }), 200);
   if (claimed.store !== DOMAIN) throw new Error(`the agent was bound to ${claimed.store}, not ${DOMAIN}`);
   return { agentId: registered.registration_id, token: claimed.credential };
 }
@@ -589,7 +568,7 @@ async function runService(sink: Sink, dialect: Dialect, round: number): Promise<
     const sinkCpu0 = cpuSeconds(sink.process.pid);
     const rssSampler = sampleRss(pid);
     const start = now();
-    const reported = await api(base, 'POST', `/api/v1/stores/${DOMAIN}/inventory`, { items: [{ ...PRODUCT, available: COUNT }] }, agent.token);
+    const reported = await requestJson(base, 'POST', `/api/v1/stores/${DOMAIN}/inventory`, { items: [{ ...PRODUCT, available: COUNT }] }, agent.token);
     const reportMs = now() - start;
     const items = expectStatus('inventory report', reported, 200).items as Array<{ restockId?: string }>;
     if (!items[0]?.restockId) throw new Error(`the report started no restock: ${reported.text.slice(0, 300)}`);

@@ -549,6 +549,44 @@ export async function restockCli(args: string[], env: NodeJS.ProcessEnv): Promis
   }
 }
 
+/** A bare Fastify route (bench/bare-server.ts), the baseline every ratio is against. */
+export async function startBareServer(): Promise<{ child: Child; url: string }> {
+  const port = await freePort();
+  const args = ['--import', 'tsx', path.join('bench', 'bare-server.ts')];
+  const child = await startServer('bare fastify', args, { ...process.env, PORT: String(port), HOST }, port, '/');
+  return { child, url: `${baseUrl(port)}/` };
+}
+
+export interface JsonAnswer {
+  status: number;
+  text: string;
+  json: any;
+}
+
+/** One API request in a bench's set-up: JSON in (when a body is given) and out, an optional bearer token. */
+export async function requestJson(base: string, method: string, route: string, body?: unknown, token?: string): Promise<JsonAnswer> {
+  const res = await fetch(`${base}${route}`, {
+    method,
+    headers: { ...(body !== undefined && { 'content-type': 'application/json' }), ...(token && { authorization: `Bearer ${token}` }) },
+    ...(body !== undefined && { body: JSON.stringify(body) }),
+    signal: AbortSignal.timeout(30_000),
+  });
+  const text = await res.text();
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, text, json };
+}
+
+/** The answer's JSON when its status is the one expected; otherwise the set-up stops, saying why. */
+export function expectStatus(what: string, res: JsonAnswer, status: number): any {
+  if (res.status !== status) throw new Error(`${what} answered ${res.status}, expected ${status}: ${res.text.slice(0, 500)}`);
+  return res.json;
+}
+
 /** Over several rounds (the first row of each the baseline), the median ratio of each target to it. */
 export function printMedianRatios(rounds: Array<Array<{ label: string; result: { requests: { average: number } } }>>): void {
   if (rounds.length < 2) return;

@@ -48,6 +48,7 @@ import { exitCodeFor, guardProcess, intSetting, runMain } from './lib.ts';
 import { HOST, SUBSCRIBE_PATH, baseUrl, freePort, restockEnv, startServer, stopChild, type Child } from './lib.ts';
 import { codesOf, cpuSeconds, load, type Result } from './lib.ts';
 import { percentile, printChecks, printMedianRatios, printSetting, printTable, sqliteScratch, type ScratchDatabase } from './lib.ts';
+import { startBareServer } from './lib.ts';
 
 const DURATION = intSetting('BENCH_DURATION', 10, 1, 600);
 const WARMUP = intSetting('BENCH_WARMUP', 2, 0, 60);
@@ -173,13 +174,6 @@ async function startRestock(chain: X402Chain, facilitatorUrl: string): Promise<R
   }
 }
 
-async function startBare(): Promise<{ child: Child; url: string }> {
-  const port = await freePort();
-  const args = ['--import', 'tsx', path.join('bench', 'bare-server.ts')];
-  const child = await startServer('bare fastify', args, { ...process.env, PORT: String(port), HOST }, port, '/');
-  return { child, url: `${baseUrl(port)}/` };
-}
-
 // ---------------------------------------------------------------------------------------------
 // 1. The 402 path under load
 
@@ -240,7 +234,7 @@ async function checkPaymentRequired(label: string, response: Response, chain: X4
 
 async function loadRound(restock: RestockServer): Promise<LoadRow[]> {
   const rows: LoadRow[] = [];
-  const bare = await startBare();
+  const bare = await startBareServer();
   try {
     rows.push(await measureLoad('bare GET /', bare.child.process.pid, bare.url, 200));
   } finally {

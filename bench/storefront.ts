@@ -40,9 +40,10 @@ import type autocannon from 'autocannon';
 import SqliteDriver from 'better-sqlite3';
 import { loadWidgetAsset, type WidgetAsset } from '../src/storefront/widget-asset.ts';
 import { exitCodeFor, fail, guardProcess, intSetting, profileSetting, runMain } from './lib.ts';
-import { HOST, baseUrl, freePort, restockEnv, startServer, stopChild, type Child } from './lib.ts';
+import { baseUrl, freePort, restockEnv, startServer, stopChild, type Child } from './lib.ts';
 import { codesOf, cpuSeconds, load, type Result } from './lib.ts';
 import { printChecks, printMedianRatios, printSetting, printTable, restockCli, sqliteScratch } from './lib.ts';
+import { expectStatus, requestJson, startBareServer } from './lib.ts';
 
 
 const DURATION = intSetting('BENCH_DURATION', 10, 1, 600);
@@ -85,35 +86,6 @@ guardProcess((ROUNDS * ((1 + SELECTED.size) * (WARMUP + DURATION) + 60) + 120) *
 // ---------------------------------------------------------------------------------------------
 // Set-up: the store, a store-bound agent, the product's stock
 
-interface Answer {
-  status: number;
-  headers: Headers;
-  text: string;
-  json: any;
-}
-
-async function call(base: string, method: string, route: string, body?: unknown, token?: string): Promise<Answer> {
-  const res = await fetch(`${base}${route}`, {
-    method,
-    headers: { ...(body !== undefined && { 'content-type': 'application/json' }), ...(token && { authorization: `Bearer ${token}` }) },
-    ...(body !== undefined && { body: JSON.stringify(body) }),
-    signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-  });
-  const text = await res.text();
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: res.status, headers: res.headers, text, json };
-}
-
-function expectStatus(what: string, res: Answer, status: number): any {
-  if (res.status !== status) throw new Error(`${what} answered ${res.status}, expected ${status}: ${res.text.slice(0, 500)}`);
-  return res.json;
-}
-
 /** The claim code Restock mailed to the owner; with no SMTP_URL its mail stays in the database. */
 function mailedCode(dataDir: string): string {
   const driver = new SqliteDriver(path.join(dataDir, 'restock.db'), { readonly: true });
@@ -131,16 +103,16 @@ function mailedCode(dataDir: string): string {
 
 /** The owner claims an anonymous agent naming the store, which gives it inventory:alerts there. */
 async function storeAgentToken(base: string, dataDir: string): Promise<string> {
-  const registered = expectStatus('agent registration', await call(base, 'POST', '/api/agent/register', { type: 'anonymous' }), 201);
-  expectStatus('claim code request', await call(base, 'POST', '/api/agent/claim', { claim_token: registered.claim_token, email: OWNER, store: SHOP }), 200);
-  const claimed = expectStatus('claim', await call(base, 'POST', '/api/agent/claim', { claim_token: registered.claim_token, otp: mailedCode(dataDir) }), 200);
+  const registered = expectStatus('agent registration', await requestJson(base, 'POST', '/api/agent/register', { type: 'anonymous' }), 201);
+  expectStatus('claim code request', await requestJson(base, 'POST', '/api/agent/claim', { claim_token: registered.claim_token, email: OWNER, store: SHOP }), 200);
+  const claimed = expectStatus('claim', await requestJson(base, 'POST', '/api/agent/claim', { claim_token: registered.claim_token, otp: mailedCode(dataDir) }), 200);
   if (claimed.store !== SHOP || typeof claimed.credential !== 'string') throw new Error(`the claim did not bind the agent to ${SHOP}: ${JSON.stringify(claimed)}`);
   return claimed.credential;
 }
 
 async function reportStock(base: string, token: string): Promise<void> {
   const items = VARIANTS.map((v) => ({ productId: PRODUCT, ...v, productTitle: 'Bench mug' }));
-  const reported = expectStatus('inventory report', await call(base, 'POST', `/api/v1/stores/${SHOP}/inventory`, { items }, token), 200);
+  const reported = expectStatus('inventory report', await requestJson(base, 'POST', `/api/v1/stores/${SHOP}/inventory`, { items }, token), 200);
   if (reported.items?.length !== VARIANTS.length) throw new Error(`the inventory report answered ${JSON.stringify(reported)}`);
 }
 
@@ -172,13 +144,6 @@ async function startRestock(): Promise<RestockServer> {
     await database.drop();
     throw err;
   }
-}
-
-async function startBare(): Promise<{ child: Child; url: string }> {
-  const port = await freePort();
-  const args = ['--import', 'tsx', path.join('bench', 'bare-server.ts')];
-  const child = await startServer('bare fastify', args, { ...process.env, PORT: String(port), HOST }, port, '/');
-  return { child, url: `${baseUrl(port)}/` };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -313,7 +278,7 @@ function targets(widget: WidgetAsset, subscribe: autocannon.Request[]): Target[]
 
 async function round(restock: RestockServer, list: Target[]): Promise<Row[]> {
   const rows: Row[] = [];
-  const bare = await startBare();
+  const bare = await startBareServer();
   try {
     rows.push(await measure('bare GET /', bare.child.process.pid, bare.url, 200));
   } finally {

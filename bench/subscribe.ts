@@ -24,10 +24,10 @@
 import path from 'node:path';
 import type autocannon from 'autocannon';
 import { exitCodeFor, fail, guardProcess, intSetting, pgSetting, runMain } from './lib.ts';
-import { HOST, baseUrl, freePort, restockEnv, startAgentServer, startServer, stopChild, type Child } from './lib.ts';
+import { freePort, restockEnv, startAgentServer, stopChild, type Child } from './lib.ts';
 import { SUBSCRIBE_PATH, cpuSeconds, load, outcomeOf, problemsOf, type Result } from './lib.ts';
 import { checkStored, postgresScratch, sqliteScratch, type ScratchDatabase } from './lib.ts';
-import { median, printChecks, printSetting, printTable } from './lib.ts';
+import { median, printChecks, printSetting, printTable, startBareServer } from './lib.ts';
 
 function syncSetting(): Array<'FULL' | 'NORMAL'> {
   const raw = process.env.BENCH_SYNC;
@@ -93,10 +93,8 @@ async function measure(label: string, child: Child, url: string, requests?: auto
 }
 
 async function bare(): Promise<Row> {
-  const port = await freePort();
-  const args = ['--import', 'tsx', path.join('bench', 'bare-server.ts')];
-  const child = await startServer('bare fastify', args, { ...process.env, PORT: String(port), HOST }, port, '/');
-  return measure('bare GET /', child, `${baseUrl(port)}/`);
+  const { child, url } = await startBareServer();
+  return measure('bare GET /', child, url);
 }
 
 /** Restock on a scratch database, loaded by a newly registered agent, then checked and dropped. */

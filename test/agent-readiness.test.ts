@@ -17,9 +17,8 @@ import { createHash } from 'node:crypto';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { startTestApp, type TestApp } from './fixtures/app.ts';
+import { startListeningTestApp, type TestApp } from './fixtures/app.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
-import { freePort } from './fixtures/network.ts';
 
 failOnLeakedHandles();
 
@@ -49,18 +48,14 @@ describe('agent readiness of the front door', () => {
   let mcp: Client | undefined;
 
   before(async () => {
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    t = await startTestApp('sqlite', {
-      BASE_URL: base,
+    ({ t, base } = await startListeningTestApp('sqlite', {
       // Both payment protocols offered, so a 402 carries what pay-per-request describes. Nothing
       // is ever paid here, so nothing reaches these addresses (nothing listens on port 9).
       X402_PAY_TO: '0x1111111111111111111111111111111111111111',
       X402_FACILITATOR_URL: 'http://127.0.0.1:9',
       MPP_TEMPO_RECIPIENT: '0x2222222222222222222222222222222222222222',
       MPP_TEMPO_RPC_URL: 'http://127.0.0.1:9',
-    });
-    await t.app.listen({ port, host: '127.0.0.1' });
+    }));
   });
   after(async () => {
     await mcp?.close();

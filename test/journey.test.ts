@@ -14,9 +14,8 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { browserSkipReason, launchBrowser, seriousAccessibilityViolations, startPageServer } from './fixtures/browser.ts';
-import { startTestApp, type TestApp } from './fixtures/app.ts';
+import { startListeningTestApp, type TestApp } from './fixtures/app.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
-import { freePort } from './fixtures/network.ts';
 import { startSmtpSink, type SmtpSink } from './fixtures/smtp-sink.ts';
 
 failOnLeakedHandles();
@@ -40,10 +39,7 @@ describe('shopper and merchant journey in a browser', { skip }, () => {
 
   before(async () => {
     sink = await startSmtpSink();
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    t = await startTestApp('sqlite', { SMTP_URL: sink.url, BASE_URL: base });
-    await t.app.listen({ port, host: '127.0.0.1' });
+    ({ t, base } = await startListeningTestApp('sqlite', { SMTP_URL: sink.url }));
     await t.app.restock.stores.createStore(SHOP, OWNER);
     // One alert per unit in stock, batches a second apart: the worker runs only when a test says,
     // so a restock mails its first batch, and the next one once a test runs the worker again.

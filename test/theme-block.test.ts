@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { Liquid } from 'liquidjs';
-import type { Browser } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { startTestApp, type TestApp } from './fixtures/app.ts';
 import { browserSkipReason, launchBrowser, seriousAccessibilityViolations, startPageServer } from './fixtures/browser.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
@@ -57,27 +57,45 @@ describe('the theme app block', () => {
       await t?.close();
     });
 
-    it('renders the widget for the selected sold-out variant, in the store’s language, with the merchant’s button text', async () => {
-      const block = await new Liquid().parseAndRender(BLOCK.replace(SCHEMA, ''), {
-        shop: { permanent_domain: SHOP },
-        product: { id: 41, selected_or_first_available_variant: { id: 51 } },
-        request: { locale: { iso_code: 'fr' } },
-        block: { settings: { service_url: `${base}/`, button_label: 'Prévenez-moi "vite"' }, shopify_attributes: '' },
-      });
+    /** The block rendered as a theme would, on a product page of the store with a Shopify-like variant picker. */
+    async function productPage(path: string, page: { lang: string; title: string; picker: string; options: Array<[number, string]> }, liquid: Record<string, unknown>) {
+      const block = await new Liquid().parseAndRender(BLOCK.replace(SCHEMA, ''), { shop: { permanent_domain: SHOP }, ...liquid });
+      const options = page.options.map(([id, label]) => `<option value="${id}">${label}</option>`).join('');
       store.setPage(
-        '/products/teapot',
-        `<!doctype html><html lang="fr"><head><meta charset="utf-8"><title>Théière</title></head><body><main>
-<h1>Théière</h1>
-<form action="/cart/add" method="post"><label for="v">Taille</label>
-<select id="v" name="id"><option value="51">Petite</option><option value="52">Grande</option></select></form>
+        path,
+        `<!doctype html><html lang="${page.lang}"><head><meta charset="utf-8"><title>${page.title}</title></head><body><main>
+<h1>${page.title}</h1>
+<form action="/cart/add" method="post"><label for="v">${page.picker}</label>
+<select id="v" name="id">${options}</select></form>
 ${block}
 </main></body></html>`,
       );
+    }
+
+    /** Opens the page in a fresh browser context, closed afterwards whatever happens. */
+    async function visit(path: string, use: (page: Page) => Promise<void>) {
       const context = await browser.newContext();
       try {
         const page = await context.newPage();
         page.setDefaultTimeout(5000);
-        await page.goto(`${store.url}/products/teapot`);
+        await page.goto(`${store.url}${path}`);
+        await use(page);
+      } finally {
+        await context.close();
+      }
+    }
+
+    it('renders the widget for the selected sold-out variant, in the store’s language, with the merchant’s button text', async () => {
+      await productPage(
+        '/products/teapot',
+        { lang: 'fr', title: 'Théière', picker: 'Taille', options: [[51, 'Petite'], [52, 'Grande']] },
+        {
+          product: { id: 41, selected_or_first_available_variant: { id: 51 } },
+          request: { locale: { iso_code: 'fr' } },
+          block: { settings: { service_url: `${base}/`, button_label: 'Prévenez-moi "vite"' }, shopify_attributes: '' },
+        },
+      );
+      await visit('/products/teapot', async (page) => {
         const button = page.locator('[data-restock-widget] button[type="submit"]');
         await button.waitFor({ state: 'visible' });
         assert.equal(await button.textContent(), 'Prévenez-moi "vite"');
@@ -90,41 +108,29 @@ ${block}
         await page.locator('[data-restock-widget] input[type="email"]').fill('claire@example.fr');
         await button.click();
         await page.locator('[data-restock-widget] [role="status"]').filter({ hasText: /Merci/ }).waitFor();
-      } finally {
-        await context.close();
-      }
+      });
       const row = await t.database.db.selectFrom('subscriptions').selectAll().where('email', '=', 'claire@example.fr').executeTakeFirstOrThrow();
       assert.deepEqual([row.store_domain, row.variant_id, row.locale], [SHOP, 'gid://shopify/ProductVariant/51', 'fr']);
     });
 
     it('uses the availability the theme renders, so a product Restock has not heard of still gets the form', async () => {
-      const block = await new Liquid().parseAndRender(BLOCK.replace(SCHEMA, ''), {
-        shop: { permanent_domain: SHOP },
-        product: {
-          id: 42,
-          selected_or_first_available_variant: { id: 62 },
-          variants: [
-            { id: 61, available: false },
-            { id: 62, available: true },
-          ],
-        },
-        request: { locale: { iso_code: 'en' } },
-        block: { settings: { service_url: base }, shopify_attributes: '' },
-      });
-      store.setPage(
+      await productPage(
         '/products/kettle',
-        `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Kettle</title></head><body><main>
-<h1>Kettle</h1>
-<form action="/cart/add" method="post"><label for="v">Colour</label>
-<select id="v" name="id"><option value="62">Red</option><option value="61">Blue</option></select></form>
-${block}
-</main></body></html>`,
+        { lang: 'en', title: 'Kettle', picker: 'Colour', options: [[62, 'Red'], [61, 'Blue']] },
+        {
+          product: {
+            id: 42,
+            selected_or_first_available_variant: { id: 62 },
+            variants: [
+              { id: 61, available: false },
+              { id: 62, available: true },
+            ],
+          },
+          request: { locale: { iso_code: 'en' } },
+          block: { settings: { service_url: base }, shopify_attributes: '' },
+        },
       );
-      const context = await browser.newContext();
-      try {
-        const page = await context.newPage();
-        page.setDefaultTimeout(5000);
-        await page.goto(`${store.url}/products/kettle`);
+      await visit('/products/kettle', async (page) => {
         const email = page.locator('[data-restock-widget] input[type="email"]');
         // Red is in stock: nothing shows until the shopper picks the sold-out blue one.
         await page.waitForLoadState('networkidle');
@@ -134,9 +140,7 @@ ${block}
         await email.fill('kettle-fan@example.com');
         await email.press('Enter');
         await page.locator('[data-restock-widget] [role="status"]').filter({ hasText: /back in stock/ }).waitFor();
-      } finally {
-        await context.close();
-      }
+      });
       const row = await t.database.db.selectFrom('subscriptions').selectAll().where('email', '=', 'kettle-fan@example.com').executeTakeFirstOrThrow();
       assert.deepEqual([row.store_domain, row.product_id, row.variant_id], [SHOP, 'gid://shopify/Product/42', 'gid://shopify/ProductVariant/61']);
     });
