@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { existsSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startServer } from '../src/server.ts';
 import { createTestDatabase, startTestApp, testConfig, testDialects, type TestApp } from './fixtures/app.ts';
@@ -280,6 +283,41 @@ for (const dialect of testDialects()) {
         // The store's pooled transport stays open until the app closes.
         await own.crash();
       }
+    });
+
+    describe("a store's SMTP URL never becomes mail library options", () => {
+      const marker = path.join(os.tmpdir(), `restock-smtp-marker-${process.pid}-${randomBytes(4).toString('hex')}`);
+      // Read as options, this query makes the library run /bin/sh instead of speaking SMTP.
+      const runsAProgram = `smtp://mail.example.com/?pool=false&sendmail=true&path=/bin/sh&args=-c&args=${encodeURIComponent(`touch ${marker}`)}&newline=unix`;
+      after(() => rmSync(marker, { force: true }));
+
+      it('is refused by the settings with a problem naming the field, and changes nothing', async () => {
+        const w = await storeWithWaiting(0);
+        const before = await t.database.db.selectFrom('stores').selectAll().where('domain', '=', w.store.domain).executeTakeFirstOrThrow();
+        const res = await call(t.app, 'PATCH', `/api/v1/stores/${w.store.domain}`, { token: w.store.token, body: { smtpUrl: runsAProgram, locale: 'de' } });
+        const problem = expectProblem(res, 400, 'validation-failed');
+        assert.equal(problem.errors[0].pointer, '/body/smtpUrl');
+        assert.match(problem.errors[0].message, /option "pool" is not supported/);
+        assert.ok(!JSON.stringify(problem).includes(marker), 'the URL is not repeated');
+        assert.deepEqual(await t.database.db.selectFrom('stores').selectAll().where('domain', '=', w.store.domain).executeTakeFirstOrThrow(), before);
+      });
+
+      it('stored before the check existed, it runs nothing: its alerts fail with the reason and other stores still send', async () => {
+        const w = await storeWithWaiting(1);
+        const other = await storeWithWaiting(1);
+        // As a row written before the settings checked the URL would hold it.
+        await t.app.restock.stores.setSmtpUrl(w.store.domain, runsAProgram);
+        expectStatus(await report(w.store, [{ productId: w.productId, variantId: w.variantId, available: 5, productTitle: w.title }]), 200);
+        expectStatus(await report(other.store, [{ productId: other.productId, variantId: other.variantId, available: 5, productTitle: other.title }]), 200);
+        await t.app.restock.worker.turn();
+        await t.app.restock.worker.turn();
+
+        assert.equal(existsSync(marker), false, 'no program ran');
+        const [row] = await ledger(w.store);
+        assert.match(row!.outcome ?? '', /SMTP URL is refused: the SMTP URL option "pool" is not supported/);
+        assert.notEqual(row!.status, 'sent');
+        assert.deepEqual(alertsFor(sink, other.title).map((m) => m.recipients[0]), other.emails);
+      });
     });
 
     it('retries transient failures with backoff and delivers once the SMTP server is back', async () => {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Database } from '../src/core/db/database.ts';
 import { MailOutboxStore } from '../src/core/mail/outbox-store.ts';
+import { parseSmtpUrl, SmtpUrlError } from '../src/core/mail/smtp-url.ts';
 import { MailDeliveryError, openMailTransport, type MailMessage, type MailTransport } from '../src/core/mail/transport.ts';
 import { createTestDatabase, testConfig, testDialects, type TestDatabase } from './fixtures/app.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
@@ -191,6 +192,55 @@ describe('mail over SMTP', () => {
       assert.doesNotMatch(err.message, /secret/);
       return true;
     });
+  });
+});
+
+describe('SMTP URLs are read into typed settings', () => {
+  it('reads host, port, credentials and timeouts, with defaults', () => {
+    assert.deepEqual(parseSmtpUrl('smtp://mail.example.com'), {
+      secure: false,
+      host: 'mail.example.com',
+      port: 587,
+      auth: undefined,
+      connectionTimeoutMs: 10_000,
+      greetingTimeoutMs: 10_000,
+      socketTimeoutMs: 30_000,
+    });
+    assert.deepEqual(parseSmtpUrl('smtps://us%40er:p%3Ass%2Fw@[::1]:2465/?socketTimeout=5000&greetingTimeout=200'), {
+      secure: true,
+      host: '::1',
+      port: 2465,
+      auth: { user: 'us@er', pass: 'p:ss/w' },
+      connectionTimeoutMs: 10_000,
+      greetingTimeoutMs: 200,
+      socketTimeoutMs: 5000,
+    });
+    assert.equal(parseSmtpUrl('smtps://mail.example.com').port, 465);
+  });
+
+  it('refuses every other option, a path, and timeouts that are not whole milliseconds, without echoing the URL', () => {
+    const refused = [
+      'smtp://user:secret@mail.example.com/?sendmail=true&path=/bin/sh',
+      'smtp://user:secret@mail.example.com/?pool=false',
+      'smtp://user:secret@mail.example.com/?tls.rejectUnauthorized=false',
+      'smtp://user:secret@mail.example.com/?__proto__=x',
+      'smtp://user:secret@mail.example.com/?connectionTimeout=1e3',
+      'smtp://user:secret@mail.example.com/?connectionTimeout=0',
+      'smtp://user:secret@mail.example.com/?socketTimeout=9999999',
+      'smtp://user:secret@mail.example.com/bin/sh',
+      'smtp://user:secret@mail.example.com/#x',
+      'smtp://user:%E0%A4%A@mail.example.com',
+    ];
+    for (const url of refused) {
+      assert.throws(() => parseSmtpUrl(url), (err: Error) => err instanceof SmtpUrlError && !err.message.includes('secret'), url);
+    }
+  });
+
+  it('an operator SMTP_URL carrying library options is refused at start, not obeyed', () => {
+    assert.throws(
+      () => openMailTransport({ smtpUrl: 'smtp://localhost/?sendmail=true&path=/bin/sh&args=-c&args=exit', from: FROM, database: unusedDatabase }),
+      /option "sendmail" is not supported/,
+    );
   });
 });
 

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
-import type { MailTransport } from '../core/mail/transport.ts';
+import { MailDeliveryError, type MailMessage, type MailTransport } from '../core/mail/transport.ts';
 import { SmtpTransport } from '../core/mail/smtp-transport.ts';
+import { SmtpUrlError } from '../core/mail/smtp-url.ts';
 import type { EffectiveSettings } from '../stores/settings.ts';
 
 /**
@@ -8,7 +9,7 @@ import type { EffectiveSettings } from '../stores/settings.ts';
  * open across batches), otherwise the service's (SMTP_URL, or the local outbox).
  */
 export class AlertSenders {
-  private readonly own = new Map<string, SmtpTransport>();
+  private readonly own = new Map<string, MailTransport>();
 
   constructor(
     private readonly fallback: MailTransport,
@@ -29,10 +30,23 @@ export class AlertSenders {
           void stale.close();
         }
       }
-      transport = new SmtpTransport(smtpUrl, this.defaultFrom, { poolSize: this.poolSize });
+      transport = this.openOwn(smtpUrl);
       this.own.set(key, transport);
     }
     return transport;
+  }
+
+  /**
+   * A URL stored before the settings checked it as the transport reads it can still be refused
+   * here; its store's alerts then fail with the reason instead of stopping everyone's batch.
+   */
+  private openOwn(smtpUrl: string): MailTransport {
+    try {
+      return new SmtpTransport(smtpUrl, this.defaultFrom, { poolSize: this.poolSize });
+    } catch (err) {
+      if (!(err instanceof SmtpUrlError)) throw err;
+      return new RefusedTransport(`the store's SMTP URL is refused: ${err.message}`);
+    }
   }
 
   /** The From header: the store's sender name on the service's address. */
@@ -46,4 +60,17 @@ export class AlertSenders {
     await Promise.all([...this.own.values()].map((transport) => transport.close()));
     this.own.clear();
   }
+}
+
+/** Stands for a store's mail server whose URL cannot be used: every send fails with why. */
+class RefusedTransport implements MailTransport {
+  readonly kind = 'smtp' as const;
+
+  constructor(private readonly why: string) {}
+
+  async send(_message: MailMessage): Promise<void> {
+    throw new MailDeliveryError(this.why);
+  }
+
+  async close(): Promise<void> {}
 }

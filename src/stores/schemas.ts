@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { alertTemplateSchema, localeSchema, storeSettingsSchema } from './settings.ts';
+import { parseSmtpUrl, SmtpUrlError } from '../core/mail/smtp-url.ts';
 
 export const shopSchema = z
   .string()
@@ -48,6 +49,16 @@ export const storeSchema = z
 
 export type StorePlanUsage = z.infer<typeof storeSchema>['plan'];
 
+/** The URL must parse as the mail transport will read it; the message never repeats the URL. */
+function refuseUnreadableSmtpUrl(value: string, context: z.RefinementCtx): void {
+  try {
+    parseSmtpUrl(value);
+  } catch (err) {
+    if (!(err instanceof SmtpUrlError)) throw err;
+    context.addIssue({ code: 'custom', message: err.message });
+  }
+}
+
 /** Each settings field may be set, or `null` to return to the default. */
 export const storeSettingsPatch = z
   .object({
@@ -56,6 +67,7 @@ export const storeSettingsPatch = z
       .string()
       .max(2048)
       .regex(/^smtps?:\/\/[^\s]+$/, 'must be an smtp:// or smtps:// URL')
+      .superRefine(refuseUnreadableSmtpUrl)
       .nullable()
       .optional()
       .describe("The store's own SMTP server, credentials included (kept sealed); null to use the service's"),

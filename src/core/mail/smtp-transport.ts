@@ -1,18 +1,8 @@
 import net from 'node:net';
 import nodemailer from 'nodemailer';
-import { parseConnectionUrl } from 'nodemailer/lib/shared/index.js';
+import type SMTPPool from 'nodemailer/lib/smtp-pool/index.js';
+import { parseSmtpUrl, type SmtpServer } from './smtp-url.ts';
 import type { MailMessage, MailTransport } from './transport.ts';
-
-/**
- * Applied unless the SMTP URL's query sets them (`smtp://host:587?connectionTimeout=5000`). The
- * library's own waits run to minutes; a request waiting on mail should fail in seconds instead.
- */
-const URL_DEFAULTS: Record<string, string> = {
-  pool: 'true',
-  connectionTimeout: '10000',
-  greetingTimeout: '10000',
-  socketTimeout: '30000',
-};
 
 /** The SMTP server did not take a mail: unreachable, too slow, or refused it. */
 export class MailDeliveryError extends Error {
@@ -38,8 +28,7 @@ export class SmtpTransport implements MailTransport {
     private readonly from: string,
     options: { poolSize?: number } = {},
   ) {
-    const settings = parseConnectionUrl(withDefaults(smtpUrl, options.poolSize));
-    this.transporter = nodemailer.createTransport({ ...settings, ...(!settings.secure && { getSocket: socketWithoutDelay }) } as nodemailer.TransportOptions);
+    this.transporter = nodemailer.createTransport(poolOptions(parseSmtpUrl(smtpUrl), options.poolSize));
     // Failures reach the caller through sendMail's promise; an unhandled 'error' would end the process.
     this.transporter.on('error', () => {});
   }
@@ -104,20 +93,18 @@ function socketWithoutDelay(
   });
 }
 
-function withDefaults(smtpUrl: string, poolSize: number | undefined): string {
-  let url: URL;
-  try {
-    url = new URL(smtpUrl);
-  } catch {
-    // Not the parser's message: it would carry the URL, password included, into logs.
-    throw new Error('SMTP_URL is not a valid URL');
-  }
-  if (url.protocol !== 'smtp:' && url.protocol !== 'smtps:') {
-    throw new Error(`SMTP_URL must start with smtp:// or smtps://, not ${url.protocol}//`);
-  }
-  const defaults = poolSize === undefined ? URL_DEFAULTS : { ...URL_DEFAULTS, maxConnections: String(poolSize) };
-  for (const [key, value] of Object.entries(defaults)) {
-    if (!url.searchParams.has(key)) url.searchParams.set(key, value);
-  }
-  return url.toString();
+/** Every option spelled out from typed values: nothing of the URL reaches the library as text. */
+function poolOptions(server: SmtpServer, poolSize: number | undefined): SMTPPool.Options {
+  return {
+    pool: true,
+    ...(poolSize !== undefined && { maxConnections: poolSize }),
+    host: server.host,
+    port: server.port,
+    secure: server.secure,
+    ...(server.auth && { auth: { user: server.auth.user, pass: server.auth.pass } }),
+    connectionTimeout: server.connectionTimeoutMs,
+    greetingTimeout: server.greetingTimeoutMs,
+    socketTimeout: server.socketTimeoutMs,
+    ...(!server.secure && { getSocket: socketWithoutDelay as SMTPPool.Options['getSocket'] }),
+  };
 }
