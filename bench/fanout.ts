@@ -314,7 +314,7 @@ function rowOf(label: string, dialect: Row['dialect'], outcome: { stats: PhaseSt
 async function runBaseline(sink: Sink, round: number): Promise<Row> {
   const prefix = `base${round}-${TAG}-`;
   const url = new URL(sink.url);
-  // What SmtpTransport makes of SMTP_URL (its URL_DEFAULTS and the pool size).
+  // What SmtpTransport gives the library for SMTP_URL (its default timeouts and the pool size).
   for (const [key, value] of Object.entries({ pool: 'true', connectionTimeout: '10000', greetingTimeout: '10000', socketTimeout: '30000', maxConnections: String(POOL_SIZE) })) {
     url.searchParams.set(key, value);
   }

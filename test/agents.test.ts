@@ -124,9 +124,9 @@ for (const dialect of testDialects()) {
       });
 
       it('refuses an mtls credential, storing nothing', async () => {
-        const before = await t.counts();
+        const before = await t.tableDigests();
         expectProblem(await post(t.app, REGISTER, { type: 'anonymous', requested_credential_type: 'mtls' }), 400, 'malformed-request', 'invalid_request');
-        assert.deepEqual(await t.counts(), before);
+        assert.deepEqual(await t.tableDigests(), before);
       });
 
       const long = (n: number) => 'x'.repeat(n);
@@ -147,11 +147,11 @@ for (const dialect of testDialects()) {
       ];
       for (const [name, body, pointers] of invalid) {
         it(`refuses ${name} naming ${pointers.join(' and ')}, storing nothing`, async () => {
-          const before = await t.counts();
+          const before = await t.tableDigests();
           const problem = expectProblem(await post(t.app, REGISTER, body), 400, 'validation-failed');
           const named = problem.errors.map((e: { pointer: string }) => e.pointer);
           for (const pointer of pointers) assert.ok(named.includes(pointer), JSON.stringify(problem.errors));
-          assert.deepEqual(await t.counts(), before);
+          assert.deepEqual(await t.tableDigests(), before);
         });
       }
     });
@@ -293,18 +293,18 @@ for (const dialect of testDialects()) {
 
       it('codes go only to the address registered', async () => {
         const { claim_token } = await registerVerified(t.app, uniqueEmail());
-        const before = await t.counts();
+        const before = await t.tableDigests();
         expectProblem(await requestCode(t.app, claim_token, uniqueEmail('intruder')), 400, 'claim-failed', 'invalid_request');
-        assert.deepEqual(await t.counts(), before);
+        assert.deepEqual(await t.tableDigests(), before);
       });
 
       it('a claim token asks for at most 5 codes', async () => {
         const email = uniqueEmail();
         const { claim_token } = await registerVerified(t.app, email);
         for (let sent = 1; sent < 5; sent++) expectStatus(await requestCode(t.app, claim_token, email), 200);
-        const before = await t.counts();
+        const before = await t.tableDigests();
         expectProblem(await requestCode(t.app, claim_token, email), 400, 'claim-failed', 'claim_attempts_exceeded');
-        assert.deepEqual(await t.counts(), before, 'no sixth code is stored or mailed');
+        assert.deepEqual(await t.tableDigests(), before, 'no sixth code is stored or mailed');
       });
     });
 
@@ -339,9 +339,9 @@ for (const dialect of testDialects()) {
       it('asks for at most 5 codes, storing nothing for a sixth', async () => {
         const agent = await registerAnonymousAgent(t.app);
         for (let sent = 0; sent < 5; sent++) expectStatus(await requestCode(t.app, agent.claimToken, uniqueEmail()), 200);
-        const before = await t.counts();
+        const before = await t.tableDigests();
         expectProblem(await requestCode(t.app, agent.claimToken, uniqueEmail()), 400, 'claim-failed', 'claim_attempts_exceeded');
-        assert.deepEqual(await t.counts(), before);
+        assert.deepEqual(await t.tableDigests(), before);
       });
 
       // The cap is what stops a leaked claim URL from flooding inboxes, so it must hold under concurrency.
@@ -452,10 +452,10 @@ for (const dialect of testDialects()) {
       });
 
       it('an agent of one store cannot subscribe or check out for another (403), storing nothing', async () => {
-        const before = await t.counts();
+        const before = await t.tableDigests();
         expectProblem(await subscribe(t, a.token, { shop: b.domain }), 403, 'forbidden');
         expectProblem(await post(t.app, CHECKOUT, { plan: 'starter', shop: b.domain }, a.token), 403, 'forbidden');
-        assert.deepEqual(await t.counts(), before);
+        assert.deepEqual(await t.tableDigests(), before);
       });
 
       it("agents bound to no store can neither read nor cancel each other's subscriptions", async () => {
@@ -519,13 +519,13 @@ for (const dialect of testDialects()) {
 
       it('refuses a repeated form field, changing nothing', async () => {
         const agent = await registerAnonymousAgent(t.app);
-        const before = await t.counts();
+        const before = await t.tableDigests();
         const repeated = new URLSearchParams([['claim_token', agent.claimToken], ['email', uniqueEmail()], ['email', uniqueEmail()]]).toString();
         expectPage(await form(repeated), 400);
         const res = await call(t.app, 'POST', CLAIM, { body: repeated, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
         const problem = expectProblem(res, 400, 'validation-failed');
         assert.deepEqual(problem.errors.map((e: { pointer: string }) => e.pointer), ['/body/email']);
-        assert.deepEqual(await t.counts(), before);
+        assert.deepEqual(await t.tableDigests(), before);
       });
 
       it('answers an unknown claim token with a page saying so', async () => {
@@ -569,7 +569,7 @@ for (const dialect of testDialects()) {
 
     describe('restock store create', () => {
       it('refuses a bad domain or e-mail with exit code 2, saying which', async () => {
-        const before = await t.counts();
+        const before = await t.tableDigests();
         const refusals: Array<[string[], RegExp]> = [
           [['not a store', '--owner', uniqueEmail()], /^restock: domain: must be a store domain such as my-store\.myshopify\.com\n$/],
           [[uniqueDomain(), '--owner', 'nobody'], /^restock: --owner: must be a valid e-mail address\n$/],
@@ -581,7 +581,7 @@ for (const dialect of testDialects()) {
           assert.match(run.stderr, refusals[i]![1]);
           assert.equal(run.stdout, '');
         });
-        assert.deepEqual(await t.counts(), before);
+        assert.deepEqual(await t.tableDigests(), before);
       });
 
       it('creates the store, and its owner can then claim an agent for it', async () => {

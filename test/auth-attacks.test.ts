@@ -195,10 +195,10 @@ for (const dialect of testDialects()) {
     for (const [name, why, forge] of accessTokenAttacks) {
       it(`refuses a token ${name}: 401 invalid_token, nothing stored`, async () => {
         const token = await forge(f);
-        const before = await t.counts();
+        const before = await t.tableDigests();
         assert.match(assertInvalidToken(await me(`Bearer ${token}`)).body.detail, why);
         assertInvalidToken(await subscribe(`Bearer ${token}`));
-        assert.deepEqual(await t.counts(), before);
+        assert.deepEqual(await t.tableDigests(), before);
       });
     }
 
@@ -251,7 +251,7 @@ for (const dialect of testDialects()) {
       it('a valid token without the scope: 403 insufficient_scope naming api:write', async () => {
         const { token } = await registerAgent(t.app, { scope: 'api:read' });
         assert.equal((await me(`Bearer ${token}`)).statusCode, 200);
-        const before = await t.counts();
+        const before = await t.tableDigests();
         const { body, challenge } = assertRefused(await subscribe(`Bearer ${token}`), {
           status: 403,
           slug: 'insufficient-scope',
@@ -259,7 +259,7 @@ for (const dialect of testDialects()) {
         });
         assert.equal(challenge.scope, 'api:write');
         assert.equal(body.scope, 'api:write');
-        assert.deepEqual(await t.counts(), before);
+        assert.deepEqual(await t.tableDigests(), before);
       });
     });
   });
@@ -322,10 +322,10 @@ for (const dialect of testDialects()) {
     it('accepts a genuine assertion once, and calls its second use a replay at both endpoints', async () => {
       const assertion = await g.idp.mint({ sub: `user-${randomUUID()}` });
       assert.equal((await register(assertion)).statusCode, 201);
-      const before = await t.counts();
+      const before = await t.tableDigests();
       assertRegistrationRefused(await register(assertion), 'replay_detected');
       assertGrantRefused(await exchange(assertion), 'replay_detected');
-      assert.deepEqual(await t.counts(), before);
+      assert.deepEqual(await t.tableDigests(), before);
 
       const exchanged = await g.idp.mint({ sub: `user-${randomUUID()}` });
       assert.equal((await exchange(exchanged)).statusCode, 200);
@@ -336,10 +336,10 @@ for (const dialect of testDialects()) {
     for (const [name, error, forge] of assertionAttacks) {
       it(`refuses an assertion ${name}: ${error}, nothing stored`, async () => {
         const assertion = await forge(g);
-        const before = await t.counts();
+        const before = await t.tableDigests();
         assertRegistrationRefused(await register(assertion), error);
         assertGrantRefused(await exchange(assertion), error);
-        assert.deepEqual(await t.counts(), before);
+        assert.deepEqual(await t.tableDigests(), before);
       });
     }
   });

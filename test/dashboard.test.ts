@@ -213,13 +213,13 @@ for (const dialect of testDialects()) {
         const { shop, owner } = await createStore(t);
         const link = await requestLink(t, shop, owner);
         assert.equal((await postForm(t, link, {})).statusCode, 303);
-        const before = await t.counts();
+        const before = await t.tableDigests();
         for (const res of [await postForm(t, link, {}), await getPage(t, link)]) {
           assertHtml(res, 410);
           assert.match(res.body, /This sign-in link no longer works/);
           assert.equal(sessionCookie(res), undefined);
         }
-        assert.deepEqual(await t.counts(), before);
+        assert.deepEqual(await t.tableDigests(), before);
       });
 
       it('an expired link answers 410 and opens no session', async () => {
@@ -228,12 +228,12 @@ for (const dialect of testDialects()) {
         const token = link.split('/').pop()!;
         const expired = new Date(Date.now() - 1000).toISOString();
         await t.database.db.updateTable('dashboard_sign_in_links').set({ expires_at: expired }).where('token_hash', '=', hashOf(token)).execute();
-        const before = await t.counts();
+        const before = await t.tableDigests();
         for (const res of [await getPage(t, link), await postForm(t, link, {})]) {
           assertHtml(res, 410);
           assert.match(res.body, /Ask for a new one/);
         }
-        assert.deepEqual(await t.counts(), before);
+        assert.deepEqual(await t.tableDigests(), before);
         const row = await t.database.db.selectFrom('dashboard_sign_in_links').selectAll().where('token_hash', '=', hashOf(token)).executeTakeFirstOrThrow();
         assert.equal(row.used_at, null);
       });
@@ -248,9 +248,9 @@ for (const dialect of testDialects()) {
         const { shop } = await createStore(t);
         const unknown = newShop();
         const known = await postForm(t, SIGN_IN, { shop });
-        const before = await t.counts();
+        const before = await t.tableDigests();
         const stranger = await postForm(t, SIGN_IN, { shop: unknown });
-        assert.deepEqual(await t.counts(), before, 'no link, no mail');
+        assert.deepEqual(await t.tableDigests(), before, 'no link, no mail');
         assert.equal(stranger.statusCode, known.statusCode);
         assert.equal(stranger.headers['content-type'], known.headers['content-type']);
         assert.equal(stranger.body.replaceAll(unknown, 'SHOP'), known.body.replaceAll(shop, 'SHOP'));
@@ -258,7 +258,7 @@ for (const dialect of testDialects()) {
       });
 
       it('refuses an invalid domain with a 400 page naming the error, and stores and sends nothing', async () => {
-        const before = await t.counts();
+        const before = await t.tableDigests();
         for (const typed of ['evil.example.com', 'my store.myshopify.com', '<script>.myshopify.com', '']) {
           const res = await postForm(t, SIGN_IN, { shop: typed });
           assertHtml(res, 400);
@@ -267,7 +267,7 @@ for (const dialect of testDialects()) {
           assert.match(res.body, typed ? /The store domain must be a store domain/ : /Enter your store’s domain/);
           assert.doesNotMatch(res.body, /<script>/, 'what was typed comes back escaped');
         }
-        assert.deepEqual(await t.counts(), before);
+        assert.deepEqual(await t.tableDigests(), before);
       });
 
       it('two tabs posting the same link at once sign in once', async () => {
@@ -295,12 +295,12 @@ for (const dialect of testDialects()) {
       }
 
       it('sends a visitor without a session, or with a forged cookie, to sign in from every signed-in page', async () => {
-        const before = await t.counts();
+        const before = await t.tableDigests();
         await assertEverySignedInPageRefuses(undefined, 'no cookie');
         await assertEverySignedInPageRefuses(`${COOKIE}=${randomBytes(32).toString('base64url')}`, 'forged cookie');
         await assertEverySignedInPageRefuses(`${COOKIE}=`, 'empty cookie');
         await assertEverySignedInPageRefuses(`other=1`, 'another cookie');
-        assert.deepEqual(await t.counts(), before);
+        assert.deepEqual(await t.tableDigests(), before);
       });
 
       it('signing out ends the session on the server: the old cookie no longer opens any page', async () => {
@@ -333,7 +333,7 @@ for (const dialect of testDialects()) {
           ['/dashboard/settings', { minStock: '4', senderName: 'Forged' }],
           ['/dashboard/plan/checkout', { plan: 'growth' }],
         ];
-        const before = await t.counts();
+        const before = await t.tableDigests();
         const settings = (await t.app.restock.stores.getStore(shop)).settings;
         for (const [url, fields] of forms) {
           const tokens = [['no token', undefined], ['a wrong token', 'x'.repeat(43)], ["another session's token", foreignCsrf], ['an empty token', '']] as const;
@@ -345,7 +345,7 @@ for (const dialect of testDialects()) {
             assert.match(res.body, /came from another site/);
           }
         }
-        assert.deepEqual(await t.counts(), before);
+        assert.deepEqual(await t.tableDigests(), before);
         assert.deepEqual((await t.app.restock.stores.getStore(shop)).settings, settings);
         assert.deepEqual((await t.app.restock.dispatch.listSuppressions(shop)).map((row) => row.email), [kept]);
 
@@ -357,13 +357,13 @@ for (const dialect of testDialects()) {
 
       it('answers the checkout form as every other form: 303 to sign in without a session, 403 without its CSRF token', async () => {
         const { cookie } = await signedInStore(t);
-        const before = await t.counts();
+        const before = await t.tableDigests();
         const answers = {
           'no session, no fields': (await postForm(t, '/dashboard/plan/checkout', {})).statusCode,
           'no CSRF field': (await postForm(t, '/dashboard/plan/checkout', { plan: 'growth' }, cookie)).statusCode,
           'an empty CSRF field': (await postForm(t, '/dashboard/plan/checkout', { plan: 'growth', csrf: '' }, cookie)).statusCode,
         };
-        assert.deepEqual(await t.counts(), before);
+        assert.deepEqual(await t.tableDigests(), before);
         assert.deepEqual(answers, { 'no session, no fields': 303, 'no CSRF field': 403, 'an empty CSRF field': 403 });
       });
     });
@@ -571,7 +571,7 @@ for (const dialect of testDialects()) {
         const csrf = csrfOf((await getPage(t, '/dashboard/settings', cookie)).body);
         assert.equal((await postForm(t, '/dashboard/settings', { csrf, minStock: '2', senderName: 'Before' }, cookie)).statusCode, 303);
         const before = await t.app.restock.stores.getStore(shop);
-        const counts = await t.counts();
+        const counts = await t.tableDigests();
 
         const res = await postForm(t, '/dashboard/settings', { csrf, batchMultiplier: '1000', minStock: '0', senderName: 'Evil <b>', frequencyCapMinutes: '15' }, cookie);
         assertHtml(res, 400);
@@ -583,7 +583,7 @@ for (const dialect of testDialects()) {
         assert.doesNotMatch(res.body, /id="f-frequencyCapMinutes"[^>]*aria-invalid/, 'a valid field is not marked');
         assert.doesNotMatch(res.body, /<b>/);
         assert.deepEqual(await t.app.restock.stores.getStore(shop), before);
-        assert.deepEqual(await t.counts(), counts);
+        assert.deepEqual(await t.tableDigests(), counts);
 
         const alone: Array<Record<string, string>> = [{ minStock: 'many' }, { batchIntervalSeconds: '1.5' }, { locale: 'xx' }, { frequencyCapMinutes: '-1' }, { senderName: 'x'.repeat(101) }];
         for (const fields of alone) {
@@ -662,7 +662,7 @@ for (const dialect of testDialects()) {
       it('refuses an invalid address with a 400 page marking the field, and stores nothing', async () => {
         const { shop, cookie } = await signedInStore(t);
         const csrf = csrfOf((await getPage(t, '/dashboard/audience', cookie)).body);
-        const before = await t.counts();
+        const before = await t.tableDigests();
         for (const email of ['not-an-email', 'a@', '<img src=x>@example.com', '']) {
           const res = await postForm(t, '/dashboard/suppressions', { csrf, email }, cookie);
           assertHtml(res, 400);
@@ -670,7 +670,7 @@ for (const dialect of testDialects()) {
           assert.match(res.body, /<p id="suppress-error" class="error">must be a valid e-mail address<\/p>/);
           assert.doesNotMatch(res.body, /<img/);
         }
-        assert.deepEqual(await t.counts(), before);
+        assert.deepEqual(await t.tableDigests(), before);
         assert.deepEqual(await t.app.restock.dispatch.listSuppressions(shop), []);
       });
     });
@@ -714,11 +714,11 @@ for (const dialect of testDialects()) {
     it('refuses the third link asked for within the hour with 429 and Retry-After, and mails nothing', async () => {
       const { shop, owner } = await createStore(t);
       for (let i = 0; i < 2; i++) assertHtml(await postForm(t, SIGN_IN, { shop }), 200);
-      const before = await t.counts();
+      const before = await t.tableDigests();
       const third = await postForm(t, SIGN_IN, { shop });
       assert.equal(third.statusCode, 429, third.body);
       assert.ok(Number(third.headers['retry-after']) > 0, String(third.headers['retry-after']));
-      assert.deepEqual(await t.counts(), before);
+      assert.deepEqual(await t.tableDigests(), before);
       assert.equal((await new MailOutboxStore(t.database).listFor(owner)).length, 2);
       assertHtml(await getPage(t, SIGN_IN), 200);
     });
@@ -815,9 +815,9 @@ for (const dialect of testDialects()) {
       const other = `dash-${unique()}.myshopify.com`;
       await installByTokenExchange(t, shopify, shop);
       await installByTokenExchange(t, shopify, other);
-      const before = await t.counts();
+      const before = await t.tableDigests();
       const res = await openFromAdmin(shop, await shopify.sessionToken(other));
-      assert.deepEqual(await t.counts(), before, 'no session, for either store');
+      assert.deepEqual(await t.tableDigests(), before, 'no session, for either store');
       assert.equal(sessionCookie(res), undefined);
       assert.equal(res.statusCode, 401, `${res.statusCode} ${res.headers.location ?? res.body}`);
     });
@@ -833,24 +833,24 @@ for (const dialect of testDialects()) {
         ['an expired token', await shopify.sessionToken(shop, { exp: now - 120, iat: now - 180, nbf: now - 180 })],
         ['garbage', 'not-a-jwt'],
       ];
-      const before = await t.counts();
+      const before = await t.tableDigests();
       for (const [what, token] of cases) {
         const res = await t.app.inject({ method: 'GET', url: `/dashboard/shopify?${new URLSearchParams({ id_token: token, shop })}`, headers: { accept: 'application/json' } });
         assert.equal(res.statusCode, 401, `${what}: ${res.statusCode} ${res.body}`);
         assertProblem(res, 401, 'invalid-token');
         assert.equal(sessionCookie(res), undefined, what);
       }
-      assert.deepEqual(await t.counts(), before);
+      assert.deepEqual(await t.tableDigests(), before);
     });
 
     it('a store that has not installed the app gets a 404 problem and no session', async () => {
       const shop = `dash-${unique()}.myshopify.com`;
       shopify.addShop(shop, { email: `owner@${shop}` });
-      const before = await t.counts();
+      const before = await t.tableDigests();
       const res = await t.app.inject({ method: 'GET', url: `/dashboard/shopify?${new URLSearchParams({ id_token: await shopify.sessionToken(shop), shop })}`, headers: { accept: 'application/json' } });
       assertProblem(res, 404, 'not-found');
       assert.equal(sessionCookie(res), undefined);
-      assert.deepEqual(await t.counts(), before);
+      assert.deepEqual(await t.tableDigests(), before);
     });
   });
 

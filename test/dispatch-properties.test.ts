@@ -74,10 +74,10 @@ for (const dialect of testDialects()) {
     after(() => t.close());
 
     async function refusedChangesNothing(send: () => Promise<LightMyRequestResponse>, what: string) {
-      const before = await t.counts();
+      const before = await t.tableDigests();
       const res = await send();
       assertShape(res, what);
-      if (res.statusCode >= 400) assert.deepEqual(await t.counts(), before, `refused yet stored: ${what}`);
+      if (res.statusCode >= 400) assert.deepEqual(await t.tableDigests(), before, `refused yet stored: ${what}`);
     }
 
     it('answers any inventory report with a result or a problem', async () => {

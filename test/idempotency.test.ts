@@ -22,7 +22,7 @@ for (const dialect of testDialects()) {
     it('replays the stored answer for the same key and body', async () => {
       const k = key();
       const first = await t.post(CHECKOUT, { plan: 'starter', shop: 'idem.myshopify.com' }, { 'idempotency-key': k });
-      const before = await t.counts();
+      const before = await t.tableDigests();
       const again = await t.post(CHECKOUT, { shop: 'idem.myshopify.com', plan: 'starter' }, { 'idempotency-key': k });
       assert.equal(first.statusCode, 200);
       assert.equal(again.statusCode, 200);
@@ -30,7 +30,7 @@ for (const dialect of testDialects()) {
       assert.equal(again.headers['idempotent-replayed'], 'true');
       assert.equal(first.headers['idempotent-replayed'], undefined);
       assert.match(again.headers['content-type'] as string, /^application\/json/);
-      assert.deepEqual(await t.counts(), before, 'a replay stores nothing');
+      assert.deepEqual(await t.tableDigests(), before, 'a replay stores nothing');
     });
 
     it('accepts the key as an RFC 8941 string too', async () => {
@@ -45,11 +45,11 @@ for (const dialect of testDialects()) {
     it('refuses the same key with another body (422) and stores nothing', async () => {
       const k = key();
       await t.post(SUBSCRIBE, body(), { 'idempotency-key': k });
-      const before = await t.counts();
+      const before = await t.tableDigests();
       const other = await t.post(SUBSCRIBE, body(), { 'idempotency-key': k });
       assert.equal(other.statusCode, 422);
       assert.equal(other.json().type, 'http://restock.test/problems/idempotency-key-reused');
-      assert.deepEqual(await t.counts(), before);
+      assert.deepEqual(await t.tableDigests(), before);
     });
 
     it('keeps keys apart per operation', async () => {
@@ -72,10 +72,10 @@ for (const dialect of testDialects()) {
       const { unsubscribeUrl } = (await t.inject({ method: 'GET', url: `/api/v1/alerts/${subscriptionId}` })).json();
       await t.inject({ method: 'POST', url: new URL(unsubscribeUrl).pathname });
       const k2 = key();
-      const before = await t.counts();
+      const before = await t.tableDigests();
       const conflict = await t.inject({ method: 'DELETE', url: `/api/v1/alerts/${subscriptionId}`, headers: { 'idempotency-key': k2 } });
       assert.equal(conflict.statusCode, 409);
-      assert.deepEqual(await t.counts(), before);
+      assert.deepEqual(await t.tableDigests(), before);
       const again = await t.inject({ method: 'DELETE', url: `/api/v1/alerts/${subscriptionId}`, headers: { 'idempotency-key': k2 } });
       assert.equal(again.statusCode, 409);
       assert.equal(again.headers['idempotent-replayed'], undefined, 'ran again rather than replayed');
@@ -143,7 +143,7 @@ for (const dialect of testDialects()) {
 
     for (const bad of ['', ' ', 'a'.repeat(256), 'tab\there', 'ünïcode']) {
       it(`rejects the malformed key ${JSON.stringify(bad.slice(0, 12))} with 400`, async () => {
-        const before = await t.counts();
+        const before = await t.tableDigests();
         const res = await t.inject({
           method: 'POST', url: SUBSCRIBE,
           headers: { 'content-type': 'application/json', 'idempotency-key': Buffer.from(bad, 'latin1').toString('latin1') },
@@ -151,7 +151,7 @@ for (const dialect of testDialects()) {
         });
         assert.equal(res.statusCode, 400, res.body);
         assert.ok(res.json().errors.some((e: { pointer: string }) => e.pointer === '/headers/idempotency-key'));
-        assert.deepEqual(await t.counts(), before);
+        assert.deepEqual(await t.tableDigests(), before);
       });
     }
   });

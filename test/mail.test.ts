@@ -202,15 +202,17 @@ describe('SMTP URLs are read into typed settings', () => {
       host: 'mail.example.com',
       port: 587,
       auth: undefined,
+      clientName: undefined,
       connectionTimeoutMs: 10_000,
       greetingTimeoutMs: 10_000,
       socketTimeoutMs: 30_000,
     });
-    assert.deepEqual(parseSmtpUrl('smtps://us%40er:p%3Ass%2Fw@[::1]:2465/?socketTimeout=5000&greetingTimeout=200'), {
+    assert.deepEqual(parseSmtpUrl('smtps://us%40er:p%3Ass%2Fw@[::1]:2465/?socketTimeout=5000&greetingTimeout=200&name=worker-1.example'), {
       secure: true,
       host: '::1',
       port: 2465,
       auth: { user: 'us@er', pass: 'p:ss/w' },
+      clientName: 'worker-1.example',
       connectionTimeoutMs: 10_000,
       greetingTimeoutMs: 200,
       socketTimeoutMs: 5000,
@@ -225,6 +227,7 @@ describe('SMTP URLs are read into typed settings', () => {
       'smtp://user:secret@mail.example.com/?tls.rejectUnauthorized=false',
       'smtp://user:secret@mail.example.com/?__proto__=x',
       'smtp://user:secret@mail.example.com/?connectionTimeout=1e3',
+      'smtp://user:secret@mail.example.com/?name=a%20b',
       'smtp://user:secret@mail.example.com/?connectionTimeout=0',
       'smtp://user:secret@mail.example.com/?socketTimeout=9999999',
       'smtp://user:secret@mail.example.com/bin/sh',

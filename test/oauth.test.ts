@@ -367,10 +367,10 @@ for (const dialect of testDialects()) {
 
     it('lets one address register 3 agents an hour and answers the 4th with 429, storing nothing', async () => {
       for (let i = 0; i < 3; i++) await registerAgent(t.app, { remoteAddress: '203.0.113.20' });
-      const before = await t.counts();
+      const before = await t.tableDigests();
       const refused = await t.app.inject({ method: 'POST', url: '/api/agent/register', remoteAddress: '203.0.113.20', payload: { type: 'anonymous' } });
       assertRateLimited(refused, 3, 3600);
-      assert.deepEqual(await t.counts(), before);
+      assert.deepEqual(await t.tableDigests(), before);
       await registerAgent(t.app, { remoteAddress: '203.0.113.21' });
     });
 

@@ -67,7 +67,7 @@ for (const dialect of testDialects()) {
     after(() => t.close());
 
     it('answers every payment header and body below 500, as problem+json, creating nothing', async () => {
-      const start = await t.counts();
+      const start = await t.tableDigests();
       await fc.assert(
         fc.asyncProperty(target, headers, body, async ([method, url], extra, payload) => {
           const res = await t.app.inject({
@@ -84,8 +84,7 @@ for (const dialect of testDialects()) {
         }),
         params,
       );
-      const end = await t.counts();
-      for (const table of ['subscriptions', 'checkout_sessions', 'store_plans', 'idempotency_keys'] as const) assert.equal(end[table], start[table], table);
+      assert.deepEqual(await t.tableDigests(), start);
     });
   });
 }

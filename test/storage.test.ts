@@ -5,7 +5,7 @@ import { Kysely, SqliteDialect } from 'kysely';
 import { Database } from '../src/core/db/database.ts';
 import type { Tables } from '../src/core/db/schema.ts';
 import { GroupCommit } from '../src/core/db/group-commit.ts';
-import { createTestDatabase, testConfig, testDialects, type TestDatabase } from './fixtures/app.ts';
+import { createTestDatabase, tableDigests, TABLES, testConfig, testDialects, type TestDatabase } from './fixtures/app.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 
 failOnLeakedHandles();
@@ -30,6 +30,20 @@ for (const dialect of testDialects()) {
 
     it('migrating again applies nothing', async () => {
       assert.deepEqual(await database.migrate(), []);
+    });
+
+    it('the table digests that "a refused request changes nothing" compares cover every table and see a changed value', async () => {
+      const before = await tableDigests(database);
+      for (const table of [...TABLES, 'service_secrets', 'signing_keys']) assert.ok(table in before, `${table} is digested`);
+      await database.write((trx) => trx.insertInto('service_secrets').values(secret('digest-check')).execute());
+      const inserted = await tableDigests(database);
+      assert.notEqual(inserted.service_secrets, before.service_secrets);
+      // A count stays the same when a row is changed in place; the digest does not.
+      await database.write((trx) => trx.updateTable('service_secrets').set({ value: 'changed' }).where('name', '=', 'digest-check').execute());
+      const updated = await tableDigests(database);
+      assert.notEqual(updated.service_secrets, inserted.service_secrets);
+      assert.deepEqual({ ...updated, service_secrets: '' }, { ...inserted, service_secrets: '' }, 'the other tables are untouched');
+      assert.deepEqual(await tableDigests(database), updated, 'reading twice gives the same digests');
     });
 
     it('timestamps read back as the ISO strings written', async () => {

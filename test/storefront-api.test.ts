@@ -5,7 +5,7 @@ import { gunzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import type { LightMyRequestResponse } from 'fastify';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
-import { startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
+import { rowsIn, startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
 import { MailOutboxStore } from '../src/core/mail/outbox-store.ts';
 
 failOnLeakedHandles();
@@ -248,13 +248,13 @@ for (const dialect of testDialects()) {
       it('answers 404 for a store unknown or uninstalled, storing nothing', async () => {
         const uninstalled = await createStore(t);
         await t.app.restock.stores.uninstall(uninstalled);
-        const before = await t.counts();
+        const before = await t.tableDigests();
         for (const shop of [newShop(), uninstalled]) {
           const res = await subscribe(t, { shop, productId: productGid(), email: newEmail() });
           assertProblem(res, 404, 'not-found');
           assert.equal(res.headers['access-control-allow-origin'], '*');
         }
-        assert.deepEqual(await t.counts(), before);
+        assert.deepEqual(await t.tableDigests(), before);
       });
 
       const invalid: Array<[string, (shop: string) => unknown, string]> = [
@@ -273,26 +273,26 @@ for (const dialect of testDialects()) {
       for (const [name, body, pointer] of invalid) {
         it(`refuses ${name} with a 400 problem naming ${pointer}, storing nothing`, async () => {
           const shop = await createStore(t);
-          const before = await t.counts();
+          const before = await t.tableDigests();
           const res = await subscribe(t, JSON.stringify(body(shop)));
           assertProblem(res, 400, 'validation-failed');
           assertPointer(res, pointer);
           assert.equal(res.headers['access-control-allow-origin'], '*', 'the widget can read why');
-          assert.deepEqual(await t.counts(), before);
+          assert.deepEqual(await t.tableDigests(), before);
         });
       }
 
       it('refuses a body that is not JSON, of another type, or too large, storing nothing', async () => {
         const shop = await createStore(t);
         const valid = { shop, productId: productGid(), email: newEmail() };
-        const before = await t.counts();
+        const before = await t.tableDigests();
         assertProblem(await subscribe(t, '{"shop": "', {}), 400, 'malformed-request');
         assertProblem(await subscribe(t, '', {}), 400, 'malformed-request');
         assertProblem(await subscribe(t, JSON.stringify(valid), { 'content-type': 'text/plain' }), 415, 'unsupported-media-type');
         assertProblem(await subscribe(t, new URLSearchParams(valid).toString(), { 'content-type': 'application/x-www-form-urlencoded' }), 415, 'unsupported-media-type');
         const oversize = await subscribe(t, JSON.stringify({ ...valid, padding: 'x'.repeat(BODY_LIMIT) }));
         assertProblem(oversize, 413, 'payload-too-large');
-        assert.deepEqual(await t.counts(), before);
+        assert.deepEqual(await t.tableDigests(), before);
       });
     });
 
@@ -424,12 +424,12 @@ for (const dialect of testDialects()) {
               payload = out;
               if (Object.values(f).every((tagged) => tagged.valid)) expected = f.shop.known ? 201 : 404;
             }
-            const before = await t.counts();
+            const before = await t.tableDigests();
             const res = await subscribe(t, JSON.stringify(payload));
             assert.ok(res.statusCode < 500, `${res.statusCode} for ${JSON.stringify(payload)}: ${res.body}`);
             assert.equal(res.statusCode, expected, `for ${JSON.stringify(payload)}: ${res.body}`);
             seen[res.statusCode] = (seen[res.statusCode] ?? 0) + 1;
-            const after = await t.counts();
+            const after = await t.tableDigests();
             if (expected !== 201) {
               assert.deepEqual(after, before, `nothing stored for ${JSON.stringify(payload)}`);
               assert.match(res.headers['content-type'] as string, /^application\/problem\+json/);
@@ -445,8 +445,8 @@ for (const dialect of testDialects()) {
               .where('email', '=', `${sent.email.slice(0, at)}@${sent.email.slice(at + 1).toLowerCase()}`)
               .execute();
             assert.equal(stored.filter((row) => row.variant_id === (sent.variantId ?? null)).length, 1, JSON.stringify(payload));
-            assert.ok(after.subscriptions - before.subscriptions <= 1);
-            assert.deepEqual({ ...after, subscriptions: 0 }, { ...before, subscriptions: 0 }, 'only the subscription is stored');
+            assert.ok(rowsIn(after.subscriptions!) - rowsIn(before.subscriptions!) <= 1);
+            assert.deepEqual({ ...after, subscriptions: '' }, { ...before, subscriptions: '' }, 'only the subscription is stored');
           }),
           { numRuns: RUNS, ...(SEED === undefined ? {} : { seed: SEED }) },
         );
@@ -467,12 +467,12 @@ for (const dialect of testDialects()) {
     it('refuses the third subscription from one address within the hour with 429 and Retry-After, storing nothing', async () => {
       const shop = await createStore(t);
       for (let i = 0; i < 2; i++) assert.equal((await subscribe(t, { shop, productId: productGid(), email: newEmail() })).statusCode, 201);
-      const before = await t.counts();
+      const before = await t.tableDigests();
       const third = await subscribe(t, { shop, productId: productGid(), email: newEmail() });
       assertProblem(third, 429, 'rate-limited');
       assert.ok(Number(third.headers['retry-after']) > 0, String(third.headers['retry-after']));
       assert.equal(third.headers['access-control-allow-origin'], '*', 'the widget can read how long to wait');
-      assert.deepEqual(await t.counts(), before);
+      assert.deepEqual(await t.tableDigests(), before);
       assert.equal((await availability(t, shop, productGid())).statusCode, 200, 'reading availability is not limited by it');
     });
   });

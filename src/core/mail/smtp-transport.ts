@@ -102,6 +102,7 @@ function poolOptions(server: SmtpServer, poolSize: number | undefined): SMTPPool
     port: server.port,
     secure: server.secure,
     ...(server.auth && { auth: { user: server.auth.user, pass: server.auth.pass } }),
+    ...(server.clientName !== undefined && { name: server.clientName }),
     connectionTimeout: server.connectionTimeoutMs,
     greetingTimeout: server.greetingTimeoutMs,
     socketTimeout: server.socketTimeoutMs,

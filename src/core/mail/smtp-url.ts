@@ -9,12 +9,14 @@ export interface SmtpServer {
   host: string;
   port: number;
   auth: { user: string; pass: string } | undefined;
+  /** The name we greet the server with (EHLO); the library's default (this machine's) when undefined. */
+  clientName: string | undefined;
   connectionTimeoutMs: number;
   greetingTimeoutMs: number;
   socketTimeoutMs: number;
 }
 
-/** The query keys an SMTP URL may carry, each a whole number of milliseconds. */
+/** The query keys an SMTP URL may carry besides `name`, each a whole number of milliseconds. */
 const TIMEOUT_KEYS = {
   connectionTimeout: 'connectionTimeoutMs',
   greetingTimeout: 'greetingTimeoutMs',
@@ -50,11 +52,11 @@ export function parseSmtpUrl(text: string): SmtpServer {
   if (url.hash !== '') throw new SmtpUrlError('the SMTP URL has a fragment');
 
   const timeouts = { ...DEFAULT_TIMEOUTS };
+  let clientName: string | undefined;
   for (const [key, value] of url.searchParams) {
-    if (!Object.hasOwn(TIMEOUT_KEYS, key)) {
-      throw new SmtpUrlError(`the SMTP URL option "${key.slice(0, 40)}" is not supported; only ${Object.keys(TIMEOUT_KEYS).join(', ')} are`);
-    }
-    timeouts[TIMEOUT_KEYS[key as keyof typeof TIMEOUT_KEYS]] = parseTimeout(key, value);
+    if (key === 'name') clientName = parseClientName(value);
+    else if (Object.hasOwn(TIMEOUT_KEYS, key)) timeouts[TIMEOUT_KEYS[key as keyof typeof TIMEOUT_KEYS]] = parseTimeout(key, value);
+    else throw new SmtpUrlError(`the SMTP URL option "${key.slice(0, 40)}" is not supported; only name, ${Object.keys(TIMEOUT_KEYS).join(', ')} are`);
   }
 
   return {
@@ -62,6 +64,7 @@ export function parseSmtpUrl(text: string): SmtpServer {
     host,
     port: url.port === '' ? (secure ? 465 : 587) : Number(url.port),
     auth: credentials(url),
+    clientName,
     ...timeouts,
   };
 }
@@ -71,6 +74,11 @@ function parseTimeout(key: string, value: string): number {
     throw new SmtpUrlError(`the SMTP URL option ${key} must be a whole number of milliseconds from 1 to ${MAX_TIMEOUT_MS}`);
   }
   return Number(value);
+}
+
+function parseClientName(value: string): string {
+  if (!/^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$/.test(value)) throw new SmtpUrlError('the SMTP URL option name must be a host name');
+  return value;
 }
 
 function credentials(url: URL): SmtpServer['auth'] {
