@@ -261,26 +261,49 @@ for (const dialect of testDialects()) {
       assert.match(mail!.headers.from!, /^"?Boutique Test"? </);
     });
 
-    it("sends through the store's own SMTP server, whose URL is kept sealed", async () => {
-      const own = await startSmtpSink();
+    it("sends through the store's own SMTP server, logged in with the credentials its URL carries, kept sealed", async () => {
+      // Characters a URL must escape, so a password mangled on the way to the server fails the login.
+      const password = `p@ss:w/rd %${randomBytes(6).toString('hex')}`;
+      const own = await startSmtpSink({ auth: { user: 'shop@example.com', pass: password } });
       try {
-        const password = `pw-${randomBytes(6).toString('hex')}`;
-        const smtpUrl = own.url.replace('smtp://', `smtp://shop:${password}@`);
-        const w = await storeWithWaiting(2, { smtpUrl });
+        const w = await storeWithWaiting(2, { smtpUrl: own.url });
         const config = expectStatus(await call(t.app, 'GET', `/api/v1/stores/${w.store.domain}`, { token: w.store.token }), 200);
         assert.equal(config.ownSmtp, true);
-        assert.ok(!JSON.stringify(config).includes(password), 'the URL is never shown back');
+        assert.ok(!JSON.stringify(config).includes(encodeURIComponent(password)), 'the URL is never shown back');
         const row = await t.database.db.selectFrom('stores').select('smtp_url_sealed').where('domain', '=', w.store.domain).executeTakeFirstOrThrow();
-        assert.ok(row.smtp_url_sealed && !row.smtp_url_sealed.includes(password) && !row.smtp_url_sealed.includes(String(own.port)), 'sealed at rest');
+        assert.ok(row.smtp_url_sealed && !row.smtp_url_sealed.includes(encodeURIComponent(password)) && !row.smtp_url_sealed.includes(String(own.port)), 'sealed at rest');
 
         expectStatus(await report(w.store, [{ productId: w.productId, variantId: w.variantId, available: 5, productTitle: w.title }]), 200);
         await t.runWorker();
-        assert.deepEqual(alertsFor(own, w.title).map((m) => m.recipients[0]), w.emails);
+        assert.deepEqual(alertsFor(own, w.title).map((m) => [m.recipients[0], m.user]), w.emails.map((email) => [email, 'shop@example.com']));
+        assert.deepEqual(own.refusedLogins, []);
         assert.equal(alertsFor(sink, w.title).length, 0, 'not through the service-wide server');
 
         expectStatus(await call(t.app, 'PATCH', `/api/v1/stores/${w.store.domain}`, { token: w.store.token, body: { smtpUrl: null } }), 200);
       } finally {
         // The store's pooled transport stays open until the app closes.
+        await own.crash();
+      }
+    });
+
+    it("a wrong password for the store's own server sends nothing, suppresses no shopper, and says why", async () => {
+      const own = await startSmtpSink({ auth: { user: 'shop', pass: 'right' } });
+      try {
+        const w = await storeWithWaiting(2, { smtpUrl: own.url.replace(':right@', ':wrong@') });
+        expectStatus(await report(w.store, [{ productId: w.productId, variantId: w.variantId, available: 5, productTitle: w.title }]), 200);
+        await t.app.restock.worker.turn();
+
+        assert.deepEqual(alertsFor(own, w.title), []);
+        assert.ok(own.refusedLogins.length > 0 && own.refusedLogins.every((user) => user === 'shop'), own.refusedLogins.join());
+        const rows = await ledger(w.store);
+        assert.equal(rows.length, 2);
+        for (const row of rows) {
+          assert.equal(row.status, 'queued', 'a refused login is the sender\'s fault: retried, not given up');
+          assert.match(row.outcome ?? '', /535/);
+        }
+        const suppressed = await t.database.db.selectFrom('suppressions').select('email').where('store_domain', '=', w.store.domain).execute();
+        assert.deepEqual(suppressed, [], 'the shoppers did nothing wrong');
+      } finally {
         await own.crash();
       }
     });

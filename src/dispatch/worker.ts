@@ -333,11 +333,13 @@ export class DispatchWorker {
     }
   }
 
-  /** A permanent refusal (5xx) suppresses the address; anything else is retried with backoff and jitter. */
+  /**
+   * A recipient the server refuses for good (5xx to RCPT TO) is suppressed; anything else, a
+   * refused login included (the merchant can fix it), is retried with backoff and jitter.
+   */
   private failure(row: NotificationRow, err: unknown): Outcome {
     const why = err instanceof Error ? err.message : String(err);
-    const code = err instanceof MailDeliveryError ? err.responseCode : undefined;
-    if (code !== undefined && code >= 500 && code < 600) return { kind: 'failed', why: `refused by the mail server (${code}): ${why}`, suppress: true };
+    if (err instanceof MailDeliveryError && err.recipientRefused) return { kind: 'failed', why: `refused by the mail server (${err.responseCode}): ${why}`, suppress: true };
     if (row.attempts >= this.deps.config.maxAttempts) return { kind: 'failed', why: `gave up after ${row.attempts} attempts: ${why}`, suppress: false };
     const base = this.deps.config.retryBaseMs * 2 ** (row.attempts - 1);
     const delay = Math.min(MAX_RETRY_DELAY_MS, base * (0.5 + Math.random()));

@@ -8,11 +8,18 @@ import type { MailMessage, MailTransport } from './transport.ts';
 export class MailDeliveryError extends Error {
   /** The server's reply code when it answered with a refusal, e.g. 550. */
   readonly responseCode: number | undefined;
+  /**
+   * The server refused the recipient itself (a 5xx to RCPT TO): the one failure that says
+   * something about the address. A refused login or sender is the sender's problem, and says
+   * nothing about the shopper.
+   */
+  readonly recipientRefused: boolean;
 
-  constructor(message: string, options: { cause?: unknown; responseCode?: number } = {}) {
+  constructor(message: string, options: { cause?: unknown; responseCode?: number; recipientRefused?: boolean } = {}) {
     super(message, { cause: options.cause });
     this.name = 'MailDeliveryError';
     this.responseCode = options.responseCode;
+    this.recipientRefused = options.recipientRefused ?? false;
   }
 }
 
@@ -49,10 +56,12 @@ export class SmtpTransport implements MailTransport {
     try {
       info = await sending;
     } catch (err) {
-      const responseCode = (err as { responseCode?: unknown }).responseCode;
+      const { responseCode, command } = err as { responseCode?: unknown; command?: unknown };
+      const code = typeof responseCode === 'number' ? responseCode : undefined;
       throw new MailDeliveryError(`SMTP server did not take the mail: ${(err as Error).message}`, {
         cause: err,
-        ...(typeof responseCode === 'number' && { responseCode }),
+        ...(code !== undefined && { responseCode: code }),
+        recipientRefused: command === 'RCPT TO' && code !== undefined && code >= 500 && code < 600,
       });
     } finally {
       this.inFlight.delete(sending);
