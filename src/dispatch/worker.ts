@@ -81,6 +81,11 @@ export class DispatchWorker {
     this.unsubscribeFromWork = deps.dispatch.onWork(() => this.wake());
   }
 
+  /** Whether the loop is on: `restock serve` with RUN_WORKER=false leaves it off. */
+  get isRunning(): boolean {
+    return this.running;
+  }
+
   start(): void {
     if (this.running) return;
     this.running = true;
