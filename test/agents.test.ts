@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import os from 'node:os';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from './fixtures/suites.ts';
 import { fileURLToPath } from 'node:url';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
-import { startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
+import { dialectSkip, startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
 import {
   CLAIM,
   ID_JAG,
@@ -59,7 +59,7 @@ function restock(args: string[], databaseUrl: string): Promise<{ status: number 
 }
 
 for (const dialect of testDialects()) {
-  describe(`agents on ${dialect}`, () => {
+  describe(`agents on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
     let idp: TestIdentityProvider;
     let t: TestApp;
     before(async () => {

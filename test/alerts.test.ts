@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from './fixtures/suites.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { buildApp } from '../src/app.ts';
 import { Database } from '../src/core/db/database.ts';
-import { startTestApp, testConfig, testDialects, type TestApp } from './fixtures/app.ts';
+import { dialectSkip, startTestApp, testConfig, testDialects, type TestApp } from './fixtures/app.ts';
 
 failOnLeakedHandles();
 
@@ -15,7 +15,7 @@ let n = 0;
 const uniqueEmail = () => `shopper${++n}.${Date.now()}@example.com`;
 
 for (const dialect of testDialects()) {
-  describe(`alerts on ${dialect}`, () => {
+  describe(`alerts on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
     let t: TestApp;
     before(async () => {
       t = await startTestApp(dialect);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { describe, it } from 'node:test';
+import { describe, it } from './fixtures/suites.ts';
 import { ConfigError, loadConfig } from '../src/config.ts';
 
 describe('configuration', () => {

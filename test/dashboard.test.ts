@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from './fixtures/suites.ts';
 import type { LightMyRequestResponse } from 'fastify';
 import { MailOutboxStore } from '../src/core/mail/outbox-store.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
-import { startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
+import { dialectSkip, startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
 import { installByTokenExchange } from './fixtures/shopify-app.ts';
 import { startShopifyAdmin, type ShopifyAdminStandIn } from './fixtures/shopify-admin.ts';
 
@@ -149,7 +149,7 @@ async function storeWithAlerts(t: TestApp) {
 }
 
 for (const dialect of testDialects()) {
-  describe(`merchant dashboard on ${dialect}`, () => {
+  describe(`merchant dashboard on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
     let t: TestApp;
     before(async () => {
       t = await startTestApp(dialect, { ...UNLIMITED, ...ENCRYPTION });
@@ -704,7 +704,7 @@ for (const dialect of testDialects()) {
     });
   });
 
-  describe(`dashboard sign-in rate limit on ${dialect}`, () => {
+  describe(`dashboard sign-in rate limit on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
     let t: TestApp;
     before(async () => {
       t = await startTestApp(dialect, { SIGN_IN_LIMIT_PER_HOUR: '2' });
@@ -724,7 +724,7 @@ for (const dialect of testDialects()) {
     });
   });
 
-  describe(`dashboard sign-in mails per store on ${dialect}`, () => {
+  describe(`dashboard sign-in mails per store on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
     let t: TestApp;
     before(async () => {
       t = await startTestApp(dialect);
@@ -741,7 +741,7 @@ for (const dialect of testDialects()) {
     });
   });
 
-  describe(`dashboard from the Shopify admin on ${dialect}`, () => {
+  describe(`dashboard from the Shopify admin on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
     const API_KEY = 'restock-dashboard-test-app';
     const API_SECRET = `shpss_${randomBytes(16).toString('hex')}`;
     const SCOPES = 'read_products,read_inventory';
@@ -854,7 +854,7 @@ for (const dialect of testDialects()) {
     });
   });
 
-  describe(`dashboard without the Shopify app on ${dialect}`, () => {
+  describe(`dashboard without the Shopify app on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
     let t: TestApp;
     before(async () => {
       t = await startTestApp(dialect, UNLIMITED);

@@ -3,9 +3,9 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from './fixtures/suites.ts';
 import { startServer, type RunningServer } from '../src/server.ts';
-import { createTestDatabase, startTestApp, testConfig, testDialects, type TestApp } from './fixtures/app.ts';
+import { createTestDatabase, dialectSkip, startTestApp, testConfig, testDialects, type TestApp } from './fixtures/app.ts';
 import {
   call,
   codeIn,
@@ -54,7 +54,7 @@ function alertsFor(sink: SmtpSink, productTitle: string): SinkMessage[] {
 }
 
 for (const dialect of testDialects()) {
-  describe(`alert dispatch on ${dialect}`, () => {
+  describe(`alert dispatch on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
     let t: TestApp;
     let sink: SmtpSink;
     let refused: Set<string>;
@@ -424,7 +424,7 @@ for (const dialect of testDialects()) {
     });
   });
 
-  describe(`the local outbox on ${dialect}`, () => {
+  describe(`the local outbox on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
     const { storeWithAgent } = outboxFixtures;
     let t: TestApp;
     before(async () => {
@@ -460,7 +460,7 @@ for (const dialect of testDialects()) {
     });
   });
 
-  describe(`the worker inside the service on ${dialect}`, () => {
+  describe(`the worker inside the service on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
     /** A running server with one restock reported to it; `alerts()` reads its store's outbox. */
     async function serveWithRestock(env: Record<string, string>, use: (server: RunningServer, alerts: () => Promise<number>) => Promise<void>) {
       const database = await createTestDatabase(dialect);
@@ -499,7 +499,7 @@ for (const dialect of testDialects()) {
     });
   });
 
-  describe(`stock per location on ${dialect}`, () => {
+  describe(`stock per location on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
     let t: TestApp;
     before(async () => {
       t = await startTestApp(dialect);

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from './fixtures/suites.ts';
 import SqliteDriver from 'better-sqlite3';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.ts';
 import { Database } from '../src/core/db/database.ts';
-import { createTestDatabase, registerAnonymous, testConfig, testDialects, type TestDatabase } from './fixtures/app.ts';
+import { createTestDatabase, dialectSkip, registerAnonymous, testConfig, testDialects, type TestDatabase } from './fixtures/app.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { TcpProxy } from './fixtures/tcp-proxy.ts';
 
@@ -45,7 +45,7 @@ function networkOutage(proxy: TcpProxy): Outage {
 }
 
 for (const dialect of testDialects()) {
-  describe(`health on ${dialect}`, () => {
+  describe(`health on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
     let testDatabase: TestDatabase;
     let database: Database;
     let app: FastifyInstance;

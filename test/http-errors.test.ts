@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from './fixtures/suites.ts';
 import type { LightMyRequestResponse } from 'fastify';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
-import { startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
+import { dialectSkip, startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
 
 failOnLeakedHandles();
 
@@ -25,7 +25,7 @@ function assertProblem(res: LightMyRequestResponse, status: number, slug: string
 // HTTP framing does not depend on the database; one dialect is enough here.
 const dialect = testDialects()[0]!;
 
-describe(`HTTP errors (${dialect})`, () => {
+describe(`HTTP errors (${dialect})`, { skip: dialectSkip(dialect) }, () => {
   let t: TestApp;
   before(async () => {
     t = await startTestApp(dialect);

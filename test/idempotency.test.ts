@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from './fixtures/suites.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
-import { startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
+import { dialectSkip, startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
 
 failOnLeakedHandles();
 
@@ -12,7 +12,7 @@ const key = () => `key-${process.pid}-${++n}-${Date.now()}`;
 const body = () => ({ productId: 'gid://shopify/Product/7', email: `idem${++n}.${Date.now()}@example.com` });
 
 for (const dialect of testDialects()) {
-  describe(`Idempotency-Key on ${dialect}`, () => {
+  describe(`Idempotency-Key on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
     let t: TestApp;
     before(async () => {
       t = await startTestApp(dialect);

@@ -11,7 +11,7 @@
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from './fixtures/suites.ts';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { browserSkipReason, launchBrowser, seriousAccessibilityViolations, startPageServer } from './fixtures/browser.ts';
 import { startListeningTestApp, type TestApp } from './fixtures/app.ts';

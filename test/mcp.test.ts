@@ -4,11 +4,11 @@
  * with the metadata), and bad arguments (a tool error, nothing stored).
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from './fixtures/suites.ts';
 import { Client, InsufficientScopeError, StreamableHTTPClientTransport, UnauthorizedError } from '@modelcontextprotocol/client';
 import { AccessTokens } from '../src/agents/access-tokens.ts';
 import { expectStatus, storeWithAgent, uniqueDomain, uniqueEmail, type StoreAgent } from './fixtures/agents.ts';
-import { testDialects } from './fixtures/app.ts';
+import { dialectSkip, testDialects } from './fixtures/app.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { registerAgent, startListeningApp, storedSigningKeys, type ListeningApp } from './fixtures/oauth.ts';
 
@@ -17,7 +17,7 @@ failOnLeakedHandles();
 const TOOLS = ['cancel_subscription', 'checkout_plan', 'get_alert_queue', 'get_health', 'get_stock_status', 'get_subscription', 'report_inventory', 'subscribe_alert'];
 
 for (const dialect of testDialects()) {
-  describe(`MCP on ${dialect}`, () => {
+  describe(`MCP on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
     let service: ListeningApp;
     let writer: string;
     let reader: string;

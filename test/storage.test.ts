@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from './fixtures/suites.ts';
 import SqliteDriver from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
 import { Database } from '../src/core/db/database.ts';
 import type { Tables } from '../src/core/db/schema.ts';
 import { GroupCommit } from '../src/core/db/group-commit.ts';
-import { createTestDatabase, tableDigests, TABLES, testConfig, testDialects, type TestDatabase } from './fixtures/app.ts';
+import { createTestDatabase, dialectSkip, tableDigests, TABLES, testConfig, testDialects, type TestDatabase } from './fixtures/app.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 
 failOnLeakedHandles();
@@ -13,7 +13,7 @@ failOnLeakedHandles();
 const secret = (name: string) => ({ name, value: 'v', created_at: '2026-01-02T03:04:05.678Z' });
 
 for (const dialect of testDialects()) {
-  describe(`storage on ${dialect}`, () => {
+  describe(`storage on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
     let testDatabase: TestDatabase;
     let database: Database;
     before(async () => {

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from './fixtures/suites.ts';
 import { gunzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import type { LightMyRequestResponse } from 'fastify';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
-import { rowsIn, startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
+import { dialectSkip, rowsIn, startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
 import { MailOutboxStore } from '../src/core/mail/outbox-store.ts';
 
 failOnLeakedHandles();
@@ -65,7 +65,7 @@ async function subscriptionsOf(t: TestApp, shop: string) {
 }
 
 for (const dialect of testDialects()) {
-  describe(`storefront API on ${dialect}`, () => {
+  describe(`storefront API on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
     let t: TestApp;
     before(async () => {
       t = await startTestApp(dialect, UNLIMITED);
@@ -457,7 +457,7 @@ for (const dialect of testDialects()) {
     });
   });
 
-  describe(`storefront subscribe rate limit on ${dialect}`, () => {
+  describe(`storefront subscribe rate limit on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
     let t: TestApp;
     before(async () => {
       t = await startTestApp(dialect, { STOREFRONT_LIMIT_PER_HOUR: '2' });

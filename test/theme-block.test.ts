@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from './fixtures/suites.ts';
 import { Liquid } from 'liquidjs';
 import type { Browser, Page } from 'playwright-core';
 import { startTestApp, type TestApp } from './fixtures/app.ts';

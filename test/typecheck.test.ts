@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { it } from 'node:test';
+import { it } from './fixtures/suites.ts';
 import { fileURLToPath } from 'node:url';
 
 // tsx runs the sources without checking types; this keeps `strict` honest on every test run.
