@@ -95,7 +95,7 @@ for (const dialect of testDialects()) {
       const args = { plan: 'starter', shop: uniqueDomain('mcp') };
       const unpaid = await client.callTool({ name: 'checkout_plan', arguments: args });
       const challenge = metaOf<{ challenges: Challenge.Challenge[] }>(unpaid, 'org.paymentauth/payment-required').challenges.find((c) => c.method === 'stripe')!;
-      const credential = Credential.from({ challenge, payload: { spt: 'spt_ok_mcp' } });
+      const credential = Credential.from({ challenge, payload: { spt: stripe.grantToken({ maxAmount: 999 }).id } });
       const paid = await client.callTool({ name: 'checkout_plan', arguments: args, _meta: { 'org.paymentauth/credential': credential } });
       assert.equal(paid.isError, undefined, JSON.stringify(paid));
       const receipt = metaOf<{ status: string; reference: string }>(paid, 'org.paymentauth/receipt');
@@ -107,13 +107,41 @@ for (const dialect of testDialects()) {
       assert.equal(session.provider, 'mpp');
     });
 
+    /** `checkout_plan` paid with this token: the tool's answer, and the rows it left for the shop. */
+    async function payPlan(spt: string) {
+      const args = { plan: 'starter', shop: uniqueDomain('mcp') };
+      const unpaid = await client.callTool({ name: 'checkout_plan', arguments: args });
+      const challenge = metaOf<{ challenges: Challenge.Challenge[] }>(unpaid, 'org.paymentauth/payment-required').challenges.find((c) => c.method === 'stripe')!;
+      const result = await client.callTool({ name: 'checkout_plan', arguments: args, _meta: { 'org.paymentauth/credential': Credential.from({ challenge, payload: { spt } }) } });
+      const sessions = await service.database.db.selectFrom('checkout_sessions').selectAll().where('shop', '=', args.shop).execute();
+      const plans = await service.database.db.selectFrom('store_plans').selectAll().where('shop', '=', args.shop).execute();
+      return { result, sessions, plans };
+    }
+
+    it('refuses a payment that still needs the buyer’s action, or a token outside its limits: a tool error, no plan', async () => {
+      const needsAction = stripe.grantToken({ maxAmount: 999, paymentMethod: 'pm_card_authenticationRequired' }).id;
+      const tooSmall = stripe.grantToken({ maxAmount: 500 }).id;
+      for (const spt of [needsAction, tooSmall]) {
+        const { result, sessions, plans } = await payPlan(spt);
+        assert.equal(result.isError, true);
+        const mpp = metaOf<{ challenges: unknown[]; problem: { type: string } }>(result, 'org.paymentauth/payment-required');
+        assert.equal(mpp.problem.type, 'verification-failed');
+        assert.ok(mpp.challenges.length > 0, 'fresh offers come with the refusal');
+        assert.equal((result._meta as Record<string, unknown> | undefined)?.['org.paymentauth/receipt'], undefined);
+        assert.deepEqual(sessions, []);
+        assert.deepEqual(plans, []);
+      }
+      assert.deepEqual(stripe.paymentIntentsWith(needsAction).map((intent) => intent.status), ['requires_action']);
+      assert.deepEqual(stripe.paymentIntentsWith(tooSmall), []);
+    });
+
     it('refuses a tampered credential with fresh offers, charging nothing', async () => {
       const args = { plan: 'starter', shop: uniqueDomain('mcp') };
       const unpaid = await client.callTool({ name: 'checkout_plan', arguments: args });
       const challenge = metaOf<{ challenges: Challenge.Challenge[] }>(unpaid, 'org.paymentauth/payment-required').challenges.find((c) => c.method === 'stripe')!;
       const cheaper = { ...challenge, request: { ...challenge.request, amount: '1' } } as Challenge.Challenge;
       const charges = stripe.paymentIntents.size;
-      const refused = await client.callTool({ name: 'checkout_plan', arguments: args, _meta: { 'org.paymentauth/credential': Credential.from({ challenge: cheaper, payload: { spt: 'spt_ok_cheap' } }) } });
+      const refused = await client.callTool({ name: 'checkout_plan', arguments: args, _meta: { 'org.paymentauth/credential': Credential.from({ challenge: cheaper, payload: { spt: stripe.grantToken({ maxAmount: 999 }).id } }) } });
       assert.equal(refused.isError, true);
       const mpp = metaOf<{ challenges: unknown[]; problem: { type: string } }>(refused, 'org.paymentauth/payment-required');
       assert.equal(mpp.problem.type, 'invalid-challenge');

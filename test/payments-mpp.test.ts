@@ -15,7 +15,7 @@ import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { freePort } from './fixtures/network.ts';
 import { startListeningApp, type ListeningApp } from './fixtures/oauth.ts';
 import { buildPayments } from '../src/payments/index.ts';
-import { startStripeApi, type StripeApi } from './fixtures/stripe-api.ts';
+import { startStripeApi, type StripeApi, type TokenGrant } from './fixtures/stripe-api.ts';
 
 failOnLeakedHandles();
 
@@ -75,6 +75,8 @@ for (const dialect of testDialects()) {
         ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
         headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
       });
+    /** A shared payment token an agent granted for the starter plan's first month (USD 9.99), unless told otherwise. */
+    const granted = (grant: Partial<TokenGrant> = {}) => stripe.grantToken({ maxAmount: 999, ...grant }).id;
 
     it('answers 402 with one HMAC-bound challenge per offer, as the seed lists them, and names what is missing', async () => {
       for (const [method, url, body, offers] of [
@@ -132,9 +134,10 @@ for (const dialect of testDialects()) {
 
     it('takes a stripe session credential for checkoutPlan through the Stripe SDK: plan active, receipt, ledger row', async () => {
       const { token, domain } = await storeWithAgent(t.app, t.database, 'paid');
+      const spt = granted();
       const first = await unpaid('POST', CHECKOUT, { plan: 'starter', shop: domain });
       const challenge = challengesOf(first).find((c) => c.method === 'stripe')!;
-      const res = await unpaid('POST', CHECKOUT, { plan: 'starter', shop: domain }, { authorization: paymentHeader(challenge, { spt: 'spt_ok_checkout_1' }) });
+      const res = await unpaid('POST', CHECKOUT, { plan: 'starter', shop: domain }, { authorization: paymentHeader(challenge, { spt }) });
       expectStatus(res, 200);
       const receipt = Receipt.deserialize(String(res.headers['payment-receipt']));
       assert.equal(receipt.status, 'success');
@@ -164,7 +167,7 @@ for (const dialect of testDialects()) {
 
       // The same credential again: refused with a fresh challenge, nothing charged twice.
       const charges = stripe.paymentIntents.size;
-      const again = await unpaid('POST', CHECKOUT, { plan: 'starter', shop: domain }, { authorization: paymentHeader(challenge, { spt: 'spt_ok_checkout_1' }) });
+      const again = await unpaid('POST', CHECKOUT, { plan: 'starter', shop: domain }, { authorization: paymentHeader(challenge, { spt }) });
       expectStatus(again, 402);
       assert.equal(again.json().type, 'https://paymentauth.org/problems/invalid-challenge');
       assert.ok(challengesOf(again).length > 0, 'fresh offers come with the refusal');
@@ -174,11 +177,12 @@ for (const dialect of testDialects()) {
     it('one credential sent 10 times at once pays for one request', async () => {
       const shop = uniqueDomain();
       const challenge = challengesOf(await unpaid('POST', CHECKOUT, { plan: 'starter', shop })).find((c) => c.method === 'stripe')!;
-      const header = paymentHeader(challenge, { spt: 'spt_ok_concurrent' });
+      const spt = granted();
+      const header = paymentHeader(challenge, { spt });
       const answers = await Promise.all(Array.from({ length: 10 }, () => unpaid('POST', CHECKOUT, { plan: 'starter', shop }, { authorization: header })));
       assert.equal(answers.filter((r) => r.statusCode === 200).length, 1);
       assert.ok(answers.every((r) => r.statusCode === 200 || r.statusCode === 402));
-      assert.equal([...stripe.paymentIntents.values()].filter((pi) => pi.shared_payment_granted_token === 'spt_ok_concurrent').length, 1);
+      assert.equal(stripe.paymentIntentsWith(spt).length, 1);
     });
 
     it('refuses tampered, expired and cross-endpoint credentials with the right problem type, charging nothing', async () => {
@@ -192,30 +196,101 @@ for (const dialect of testDialects()) {
       };
       // Tampered: a lower price in the echoed challenge breaks its HMAC.
       const cheaper = { ...challenge, request: { ...challenge.request, amount: '1' } } as Challenge.Challenge;
-      expectStatus(await refusedAs(paymentHeader(cheaper, { spt: 'spt_ok_tampered' }), 'https://paymentauth.org/problems/invalid-challenge'), 402);
+      expectStatus(await refusedAs(paymentHeader(cheaper, { spt: granted() }), 'https://paymentauth.org/problems/invalid-challenge'), 402);
       // Expired: a challenge genuinely signed with our key, whose time is up.
       const { id: _id, ...fields } = challenge;
       const expired = Challenge.from({ ...fields, expires: new Date(Date.now() - 1000).toISOString(), secretKey: MPP_SECRET } as never) as Challenge.Challenge;
       assert.ok(Challenge.verify(expired, { secretKey: MPP_SECRET }));
-      expectStatus(await refusedAs(paymentHeader(expired, { spt: 'spt_ok_expired' }), 'https://paymentauth.org/problems/payment-expired'), 402);
+      expectStatus(await refusedAs(paymentHeader(expired, { spt: granted() }), 'https://paymentauth.org/problems/payment-expired'), 402);
       // Cross-endpoint: GET /api's stripe charge offered for subscribeAlert.
       const apiChallenge = challengesOf(await unpaid('GET', '/api')).find((c) => c.method === 'stripe')!;
-      expectStatus(await refusedAs(paymentHeader(apiChallenge, { spt: 'spt_ok_cross' }), 'https://paymentauth.org/problems/invalid-challenge', SUBSCRIBE, subscription()), 402);
+      expectStatus(await refusedAs(paymentHeader(apiChallenge, { spt: granted() }), 'https://paymentauth.org/problems/invalid-challenge', SUBSCRIBE, subscription()), 402);
       // A session offered for checkout is not a method subscribeAlert takes.
-      expectStatus(await refusedAs(paymentHeader(challenge, { spt: 'spt_ok_cross2' }), 'https://paymentauth.org/problems/method-unsupported', SUBSCRIBE, subscription()), 400);
+      expectStatus(await refusedAs(paymentHeader(challenge, { spt: granted() }), 'https://paymentauth.org/problems/method-unsupported', SUBSCRIBE, subscription()), 400);
       // Unreadable.
       expectStatus(await refusedAs('Payment not-base64-json!', 'https://paymentauth.org/problems/malformed-credential'), 402);
       // Declined by the processor.
       const fresh = challengesOf(await unpaid('POST', CHECKOUT, { plan: 'starter', shop })).find((c) => c.method === 'stripe')!;
-      expectStatus(await refusedAs(paymentHeader(fresh, { spt: 'spt_declined_1' }), 'https://paymentauth.org/problems/verification-failed'), 402);
+      expectStatus(await refusedAs(paymentHeader(fresh, { spt: granted({ paymentMethod: 'pm_card_chargeDeclined' }) }), 'https://paymentauth.org/problems/verification-failed'), 402);
       assert.equal([...stripe.paymentIntents.values()].filter((pi) => pi.status === 'succeeded').length, [...stripe.paymentIntents.values()].slice(0, before).filter((pi) => pi.status === 'succeeded').length);
+    });
+
+    /** A checkout paid with this token on a fresh challenge, and what the service answered. */
+    const payCheckout = async (spt: string) => {
+      const shop = uniqueDomain();
+      const challenge = challengesOf(await unpaid('POST', CHECKOUT, { plan: 'starter', shop })).find((c) => c.method === 'stripe')!;
+      return unpaid('POST', CHECKOUT, { plan: 'starter', shop }, { authorization: paymentHeader(challenge, { spt }) });
+    };
+    /** A refused payment is recorded in the ledger as failed, and nothing else changes: no session, no plan. */
+    const assertOnlyRefusalRecorded = async (before: Awaited<ReturnType<TestApp['counts']>>, reason: RegExp) => {
+      const after = await t.counts();
+      assert.deepEqual({ ...after, payments: before.payments }, before);
+      assert.equal(after.payments, before.payments + 1);
+      const refusals = await t.database.db.selectFrom('payments').selectAll().where('status', '=', 'failed').execute();
+      assert.ok(refusals.some((row) => reason.test(row.error ?? '')), JSON.stringify(refusals.map((row) => row.error)));
+    };
+    /** A refused payment's answer: 402 with the MPP problem, fresh offers, no receipt. */
+    const assertRefused = (res: Awaited<ReturnType<typeof unpaid>>, detail: RegExp) => {
+      expectStatus(res, 402);
+      assert.equal(res.json().type, 'https://paymentauth.org/problems/verification-failed');
+      assert.match(res.json().detail, detail);
+      assert.equal(res.headers['payment-receipt'], undefined);
+      assert.ok(challengesOf(res).length > 0, 'fresh offers come with the refusal');
+    };
+
+    it('refuses a payment that still needs the buyer’s action (3D Secure): 402, nothing served, nothing captured', async () => {
+      const spt = granted({ paymentMethod: 'pm_card_authenticationRequired' });
+      const before = await t.counts();
+      assertRefused(await payCheckout(spt), /requires_action/);
+      const [intent, ...others] = stripe.paymentIntentsWith(spt);
+      assert.equal(others.length, 0);
+      assert.equal(intent?.status, 'requires_action');
+      assert.equal(intent?.next_action?.type, 'use_stripe_sdk');
+      assert.equal(intent?.amount_received, 0);
+      assert.equal(stripe.sharedPaymentTokens.get(spt)!.usage_details.amount_captured.value, 0);
+      await assertOnlyRefusalRecorded(before, /requires_action/);
+    });
+
+    it('refuses a declined card: 402, the PaymentIntent wants another payment method, nothing served', async () => {
+      const spt = granted({ paymentMethod: 'pm_card_chargeDeclined' });
+      const before = await t.counts();
+      assertRefused(await payCheckout(spt), /declined/);
+      assert.deepEqual(stripe.paymentIntentsWith(spt).map((intent) => intent.status), ['requires_payment_method']);
+      await assertOnlyRefusalRecorded(before, /declined/);
+    });
+
+    it('refuses a token used outside its limits (too little, another currency, expired) as Stripe does: 402, nothing charged', async () => {
+      const outside: [Partial<TokenGrant>, RegExp][] = [
+        [{ maxAmount: 500 }, /may still capture \(\$5\.00\)/],
+        [{ currency: 'eur' }, /only be used for payments in eur, not usd/],
+        [{ expiresAt: Math.floor(Date.now() / 1000) - 60 }, /deactivated \(expired\)/],
+      ];
+      for (const [grant, reason] of outside) {
+        const spt = granted(grant);
+        const before = await t.counts();
+        assertRefused(await payCheckout(spt), reason);
+        assert.equal(stripe.paymentIntentsWith(spt).length, 0, 'Stripe created no PaymentIntent');
+        assert.equal(stripe.sharedPaymentTokens.get(spt)!.usage_details.amount_captured.value, 0);
+        await assertOnlyRefusalRecorded(before, reason);
+      }
+    });
+
+    it('lets a token pay the plan only once: a second purchase with it is refused, its limit captured', async () => {
+      const spt = granted();
+      expectStatus(await payCheckout(spt), 200);
+      assert.equal(stripe.sharedPaymentTokens.get(spt)!.deactivated_reason, 'consumed');
+      const before = await t.counts();
+      assertRefused(await payCheckout(spt), /deactivated \(consumed\)/);
+      assert.equal(stripe.paymentIntentsWith(spt).length, 1);
+      await assertOnlyRefusalRecorded(before, /consumed/);
     });
 
     it('says plainly that Stripe cannot charge USD 0.05 and that card sessions have no processor, charging nothing', async () => {
       // The official mppx client: it picks the stripe offer and pays it with a token it was given.
+      const spt = granted({ maxAmount: 5 });
       const client = MppxClient.create({
         polyfill: false,
-        methods: [stripeClient.charge({ createToken: async () => 'spt_ok_small', paymentMethod: 'pm_card_visa' })],
+        methods: [stripeClient.charge({ createToken: async () => spt, paymentMethod: 'pm_card_visa' })],
       });
       const counts = await t.counts();
       const credential = await client.createCredential(asResponse(await unpaid('POST', SUBSCRIBE, subscription())));
@@ -225,7 +300,7 @@ for (const dialect of testDialects()) {
       assert.equal(small.json().type, `${t.config.baseUrl}/problems/payment-method-unavailable`);
       assert.equal(small.json().reason, 'amount_below_minimum');
       assert.equal(small.json().minimumAmount, '50');
-      assert.equal([...stripe.paymentIntents.values()].filter((pi) => pi.shared_payment_granted_token === 'spt_ok_small').length, 0);
+      assert.equal(stripe.paymentIntentsWith(spt).length, 0);
 
       const cardChallenge = challengesOf(await unpaid('POST', CHECKOUT, { plan: 'starter', shop: uniqueDomain() })).find((c) => c.method === 'card')!;
       const card = await unpaid('POST', CHECKOUT, { plan: 'starter', shop: uniqueDomain() }, { authorization: paymentHeader(cardChallenge, { token: 'eyJhbGciOiJub25lIn0.e30.' }) });
@@ -249,7 +324,7 @@ for (const dialect of testDialects()) {
       try {
         const shop = uniqueDomain();
         const challenge = challengesOf(await unpaid('POST', CHECKOUT, { plan: 'starter', shop })).find((c) => c.method === 'stripe')!;
-        const slow = await unpaid('POST', CHECKOUT, { plan: 'starter', shop }, { authorization: paymentHeader(challenge, { spt: 'spt_ok_slow' }) });
+        const slow = await unpaid('POST', CHECKOUT, { plan: 'starter', shop }, { authorization: paymentHeader(challenge, { spt: granted() }) });
         expectStatus(slow, 503);
         assert.equal(slow.json().type, `${t.config.baseUrl}/problems/payment-network-unreachable`);
         assert.ok(slow.headers['retry-after']);
@@ -269,10 +344,10 @@ for (const dialect of testDialects()) {
         const challenge = challengesOf(await unpaid('POST', CHECKOUT, body)).find((c) => c.method === 'stripe')!;
         return unpaid('POST', CHECKOUT, body, { authorization: paymentHeader(challenge, { spt }), 'idempotency-key': key });
       };
-      const first = await pay('spt_ok_idem_1');
+      const first = await pay(granted());
       expectStatus(first, 200);
       const charges = stripe.paymentIntents.size;
-      const retry = await pay('spt_ok_idem_2');
+      const retry = await pay(granted());
       expectStatus(retry, 200);
       assert.equal(retry.headers['idempotent-replayed'], 'true');
       assert.equal(retry.json().sessionId, first.json().sessionId);
@@ -281,18 +356,20 @@ for (const dialect of testDialects()) {
 
     it('refunds the charge when the paid-for request fails', async () => {
       const shop = uniqueDomain();
+      const spt = granted();
       const challenge = challengesOf(await unpaid('POST', CHECKOUT, { plan: 'starter', shop })).find((c) => c.method === 'stripe')!;
       // The handler's table is gone for a moment: the request fails after Stripe charged.
       await t.database.db.schema.alterTable('checkout_sessions').renameTo('checkout_sessions_away').execute();
       let res;
       try {
-        res = await unpaid('POST', CHECKOUT, { plan: 'starter', shop }, { authorization: paymentHeader(challenge, { spt: 'spt_ok_refund' }) });
+        res = await unpaid('POST', CHECKOUT, { plan: 'starter', shop }, { authorization: paymentHeader(challenge, { spt }) });
       } finally {
         await t.database.db.schema.alterTable('checkout_sessions_away').renameTo('checkout_sessions').execute();
       }
       assert.ok(res.statusCode >= 500, res.body);
       assert.equal(res.headers['payment-receipt'], undefined);
-      const intent = [...stripe.paymentIntents.values()].find((pi) => pi.shared_payment_granted_token === 'spt_ok_refund')!;
+      const [intent] = stripe.paymentIntentsWith(spt);
+      assert.ok(intent, 'Stripe charged');
       assert.ok([...stripe.refunds.values()].some((r) => r.payment_intent === intent.id), 'refunded');
       const row = await t.database.db.selectFrom('payments').selectAll().where('reference', '=', intent.id).executeTakeFirstOrThrow();
       assert.equal(row.status, 'refunded');
@@ -300,11 +377,12 @@ for (const dialect of testDialects()) {
 
     it('asks a paid checkout for the plan the offer prices, before any charge', async () => {
       const shop = uniqueDomain();
+      const spt = granted({ maxAmount: 2999 });
       const challenge = challengesOf(await unpaid('POST', CHECKOUT, { plan: 'growth', shop })).find((c) => c.method === 'stripe')!;
-      const res = await unpaid('POST', CHECKOUT, { plan: 'growth', shop }, { authorization: paymentHeader(challenge, { spt: 'spt_ok_growth' }) });
+      const res = await unpaid('POST', CHECKOUT, { plan: 'growth', shop }, { authorization: paymentHeader(challenge, { spt }) });
       expectStatus(res, 400);
       assert.equal(res.json().errors[0].pointer, '/body/plan');
-      assert.equal([...stripe.paymentIntents.values()].filter((pi) => pi.shared_payment_granted_token === 'spt_ok_growth').length, 0);
+      assert.equal(stripe.paymentIntentsWith(spt).length, 0);
     });
 
     it('serves the paid operations to a token holder without payment, as before', async () => {

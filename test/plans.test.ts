@@ -82,7 +82,11 @@ for (const dialect of testDialects()) {
       assert.equal(plan.status, 'active');
       assert.equal(plan.provider, 'stripe');
       assert.equal(plan.external_id, subscription.id);
-      assert.ok(plan.period_end && plan.period_end > new Date().toISOString());
+      // Since 2025-03-31.basil the billing period is the subscription item's, not the subscription's.
+      const [item] = subscription.items.data;
+      assert.equal(plan.period_start, new Date(item!.current_period_start * 1000).toISOString());
+      assert.equal(plan.period_end, new Date(item!.current_period_end * 1000).toISOString());
+      assert.ok(plan.period_end > new Date().toISOString());
       assert.equal(expectStatus(await t.inject({ method: 'GET', url: `${CHECKOUT}/${sessionId}` }), 200).status, 'completed');
       // Stripe delivers again: nothing changes.
       const again = await deliver(event);
@@ -145,7 +149,13 @@ for (const dialect of testDialects()) {
     });
 
     it('records an event that concerns no store of ours without changing anything', async () => {
-      const foreign = { id: 'sub_elsewhere', object: 'subscription', status: 'active', metadata: {}, items: { object: 'list', data: [] } };
+      // A subscription sold by another integration on the same Stripe account: no shop or plan in its metadata.
+      const elsewhere = await stripe.client().checkout.sessions.create({
+        mode: 'subscription',
+        line_items: [{ price_data: { currency: 'usd', unit_amount: 500, recurring: { interval: 'month' }, product_data: { name: 'Something else' } }, quantity: 1 }],
+        success_url: 'https://elsewhere.example/done',
+      });
+      const foreign = stripe.completeCheckout(elsewhere.id).subscription!;
       const res = await deliver(stripe.event('customer.subscription.updated', foreign));
       assert.equal(res.statusCode, 200);
       assert.match(res.json().outcome, /ignored: a subscription not made by a Restock checkout/);

@@ -9,6 +9,12 @@ import { priceSheets, usdDecimal, type MppMethod, type MppOffer, type PaidOperat
 
 /** Stripe's smallest charge in USD cents (docs.stripe.com/currencies#minimum-and-maximum-charge-amounts). */
 const STRIPE_MINIMUM_USD_CENTS = 50;
+/**
+ * Shared payment tokens are in preview: `shared_payment_granted_token` exists only in preview API
+ * versions, not in the one the SDK pins. The same version mppx's own Stripe charge sends.
+ * https://docs.stripe.com/api/shared-payment/granted-token?api-version=2026-04-22.preview
+ */
+const STRIPE_PREVIEW_VERSION = '2026-07-29.preview';
 const CHALLENGE_TTL_MS = 5 * 60_000;
 /** mppx's own key for the route a challenge is bound to (it checks it when verifying). */
 const SCOPE_KEY = '_mppx_scope';
@@ -252,7 +258,7 @@ export class MppAcceptance {
               metadata: { mpp_challenge: credential.challenge.id, purpose: 'starter plan, first month' },
               shared_payment_granted_token: spt,
             } as Stripe.PaymentIntentCreateParams,
-            { idempotencyKey: `mpp_${credential.challenge.id}` },
+            { idempotencyKey: `mpp_${credential.challenge.id}`, apiVersion: STRIPE_PREVIEW_VERSION },
           );
         } catch (err) {
           throw stripeFailure(err);
