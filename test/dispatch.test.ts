@@ -212,10 +212,27 @@ for (const dialect of testDialects()) {
       assert.equal(mail.headers['list-unsubscribe-post'], 'List-Unsubscribe=One-Click');
       assert.ok(mail.text.includes(link));
 
-      const one = await t.app.inject({ method: 'POST', url: link.replace('http://restock.test', ''), payload: 'List-Unsubscribe=One-Click', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
-      assert.equal(one.statusCode, 200);
-      // Already notified: the shopper's word is recorded but an alert that went out stays sent.
+      const oneClick = (url: string) =>
+        t.app.inject({ method: 'POST', url: new URL(url).pathname, payload: 'List-Unsubscribe=One-Click', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+      assert.equal((await oneClick(link)).statusCode, 200);
+      // Already notified: an alert that went out stays sent, and nothing more is owed.
       assert.equal(await statusOf(w.subscriptions[0]!), 'notified');
+
+      // A shopper still waiting who uses the same one-click address is never mailed.
+      const third = uniqueEmail('one-click');
+      const waiting = expectStatus(await call(t.app, 'POST', SUBSCRIBE, { token: w.store.token, body: { productId: w.productId, variantId: w.variantId, email: third, shop: w.store.domain } }), 200);
+      const fourth = uniqueEmail('stays');
+      expectStatus(await call(t.app, 'POST', SUBSCRIBE, { token: w.store.token, body: { productId: w.productId, variantId: w.variantId, email: fourth, shop: w.store.domain } }), 200);
+      const read = expectStatus(await call(t.app, 'GET', `/api/v1/alerts/${waiting.subscriptionId}`, { token: w.store.token }), 200);
+      assert.equal((await oneClick(read.unsubscribeUrl)).statusCode, 200);
+      assert.equal(await statusOf(waiting.subscriptionId), 'unsubscribed');
+
+      expectStatus(await report(w.store, [{ productId: w.productId, variantId: w.variantId, available: 0 }]), 200);
+      expectStatus(await report(w.store, [{ productId: w.productId, variantId: w.variantId, available: 5 }]), 200);
+      await t.runWorker();
+      const recipients = alertsFor(sink, w.title).map((m) => m.recipients[0]);
+      assert.deepEqual(recipients, [...w.emails, fourth], 'the next restock mails the shopper still waiting, and no one twice');
+      assert.equal(await statusOf(waiting.subscriptionId), 'unsubscribed');
     });
 
     it('never mails an unsubscribed or cancelled subscriber', async () => {
