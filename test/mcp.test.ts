@@ -8,7 +8,7 @@ import { after, before, describe, it } from './fixtures/suites.ts';
 import { Client, InsufficientScopeError, StreamableHTTPClientTransport, UnauthorizedError } from '@modelcontextprotocol/client';
 import { AccessTokens } from '../src/agents/access-tokens.ts';
 import { expectStatus, storeWithAgent, uniqueDomain, uniqueEmail, type StoreAgent } from './fixtures/agents.ts';
-import { dialectSkip, testDialects } from './fixtures/app.ts';
+import { dialectSkip, tableDigests, testDialects } from './fixtures/app.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { registerAgent, startListeningApp, storedSigningKeys, type ListeningApp } from './fixtures/oauth.ts';
 
@@ -153,15 +153,59 @@ for (const dialect of testDialects()) {
       await res.arrayBuffer();
     });
 
-    it('answers bad arguments with a tool error and stores nothing', async () => {
-      const client = await connect(writer);
-      const before = await service.database.db.selectFrom('subscriptions').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-      for (const args of [{ productId: 'not-a-gid', email: 'a@b.co' }, { productId: 'gid://shopify/Product/1', email: 'nope' }, { email: 'a@b.co' }]) {
-        const result = await client.callTool({ name: 'subscribe_alert', arguments: args });
-        assert.equal(result.isError, true, JSON.stringify(args));
+    /** Each tool, the scope docs/mcp.md says it needs, arguments it accepts, and arguments it must refuse. */
+    function toolCases() {
+      const shop = store.domain;
+      const sub = 'sub_00000000000000000000000000';
+      return [
+        { name: 'subscribe_alert', scope: 'api:write', good: { productId: 'gid://shopify/Product/1', email: uniqueEmail('m') }, bad: [{ productId: 'not-a-gid', email: 'a@b.co' }, { productId: 'gid://shopify/Product/1', email: 'nope' }, { email: 'a@b.co' }] },
+        { name: 'get_subscription', scope: 'api:read', good: { subscriptionId: sub }, bad: [{}, { subscriptionId: 42 }, { subscriptionId: '../etc' }] },
+        { name: 'cancel_subscription', scope: 'api:write', good: { subscriptionId: sub }, bad: [{}, { subscriptionId: null }, { subscriptionId: 'sub_' + 'x'.repeat(500) }] },
+        { name: 'checkout_plan', scope: 'api:write', good: { plan: 'starter', shop }, bad: [{ plan: 'platinum', shop }, { plan: 'starter', shop: 'not a shop' }, { plan: 'starter' }] },
+        { name: 'get_stock_status', scope: 'api:read', good: { shop }, bad: [{}, { shop: 'evil.example.com' }, { shop: 7 }] },
+        { name: 'get_alert_queue', scope: 'api:read', good: { shop }, bad: [{}, { shop: '' }, { shop: ['a'] }] },
+        {
+          name: 'report_inventory',
+          scope: 'inventory:alerts',
+          good: { shop, items: [{ productId: 'gid://shopify/Product/9', available: 1 }] },
+          bad: [{ shop, items: [] }, { shop, items: [{ productId: 'gid://shopify/Product/9', available: 'lots' }] }, { shop, items: [{ productId: 'gid://shopify/Product/9', available: 1 }], extra: true }],
+        },
+      ];
+    }
+
+    it('covers every tool but get_health (which needs no scope and takes nothing) in the scope and argument checks', async () => {
+      assert.deepEqual([...toolCases().map((c) => c.name), 'get_health'].sort(), TOOLS);
+    });
+
+    it('refuses every tool to a token without its scope, naming the scope, and changes nothing', async () => {
+      // For each scope, an agent holding every other one the tools use.
+      const lacking: Record<string, string> = {
+        'api:write': reader,
+        'api:read': (await registerAgent(service.app, { scope: 'api:write' })).token,
+        'inventory:alerts': writer,
+      };
+      const before = await tableDigests(service.database);
+      for (const { name, scope, good } of toolCases()) {
+        const client = await connect(lacking[scope], true);
+        await assert.rejects(
+          client.callTool({ name, arguments: good }),
+          (err: unknown) => err instanceof InsufficientScopeError && err.requiredScope === scope,
+          `${name} without ${scope}`,
+        );
       }
-      const now = await service.database.db.selectFrom('subscriptions').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-      assert.equal(Number(now.n), Number(before.n));
+      assert.deepEqual(await tableDigests(service.database), before);
+    });
+
+    it('answers bad arguments to every tool with a tool error and stores nothing', async () => {
+      const client = await connect(store.token);
+      const before = await tableDigests(service.database);
+      for (const { name, bad } of toolCases()) {
+        for (const args of bad) {
+          const result = await client.callTool({ name, arguments: args });
+          assert.equal(result.isError, true, `${name} ${JSON.stringify(args)}: ${JSON.stringify(result)}`);
+        }
+      }
+      assert.deepEqual(await tableDigests(service.database), before);
       expectStatus(await service.app.inject({ method: 'GET', url: '/mcp' }), 405);
     });
   });
