@@ -35,6 +35,7 @@
  * exactly 0.05 USDC per paid request, or when the ledger does not hold one settled payment and
  * one subscription per paid request.
  */
+import { createHmac, randomBytes } from 'node:crypto';
 import http from 'node:http';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -43,6 +44,7 @@ import { x402Client } from '@x402/core/client';
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader, encodePaymentSignatureHeader } from '@x402/core/http';
 import type { PaymentRequired } from '@x402/core/types';
 import { registerExactEvmScheme } from '@x402/evm/exact/client';
+import { Challenge } from 'mppx';
 import { startX402Chain, type X402Chain } from '../test/fixtures/x402-chain.ts';
 import { exitCodeFor, guardProcess, intSetting, runMain } from './lib.ts';
 import { HOST, SUBSCRIBE_PATH, baseUrl, freePort, restockEnv, startServer, stopChild, type Child } from './lib.ts';
@@ -64,6 +66,11 @@ const PAID_WARMUP = 3;
 const PRICE = 50_000n;
 const API_INDEX_PATH = '/api';
 const REQUEST_TIMEOUT_MS = 20_000;
+/** The service's secret, so the bench can check each MPP challenge id as mppx would. */
+const SERVICE_SECRET = randomBytes(32).toString('hex');
+const MPP_SECRET = createHmac('sha256', Buffer.from(SERVICE_SECRET, 'utf8')).update('mpp-challenge-binding').digest('hex');
+/** Unpaid requests sent at once after the load, whose challenge ids must all verify and differ. */
+const CHALLENGE_BURST = 50;
 /** The payer holds 100 USDC by default; enough for 2,000 requests. */
 const PAYER_BALANCE = BigInt(PAID_WARMUP + PAID + PAID_CONCURRENT) * PRICE + 1_000_000n;
 
@@ -156,6 +163,7 @@ async function startRestock(chain: X402Chain, facilitatorUrl: string): Promise<R
   const env = restockEnv(port, {
     ...database.env,
     RUN_WORKER: 'false',
+    RESTOCK_SECRET: SERVICE_SECRET,
     X402_PAY_TO: chain.payTo.address,
     X402_NETWORK: chain.network,
     X402_ASSET: chain.usdc,
@@ -229,7 +237,33 @@ async function checkPaymentRequired(label: string, response: Response, chain: X4
   }
   const challenges = response.headers.get('www-authenticate') ?? '';
   if (!/Payment /.test(challenges) || !/method="stripe"/.test(challenges)) problems.push(`${label}: no MPP stripe challenge in WWW-Authenticate: ${challenges.slice(0, 200)}`);
+  problems.push(...unverifiedChallenges(label, response));
   return problems;
+}
+
+/** MPP challenges of a 402 whose id is not the HMAC of the challenge under the service's key. */
+function unverifiedChallenges(label: string, response: Response): string[] {
+  return Challenge.fromResponseList(response)
+    .filter((challenge) => !Challenge.verify(challenge, { secretKey: MPP_SECRET }))
+    .map((challenge) => `${label}: MPP challenge ${challenge.id} (${challenge.method}) does not verify`);
+}
+
+/**
+ * Under load only statuses are counted, and the 402's challenge ids are signed on a fast path of
+ * our own: a burst of unpaid requests checks every id verifies with mppx and none repeats.
+ */
+async function checkChallengeBurst(url: string): Promise<{ problems: string[]; check: string }> {
+  const responses = await Promise.all(Array.from({ length: CHALLENGE_BURST }, () => fetch(url, { signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) })));
+  const problems: string[] = [];
+  const ids: string[] = [];
+  for (const response of responses) {
+    await response.arrayBuffer();
+    problems.push(...unverifiedChallenges('challenge burst', response));
+    ids.push(...Challenge.fromResponseList(response).map((challenge) => challenge.id));
+  }
+  const distinct = new Set(ids).size;
+  if (distinct !== ids.length) problems.push(`challenge burst: ${ids.length - distinct} repeated MPP challenge ids`);
+  return { problems, check: `challenge burst: ${CHALLENGE_BURST} unpaid requests at once, ${ids.length} MPP challenge ids, all verified with mppx, ${distinct} distinct` };
 }
 
 async function loadRound(restock: RestockServer): Promise<LoadRow[]> {
@@ -551,6 +585,9 @@ async function main(): Promise<number> {
         rounds.push(rows);
         reportLoad(rows);
       }
+      const burst = await checkChallengeBurst(restock.base + API_INDEX_PATH);
+      checks.push(burst.check);
+      problems.push(...burst.problems);
       console.log('');
       const balancesBefore = { payTo: await chain.usdcBalance(chain.payTo.address), payer: await chain.usdcBalance(chain.payer.address) };
       paid = await measurePaid(restock, chain, relay);

@@ -112,9 +112,12 @@ for (const dialect of testDialects()) {
 
     it('never hands two callers the same challenge, however many ask at once', async () => {
       const answers = await Promise.all(Array.from({ length: 50 }, () => unpaid('POST', SUBSCRIBE, subscription())));
-      const ids = answers.flatMap((res) => challengesOf(res).map((c) => c.id));
+      const challenges = answers.flatMap((res) => challengesOf(res));
+      const ids = challenges.map((c) => c.id);
       assert.equal(ids.length, 100);
       assert.equal(new Set(ids).size, ids.length);
+      // Each id signed under load is still the HMAC of its own challenge, as mppx computes it.
+      for (const challenge of challenges) assert.ok(Challenge.verify(challenge, { secretKey: MPP_SECRET }), challenge.id);
     });
 
     it('reads the 402 and the receipts from a browser: the payment headers are exposed, preflight allowed', async () => {
