@@ -3,6 +3,7 @@ import { Challenge, Credential, Errors, Method, PaymentRequest, z as mz, type Re
 import { Mppx, stripe, tempo } from 'mppx/server';
 import type Stripe from 'stripe';
 import { createPublicClient, http } from 'viem';
+import { Transaction as TempoTransaction } from 'viem/tempo';
 import type { PaymentsConfig } from '../config.ts';
 import { Problem, type ProblemSlug } from '../core/problems.ts';
 import { priceSheets, usdDecimal, type MppMethod, type MppOffer, type PaidOperation } from './offers.ts';
@@ -273,11 +274,45 @@ export class MppAcceptance {
 
   private tempoCharge(recipient: string) {
     const { rpcUrl, currency } = this.config.tempo;
-    return tempo.charge({
+    const charge = tempo.charge({
       recipient: recipient as `0x${string}`,
       ...(currency ? { currency: currency as `0x${string}` } : {}),
       ...(rpcUrl ? { getClient: () => createPublicClient({ transport: http(rpcUrl, { timeout: this.config.settleTimeoutMs, retryCount: 0 }) }) } : {}),
     } as never);
+    const validate = charge.validate!;
+    const broadcast = charge.broadcast!;
+    return {
+      ...charge,
+      validate: async (parameters: Parameters<typeof validate>[0]) => {
+        assertSourceSigned(parameters.credential);
+        return validate(parameters);
+      },
+      broadcast: async (parameters: Parameters<typeof broadcast>[0]) => {
+        assertSourceSigned(parameters.credential);
+        return broadcast(parameters);
+      },
+    };
+  }
+}
+
+/**
+ * The payer of a signed tempo transfer is its signer. mppx compares the credential's `source`
+ * with the sender of a transfer the payer broadcast, but not with the signer of one it
+ * broadcasts itself, so without this a credential could name anyone as the payer (the ledger's
+ * payer, and the owner of what the request creates).
+ */
+function assertSourceSigned(credential: Credential.Credential): void {
+  const payload = credential.payload as { type?: unknown; signature?: unknown };
+  if (payload.type !== 'transaction' || typeof payload.signature !== 'string' || !credential.source) return;
+  let signer: string | undefined;
+  let chainId: number | undefined;
+  try {
+    ({ from: signer, chainId } = TempoTransaction.deserialize(payload.signature as `0x76${string}`));
+  } catch {
+    return; // Not a transaction: mppx refuses it itself.
+  }
+  if (credential.source.toLowerCase() !== `did:pkh:eip155:${chainId}:${signer}`.toLowerCase()) {
+    throw new Errors.VerificationFailedError({ reason: 'the credential names a source that did not sign the transaction' });
   }
 }
 
