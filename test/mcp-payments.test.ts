@@ -4,12 +4,12 @@
  * builds the payment), MPP through the Stripe stand-in.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from './fixtures/suites.ts';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { PaymentRequired } from '@x402/core/types';
 import { Challenge, Credential } from 'mppx';
 import { uniqueDomain, uniqueEmail } from './fixtures/agents.ts';
-import { testDialects } from './fixtures/app.ts';
+import { dialectSkip, testDialects } from './fixtures/app.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { startListeningApp, type ListeningApp } from './fixtures/oauth.ts';
 import { startStripeApi, type StripeApi } from './fixtures/stripe-api.ts';
@@ -27,7 +27,7 @@ function metaOf<T>(result: { _meta?: unknown }, key: string): T {
 }
 
 for (const dialect of testDialects()) {
-  describe(`paid MCP tools on ${dialect}`, () => {
+  describe(`paid MCP tools on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
     let chain: X402Chain;
     let stripe: StripeApi;
     let service: ListeningApp;

@@ -6,10 +6,10 @@
  * reads the receipt of one the payer broadcast, and checks its TIP-20 logs.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from './fixtures/suites.ts';
 import { Challenge, Credential, Receipt } from 'mppx';
 import { uniqueEmail } from './fixtures/agents.ts';
-import { startListeningTestApp, testDialects, type TestApp } from './fixtures/app.ts';
+import { assertOnlyGrew, dialectSkip, startListeningTestApp, testDialects, type TestApp } from './fixtures/app.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { startTempoRpc, tempoChargeClient, tempoPayingClient, type TempoRpc } from './fixtures/tempo-rpc.ts';
 
@@ -39,7 +39,7 @@ function tempoChallengeOf(res: Response): Challenge.Challenge {
 }
 
 for (const dialect of testDialects()) {
-  describe(`MPP tempo charges against a Tempo RPC stand-in on ${dialect}`, () => {
+  describe(`MPP tempo charges against a Tempo RPC stand-in on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
     let rpc: TempoRpc;
     let t: TestApp;
     let base: string;
@@ -87,12 +87,12 @@ for (const dialect of testDialects()) {
     }
 
     /** A refused payment: 402 with fresh offers and the reason, nothing served; the ledger keeps the attempt as failed. */
-    async function expectRefused(res: Response, challengeId: string, before: Awaited<ReturnType<TestApp['counts']>>) {
+    async function expectRefused(res: Response, challengeId: string, before: Record<string, string>) {
       assert.equal(res.status, 402, await res.clone().text());
       const problem = await res.json();
       assert.equal(problem.type, 'https://paymentauth.org/problems/verification-failed');
       tempoChallengeOf(res);
-      assert.deepEqual(await t.counts(), { ...before, payments: before.payments + 1 });
+      assertOnlyGrew(before, await t.tableDigests(), 'payments', 1);
       const row = await ledgerRow(challengeId);
       assert.equal(row.status, 'failed');
       assert.equal(row.result_ref, null);
@@ -174,7 +174,7 @@ for (const dialect of testDialects()) {
     it('refuses a signed transfer of less than the price: 402, never broadcast, nothing created', async () => {
       const challenge = await offer(() => subscribe());
       const credential = await credentialPaying(challenge, 'pull', { amount: String(PRICE - 1n) });
-      const before = await t.counts();
+      const before = await t.tableDigests();
       const start = await balances();
       const mark = rpc.calls.length;
       await expectRefused(await subscribe({ authorization: credential }), challenge.id, before);
@@ -187,7 +187,7 @@ for (const dialect of testDialects()) {
       const start = await balances();
       const credential = await credentialPaying(challenge, 'push', { amount: String(PRICE - 1n) });
       assert.equal((await balances()).recipient - start.recipient, PRICE - 1n, 'the payer did send the smaller transfer');
-      const before = await t.counts();
+      const before = await t.tableDigests();
       await expectRefused(await subscribe({ authorization: credential }), challenge.id, before);
     });
 
@@ -196,7 +196,7 @@ for (const dialect of testDialects()) {
         const challenge = await offer(() => subscribe());
         const start = await balances();
         const credential = await credentialPaying(challenge, mode, { recipient: rpc.stranger.address });
-        const before = await t.counts();
+        const before = await t.tableDigests();
         const mark = rpc.calls.length;
         await expectRefused(await subscribe({ authorization: credential }), challenge.id, before);
         const end = await balances();
@@ -216,11 +216,11 @@ for (const dialect of testDialects()) {
         const credential = await tempoChargeClient(rpc).createCredential({ challenge: challenge as never, context: { mode } });
         const first = await subscribe({ authorization: credential });
         assert.equal(first.status, 200, await first.clone().text());
-        const before = await t.counts();
+        const before = await t.tableDigests();
         const again = await subscribe({ authorization: credential });
         assert.equal(again.status, 402, mode);
         tempoChallengeOf(again);
-        assert.deepEqual(await t.counts(), before, 'the replay is refused before it reaches the ledger');
+        assert.deepEqual(await t.tableDigests(), before, 'the replay is refused before it reaches the ledger');
         assert.equal((await balances()).recipient - start.recipient, PRICE, mode);
       }
 
@@ -244,7 +244,7 @@ for (const dialect of testDialects()) {
       const challenge = await offer(() => subscribe());
       const made = Credential.deserialize(await tempoChargeClient(rpc).createCredential({ challenge: challenge as never, context: { mode: 'pull' } }));
       const forged = Credential.serialize({ ...made, source: `did:pkh:eip155:${rpc.chainId}:${rpc.stranger.address}` });
-      const before = await t.counts();
+      const before = await t.tableDigests();
       const start = await balances();
       const mark = rpc.calls.length;
       await expectRefused(await subscribe({ authorization: forged }), challenge.id, before);
@@ -259,7 +259,7 @@ for (const dialect of testDialects()) {
         assert.equal((await subscribe({ authorization: Credential.serialize(credential) })).status, 200);
         const other = await offer(() => subscribe());
         const start = await balances();
-        const before = await t.counts();
+        const before = await t.tableDigests();
         const reused = Credential.serialize({ ...credential, challenge: other });
         await expectRefused(await subscribe({ authorization: reused }), other.id, before);
         assert.deepEqual(await balances(), start, mode);

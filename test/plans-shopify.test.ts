@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from './fixtures/suites.ts';
 import type { LightMyRequestResponse } from 'fastify';
 import { agentOf, call, expectProblem, expectStatus } from './fixtures/agents.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
-import { startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
+import { dialectSkip, startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
 import { deliverWebhook, installByTokenExchange, signWebhook } from './fixtures/shopify-app.ts';
 import { startShopifyAdmin, type AppSubscriptionStatus, type AppSubscriptionWebhook, type ShopifyAdminStandIn } from './fixtures/shopify-admin.ts';
 
@@ -86,7 +86,7 @@ function assertAbout(actual: string | null | undefined, expected: number, tolera
 }
 
 for (const dialect of testDialects()) {
-  describe(`plans bought through Shopify Billing on ${dialect}`, () => {
+  describe(`plans bought through Shopify Billing on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
     let t: TestApp;
     let shopify: ShopifyAdminStandIn;
     before(async () => {
@@ -300,14 +300,14 @@ for (const dialect of testDialects()) {
       const pending = await planRow(t, shop);
       // Someone who knows the subscription's id claims it is active, to get the plan unpaid.
       const forged = asEvent(shopify.appSubscriptionWebhook(shop, subscription.id), 'ACTIVE', Date.now());
-      const before = await t.counts();
+      const before = await t.tableDigests();
       const eventId = newEventId();
 
       expectProblem(await deliver(t, shop, forged, { eventId, hmac: sign(JSON.stringify(forged), 'not-the-app-secret') }), 401, 'invalid-webhook');
       expectProblem(await deliver(t, shop, forged, { eventId, hmac: sign('another body') }), 401, 'invalid-webhook');
       await t.runWorker();
 
-      assert.deepEqual(await t.counts(), before);
+      assert.deepEqual(await t.tableDigests(), before);
       assert.equal((await billingEvents(t, eventId)).length, 0);
       assert.deepEqual(await planRow(t, shop), pending);
     });
@@ -330,7 +330,7 @@ for (const dialect of testDialects()) {
     it('answers 502 upstream-failed when Shopify\'s Admin API fails, charging nothing', async () => {
       const shop = newShop();
       await install(t, shopify, shop);
-      const before = await t.counts();
+      const before = await t.tableDigests();
       shopify.failNext(1, (request) => request.shop === shop && request.field === 'appSubscriptionCreate');
 
       const problem = expectProblem(await t.post(CHECKOUT, { plan: 'starter', shop }), 502, 'upstream-failed');
@@ -339,10 +339,7 @@ for (const dialect of testDialects()) {
       assert.equal(shopify.requests.filter((request) => request.shop === shop && request.field === 'appSubscriptionCreate').length, 1, 'tried once, not retried behind the caller\'s back');
       assert.deepEqual(shopify.appSubscriptions(shop), [], 'Shopify holds no charge for the store');
       assert.equal(await planRow(t, shop), undefined, 'no plan, not even pending');
-      const after = await t.counts();
-      assert.equal(after.store_plans, before.store_plans);
-      assert.equal(after.billing_events, before.billing_events);
-      assert.equal(after.checkout_sessions, before.checkout_sessions, 'no session of ours left behind');
+      assert.deepEqual(await t.tableDigests(), before, 'no plan, event or session of ours left behind');
 
       // Once Shopify answers again, the purchase goes through.
       await checkout(shop, 'starter');

@@ -5,9 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from './fixtures/suites.ts';
 import { call, expectStatus, storeWithAgent, uniqueDomain, uniqueEmail, type StoreAgent } from './fixtures/agents.ts';
-import { startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
+import { dialectSkip, startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { startSmtpSink, type SmtpSink } from './fixtures/smtp-sink.ts';
 import { startStripeApi, type EventObject, type StripeApi } from './fixtures/stripe-api.ts';
@@ -20,7 +20,7 @@ const WEBHOOK_SECRET = `whsec_${randomBytes(16).toString('hex')}`;
 let serial = 0;
 
 for (const dialect of testDialects()) {
-  describe(`plans through Stripe on ${dialect}`, () => {
+  describe(`plans through Stripe on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
     let stripe: StripeApi;
     let t: TestApp;
 
@@ -97,7 +97,7 @@ for (const dialect of testDialects()) {
     it('refuses forged, unsigned and old deliveries with 401, applying nothing', async () => {
       const { shop, session } = await paidCheckout();
       const event = stripe.event('checkout.session.completed', session);
-      const before = await t.counts();
+      const before = await t.tableDigests();
       for (const options of [{ secret: 'whsec_not_ours' }, { signature: null }, { signature: 't=1,v1=deadbeef' }, { timestamp: Math.floor(Date.now() / 1000) - 3600 }]) {
         const res = await deliver(event, options);
         assert.equal(res.statusCode, 401, JSON.stringify(options));
@@ -111,7 +111,7 @@ for (const dialect of testDialects()) {
         payload: tampered.payload.replace(shop, uniqueDomain('other')),
       });
       assert.equal(res.statusCode, 401);
-      assert.deepEqual(await t.counts(), before);
+      assert.deepEqual(await t.tableDigests(), before);
       assert.equal((await planOf(shop))?.status, 'pending');
     });
 
@@ -162,7 +162,7 @@ for (const dialect of testDialects()) {
     });
   });
 
-  describe(`alert allowances on ${dialect}`, () => {
+  describe(`alert allowances on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
     let t: TestApp;
     let sink: SmtpSink;
 

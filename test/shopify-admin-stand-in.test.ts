@@ -1,7 +1,7 @@
 import '@shopify/shopify-api/adapters/node';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from './fixtures/suites.ts';
 import { ApiVersion, GraphqlQueryError, LogSeverity, RequestedTokenType, Session, shopifyApi, type Shopify } from '@shopify/shopify-api';
 import { loadConfig } from '../src/config.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from './fixtures/suites.ts';
 import Stripe from 'stripe';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { servedEndpoints, startStripeApi, type StripeApi, type TokenGrant } from './fixtures/stripe-api.ts';

@@ -3,7 +3,7 @@
  * payment tests would pass against a kinder chain than the real one.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from './fixtures/suites.ts';
 import { createClient, http, publicActions, walletActions, type Hex } from 'viem';
 import { Actions, Addresses } from 'viem/tempo';
 import { tempo as tempoMainnet } from 'viem/tempo/chains';
