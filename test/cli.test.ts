@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import SqliteDriver from 'better-sqlite3';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { freePort } from './fixtures/network.ts';
+import { watchOutput, type ProcessOutput } from './fixtures/worker-process.ts';
 
 failOnLeakedHandles();
 
@@ -37,24 +38,46 @@ interface Served {
   exited: Promise<number | null>;
   /** What the process has written so far (its logs). */
   output: () => string;
+  /** The first line of its logs matching `pattern`, once written. */
+  waitForLine: ProcessOutput['line'];
 }
 
+/** Starts `restock serve` and returns once it says it is listening (logged at info, the default here). */
 async function serve(cwd: string, env: Record<string, string> = {}): Promise<Served> {
   const port = await freePort();
-  const child = spawn(process.execPath, [BIN, 'serve'], { cwd, env: cleanEnv({ PORT: String(port), LOG_LEVEL: 'warn', ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout!.on('data', (d) => (output += d));
-  child.stderr!.on('data', (d) => (output += d));
+  const child = spawn(process.execPath, [BIN, 'serve'], { cwd, env: cleanEnv({ PORT: String(port), LOG_LEVEL: 'info', ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
+  const output = watchOutput(child);
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 200; i++) {
-    const up = await fetch(`${base}/api/health`).then((r) => r.ok, () => false);
-    if (up) return { child, base, exited, output: () => output };
-    if (child.exitCode !== null) break;
-    await new Promise((resolve) => setTimeout(resolve, 100));
+  try {
+    await output.line(/"msg":"Restock is listening"/, 60_000);
+  } catch (err) {
+    child.kill('SIGKILL');
+    await exited;
+    throw new Error(`restock serve did not come up: ${(err as Error).message}`);
   }
-  child.kill('SIGKILL');
-  throw new Error(`restock serve did not come up:\n${output}`);
+  return { child, base: `http://127.0.0.1:${port}`, exited, output: output.text, waitForLine: output.line };
+}
+
+/** Whether a new connection to `base` is refused: nothing listens there any more. */
+function refusesConnections(base: string): Promise<boolean> {
+  const url = new URL(base);
+  return new Promise((resolve) => {
+    const socket = net.connect(Number(url.port), url.hostname);
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'ECONNREFUSED'));
+  });
+}
+
+/** Waits until `base` refuses connections, failing after `timeoutMs`. */
+async function untilRefused(base: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await refusesConnections(base))) {
+    if (Date.now() > deadline) assert.fail(`${base} still took connections ${timeoutMs} ms after SIGTERM`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }
 
 describe('the restock command', () => {
@@ -188,7 +211,7 @@ describe('the restock command', () => {
 
   it('SIGTERM lets an in-flight request finish, then exits 0 with the write kept', async () => {
     const cwd = freshDir();
-    const { child, base, exited } = await serve(cwd, { SHUTDOWN_TIMEOUT_MS: '20000' });
+    const { child, base, exited, waitForLine } = await serve(cwd, { SHUTDOWN_TIMEOUT_MS: '20000' });
     const body = JSON.stringify({ productId: 'gid://shopify/Product/77', email: 'inflight@example.com' });
     const registered = await fetch(`${base}/api/agent/register`, {
       method: 'POST',
@@ -205,12 +228,12 @@ describe('the restock command', () => {
       `POST /api/v1/alerts/subscribe HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nAuthorization: Bearer ${token}\r\n` +
         `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body.slice(0, 10)}`,
     );
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Logged as the request starts: its head is read, its body still to come.
+    await waitForLine(/^(?=.*"msg":"incoming request")(?=.*"url":"\/api\/v1\/alerts\/subscribe")/, 30_000);
     child.kill('SIGTERM');
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await waitForLine(/"msg":"shutting down"/, 30_000);
+    await untilRefused(base, 30_000);
     assert.equal(child.exitCode, null, 'still running while a request is in flight');
-    const refused = await fetch(`${base}/api/health`).then(() => false, () => true);
-    assert.ok(refused, 'no new connections once shutting down');
     // write, not end: a client that half-closes its side has given up on the answer, and Node
     // aborts such requests.
     socket.write(body.slice(10));

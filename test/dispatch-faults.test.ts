@@ -137,22 +137,67 @@ async function activeCount(t: TestApp, storeDomain: string): Promise<number> {
 }
 
 /**
- * Polls the database until every subscription is notified and nothing is queued or leased, or
- * fails after `timeoutMs` (also as soon as a worker that should be running has exited).
+ * Polls `probe` (the database has no events to wait on) until it returns something other than
+ * undefined. Fails after `timeoutMs` with `what` and `state()`, and as soon as a worker that
+ * should be running has exited.
  */
-async function waitUntilAllNotified(t: TestApp, w: Waiting, running: WorkerProcess[], timeoutMs: number): Promise<void> {
+async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  running: WorkerProcess[],
+  timeoutMs: number,
+  state: () => string = () => '',
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const counts = await ledgerCounts(t, w.store.domain);
-    const active = await activeCount(t, w.store.domain);
-    if (active === 0 && !counts.queued && !counts.sending) return;
+    const value = await probe();
+    if (value !== undefined) return value;
     const dead = running.find((worker) => worker.child.exitCode !== null || worker.child.signalCode !== null);
     if (dead) assert.fail(`a worker exited early (${dead.child.exitCode ?? dead.child.signalCode}):\n${dead.output()}`);
-    if (Date.now() > deadline) {
-      assert.fail(`not all notified within ${timeoutMs} ms: ${active} still active, ledger ${JSON.stringify(counts)}\n${running.map((r) => r.output()).join('\n')}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    if (Date.now() > deadline) assert.fail(`not the case within ${timeoutMs} ms: ${what}; ${state()}\n${running.map((r) => r.output()).join('\n')}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
   }
+}
+
+/** Waits until every subscription is notified and nothing is queued or leased (see waitFor). */
+async function waitUntilAllNotified(t: TestApp, w: Waiting, running: WorkerProcess[], timeoutMs: number): Promise<void> {
+  let counts: Record<string, number> = {};
+  let active = 0;
+  await waitFor(
+    'every subscription notified, nothing queued or leased',
+    async () => {
+      counts = await ledgerCounts(t, w.store.domain);
+      active = await activeCount(t, w.store.domain);
+      return (active === 0 && !counts.queued && !counts.sending) || undefined;
+    },
+    running,
+    timeoutMs,
+    () => `${active} still active, ledger ${JSON.stringify(counts)}`,
+  );
+}
+
+/** Alerts queued for another try after a failure, counting only those tried at least `attempts` times. */
+async function waitingForRetry(t: TestApp, storeDomain: string, attempts: number): Promise<number> {
+  const row = await t.database.db
+    .selectFrom('notifications')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('store_domain', '=', storeDomain)
+    .where('status', '=', 'queued')
+    .where('outcome', 'like', 'will retry%')
+    .where('attempts', '>=', attempts)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/** When the leases of the alerts being sent run out (ms since the epoch), one per leased alert. */
+async function leaseEnds(t: TestApp, storeDomain: string): Promise<number[]> {
+  const rows = await t.database.db
+    .selectFrom('notifications')
+    .select('lease_until')
+    .where('store_domain', '=', storeDomain)
+    .where('status', '=', 'sending')
+    .execute();
+  return rows.map((r) => Date.parse(r.lease_until!));
 }
 
 /**
@@ -222,13 +267,12 @@ for (const dialect of testDialects()) {
         assert.ok(leasedAtKill.length <= CLAIM, `the dead worker held ${leasedAtKill.length} leases, at most the claim size`);
         assert.ok((atKill.queued ?? 0) > 0, 'alerts were still queued when it died');
 
-        // A message wholly received before the kill may still be acknowledged after it (the sink's delay).
-        await new Promise((resolve) => setTimeout(resolve, 50));
+        // A message wholly received before the kill may still be acknowledged after it (the
+        // sink's delay): counted once the dead worker's connections are gone and nothing is pending.
+        await sink.quiet(30_000);
         const fromFirst = sink.received.length;
-        const restartedAt = Date.now();
         const second = spawnWorker(t, named(sink, 'second.worker.test'), env);
         await waitUntilAllNotified(t, w, [second], 60_000);
-        const recovery = Date.now() - restartedAt;
         await second.stop();
         assert.equal(await second.exited, 0, `the worker stops cleanly on SIGTERM:\n${second.output()}`);
 
@@ -247,7 +291,7 @@ for (const dialect of testDialects()) {
         report(
           ctx,
           `${dialect}: SIGKILL after ${receivedAtKill}/${N} mails, ${leasedAtKill.length} leases held by the dead worker; ` +
-            `restart delivered the rest in ${recovery} ms; duplicates = ${duplicates} (bound ${CLAIM})`,
+            `the restarted worker delivered the rest; duplicates = ${duplicates} (bound ${CLAIM})`,
         );
       } finally {
         await Promise.all([...workers].map((worker) => worker.kill()));
@@ -276,23 +320,18 @@ for (const dialect of testDialects()) {
         const deliveredBefore = sink.received.length;
         assert.ok(deliveredBefore < N, 'the server went down mid-way');
 
-        // While it is down the worker keeps at it: failures are queued for a retry, not dropped.
-        const downUntil = Date.now() + 1500;
-        let retrying = 0;
-        while (Date.now() < downUntil) {
-          const row = await t.database.db
-            .selectFrom('notifications')
-            .select((eb) => eb.fn.countAll<number>().as('n'))
-            .where('store_domain', '=', w.store.domain)
-            .where('status', '=', 'queued')
-            .where('outcome', 'like', 'will retry%')
-            .executeTakeFirstOrThrow();
-          retrying = Math.max(retrying, Number(row.n));
-          await new Promise((resolve) => setTimeout(resolve, 100));
-        }
-        assert.ok(retrying > 0, 'failed alerts wait for a retry while the server is down');
-        const failedWhileDown = await ledgerCounts(t, w.store.domain);
-        assert.equal(failedWhileDown.failed ?? 0, 0, 'nothing given up while the server is down');
+        // While it is down the worker keeps at it: failures are queued for a retry, not dropped,
+        // and retried with backoff. The server stays down until an alert has failed twice.
+        await waitFor(
+          'an alert tried twice while the server is down, queued for another try',
+          async () => {
+            assert.equal((await ledgerCounts(t, w.store.domain)).failed ?? 0, 0, 'nothing given up while the server is down');
+            return (await waitingForRetry(t, w.store.domain, 2)) > 0 || undefined;
+          },
+          [worker],
+          30_000,
+        );
+        const retrying = await waitingForRetry(t, w.store.domain, 1);
 
         sink = await startAlertSink({ port });
         sinks.push(sink);
@@ -311,7 +350,7 @@ for (const dialect of testDialects()) {
         assert.ok(rows.filter((r) => beforeOutage.has(r.id)).every((r) => r.attempts === 1), 'an alert delivered before the outage was never tried again');
         report(
           ctx,
-          `${dialect}: ${deliveredBefore}/${N} delivered before the outage, up to ${retrying} queued for retry while down, ` +
+          `${dialect}: ${deliveredBefore}/${N} delivered before the outage, ${retrying} queued for retry while down, ` +
             `max attempts ${Math.max(...rows.map((r) => r.attempts))}; all ${N} delivered once`,
         );
       } finally {
@@ -338,19 +377,35 @@ describe(`a relay that stalls past the lease on ${testDialects()[0]}`, () => {
       await reportRestock(t, w, N);
       sink.pause();
       const worker = spawnWorker(t, named(sink, 'worker.test'), { DISPATCH_CLAIM_SIZE: '100', SMTP_POOL_SIZE: '5' });
-      // The worker claims its window and the first messages reach the stalled relay.
-      const deadline = Date.now() + 30_000;
-      while ((await ledgerCounts(t, w.store.domain)).sending === undefined) {
-        assert.ok(Date.now() < deadline, 'the worker claimed alerts');
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-      await new Promise((resolve) => setTimeout(resolve, 6000)); // past the 5 s lease
+      // The worker leases its window; the first of its messages go to the stalled relay.
+      const firstLeaseEnd = await waitFor(
+        'the worker leased alerts',
+        async () => {
+          const ends = await leaseEnds(t, w.store.domain);
+          return ends.length > 0 ? Math.max(...ends) : undefined;
+        },
+        [worker],
+        30_000,
+      );
+      // The relay stays stalled until that lease has run out: unrenewed, its alerts would now be
+      // free to take again. The worker must still hold every one of them, under a later lease.
+      let ends: number[] = [];
+      await waitFor(
+        'the first lease has run out and the worker holds its alerts under renewed leases',
+        async () => {
+          ends = await leaseEnds(t, w.store.domain);
+          return (Date.now() > firstLeaseEnd && ends.length > 0 && ends.every((end) => end > firstLeaseEnd)) || undefined;
+        },
+        [worker],
+        30_000,
+        () => `${ends.filter((end) => end > firstLeaseEnd).length} of ${ends.length} leases renewed past the first, which ran until ${new Date(firstLeaseEnd).toISOString()}`,
+      );
       sink.resume();
       await waitUntilAllNotified(t, w, [worker], 30_000);
       await worker.stop();
       const mails = sink.received;
       await assertDeliveredToAll(t, w, mails);
-      report(ctx, `${testDialects()[0]}: relay stalled 6 s with a 5 s lease: ${mails.length - N} alerts sent twice by a worker that never died`);
+      report(ctx, `${testDialects()[0]}: relay stalled past the 5 s lease: ${mails.length - N} alerts sent twice by a worker that never died`);
       assert.equal(mails.length, N, 'a live worker sends each alert once');
     } finally {
       await Promise.all([...workers].map((worker) => worker.kill()));
@@ -372,17 +427,9 @@ if (testDialects().includes('postgres')) {
         const a = spawnWorker(t, named(sink, 'a.worker.test'), env);
         const b = spawnWorker(t, named(sink, 'b.worker.test'), env);
         // Both running before the restock, so either may plan it and both compete for its alerts.
-        const deadline = Date.now() + 30_000;
-        while (![a, b].every((x) => x.output().includes('Restock worker is running'))) {
-          const dead = [a, b].find((x) => x.child.exitCode !== null);
-          if (dead) assert.fail(`a worker exited at start:\n${dead.output()}`);
-          assert.ok(Date.now() < deadline, 'the workers started');
-          await new Promise((resolve) => setTimeout(resolve, 50));
-        }
-        const started = Date.now();
+        await Promise.all([a, b].map((x) => x.waitForLine(/Restock worker is running/, 30_000)));
         await reportRestock(t, w, N);
         await waitUntilAllNotified(t, w, [a, b], 60_000);
-        const took = Date.now() - started;
         await Promise.all([a.stop(), b.stop()]);
 
         const mails = sink.received;
@@ -394,7 +441,7 @@ if (testDialects().includes('postgres')) {
         const byB = mails.filter((m) => m.client === 'b.worker.test').length;
         assert.equal(byA + byB, N);
         assert.ok(byA > 0 && byB > 0, `both workers sent alerts (a: ${byA}, b: ${byB})`);
-        report(ctx, `postgres: ${N} alerts by two workers in ${took} ms (a: ${byA}, b: ${byB}, SMTP sessions: ${new Set(mails.map((m) => m.session)).size}); no duplicates`);
+        report(ctx, `postgres: ${N} alerts by two workers (a: ${byA}, b: ${byB}, SMTP sessions: ${new Set(mails.map((m) => m.session)).size}); no duplicates`);
       } finally {
         await Promise.all([...workers].map((worker) => worker.kill()));
         await sink.close();
