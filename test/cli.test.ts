@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { after, describe, it } from 'node:test';
+import { after, describe, it } from './fixtures/suites.ts';
 import { fileURLToPath } from 'node:url';
 import SqliteDriver from 'better-sqlite3';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';

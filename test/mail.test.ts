@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from './fixtures/suites.ts';
 import { Database } from '../src/core/db/database.ts';
 import { MailOutboxStore } from '../src/core/mail/outbox-store.ts';
 import { parseSmtpUrl, SmtpUrlError } from '../src/core/mail/smtp-url.ts';
 import { MailDeliveryError, openMailTransport, type MailMessage, type MailTransport } from '../src/core/mail/transport.ts';
-import { createTestDatabase, testConfig, testDialects, type TestDatabase } from './fixtures/app.ts';
+import { createTestDatabase, dialectSkip, testConfig, testDialects, type TestDatabase } from './fixtures/app.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { freePort, startSilentServer } from './fixtures/network.ts';
 import { startSmtpSink, type SmtpSink } from './fixtures/smtp-sink.ts';
@@ -25,7 +25,7 @@ const message = (overrides: Partial<MailMessage> = {}): MailMessage => ({
 });
 
 for (const dialect of testDialects()) {
-  describe(`mail outbox on ${dialect}`, () => {
+  describe(`mail outbox on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
     let testDatabase: TestDatabase;
     let database: Database;
     let transport: MailTransport;

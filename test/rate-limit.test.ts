@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it } from './fixtures/suites.ts';
 import Fastify, { type FastifyInstance, type InjectOptions, type LightMyRequestResponse } from 'fastify';
 import { installErrorHandling } from '../src/core/http/errors.ts';
 import { installRateLimits, type RateLimitOptions } from '../src/core/http/rate-limit.ts';
