@@ -33,6 +33,9 @@ function sameSubscriptionEvent(current: StorePlanRow, event: PlanEvent, now: str
   if (current.event_at && event.at < current.event_at) return { ignored: `older (${event.at}) than the state applied (${current.event_at})` };
   // A cancelled subscription stays cancelled: providers do not revive one, a new one is bought.
   if (current.status === 'cancelled') return { ignored: 'the subscription is already cancelled' };
+  // Pending only ever comes first: news of the same time (providers count whole seconds) saying
+  // pending after the subscription was active is stale, not a step back.
+  if (event.status === 'pending' && current.status !== 'pending') return { ignored: `the subscription is already ${current.status}` };
   return { row: apply(current, event, now) };
 }
 
@@ -43,6 +46,9 @@ function otherSubscriptionEvent(current: StorePlanRow | undefined, event: PlanEv
   if (event.status === 'cancelled' && holding) return { ignored: 'about a subscription the store no longer holds' };
   // A new checkout the merchant has not finished must not take away the plan they pay for.
   if (holding && event.status === 'pending') return { ignored: 'the store keeps its current plan until the new one is active' };
+  // The cancellation on record is what the cancelled subscription's late news must find; a
+  // checkout not finished has nothing in force to put in its place.
+  if (current?.status === 'cancelled' && event.status === 'pending') return { ignored: 'a cancelled plan stays on record until a new one is active' };
   if (holding && current.event_at && event.at < current.event_at) return { ignored: `older (${event.at}) than the plan in force (${current.event_at})` };
   return { row: apply(current, event, now) };
 }
