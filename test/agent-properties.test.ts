@@ -14,16 +14,16 @@ import { after, before, describe, it } from './fixtures/suites.ts';
 import fc from 'fast-check';
 import type { LightMyRequestResponse } from 'fastify';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
+import { bad, ok, propertyParams, STACK, type Tagged } from './fixtures/properties.ts';
 import { dialectSkip, startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
 import { codeIn, createStore, uniqueDomain, uniqueEmail, wrongCode } from './fixtures/agents.ts';
 import { startIdentityProvider, type TestIdentityProvider } from './fixtures/identity-provider.ts';
 
 failOnLeakedHandles();
 
-const RUNS = Number(process.env.RESTOCK_PROPERTY_RUNS ?? 150);
-const SEED = process.env.RESTOCK_PROPERTY_SEED === undefined ? undefined : Number(process.env.RESTOCK_PROPERTY_SEED);
-const params = { numRuns: RUNS, ...(SEED === undefined ? {} : { seed: SEED }) };
-const STACK = /\n\s*at \S|node:internal|node_modules|\.ts:\d+/;
+const params = propertyParams();
+const RUNS = params.numRuns;
+
 const ID_JAG = 'urn:ietf:params:oauth:token-type:id-jag';
 const JWT_BEARER = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
 const BASE_URL = 'http://restock.test';
@@ -43,12 +43,6 @@ function granted(requested: string | undefined, allowed: string[]): string[] {
 // Generated fields, each tagged valid or not, so the expected answer is known before sending.
 // ---------------------------------------------------------------------------------------------
 
-interface Tagged {
-  value: unknown;
-  valid: boolean;
-}
-const ok = (value: unknown): Tagged => ({ value, valid: true });
-const bad = (value: unknown): Tagged => ({ value, valid: false });
 /** Left out of the body. */
 const ABSENT = undefined;
 

@@ -18,24 +18,17 @@ import type { LightMyRequestResponse } from 'fastify';
 import { dialectSkip, startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
 import { call, storeWithAgent, type StoreAgent } from './fixtures/agents.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
+import { bad, ok, propertyParams, STACK, type Tagged } from './fixtures/properties.ts';
 
 failOnLeakedHandles();
 
-const RUNS = Number(process.env.RESTOCK_PROPERTY_RUNS ?? 150);
-const SEED = process.env.RESTOCK_PROPERTY_SEED === undefined ? undefined : Number(process.env.RESTOCK_PROPERTY_SEED);
-const params = { numRuns: RUNS, ...(SEED === undefined ? {} : { seed: SEED }) };
-const STACK = /\n\s*at \S|node:internal|node_modules|\.ts:\d+/;
+const params = propertyParams();
+const RUNS = params.numRuns;
 
 // ---------------------------------------------------------------------------------------------
 // Generated fields, each tagged valid or not, so the expected answer is known before sending.
 // ---------------------------------------------------------------------------------------------
 
-interface Tagged {
-  value: unknown;
-  valid: boolean;
-}
-const ok = (value: unknown): Tagged => ({ value, valid: true });
-const bad = (value: unknown): Tagged => ({ value, valid: false });
 /** A field left out: valid where the field is optional, not where it is required. */
 const ABSENT = undefined;
 /** A field taken out of a report that would otherwise name its product from the catalogue. */

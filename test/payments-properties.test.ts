@@ -19,13 +19,13 @@ import type { LightMyRequestResponse } from 'fastify';
 import { Challenge, Credential } from 'mppx';
 import { dialectSkip, startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
+import { propertyParams, STACK } from './fixtures/properties.ts';
 
 failOnLeakedHandles();
 
-const RUNS = Number(process.env.RESTOCK_PROPERTY_RUNS ?? 150);
-const SEED = process.env.RESTOCK_PROPERTY_SEED === undefined ? undefined : Number(process.env.RESTOCK_PROPERTY_SEED);
-const params = { numRuns: RUNS, ...(SEED === undefined ? {} : { seed: SEED }) };
-const STACK = /\n\s*at \S|node:internal|node_modules|\.ts:\d+/;
+const params = propertyParams();
+const RUNS = params.numRuns;
+
 const SERVICE_SECRET = 'payments-property-service-secret-0123456789abcdef';
 /** How the service keys its MPP challenges (src/payments/index.ts), so that an expired one can be made genuine. */
 const MPP_SECRET = createHmac('sha256', Buffer.from(SERVICE_SECRET, 'utf8')).update('mpp-challenge-binding').digest('hex');
@@ -180,7 +180,9 @@ function freshOutcome(challenge: Challenge.Challenge, payload: unknown, target: 
   const record = typeof payload === 'object' && payload !== null && !Array.isArray(payload) ? (payload as Record<string, unknown>) : {};
   const sptShaped = typeof record.spt === 'string' && record.spt.length > 0;
   const hashShaped = record.type === 'hash' && typeof record.hash === 'string' && /^0x[0-9a-f]{64}$/.test(record.hash);
-  if (challenge.method === 'card') return atVerification(402, 'payment-method-unavailable');
+  // The card session's payload must first parse ({ spt?, token? }, strings): only then is it told there is no processor.
+  const cardShaped = record === payload && ['spt', 'token'].every((key) => record[key] === undefined || typeof record[key] === 'string');
+  if (challenge.method === 'card') return cardShaped ? atVerification(402, 'payment-method-unavailable') : atVerification(402, 'verification-failed');
   if (challenge.method === 'stripe' && sptShaped) return target.name === 'checkoutPlan' ? atVerification(503, 'payment-network-unreachable') : atVerification(402, 'payment-method-unavailable');
   if (challenge.method === 'tempo' && hashShaped) return atVerification(503, 'payment-network-unreachable');
   return atVerification(402, 'verification-failed');
