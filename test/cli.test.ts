@@ -8,7 +8,7 @@ import { after, describe, it } from './fixtures/suites.ts';
 import { fileURLToPath } from 'node:url';
 import SqliteDriver from 'better-sqlite3';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
-import { freePort } from './fixtures/network.ts';
+import { eventually, freePort, refusesConnections } from './fixtures/network.ts';
 import { watchOutput, type ProcessOutput } from './fixtures/worker-process.ts';
 
 failOnLeakedHandles();
@@ -56,28 +56,6 @@ async function serve(cwd: string, env: Record<string, string> = {}): Promise<Ser
     throw new Error(`restock serve did not come up: ${(err as Error).message}`);
   }
   return { child, base: `http://127.0.0.1:${port}`, exited, output: output.text, waitForLine: output.line };
-}
-
-/** Whether a new connection to `base` is refused: nothing listens there any more. */
-function refusesConnections(base: string): Promise<boolean> {
-  const url = new URL(base);
-  return new Promise((resolve) => {
-    const socket = net.connect(Number(url.port), url.hostname);
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(false);
-    });
-    socket.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'ECONNREFUSED'));
-  });
-}
-
-/** Waits until `base` refuses connections, failing after `timeoutMs`. */
-async function untilRefused(base: string, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await refusesConnections(base))) {
-    if (Date.now() > deadline) assert.fail(`${base} still took connections ${timeoutMs} ms after SIGTERM`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 describe('the restock command', () => {
@@ -232,7 +210,7 @@ describe('the restock command', () => {
     await waitForLine(/^(?=.*"msg":"incoming request")(?=.*"url":"\/api\/v1\/alerts\/subscribe")/, 30_000);
     child.kill('SIGTERM');
     await waitForLine(/"msg":"shutting down"/, 30_000);
-    await untilRefused(base, 30_000);
+    await eventually(() => refusesConnections(base), `${base} refuses connections after SIGTERM`, 30_000);
     assert.equal(child.exitCode, null, 'still running while a request is in flight');
     // write, not end: a client that half-closes its side has given up on the answer, and Node
     // aborts such requests.

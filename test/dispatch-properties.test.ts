@@ -15,6 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from './fixtures/suites.ts';
 import fc from 'fast-check';
 import type { LightMyRequestResponse } from 'fastify';
+import type { InventoryVariantsTable } from '../src/core/db/schema.ts';
 import { dialectSkip, startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
 import { call, storeWithAgent, type StoreAgent } from './fixtures/agents.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
@@ -189,15 +190,8 @@ function assertShape(res: LightMyRequestResponse, what: string) {
 // A model of the known stock (docs/dispatch.md "Sources of stock"), to check accepted reports.
 // ---------------------------------------------------------------------------------------------
 
-interface KnownStock {
-  available: number | null;
-  published: number;
-  product_title: string | null;
-  variant_title: string | null;
-  image_url: string | null;
-  product_url: string | null;
-  source_updated_at: string | null;
-}
+/** The columns of a variant's stored stock that a report decides. */
+type KnownStock = Omit<InventoryVariantsTable, 'store_domain' | 'product_id' | 'variant_id' | 'inventory_item_id' | 'updated_at'>;
 
 const stockKey = (productId: string, variantId: string | null | undefined) => `${productId}|${variantId ?? ''}`;
 const MIN_STOCK = 1;

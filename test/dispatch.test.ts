@@ -21,6 +21,7 @@ import {
   type StoreAgent,
 } from './fixtures/agents.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
+import { eventually } from './fixtures/network.ts';
 import { startSmtpSink, type SinkMessage, type SmtpSink } from './fixtures/smtp-sink.ts';
 
 failOnLeakedHandles();
@@ -32,15 +33,6 @@ const ENCRYPTION_KEY = randomBytes(32).toString('base64');
 let serial = 0;
 const product = () => `gid://shopify/Product/${7_000_000 + ++serial}`;
 const variant = () => `gid://shopify/ProductVariant/${8_000_000 + ++serial}`;
-
-/** Resolves once `check` holds, looking every 20 ms; fails saying what never happened. */
-async function until(check: () => Promise<boolean>, what: string, limitMs = 15_000): Promise<void> {
-  const deadline = Date.now() + limitMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) assert.fail(`not reached within ${limitMs} ms: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 /** Waits until the latest retry time the ledger recorded for these alerts has come. */
 async function untilRetriesDue(rows: Array<{ next_attempt_at: string }>): Promise<void> {
@@ -501,7 +493,7 @@ for (const dialect of testDialects()) {
     it('sends alerts from `restock serve` by default, with no separate worker', async () => {
       await serveWithRestock({}, async (server, alerts) => {
         assert.equal(server.app.restock.worker.isRunning, true);
-        await until(async () => (await alerts()) === 1, 'the alert is in the outbox');
+        await eventually(async () => (await alerts()) === 1, 'the alert is in the outbox', 15_000);
       });
     });
 

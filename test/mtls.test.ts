@@ -15,6 +15,7 @@ import { createTestDatabase, dialectSkip, testConfig, testDialects, type TestDat
 import { makeCertificates, type KeyPair } from './fixtures/certificates.ts';
 import { startIdentityProvider, type TestIdentityProvider } from './fixtures/identity-provider.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
+import { eventually, refusesConnections } from './fixtures/network.ts';
 
 failOnLeakedHandles();
 
@@ -99,27 +100,6 @@ function statusLine(response: string): string {
 
 function bodyOf(response: string): string {
   return response.slice(response.indexOf('\r\n\r\n') + 4);
-}
-
-/** Resolves once nothing accepts connections on the URL's port any more. */
-async function refused(base: string): Promise<boolean> {
-  const url = new URL(base);
-  return new Promise((resolve) => {
-    const socket = net.connect({ host: url.hostname, port: Number(url.port) });
-    socket.on('connect', () => {
-      socket.destroy();
-      resolve(false);
-    });
-    socket.on('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'ECONNREFUSED'));
-  });
-}
-
-async function eventually(check: () => Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 /**
@@ -386,7 +366,7 @@ for (const dialect of testDialects()) {
 
         let stopped = false;
         const stopping = server.stop().then(() => (stopped = true));
-        await eventually(async () => (await refused(server.url)) && (await refused(server.tlsUrl!)), 'both listeners refuse connections');
+        await eventually(async () => (await refusesConnections(server.url)) && (await refusesConnections(server.tlsUrl!)), 'both listeners refuse connections');
         assert.equal(stopped, false, 'the stop waits for the request in flight');
 
         sent();
