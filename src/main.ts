@@ -1,17 +1,14 @@
+import pino from 'pino';
+import { rotateSigningKey, unbindFormerOwnersAgents } from './agents/feature.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { Database } from './core/db/database.ts';
-import { startServer } from './server.ts';
-import pino from 'pino';
 import { openMailTransport } from './core/mail/transport.ts';
-import { buildDomain } from './domain.ts';
-import { SigningKeys } from './agents/signing-keys.ts';
-import { storeScopes } from './agents/scopes.ts';
-import { AgentStore } from './agents/store.ts';
 import { ValidationFailed } from './core/problems.ts';
+import { dashboardSignIn } from './dashboard/feature.ts';
+import { buildDomainFeatures } from './features.ts';
+import { startServer } from './server.ts';
 import { StoreService } from './stores/service.ts';
 import { StoreStore } from './stores/store.ts';
-import { DashboardSignIn } from './dashboard/sign-in.ts';
-import { DashboardStore } from './dashboard/store.ts';
 
 const USAGE = `Restock: back-in-stock alerts for e-commerce stores.
 
@@ -40,24 +37,9 @@ With none set, Restock runs embedded: SQLite under ./data, e-mails kept in a loc
 
 async function serve(): Promise<void> {
   const server = await startServer(loadConfig());
-  server.app.log.info({ url: server.url, tlsUrl: server.tlsUrl, database: server.database.dialect }, 'Restock is listening');
-  let stopping = false;
-  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-    // `on`, not `once`: the listener must stay, or a repeated signal would kill the process
-    // before in-flight requests finish.
-    process.on(signal, () => {
-      if (stopping) return;
-      stopping = true;
-      server.app.log.info({ signal }, 'shutting down');
-      server.stop().then(
-        () => process.exit(0),
-        (err) => {
-          server.app.log.error({ err }, 'shutdown failed');
-          process.exit(1);
-        },
-      );
-    });
-  }
+  const log = server.app.log;
+  log.info({ url: server.url, tlsUrl: server.tlsUrl, database: server.database.dialect }, 'Restock is listening');
+  stopOnSignal(log, 'shutting down', () => server.stop());
 }
 
 /** The dispatch worker alone: what `serve` runs inside it, for scaling sending apart from the API. */
@@ -67,23 +49,31 @@ async function worker(): Promise<void> {
   const database = Database.open(config.database);
   await database.migrate();
   const mail = openMailTransport({ smtpUrl: config.smtpUrl, from: config.mailFrom, database, poolSize: config.dispatch.smtpPoolSize });
-  const domain = await buildDomain(config, database, mail, log);
+  const { domain, features } = await buildDomainFeatures(config, database, mail, log);
   domain.worker.start();
   log.info({ worker: domain.worker.id, database: database.dialect, mail: mail.kind }, 'Restock worker is running');
+  stopOnSignal(log, 'worker stopping after the alerts in flight', async () => {
+    for (const feature of features.reverse()) await feature.close?.();
+    await mail.close();
+    await database.close();
+  });
+}
+
+/**
+ * SIGTERM or SIGINT stops the process once `stop` has finished. The listeners stay (`on`, not
+ * `once`): a repeated signal must not kill the process before in-flight work ends.
+ */
+function stopOnSignal(log: Pick<pino.Logger, 'info' | 'error'>, message: string, stop: () => Promise<void>): void {
   let stopping = false;
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.on(signal, () => {
       if (stopping) return;
       stopping = true;
-      log.info({ signal }, 'worker stopping after the alerts in flight');
-      (async () => {
-        await domain.close();
-        await mail.close();
-        await database.close();
-      })().then(
+      log.info({ signal }, message);
+      stop().then(
         () => process.exit(0),
         (err) => {
-          log.error({ err }, 'worker shutdown failed');
+          log.error({ err }, 'shutdown failed');
           process.exit(1);
         },
       );
@@ -123,9 +113,7 @@ async function storeCommand(args: string[]): Promise<number> {
   try {
     const { store, unbound } = await withDatabase(async (database) => {
       const created = await new StoreService(new StoreStore(database)).createStore(domain, owner);
-      // A new owner's store is no longer reachable by agents the former owner bound to it.
-      const count = await new AgentStore(database).unbindStoreAgents(created.domain, created.ownerEmail, storeScopes);
-      return { store: created, unbound: count };
+      return { store: created, unbound: await unbindFormerOwnersAgents(database, created.domain, created.ownerEmail) };
     });
     console.log(`Store ${store.domain} is owned by ${store.ownerEmail}.`);
     if (unbound > 0) console.log(`${unbound} agent(s) bound by a former owner are no longer bound to it.`);
@@ -147,15 +135,7 @@ async function dashboardCommand(args: string[]): Promise<number> {
   const issued = await withDatabase(async (database) => {
     const mail = openMailTransport({ smtpUrl: config.smtpUrl, from: config.mailFrom, database, poolSize: 1 });
     try {
-      const signIn = new DashboardSignIn({
-        store: new DashboardStore(database),
-        stores: new StoreService(new StoreStore(database)),
-        mail,
-        baseUrl: config.baseUrl,
-        linkTtlMinutes: config.dashboard.signInLinkTtlMinutes,
-        sessionHours: config.dashboard.sessionHours,
-      });
-      return await signIn.issueLink(domain);
+      return await dashboardSignIn({ config, database, mail, stores: new StoreService(new StoreStore(database)) }).issueLink(domain);
     } finally {
       await mail.close();
     }
@@ -174,10 +154,7 @@ async function keysCommand(args: string[]): Promise<number> {
     return 2;
   }
   const config = loadConfig();
-  const kid = await withDatabase(async (database) => {
-    const lifetime = Math.max(config.agents.accessTokenTtlSeconds, config.agents.credentialTtlSeconds) * 1000;
-    return new SigningKeys(new AgentStore(database), lifetime).rotate();
-  });
+  const kid = await withDatabase((database) => rotateSigningKey(config, database));
   console.log(`New signing key ${kid}. Running processes pick it up within a minute.`);
   return 0;
 }

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createHmac, randomBytes } from 'node:crypto';
 import { after, before, describe, it } from './fixtures/suites.ts';
 import type { LightMyRequestResponse } from 'fastify';
-import { buildShopify } from '../src/shopify/index.ts';
+import { buildShopify } from '../src/shopify/feature.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { dialectSkip, startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
 import { deliverWebhook, installByTokenExchange, signWebhook, type ShopifyDelivery } from './fixtures/shopify-app.ts';

@@ -1,5 +1,6 @@
 import type { TLSSocket } from 'node:tls';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
 import { problemResponses } from '../core/http/openapi-responses.ts';
 import { Problem } from '../core/problems.ts';
 import { certificateThumbprint } from './access-tokens.ts';
@@ -63,10 +64,15 @@ export function bearerGate(service: AgentService, resourceMetadataUrl: string): 
 }
 
 /**
- * Puts the access-token check in front of every route whose config names a `scope`, and writes
- * that requirement into the route's OpenAPI operation.
+ * The access-token check in front of every route whose config names a `scope`, with that
+ * requirement written into the route's OpenAPI operation. The first gate: the others key their
+ * state by the caller it establishes.
  */
-export function installAccessControl(app: FastifyInstance, gate: BearerGate): void {
+export function identityGate(gate: BearerGate) {
+  return fp(async (app) => installAccessControl(app, gate), { name: 'identity-gate', fastify: '5.x' });
+}
+
+function installAccessControl(app: FastifyInstance, gate: BearerGate): void {
   const authenticate = async (request: FastifyRequest) => {
     const { scope, payment } = request.routeOptions.config;
     const header = request.headers.authorization;

@@ -35,12 +35,8 @@ export interface Operation {
   scope?: string;
 }
 
-/**
- * Records every documented route as it is registered. Call on the root instance before the
- * features register, so routes in every plugin are seen.
- */
-export function collectOperations(app: FastifyInstance): Operation[] {
-  const operations: Operation[] = [];
+/** Records every documented route as it is registered (see the `operation-index` plugin). */
+export function collectOperations(app: FastifyInstance, operations: Operation[]): void {
   app.addHook('onRoute', (route: RouteOptions) => {
     const schema = route.schema as { operationId?: string; summary?: string; hide?: boolean } | undefined;
     if (!schema?.operationId || schema.hide) return;
@@ -50,7 +46,6 @@ export function collectOperations(app: FastifyInstance): Operation[] {
       operations.push({ operationId: schema.operationId, method, path: route.url, summary: schema.summary ?? '', ...(scope ? { scope } : {}) });
     }
   });
-  return operations;
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
 
 /**
  * The API (and the storefront widget's calls) may be called from browsers on any origin: it uses no cookies, only explicit
@@ -8,7 +9,9 @@ import type { FastifyInstance } from 'fastify';
 const EXPOSED = ['PAYMENT-REQUIRED', 'PAYMENT-RESPONSE', 'Payment-Receipt', 'Payment-Status', 'WWW-Authenticate', 'X-Request-Id', 'Idempotent-Replayed', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'].join(', ');
 const ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'Idempotency-Key', 'PAYMENT-SIGNATURE', 'X-Request-Id'].join(', ');
 
-export function installApiCors(app: FastifyInstance): void {
+export const apiCors = fp(async (app) => installApiCors(app), { name: 'api-cors', fastify: '5.x' });
+
+function installApiCors(app: FastifyInstance): void {
   const isApi = (url: string) => url === '/api' || url.startsWith('/api/') || url.startsWith('/api?') || url.startsWith('/storefront/');
   app.addHook('onSend', async (request, reply, payload) => {
     if (!isApi(request.url)) return payload;

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
 import { isoAfter, nowIso } from '../clock.ts';
 import type { Database } from '../db/database.ts';
 import { isUniqueViolation } from '../db/dialect.ts';
@@ -35,7 +36,15 @@ export interface IdempotencyOptions {
   callerOf?: (request: FastifyRequest) => string;
 }
 
-export function installIdempotency(app: FastifyInstance, options: IdempotencyOptions) {
+/**
+ * Idempotency-Key on the routes that opt in. After the access-token check, since keys are
+ * private to a caller.
+ */
+export function idempotencyGate(options: IdempotencyOptions) {
+  return fp(async (app) => installIdempotency(app, options), { name: 'idempotency-gate', dependencies: ['identity-gate'], fastify: '5.x' });
+}
+
+function installIdempotency(app: FastifyInstance, options: IdempotencyOptions) {
   const store = new IdempotencyStore(options.database, options.ttlHours);
   const callerOf = options.callerOf ?? (() => 'anyone');
 

@@ -1,5 +1,6 @@
 import fastifyRateLimit, { normalizeIP, type RateLimitPluginOptions } from '@fastify/rate-limit';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
 import { Redis } from 'ioredis';
 import { Problem } from '../problems.ts';
 
@@ -85,6 +86,16 @@ interface Counted {
   resetSeconds: number;
   exceeded: boolean;
   limit: Limit;
+}
+
+/** Counts requests per credential (after the access-token check names it) and per address. */
+export function rateLimitGate(options: RateLimitOptions) {
+  return fp(
+    async (app) => {
+      await installRateLimits(app, options);
+    },
+    { name: 'rate-limit-gate', dependencies: ['identity-gate'], fastify: '5.x' },
+  );
 }
 
 export async function installRateLimits(app: FastifyInstance, options: RateLimitOptions): Promise<RateLimits> {

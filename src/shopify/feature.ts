@@ -1,8 +1,9 @@
-import type { FastifyBaseLogger, FastifyInstance, FastifyPluginAsync } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { AlertService } from '../alerts/service.ts';
 import type { ShopifyBillingProvider } from '../billing/service.ts';
 import type { Config } from '../config.ts';
 import type { Database } from '../core/db/database.ts';
+import type { Feature } from '../core/feature.ts';
 import type { MailTransport } from '../core/mail/transport.ts';
 import { NotConfigured } from '../core/problems.ts';
 import type { WorkerJob } from '../dispatch/jobs.ts';
@@ -32,8 +33,7 @@ export interface ShopifyDeps {
   billing: ShopifyBillingSink;
 }
 
-export interface ShopifyFeature {
-  routes: FastifyPluginAsync;
+export interface ShopifyFeature extends Feature<undefined> {
   jobs: WorkerJob[];
   /** Shopify Billing for stores installed as the app (absent when the app is not configured). */
   billing?: ShopifyBillingProvider;
@@ -51,7 +51,7 @@ export const WEBHOOK_PATH = '/webhooks/shopify';
 export function buildShopify(deps: ShopifyDeps): ShopifyFeature {
   const { config } = deps;
   const app = config.shopify;
-  if (!app) return { routes: notConfiguredRoutes, jobs: [] };
+  if (!app) return { service: undefined, routes: [notConfiguredRoutes], jobs: [] };
 
   const log = deps.log.child({ feature: 'shopify' });
   const shopify = createShopifyApi(app, config.baseUrl, log);
@@ -80,14 +80,12 @@ export function buildShopify(deps: ShopifyDeps): ShopifyFeature {
   }
 
   return {
+    service: undefined,
     jobs,
     billing: shopifyBilling(deps.stores, admin, app.billingTest),
     shopOfSessionToken: (token) => installer.shopOfSessionToken(token),
-    routes: async (fastify: FastifyInstance) => {
-      // Each in a plugin of its own: the webhook route reads raw bodies, the others do not.
-      await fastify.register(webhookRoutes({ shopify, events, baseUrl: config.baseUrl }));
-      await fastify.register(installRoutes({ installer, apiKey: app.apiKey }));
-    },
+    // Each in a plugin of its own: the webhook route reads raw bodies, the others do not.
+    routes: [webhookRoutes({ shopify, events, baseUrl: config.baseUrl }), installRoutes({ installer, apiKey: app.apiKey })],
   };
 }
 

@@ -1,0 +1,21 @@
+import type { Config } from '../config.ts';
+import type { Database } from '../core/db/database.ts';
+import type { Feature } from '../core/feature.ts';
+import type { TokenSigner } from '../core/signed-token.ts';
+import { alertRoutes } from './routes.ts';
+import { AlertService } from './service.ts';
+import { AlertStore, WaitingStore } from './store.ts';
+import { unsubscribeRoutes } from './unsubscribe-routes.ts';
+
+export interface AlertsDeps {
+  config: Config;
+  database: Database;
+  /** Signs the one-click unsubscribe links. */
+  signer: TokenSigner;
+}
+
+/** Alert subscriptions: subscribeAlert and its reads, and the one-click unsubscribe page. */
+export function buildAlerts({ config, database, signer }: AlertsDeps): Feature<AlertService> {
+  const service = new AlertService(new AlertStore(database), new WaitingStore(database), signer, config.baseUrl);
+  return { service, routes: [alertRoutes(service), unsubscribeRoutes(service)] };
+}

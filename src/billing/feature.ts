@@ -1,0 +1,43 @@
+import type Stripe from 'stripe';
+import type { Config } from '../config.ts';
+import type { Database } from '../core/db/database.ts';
+import type { Feature } from '../core/feature.ts';
+import type { MailTransport } from '../core/mail/transport.ts';
+import type { StoreService } from '../stores/service.ts';
+import { checkoutPages } from './checkout-page.ts';
+import { planCatalogue } from './plans.ts';
+import { billingRoutes } from './routes.ts';
+import { BillingService } from './service.ts';
+import { BillingStore } from './store.ts';
+import { StripeBilling } from './stripe-billing.ts';
+import { billingWebhookRoutes } from './webhook-routes.ts';
+
+export interface BillingDeps {
+  config: Config;
+  database: Database;
+  mail: MailTransport;
+  stores: StoreService;
+  /** Present when STRIPE_SECRET_KEY is set. */
+  stripe?: Stripe;
+}
+
+/** Plans: checkoutPlan at its provider, plan states from provider webhooks, the allowance alerts are counted against. */
+export function buildBilling({ config, database, mail, stores, stripe }: BillingDeps): Feature<BillingService> {
+  const service = new BillingService({
+    store: new BillingStore(database),
+    baseUrl: config.baseUrl,
+    sessionTtlMinutes: config.checkoutSessionTtlMinutes,
+    catalogue: planCatalogue(config.billing.plans),
+    checkoutProvider: config.billing.checkoutProvider,
+    freeAlertsPerMonth: config.billing.freeAlertsPerMonth,
+    tellMerchant: async (shop, subject, text) => {
+      const owner = (await stores.findStore(shop))?.owner_email;
+      if (owner) await mail.send({ to: owner, subject, text, purpose: 'plan-notice', storeDomain: shop });
+    },
+    ...(stripe ? { stripe: new StripeBilling(stripe, config.billing.stripeWebhookSecret, config.baseUrl) } : {}),
+  });
+  return {
+    service,
+    routes: [billingRoutes(service), checkoutPages(service), billingWebhookRoutes(service, config.baseUrl)],
+  };
+}

@@ -1,0 +1,63 @@
+import type { FastifyPluginAsync } from 'fastify';
+import type { WorkerJob } from '../dispatch/jobs.ts';
+
+/**
+ * Work a process serving HTTP repeats on a timer (re-reading rotated signing keys, sweeping
+ * expired sign-in links). Unlike a `WorkerJob`, it runs in every such process, worker or not.
+ */
+export interface PeriodicTask {
+  name: string;
+  everyMs: number;
+  run(): Promise<unknown>;
+}
+
+/**
+ * What every feature's `build` returns, so the app and the worker assemble features one way:
+ * - `service`: what other features and the MCP tools call;
+ * - `plugins`: app-wide Fastify plugins (gates, route collectors), registered before any route;
+ *   a gate names the gates it must follow (fastify-plugin `dependencies`), checked at start-up;
+ * - `routes`: the feature's HTTP routes, each plugin registered in its own encapsulated context;
+ * - `jobs`: background work handed to the dispatch worker (runs where the worker runs);
+ * - `maintenance`: timers of every process serving HTTP;
+ * - `close`: releases what the feature opened, after the app stops taking requests.
+ */
+export interface Feature<S> {
+  service: S;
+  plugins?: FastifyPluginAsync[];
+  routes?: FastifyPluginAsync[];
+  jobs?: WorkerJob[];
+  maintenance?: PeriodicTask[];
+  close?(): Promise<void>;
+}
+
+/** What fastify-plugin records on a plugin: its name and the plugins that must load before it. */
+interface PluginMeta {
+  name?: string;
+  dependencies?: string[];
+}
+
+const metaOf = (plugin: FastifyPluginAsync): PluginMeta => (plugin as unknown as Record<symbol, PluginMeta | undefined>)[Symbol.for('plugin-meta')] ?? {};
+
+/**
+ * App-wide plugins in an order that satisfies every `dependencies` list, otherwise as given.
+ * Fastify checks the same lists again as each loads, so a gate can never run before one it names.
+ */
+export function inDependencyOrder(plugins: FastifyPluginAsync[]): FastifyPluginAsync[] {
+  const byName = new Map(plugins.map((plugin) => [metaOf(plugin).name, plugin]));
+  const ordered: FastifyPluginAsync[] = [];
+  const visiting = new Set<FastifyPluginAsync>();
+  const visit = (plugin: FastifyPluginAsync) => {
+    if (ordered.includes(plugin)) return;
+    const { name = 'an unnamed plugin', dependencies = [] } = metaOf(plugin);
+    if (visiting.has(plugin)) throw new Error(`The app's plugins depend on each other in a cycle through ${name}.`);
+    visiting.add(plugin);
+    for (const dependency of dependencies) {
+      const needed = byName.get(dependency);
+      if (!needed) throw new Error(`${name} needs ${dependency}, which no feature provides.`);
+      visit(needed);
+    }
+    ordered.push(plugin);
+  };
+  plugins.forEach(visit);
+  return ordered;
+}

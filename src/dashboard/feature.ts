@@ -1,0 +1,65 @@
+import type { AlertService } from '../alerts/service.ts';
+import type { BillingService } from '../billing/service.ts';
+import type { Config } from '../config.ts';
+import type { Database } from '../core/db/database.ts';
+import type { Feature } from '../core/feature.ts';
+import type { MailTransport } from '../core/mail/transport.ts';
+import type { DispatchService } from '../dispatch/service.ts';
+import type { InventoryService } from '../inventory/service.ts';
+import type { StoreService } from '../stores/service.ts';
+import { dashboardRoutes } from './routes.ts';
+import { DashboardService } from './service.ts';
+import { DashboardSignIn } from './sign-in.ts';
+import { DashboardStore } from './store.ts';
+
+const SWEEP_EVERY_MS = 60_000;
+
+export interface DashboardDeps {
+  config: Config;
+  database: Database;
+  mail: MailTransport;
+  stores: StoreService;
+  alerts: AlertService;
+  inventory: InventoryService;
+  dispatch: DispatchService;
+  billing: BillingService;
+  /** The store an App Bridge session token is for (absent when the Shopify app is not configured). */
+  shopOfSessionToken?: (token: string) => Promise<string>;
+}
+
+/** How a store's owner signs in: also what `restock dashboard link` uses, without the app. */
+export function dashboardSignIn(deps: Pick<DashboardDeps, 'config' | 'database' | 'mail' | 'stores' | 'shopOfSessionToken'>): DashboardSignIn {
+  const { config } = deps;
+  return new DashboardSignIn({
+    store: new DashboardStore(deps.database),
+    stores: deps.stores,
+    mail: deps.mail,
+    baseUrl: config.baseUrl,
+    linkTtlMinutes: config.dashboard.signInLinkTtlMinutes,
+    sessionHours: config.dashboard.sessionHours,
+    ...(deps.shopOfSessionToken ? { shopOfSessionToken: deps.shopOfSessionToken } : {}),
+  });
+}
+
+/** The merchant dashboard: sign-in (links by e-mail, Shopify session tokens) and its pages. */
+export function buildDashboard(deps: DashboardDeps): Feature<DashboardService> {
+  const { config, stores } = deps;
+  const signIn = dashboardSignIn(deps);
+  const service = new DashboardService({
+    stores,
+    alerts: deps.alerts,
+    inventory: deps.inventory,
+    dispatch: deps.dispatch,
+    billing: deps.billing,
+    embeddedMail: !config.smtpUrl,
+  });
+  const routes = dashboardRoutes(service, signIn, {
+    baseUrl: config.baseUrl,
+    isShopifyApp: async (shop) => (await stores.findStore(shop))?.platform === 'shopify',
+  });
+  return {
+    service,
+    routes: [routes],
+    maintenance: [{ name: 'dashboard-sign-in-sweep', everyMs: SWEEP_EVERY_MS, run: () => signIn.sweep() }],
+  };
+}

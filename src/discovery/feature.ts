@@ -1,0 +1,22 @@
+import fp from 'fastify-plugin';
+import type { Config } from '../config.ts';
+import type { Feature } from '../core/feature.ts';
+import { loadSkills } from './agent-skills.ts';
+import { frontDoorRoutes } from './front-door-routes.ts';
+import { collectOperations, discoveryRoutes, type Operation } from './routes.ts';
+
+/**
+ * What agents and crawlers read to find their way: the API index, problem pages, the front door,
+ * the API catalog and agent skills. The operations are collected as every other feature's routes
+ * register, so the index cannot list one that does not exist or miss one that does.
+ */
+export function buildDiscovery({ config }: { config: Config }): Feature<undefined> {
+  const operations: Operation[] = [];
+  const operationIndex = fp(async (app) => collectOperations(app, operations), { name: 'operation-index', fastify: '5.x' });
+  const site = { serviceName: config.serviceName, baseUrl: config.baseUrl, operations };
+  return {
+    service: undefined,
+    plugins: [operationIndex],
+    routes: [discoveryRoutes(site), frontDoorRoutes({ ...site, skills: loadSkills(config.baseUrl) })],
+  };
+}

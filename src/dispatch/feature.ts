@@ -1,0 +1,68 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { AlertService } from '../alerts/service.ts';
+import type { Config } from '../config.ts';
+import type { Database } from '../core/db/database.ts';
+import type { Feature } from '../core/feature.ts';
+import { MailOutboxStore } from '../core/mail/outbox-store.ts';
+import type { MailTransport } from '../core/mail/transport.ts';
+import type { InventoryService } from '../inventory/service.ts';
+import type { StoreService } from '../stores/service.ts';
+import type { WorkerJob } from './jobs.ts';
+import { dispatchRoutes } from './routes.ts';
+import { AlertSenders } from './senders.ts';
+import { DispatchService } from './service.ts';
+import { DispatchStore } from './store.ts';
+import { DispatchWorker, type AlertQuota } from './worker.ts';
+
+export interface DispatchDeps {
+  database: Database;
+  alerts: AlertService;
+}
+
+/**
+ * Restocks, the notification ledger and suppressions. Built before the features that report
+ * restocks (inventory) and that hand it background work, so its worker is built apart, last.
+ */
+export function buildDispatch({ database, alerts }: DispatchDeps): Feature<DispatchService> & { store: DispatchStore } {
+  const store = new DispatchStore(database);
+  const service = new DispatchService(store, { waiting: alerts, outbox: new MailOutboxStore(database) });
+  return { service, store, routes: [dispatchRoutes(service)] };
+}
+
+export interface WorkerDeps {
+  config: Config;
+  log: FastifyBaseLogger;
+  mail: MailTransport;
+  dispatch: ReturnType<typeof buildDispatch>;
+  alerts: AlertService;
+  inventory: InventoryService;
+  stores: StoreService;
+  /** The plan allowance (the billing feature). */
+  quota: AlertQuota;
+  /** Every other feature's background work. */
+  jobs: WorkerJob[];
+}
+
+/** The dispatch worker with the stores' own mail transports; `close` stops it after the alerts in flight. */
+export function buildDispatchWorker(deps: WorkerDeps): Feature<DispatchWorker> {
+  const senders = new AlertSenders(deps.mail, deps.config.mailFrom, deps.config.dispatch.smtpPoolSize);
+  const worker = new DispatchWorker({
+    quota: deps.quota,
+    store: deps.dispatch.store,
+    dispatch: deps.dispatch.service,
+    alerts: deps.alerts,
+    inventory: deps.inventory,
+    stores: deps.stores,
+    senders,
+    config: deps.config.dispatch,
+    log: deps.log,
+    jobs: deps.jobs,
+  });
+  return {
+    service: worker,
+    async close() {
+      await worker.stop();
+      await senders.close();
+    },
+  };
+}

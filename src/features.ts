@@ -1,0 +1,151 @@
+import type { FastifyBaseLogger, FastifyPluginAsync } from 'fastify';
+import { buildAgents } from './agents/feature.ts';
+import { buildAlerts } from './alerts/feature.ts';
+import type { AlertService } from './alerts/service.ts';
+import { buildBilling } from './billing/feature.ts';
+import type { BillingService } from './billing/service.ts';
+import type { Config } from './config.ts';
+import type { Database } from './core/db/database.ts';
+import type { Feature } from './core/feature.ts';
+import type { MailTransport } from './core/mail/transport.ts';
+import { loadServiceSecret } from './core/secrets.ts';
+import { TokenSigner } from './core/signed-token.ts';
+import { stripeClient } from './core/stripe-client.ts';
+import { buildDashboard } from './dashboard/feature.ts';
+import { buildDiscovery } from './discovery/feature.ts';
+import { buildDispatch, buildDispatchWorker } from './dispatch/feature.ts';
+import type { DispatchService } from './dispatch/service.ts';
+import type { DispatchWorker } from './dispatch/worker.ts';
+import { buildHealth } from './health/feature.ts';
+import { buildInventory } from './inventory/feature.ts';
+import type { InventoryService } from './inventory/service.ts';
+import { buildMcp } from './mcp/feature.ts';
+import { buildPayments } from './payments/index.ts';
+import { paymentRoutes } from './payments/routes.ts';
+import type { PaymentService } from './payments/service.ts';
+import { buildShopify, type ShopifyFeature } from './shopify/feature.ts';
+import { buildStorefront } from './storefront/feature.ts';
+import { buildStores } from './stores/feature.ts';
+import type { StoreService } from './stores/service.ts';
+
+/** The services of the product's features, shared by the HTTP app, the MCP tools and `restock worker`. */
+export interface Domain {
+  stores: StoreService;
+  alerts: AlertService;
+  inventory: InventoryService;
+  dispatch: DispatchService;
+  shopify: ShopifyFeature;
+  billing: BillingService;
+  payments: PaymentService;
+  worker: DispatchWorker;
+}
+
+export interface DomainFeatures {
+  domain: Domain;
+  /** Each feature by name, for the web to place its own among them. */
+  built: Record<'stores' | 'inventory' | 'dispatch' | 'shopify' | 'alerts' | 'payments' | 'billing' | 'worker', Feature<unknown>>;
+  /** All of them, in the order their routes register. */
+  features: Feature<unknown>[];
+}
+
+/**
+ * The features `restock worker` needs (everything but the web's own): each built by its folder's
+ * `build` function, then the dispatch worker with every feature's background jobs.
+ */
+export async function buildDomainFeatures(config: Config, database: Database, mail: MailTransport, log: FastifyBaseLogger): Promise<DomainFeatures> {
+  const serviceSecret = await loadServiceSecret(database, config.secret);
+  const { secretKey: stripeKey, apiUrl: stripeUrl } = config.payments.stripe;
+  const stripe = stripeKey ? stripeClient(stripeKey, stripeUrl, config.payments.settleTimeoutMs) : undefined;
+
+  // The store routes show the plan, which billing (built below, on the stores) reports.
+  const stores = buildStores({ config, database, planUsage: (shop) => billing.service.planUsage(shop) });
+  const alerts = buildAlerts({ config, database, signer: new TokenSigner(serviceSecret) });
+  const dispatch = buildDispatch({ database, alerts: alerts.service });
+  const inventory = buildInventory({ database, stores: stores.service, restocks: dispatch.service });
+  const billing = buildBilling({ config, database, mail, stores: stores.service, ...(stripe ? { stripe } : {}) });
+  const shopify = buildShopify({
+    config,
+    database,
+    log,
+    mail,
+    stores: stores.service,
+    inventory: inventory.service,
+    alerts: alerts.service,
+    dispatch: dispatch.service,
+    billing: billing.service,
+  });
+  if (shopify.billing) billing.service.useShopify(shopify.billing);
+  const payments = { ...buildPayments(config, database, serviceSecret, log, stripe), routes: [] as FastifyPluginAsync[] };
+  payments.routes.push(paymentRoutes(payments.service));
+
+  const worker = buildDispatchWorker({
+    config,
+    log,
+    mail,
+    dispatch,
+    alerts: alerts.service,
+    inventory: inventory.service,
+    stores: stores.service,
+    quota: billing.service,
+    jobs: [shopify, payments].flatMap((feature) => feature.jobs),
+  });
+  // The order their routes register in (the API index lists operations so).
+  const built = { stores, inventory, dispatch, shopify, alerts, payments, billing, worker };
+  return {
+    built,
+    features: Object.values(built),
+    domain: {
+      stores: stores.service,
+      alerts: alerts.service,
+      inventory: inventory.service,
+      dispatch: dispatch.service,
+      shopify,
+      billing: billing.service,
+      payments: payments.service,
+      worker: worker.service,
+    },
+  };
+}
+
+export interface WebOptions {
+  /** Origin of the mTLS listener, when the server runs one (advertised in the metadata). */
+  mtlsBaseUrl?: string;
+}
+
+/** Every feature the HTTP app serves: the domain's, then those only the web has. */
+export async function buildWebFeatures(config: Config, database: Database, mail: MailTransport, log: FastifyBaseLogger, options: WebOptions = {}) {
+  const { domain, built } = await buildDomainFeatures(config, database, mail, log);
+  const agents = await buildAgents({ config, database, mail, stores: domain.stores, ...(options.mtlsBaseUrl ? { mtlsBaseUrl: options.mtlsBaseUrl } : {}) });
+  const storefront = await buildStorefront({ stores: domain.stores, inventory: domain.inventory, alerts: domain.alerts });
+  const dashboard = buildDashboard({
+    config,
+    database,
+    mail,
+    stores: domain.stores,
+    alerts: domain.alerts,
+    inventory: domain.inventory,
+    dispatch: domain.dispatch,
+    billing: domain.billing,
+    ...(domain.shopify.shopOfSessionToken ? { shopOfSessionToken: domain.shopify.shopOfSessionToken } : {}),
+  });
+  return {
+    domain,
+    // The order their routes register in: the web's own among the domain's.
+    features: [
+      buildHealth({ config, database }),
+      agents,
+      built.stores,
+      built.inventory,
+      built.dispatch,
+      built.shopify,
+      built.alerts,
+      storefront,
+      built.payments,
+      built.billing,
+      dashboard,
+      buildMcp({ config, domain, gate: agents.gate }),
+      buildDiscovery({ config }),
+      built.worker,
+    ],
+  };
+}

@@ -1,0 +1,19 @@
+import type { Database } from '../core/db/database.ts';
+import type { Feature } from '../core/feature.ts';
+import type { StoreService } from '../stores/service.ts';
+import { inventoryRoutes } from './routes.ts';
+import { InventoryService, type RestockSink } from './service.ts';
+import { InventoryStore } from './store.ts';
+
+export interface InventoryDeps {
+  database: Database;
+  stores: StoreService;
+  /** Where detected restocks go (the dispatch feature). */
+  restocks: RestockSink;
+}
+
+/** Known stock, what counts as a restock, and the inventory API. */
+export function buildInventory({ database, stores, restocks }: InventoryDeps): Feature<InventoryService> {
+  const service = new InventoryService(new InventoryStore(database), stores, restocks);
+  return { service, routes: [inventoryRoutes(service)] };
+}

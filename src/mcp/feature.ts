@@ -1,0 +1,18 @@
+import type { BearerGate } from '../agents/gate.ts';
+import type { Config } from '../config.ts';
+import type { Feature } from '../core/feature.ts';
+import type { Domain } from '../features.ts';
+import { mcpRoutes } from './routes.ts';
+
+/** The MCP endpoint: the services' operations as tools, behind the same access check and payments. */
+export function buildMcp({ config, domain, gate }: { config: Config; domain: Domain; gate: BearerGate }): Feature<undefined> {
+  const routes = mcpRoutes({
+    gate,
+    domain,
+    serviceName: config.serviceName,
+    baseUrl: config.baseUrl,
+    resourceMetadataUrl: `${config.baseUrl}/.well-known/oauth-protected-resource`,
+    payments: { service: domain.payments, rateLimitPerMinute: config.agents.rateLimits.anonymous },
+  });
+  return { service: undefined, routes: [routes] };
+}

@@ -1,0 +1,24 @@
+import type { Config } from '../config.ts';
+import type { Database } from '../core/db/database.ts';
+import type { Feature } from '../core/feature.ts';
+import { SecretBox } from '../core/sealed-secrets.ts';
+import { storeRoutes } from './routes.ts';
+import type { StorePlanUsage } from './schemas.ts';
+import { StoreService } from './service.ts';
+import { StoreStore } from './store.ts';
+
+export interface StoresDeps {
+  config: Config;
+  database: Database;
+  /** The store's plan and allowance, which the billing feature (built later) reports. */
+  planUsage(shop: string): Promise<StorePlanUsage>;
+}
+
+/** Stores, their owners and settings. */
+export function buildStores({ config, database, planUsage }: StoresDeps): Feature<StoreService> {
+  const service = new StoreService(new StoreStore(database), {
+    secrets: SecretBox.fromKey(config.encryptionKey),
+    defaults: config.dispatch.defaults,
+  });
+  return { service, routes: [storeRoutes(service, planUsage)] };
+}
