@@ -32,7 +32,7 @@ describe('assembling the app from features', () => {
     const idempotency = idempotencyGate({ database: {} as Database, ttlHours: 24 });
     const early = Fastify({ logger: false });
     early.register(idempotency);
-    await assert.rejects(early.ready(), /identity-gate/);
+    await assert.rejects(async () => early.ready(), /identity-gate/);
     await early.close();
 
     const inOrder = Fastify({ logger: false });

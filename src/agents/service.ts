@@ -2,7 +2,7 @@ import { createHash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto
 import type { AgentConfig } from '../config.ts';
 import { isoAfter, nowIso } from '../core/clock.ts';
 import { normaliseEmail } from '../core/email.ts';
-import type { Caller } from '../core/http/caller.ts';
+import { ownStore, type Caller } from '../core/http/caller.ts';
 import { newId } from '../core/ids.ts';
 import type { MailTransport } from '../core/mail/transport.ts';
 import { Forbidden, NotFound, ServiceUnavailable, ValidationFailed } from '../core/problems.ts';
@@ -297,24 +297,17 @@ export class AgentService {
 
   /** The owner's view: every agent bound to their store. */
   async listStoreAgents(domain: string, caller: Caller): Promise<AgentView[]> {
-    this.mustBeBoundTo(domain, caller);
-    const agents = await this.deps.store.listStoreAgents(domain.toLowerCase());
+    const agents = await this.deps.store.listStoreAgents(ownStore(caller, domain));
     return agents.map((agent) => this.present(agent));
   }
 
   /** The owner revokes one of their store's agents; its tokens stop working at once everywhere. */
   async revokeStoreAgent(domain: string, agentId: string, caller: Caller): Promise<AgentView> {
-    this.mustBeBoundTo(domain, caller);
+    const store = ownStore(caller, domain);
     const agent = await this.deps.store.findAgent(agentId);
-    if (!agent || agent.store_domain !== domain.toLowerCase()) throw new NotFound(`No agent ${agentId} is bound to ${domain}.`);
+    if (!agent || agent.store_domain !== store) throw new NotFound(`No agent ${agentId} is bound to ${store}.`);
     const revoked = await this.deps.store.revokeAgent(agentId, nowIso());
     return this.present(revoked!);
-  }
-
-  private mustBeBoundTo(domain: string, caller: Caller): void {
-    if (caller.storeDomain !== domain.toLowerCase()) {
-      throw new NotFound(`No store ${domain} is visible to this agent; only agents its owner claimed can see it.`);
-    }
   }
 
   rateLimitFor(agent: Pick<AgentRow, 'method' | 'claimed_at'>): number {

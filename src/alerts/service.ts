@@ -1,7 +1,7 @@
 import { nowIso } from '../core/clock.ts';
 import type { Trx } from '../core/db/database.ts';
 import { normaliseEmail } from '../core/email.ts';
-import { canSee, storeForWrite, type Caller } from '../core/http/caller.ts';
+import { canSee, ownStore, storeForWrite, type Caller } from '../core/http/caller.ts';
 import { Conflict, Forbidden, NotFound } from '../core/problems.ts';
 import type { TokenSigner } from '../core/signed-token.ts';
 import type { SubscribeAlertInput, Subscription } from './schemas.ts';
@@ -9,7 +9,18 @@ import type { AlertStore, SubscriptionRow, WaitingOrder, WaitingQuery, WaitingSt
 
 const UNSUBSCRIBE = 'unsubscribe';
 
-/** The alert subscription operations, shared by the HTTP routes (and later MCP tools). */
+/** Subscribers waiting for one product (or variant) of a store. */
+export interface WaitingCount {
+  productId: string;
+  variantId: string | null;
+  waiting: number;
+}
+
+/**
+ * The alert subscription operations, shared by the HTTP routes, the MCP tools and the dashboard.
+ * Methods that take a `Caller` decide tenancy; those that take a bare store domain serve the
+ * service's own work (dispatch, webhooks, the storefront).
+ */
 export class AlertService {
   constructor(
     private readonly store: AlertStore,
@@ -97,25 +108,31 @@ export class AlertService {
   }
 
   /** Waiting subscribers per product and variant: the demand, and the length of the alert queue. */
-  async waitingCounts(storeDomain: string, limit = 1000, order: WaitingOrder = 'product'): Promise<Array<{ productId: string; variantId: string | null; waiting: number }>> {
+  async waitingCounts(storeDomain: string, limit = 1000, order: WaitingOrder = 'product'): Promise<WaitingCount[]> {
     const rows = await this.waitingStore.waitingCounts(storeDomain, limit, order);
     return rows.map((row) => ({ productId: row.product_id, variantId: row.variant_id, waiting: Number(row.waiting) }));
   }
 
+  /** The demand (`waitingCounts`), for a caller bound to the store. */
+  async demandOf(caller: Caller, domain: string, limit = 1000, order: WaitingOrder = 'product'): Promise<WaitingCount[]> {
+    return this.waitingCounts(ownStore(caller, domain), limit, order);
+  }
+
   /** Shoppers who unsubscribed from a store's alerts, most recent first. */
-  recentUnsubscribes(storeDomain: string, limit = 50): Promise<SubscriptionRow[]> {
-    return this.waitingStore.inStatus(storeDomain, 'unsubscribed', limit);
+  async recentUnsubscribes(caller: Caller, domain: string, limit = 50): Promise<SubscriptionRow[]> {
+    return this.waitingStore.inStatus(ownStore(caller, domain), 'unsubscribed', limit);
   }
 
   /** A store's subscriptions per status (active, notified, unsubscribed, ...). */
-  subscriptionCounts(storeDomain: string): Promise<Record<string, number>> {
-    return this.waitingStore.countsByStatus(storeDomain);
+  async subscriptionCounts(caller: Caller, domain: string): Promise<Record<string, number>> {
+    return this.waitingStore.countsByStatus(ownStore(caller, domain));
   }
 
   /** A subscription of the store, for its owner's audit of an alert. */
-  async subscriptionOfStore(storeDomain: string, id: string): Promise<SubscriptionRow | undefined> {
+  async subscriptionOfStore(caller: Caller, domain: string, id: string): Promise<SubscriptionRow | undefined> {
+    const store = ownStore(caller, domain);
     const row = await this.store.find(id);
-    return row?.store_domain === storeDomain ? row : undefined;
+    return row?.store_domain === store ? row : undefined;
   }
 
   waitingProducts(storeDomain: string, limit = 250): Promise<string[]> {

@@ -1,6 +1,6 @@
 import { isoAfter, nowIso } from '../core/clock.ts';
 import { newId } from '../core/ids.ts';
-import { canSee, storeForWrite, type Caller } from '../core/http/caller.ts';
+import { canSee, ownStore, storeForWrite, type Caller } from '../core/http/caller.ts';
 import { Forbidden, NotFound, Problem } from '../core/problems.ts';
 import type { PlanEvent } from './plan-state.ts';
 import { planIds, type Plan, type PlanCatalogue, type PlanId } from './plans.ts';
@@ -203,6 +203,11 @@ export class BillingService {
   async planUsage(shop: string, now = new Date()) {
     const entitlement = await this.entitlement(shop, now);
     return { ...entitlement, used: await this.options.store.usage(shop, entitlement.periodStart) };
+  }
+
+  /** `planUsage`, for a caller bound to the store. */
+  async planUsageFor(caller: Caller, shop: string, now = new Date()) {
+    return this.planUsage(ownStore(caller, shop), now);
   }
 
   /** Tells the merchant once per period, whichever worker gets there first. */

@@ -7,7 +7,8 @@ import { parseUrlEncodedForms } from '../core/http/form-posts.ts';
 import { Problem, ValidationFailed } from '../core/problems.ts';
 import { embedSnippet } from '../storefront/embed.ts';
 import { shopSchema } from '../stores/schemas.ts';
-import type { DashboardService } from './service.ts';
+import type { Caller } from '../core/http/caller.ts';
+import { ownerCaller, type DashboardService } from './service.ts';
 import { csrfTokenMatches, type DashboardSignIn, type OpenedSession, type OwnerSession } from './sign-in.ts';
 import * as views from './views.ts';
 
@@ -19,9 +20,12 @@ const form = z
   .nullish()
   .transform((fields) => fields ?? {});
 
+/** The signed-in owner, and the caller they are to the services. */
+type SignedInOwner = OwnerSession & { caller: Caller };
+
 declare module 'fastify' {
   interface FastifyRequest {
-    owner?: OwnerSession;
+    owner?: SignedInOwner;
   }
 }
 
@@ -129,7 +133,7 @@ export function dashboardRoutes(service: DashboardService, signIn: DashboardSign
       if (request.method === 'POST' && !csrfTokenMatches(session, (request.body as Record<string, string> | undefined)?.csrf)) {
         throw new Problem('forbidden', 'This form is out of date or came from another site. Reload the page and try again.');
       }
-      request.owner = session;
+      request.owner = { ...session, caller: ownerCaller(session.shop) };
       if (session.via === 'shopify' || (await options.isShopifyApp(session.shop))) reply.header('content-security-policy', framedByShopifyAdmin(session.shop));
     }
 
@@ -140,31 +144,37 @@ export function dashboardRoutes(service: DashboardService, signIn: DashboardSign
       ...owned,
       schema: { hide: true },
       handler: async (request, reply) => {
-        const shop = request.owner!.shop;
-        return show(reply, request, 'Overview', '/dashboard', views.overviewBody(await service.overview(shop), embedSnippet(options.baseUrl, shop)));
+        const { caller, shop } = request.owner!;
+        return show(reply, request, 'Overview', '/dashboard', views.overviewBody(await service.overview(caller, shop), embedSnippet(options.baseUrl, shop)));
       },
     });
 
     pages.get('/dashboard/demand', {
       ...owned,
       schema: { hide: true },
-      handler: async (request, reply) => show(reply, request, 'Demand', '/dashboard/demand', views.demandBody(await service.demand(request.owner!.shop))),
+      handler: async (request, reply) => {
+        const { caller, shop } = request.owner!;
+        return show(reply, request, 'Demand', '/dashboard/demand', views.demandBody(await service.demand(caller, shop)));
+      },
     });
 
     pages.get('/dashboard/alerts', {
       ...owned,
       schema: { hide: true, querystring: z.object({ status: z.enum(['queued', 'sending', 'sent', 'skipped', 'failed']).optional() }) },
       handler: async (request, reply) => {
+        const { caller, shop } = request.owner!;
         const { status } = request.query;
-        return show(reply, request, 'Alerts', '/dashboard/alerts', views.alertsBody(await service.alerts(request.owner!.shop, status), status));
+        return show(reply, request, 'Alerts', '/dashboard/alerts', views.alertsBody(await service.alerts(caller, shop, status), status));
       },
     });
 
     pages.get('/dashboard/alerts/:id', {
       ...owned,
       schema: { hide: true, params: idParams },
-      handler: async (request, reply) =>
-        show(reply, request, 'Why this alert', '/dashboard/alerts', views.auditBody(await service.auditAlert(request.owner!.shop, request.params.id))),
+      handler: async (request, reply) => {
+        const { caller, shop } = request.owner!;
+        return show(reply, request, 'Why this alert', '/dashboard/alerts', views.auditBody(await service.auditAlert(caller, shop, request.params.id)));
+      },
     });
 
     pages.get('/dashboard/audience', {
@@ -172,7 +182,7 @@ export function dashboardRoutes(service: DashboardService, signIn: DashboardSign
       schema: { hide: true },
       handler: async (request, reply) => {
         const owner = request.owner!;
-        return show(reply, request, 'Unsubscribes', '/dashboard/audience', views.audienceBody(await service.audience(owner.shop), owner.csrfToken));
+        return show(reply, request, 'Unsubscribes', '/dashboard/audience', views.audienceBody(await service.audience(owner.caller, owner.shop), owner.csrfToken));
       },
     });
 
@@ -182,10 +192,10 @@ export function dashboardRoutes(service: DashboardService, signIn: DashboardSign
       handler: async (request, reply) => {
         const owner = request.owner!;
         try {
-          await service.suppress(owner.shop, request.body.email ?? '');
+          await service.suppress(owner.caller, owner.shop, request.body.email ?? '');
         } catch (err) {
           if (!(err instanceof ValidationFailed)) throw err;
-          const body = views.audienceBody(await service.audience(owner.shop), owner.csrfToken, err.errors, request.body.email ?? '');
+          const body = views.audienceBody(await service.audience(owner.caller, owner.shop), owner.csrfToken, err.errors, request.body.email ?? '');
           return show(reply, request, 'Unsubscribes', '/dashboard/audience', body, 400);
         }
         return reply.redirect('/dashboard/audience', 303);
@@ -196,7 +206,8 @@ export function dashboardRoutes(service: DashboardService, signIn: DashboardSign
       ...owned,
       schema: { hide: true, body: form },
       handler: async (request, reply) => {
-        if (request.body.email) await service.unsuppress(request.owner!.shop, request.body.email);
+        const { caller, shop } = request.owner!;
+        if (request.body.email) await service.unsuppress(caller, shop, request.body.email);
         return reply.redirect('/dashboard/audience', 303);
       },
     });
@@ -206,7 +217,7 @@ export function dashboardRoutes(service: DashboardService, signIn: DashboardSign
       schema: { hide: true },
       handler: async (request, reply) => {
         const owner = request.owner!;
-        return show(reply, request, 'Plan', '/dashboard/plan', views.planBody(await service.planUsage(owner.shop), service.plans(), owner.csrfToken));
+        return show(reply, request, 'Plan', '/dashboard/plan', views.planBody(await service.planUsage(owner.caller, owner.shop), service.plans(), owner.csrfToken));
       },
     });
 
@@ -216,7 +227,8 @@ export function dashboardRoutes(service: DashboardService, signIn: DashboardSign
       handler: async (request, reply) => {
         const plan = z.enum(planIds).safeParse(request.body.plan);
         if (!plan.success) throw new ValidationFailed([{ pointer: '/plan', message: `must be one of ${planIds.join(', ')}` }]);
-        const session = await service.checkout(request.owner!.shop, plan.data);
+        const { caller, shop } = request.owner!;
+        const session = await service.checkout(caller, shop, plan.data);
         return reply.redirect(session.checkoutUrl, 303);
       },
     });
@@ -226,7 +238,7 @@ export function dashboardRoutes(service: DashboardService, signIn: DashboardSign
       schema: { hide: true, querystring: z.object({ saved: z.literal('1').optional() }) },
       handler: async (request, reply) => {
         const owner = request.owner!;
-        const body = views.settingsBody(await service.store(owner.shop), owner.csrfToken, [], request.query.saved === '1', embedSnippet(options.baseUrl, owner.shop));
+        const body = views.settingsBody(await service.store(owner.caller, owner.shop), owner.csrfToken, [], request.query.saved === '1', embedSnippet(options.baseUrl, owner.shop));
         return show(reply, request, 'Settings', '/dashboard/settings', body);
       },
     });
@@ -237,11 +249,11 @@ export function dashboardRoutes(service: DashboardService, signIn: DashboardSign
       handler: async (request, reply) => {
         const owner = request.owner!;
         try {
-          await service.saveSettings(owner.shop, request.body);
+          await service.saveSettings(owner.caller, owner.shop, request.body);
         } catch (err) {
           if (!(err instanceof Problem) || err.status >= 500) throw err;
           const errors = err instanceof ValidationFailed ? err.errors : [{ pointer: '/', message: err.detail }];
-          return show(reply, request, 'Settings', '/dashboard/settings', views.settingsBody(await service.store(owner.shop), owner.csrfToken, errors), 400);
+          return show(reply, request, 'Settings', '/dashboard/settings', views.settingsBody(await service.store(owner.caller, owner.shop), owner.csrfToken, errors), 400);
         }
         return reply.redirect('/dashboard/settings?saved=1', 303);
       },
@@ -250,14 +262,19 @@ export function dashboardRoutes(service: DashboardService, signIn: DashboardSign
     pages.get('/dashboard/outbox', {
       ...owned,
       schema: { hide: true },
-      handler: async (request, reply) => show(reply, request, 'Outbox', '/dashboard/outbox', views.outboxBody(await service.outbox(request.owner!.shop))),
+      handler: async (request, reply) => {
+        const { caller, shop } = request.owner!;
+        return show(reply, request, 'Outbox', '/dashboard/outbox', views.outboxBody(await service.outbox(caller, shop)));
+      },
     });
 
     pages.get('/dashboard/outbox/:id', {
       ...owned,
       schema: { hide: true, params: idParams },
-      handler: async (request, reply) =>
-        show(reply, request, 'Outbox', '/dashboard/outbox', views.outboxMessageBody(await service.outboxMessage(request.owner!.shop, request.params.id))),
+      handler: async (request, reply) => {
+        const { caller, shop } = request.owner!;
+        return show(reply, request, 'Outbox', '/dashboard/outbox', views.outboxMessageBody(await service.outboxMessage(caller, shop, request.params.id)));
+      },
     });
   };
 }

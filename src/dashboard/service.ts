@@ -1,8 +1,9 @@
+import { allScopes } from '../agents/scopes.ts';
 import type { AlertService } from '../alerts/service.ts';
 import type { BillingService } from '../billing/service.ts';
 import type { PlanId } from '../billing/plans.ts';
 import { emailSchema, normaliseEmail } from '../core/email.ts';
-import type { MailOutboxStore } from '../core/mail/outbox-store.ts';
+import type { Caller } from '../core/http/caller.ts';
 import { NotFound, ValidationFailed } from '../core/problems.ts';
 import type { DispatchService } from '../dispatch/service.ts';
 import type { InventoryService } from '../inventory/service.ts';
@@ -15,7 +16,6 @@ export interface DashboardDeps {
   inventory: InventoryService;
   dispatch: DispatchService;
   billing: BillingService;
-  outbox: MailOutboxStore;
   /** True when mail goes to the local outbox (no SMTP_URL): the dashboard then shows it. */
   embeddedMail: boolean;
 }
@@ -44,8 +44,25 @@ export interface Demand {
 }
 
 /**
+ * The store's owner, signed in to the dashboard, as the services see a caller: bound to their
+ * store, with every scope. The dashboard reads and changes through the same caller-taking service
+ * methods as the API and the MCP tools, so the one tenancy rule answers for all three.
+ */
+export function ownerCaller(shop: string): Caller {
+  return {
+    agentId: `dashboard:${shop}`,
+    scopes: new Set(allScopes),
+    storeDomain: shop,
+    // Never the request's caller: the dashboard's pages are counted per address, not per caller.
+    rateLimitPerMinute: 0,
+    tokenId: `dashboard:${shop}`,
+  };
+}
+
+/**
  * What the merchant dashboard shows, read through each feature's own service: demand, the
  * alert ledger and its audit, unsubscribes and suppressions, plan and quota, settings, outbox.
+ * Every method takes the owner's caller (`ownerCaller`) and the shop it signed in to.
  */
 export class DashboardService {
   constructor(private readonly deps: DashboardDeps) {}
@@ -54,22 +71,22 @@ export class DashboardService {
     return this.deps.embeddedMail;
   }
 
-  async overview(shop: string, now = new Date()) {
+  async overview(caller: Caller, shop: string, now = new Date()) {
     const { alerts, dispatch, billing } = this.deps;
     const [store, plan, ledger, heldByPlan, subscriptions, demand, sentPerDay, recent, restocks, suppressions] = await Promise.all([
-      this.deps.stores.getStore(shop),
-      billing.planUsage(shop, now),
-      dispatch.ledgerCounts(shop),
-      dispatch.heldByPlan(shop),
-      alerts.subscriptionCounts(shop),
-      this.demand(shop, MOST_WANTED_ON_OVERVIEW),
-      this.sentPerDay(shop, now),
-      dispatch.listNotifications({ storeDomain: shop, limit: 10 }),
-      dispatch.listRestocks(shop, 5),
-      dispatch.countSuppressions(shop),
+      this.deps.stores.storeFor(caller, shop),
+      billing.planUsageFor(caller, shop, now),
+      dispatch.ledgerCounts(caller, shop),
+      dispatch.heldByPlan(caller, shop),
+      alerts.subscriptionCounts(caller, shop),
+      this.demand(caller, shop, MOST_WANTED_ON_OVERVIEW),
+      this.sentPerDay(caller, shop, now),
+      dispatch.listNotifications(caller, shop, { limit: 10 }),
+      dispatch.listRestocks(caller, shop, 5),
+      dispatch.countSuppressions(caller, shop),
     ]);
     return {
-      titles: await this.titlesOf(shop, [...recent, ...restocks]),
+      titles: await this.titlesOf(caller, shop, [...recent, ...restocks]),
       store,
       plan,
       ledger: { queued: 0, sending: 0, sent: 0, skipped: 0, failed: 0, ...ledger },
@@ -85,9 +102,9 @@ export class DashboardService {
   }
 
   /** Waiting subscribers per product and variant, most wanted first, with titles and stock. */
-  async demand(shop: string, limit = DEMAND_ROWS): Promise<Demand[]> {
-    const counts = await this.deps.alerts.waitingCounts(shop, limit, 'most-wanted');
-    const known = await this.knownProducts(shop, counts.map((entry) => entry.productId));
+  async demand(caller: Caller, shop: string, limit = DEMAND_ROWS): Promise<Demand[]> {
+    const counts = await this.deps.alerts.demandOf(caller, shop, limit, 'most-wanted');
+    const known = await this.knownProducts(caller, shop, counts.map((entry) => entry.productId));
     return counts.map((entry) => {
       const stock = known.variants.get(productKey(entry.productId, entry.variantId));
       return {
@@ -102,8 +119,8 @@ export class DashboardService {
   }
 
   /** What the store reported of these products: each variant's stock and titles, and a title per product. */
-  private async knownProducts(shop: string, productIds: string[]) {
-    const rows = await this.deps.inventory.stockStatusOf(shop, [...new Set(productIds)]);
+  private async knownProducts(caller: Caller, shop: string, productIds: string[]) {
+    const rows = await this.deps.inventory.stockStatusOf(caller, shop, [...new Set(productIds)]);
     const variants = new Map(rows.map((row) => [productKey(row.productId, row.variantId), row]));
     const titles = new Map<string, string>();
     for (const row of rows) if (row.productTitle && !titles.has(row.productId)) titles.set(row.productId, row.productTitle);
@@ -111,23 +128,23 @@ export class DashboardService {
   }
 
   /** Alerts sent per UTC day over the last 30 days, oldest first, days without alerts as 0. */
-  async sentPerDay(shop: string, now = new Date()): Promise<Array<{ day: string; sent: number }>> {
+  async sentPerDay(caller: Caller, shop: string, now = new Date()): Promise<Array<{ day: string; sent: number }>> {
     const first = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()) - (CHART_DAYS - 1) * DAY_MS);
-    const counted = await this.deps.dispatch.sentPerDay(shop, first.toISOString());
+    const counted = await this.deps.dispatch.sentPerDay(caller, shop, first.toISOString());
     return Array.from({ length: CHART_DAYS }, (_, i) => {
       const day = new Date(first.getTime() + i * DAY_MS).toISOString().slice(0, 10);
       return { day, sent: counted.get(day) ?? 0 };
     });
   }
 
-  async alerts(shop: string, status: string | undefined) {
-    const rows = await this.deps.dispatch.listNotifications({ storeDomain: shop, status, limit: 200 });
-    return { rows, titles: await this.titlesOf(shop, rows) };
+  async alerts(caller: Caller, shop: string, status: string | undefined) {
+    const rows = await this.deps.dispatch.listNotifications(caller, shop, { status, limit: 200 });
+    return { rows, titles: await this.titlesOf(caller, shop, rows) };
   }
 
   /** Product titles ("Linen shirt — Small") for ledger rows, as the store last reported them. */
-  private async titlesOf(shop: string, rows: Array<{ product_id: string; variant_id: string | null }>): Promise<ProductTitles> {
-    const known = await this.knownProducts(shop, rows.map((row) => row.product_id));
+  private async titlesOf(caller: Caller, shop: string, rows: Array<{ product_id: string; variant_id: string | null }>): Promise<ProductTitles> {
+    const known = await this.knownProducts(caller, shop, rows.map((row) => row.product_id));
     const titles: ProductTitles = new Map();
     for (const row of rows) {
       const title = known.titles.get(row.product_id) ?? row.product_id;
@@ -138,43 +155,46 @@ export class DashboardService {
   }
 
   /** Why one alert was sent (or not): the alert, its restock and the subscription behind it. */
-  async auditAlert(shop: string, id: string) {
-    const found = await this.deps.dispatch.auditNotification(shop, id);
+  async auditAlert(caller: Caller, shop: string, id: string) {
+    const found = await this.deps.dispatch.auditNotification(caller, shop, id);
     if (!found) throw new NotFound(`No alert ${id} for ${shop}.`);
-    const subscription = await this.deps.alerts.subscriptionOfStore(shop, found.notification.subscription_id);
-    const titles = await this.titlesOf(shop, [found.notification]);
+    const subscription = await this.deps.alerts.subscriptionOfStore(caller, shop, found.notification.subscription_id);
+    const titles = await this.titlesOf(caller, shop, [found.notification]);
     return { ...found, subscription, product: titles.get(productKey(found.notification.product_id, found.notification.variant_id))! };
   }
 
-  async audience(shop: string) {
-    const [unsubscribes, suppressions] = await Promise.all([this.deps.alerts.recentUnsubscribes(shop, 100), this.deps.dispatch.listSuppressions(shop, 500)]);
+  async audience(caller: Caller, shop: string) {
+    const [unsubscribes, suppressions] = await Promise.all([
+      this.deps.alerts.recentUnsubscribes(caller, shop, 100),
+      this.deps.dispatch.suppressionsOf(caller, shop, 500),
+    ]);
     return { unsubscribes, suppressions };
   }
 
-  async suppress(shop: string, email: string): Promise<void> {
+  async suppress(caller: Caller, shop: string, email: string): Promise<void> {
     const parsed = storeEmail(email);
-    await this.deps.dispatch.suppress(shop, parsed, 'manual', 'added in the dashboard');
+    await this.deps.dispatch.suppressAddress(caller, shop, parsed, 'manual', 'added in the dashboard');
   }
 
-  async unsuppress(shop: string, email: string): Promise<void> {
-    await this.deps.dispatch.unsuppress(shop, email);
+  async unsuppress(caller: Caller, shop: string, email: string): Promise<void> {
+    await this.deps.dispatch.unsuppressAddress(caller, shop, email);
   }
 
-  store(shop: string) {
-    return this.deps.stores.getStore(shop);
+  store(caller: Caller, shop: string) {
+    return this.deps.stores.storeFor(caller, shop);
   }
 
   plans() {
     return this.deps.billing.listPlans();
   }
 
-  planUsage(shop: string) {
-    return this.deps.billing.planUsage(shop);
+  planUsage(caller: Caller, shop: string) {
+    return this.deps.billing.planUsageFor(caller, shop);
   }
 
   /** Starts a checkout for the owner; the page then sends them to it. */
-  checkout(shop: string, plan: PlanId) {
-    return this.deps.billing.checkoutPlan({ plan, shop }, { agentId: null, storeDomain: shop });
+  checkout(caller: Caller, shop: string, plan: PlanId) {
+    return this.deps.billing.checkoutPlan({ plan, shop }, caller);
   }
 
   /**
@@ -183,7 +203,7 @@ export class DashboardService {
    * setting to the default; the SMTP URL is kept unless a new one is given or clearing is ticked.
    * Validated by the API's own schema, so both refuse the same values.
    */
-  async saveSettings(shop: string, form: Record<string, string | undefined>): Promise<void> {
+  async saveSettings(caller: Caller, shop: string, form: Record<string, string | undefined>): Promise<void> {
     const patch: Record<string, unknown> = {};
     for (const field of ['batchMultiplier', 'batchIntervalSeconds', 'minStock', 'frequencyCapMinutes'] as const) {
       const value = form[field]?.trim();
@@ -199,20 +219,15 @@ export class DashboardService {
     if (!checked.success) {
       throw new ValidationFailed(checked.error.issues.map((issue) => ({ pointer: `/${issue.path.join('/')}`, message: issue.message })));
     }
-    const { smtpUrl: sender, ...settings } = checked.data;
-    // The sender first: it is the change that can still be refused (no key to seal it with).
-    if (sender !== undefined) await this.deps.stores.setSmtpUrl(shop, sender);
-    await this.deps.stores.updateSettings(shop, settings);
+    await this.deps.stores.updateStoreSettings(caller, shop, checked.data);
   }
 
-  outbox(shop: string) {
-    return this.deps.outbox.listForStore(shop, 100);
+  outbox(caller: Caller, shop: string) {
+    return this.deps.dispatch.listOutbox(caller, shop, 100);
   }
 
-  async outboxMessage(shop: string, id: string) {
-    const message = await this.deps.outbox.findForStore(shop, id);
-    if (!message) throw new NotFound(`No message ${id} in the outbox of ${shop}.`);
-    return message;
+  outboxMessage(caller: Caller, shop: string, id: string) {
+    return this.deps.dispatch.outboxMessage(caller, shop, id);
   }
 }
 

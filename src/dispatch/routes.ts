@@ -1,10 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { AlertService } from '../alerts/service.ts';
-import { ownStore } from '../core/http/caller.ts';
 import { problemResponses } from '../core/http/openapi-responses.ts';
-import type { MailOutboxStore } from '../core/mail/outbox-store.ts';
 import { NotFound } from '../core/problems.ts';
 import { shopSchema, storeParams } from '../stores/schemas.ts';
 import {
@@ -18,10 +15,10 @@ import {
   suppressionsResponse,
 } from './schemas.ts';
 import type { DispatchService } from './service.ts';
-import type { NotificationRow, RestockRow, SuppressionRow } from './store.ts';
+import type { NotificationRow, SuppressionRow } from './store.ts';
 
 /** Reading the alert queue and ledger, managing suppressions, and the local outbox. */
-export function dispatchRoutes(service: DispatchService, alerts: AlertService, outbox: MailOutboxStore) {
+export function dispatchRoutes(service: DispatchService) {
   return async function (app: FastifyInstance) {
     const api = app.withTypeProvider<ZodTypeProvider>();
 
@@ -34,7 +31,7 @@ export function dispatchRoutes(service: DispatchService, alerts: AlertService, o
         params: storeParams,
         response: { 200: alertQueueSchema, ...problemResponses(400, 404, 503) },
       },
-      handler: (request) => readAlertQueue(service, alerts, ownStore(request.caller!, request.params.domain)),
+      handler: (request) => service.readAlertQueue(request.caller!, request.params.domain),
     });
 
     api.get('/api/v1/stores/:domain/notifications', {
@@ -48,8 +45,7 @@ export function dispatchRoutes(service: DispatchService, alerts: AlertService, o
         response: { 200: notificationsResponse, ...problemResponses(400, 404, 503) },
       },
       handler: async (request) => {
-        const domain = ownStore(request.caller!, request.params.domain);
-        const rows = await service.listNotifications({ storeDomain: domain, ...request.query });
+        const rows = await service.listNotifications(request.caller!, request.params.domain, request.query);
         return { items: rows.map(presentNotification) };
       },
     });
@@ -63,10 +59,7 @@ export function dispatchRoutes(service: DispatchService, alerts: AlertService, o
         params: storeParams,
         response: { 200: suppressionsResponse, ...problemResponses(400, 404, 503) },
       },
-      handler: async (request) => {
-        const domain = ownStore(request.caller!, request.params.domain);
-        return { items: (await service.listSuppressions(domain)).map(presentSuppression) };
-      },
+      handler: async (request) => ({ items: (await service.suppressionsOf(request.caller!, request.params.domain)).map(presentSuppression) }),
     });
 
     api.post('/api/v1/stores/:domain/suppressions', {
@@ -80,9 +73,8 @@ export function dispatchRoutes(service: DispatchService, alerts: AlertService, o
         response: { 200: suppressionSchema, ...problemResponses(400, 404, 413, 415, 503) },
       },
       handler: async (request) => {
-        const domain = ownStore(request.caller!, request.params.domain);
         const { email, reason, detail } = request.body;
-        return presentSuppression(await service.suppress(domain, email, reason, detail ?? null));
+        return presentSuppression(await service.suppressAddress(request.caller!, request.params.domain, email, reason, detail ?? null));
       },
     });
 
@@ -96,8 +88,8 @@ export function dispatchRoutes(service: DispatchService, alerts: AlertService, o
         response: { 204: z.null().describe('Removed'), ...problemResponses(400, 404, 503) },
       },
       handler: async (request, reply) => {
-        const domain = ownStore(request.caller!, request.params.domain);
-        if (!(await service.unsuppress(domain, request.params.email))) throw new NotFound(`${request.params.email} is not suppressed for ${domain}.`);
+        const { domain, email } = request.params;
+        if (!(await service.unsuppressAddress(request.caller!, domain, email))) throw new NotFound(`${email} is not suppressed for ${domain.toLowerCase()}.`);
         return reply.code(204).send(null);
       },
     });
@@ -113,44 +105,10 @@ export function dispatchRoutes(service: DispatchService, alerts: AlertService, o
         response: { 200: outboxResponse, ...problemResponses(400, 404, 503) },
       },
       handler: async (request) => {
-        const domain = ownStore(request.caller!, request.params.domain);
-        const items = await outbox.listForStore(domain, request.query.limit);
+        const items = await service.listOutbox(request.caller!, request.params.domain, request.query.limit);
         return { items: items.map(({ storeDomain: _store, from: _from, ...mail }) => mail) };
       },
     });
-  };
-}
-
-/** A store's alert queue: who waits for what, the ledger per status, restocks in progress (HTTP and MCP). */
-export async function readAlertQueue(service: DispatchService, alerts: AlertService, domain: string) {
-  const [waiting, counts, heldByPlan, restocks] = await Promise.all([
-    alerts.waitingCounts(domain),
-    service.ledgerCounts(domain),
-    service.heldByPlan(domain),
-    service.listRestocks(domain, 50),
-  ]);
-  return {
-    waiting,
-    totalWaiting: waiting.reduce((sum, entry) => sum + entry.waiting, 0),
-    alerts: { queued: 0, sending: 0, sent: 0, skipped: 0, failed: 0, ...counts },
-    heldByPlan,
-    restocks: restocks.map(presentRestock),
-  };
-}
-
-function presentRestock(row: RestockRow) {
-  return {
-    restockId: row.id,
-    productId: row.product_id,
-    variantId: row.variant_id,
-    status: row.status as 'dispatching',
-    availableAtDetection: row.available,
-    batches: row.batches,
-    planned: row.planned,
-    detectedAt: row.detected_at,
-    nextBatchAt: row.status === 'dispatching' ? row.next_batch_at : null,
-    stopReason: row.stop_reason,
-    source: row.source,
   };
 }
 

@@ -29,6 +29,8 @@ export const alertQueueSchema = z
   })
   .describe('Alert queue lengths: who waits, what is queued and sent, and the restocks in progress');
 
+export type AlertQueue = z.input<typeof alertQueueSchema>;
+
 export const notificationSchema = z.object({
   notificationId: z.string(),
   restockId: z.string(),

@@ -1,23 +1,57 @@
 import { nowIso } from '../core/clock.ts';
 import { normaliseEmail } from '../core/email.ts';
+import type { WaitingCount } from '../alerts/service.ts';
+import { ownStore, type Caller } from '../core/http/caller.ts';
 import { newId } from '../core/ids.ts';
+import type { OutboxMessage } from '../core/mail/outbox-store.ts';
+import { NotFound } from '../core/problems.ts';
 import type { DetectedRestock, RestockSink } from '../inventory/service.ts';
+import type { AlertQueue } from './schemas.ts';
 import type { DispatchStore, NotificationRow, RestockRow, SuppressionRow } from './store.ts';
 
-/** How the ledger marks alerts held back by the store's plan (the alert queue counts them). */
+/** How an alert's reason in the ledger begins when the store's plan holds it back. */
 export const OVER_ALLOWANCE = 'held by the plan: ';
 
 export type SuppressionReason = 'bounce' | 'complaint' | 'manual';
+
+/** Who waits for a restock, from the alerts feature: the alert queue's first column. */
+export interface WaitingDemand {
+  waitingCounts(storeDomain: string): Promise<WaitingCount[]>;
+}
+
+/** The local outbox's mail per store (embedded mode), read for the store's own callers. */
+export interface StoreOutbox {
+  listForStore(storeDomain: string, limit: number): Promise<OutboxMessage[]>;
+  findForStore(storeDomain: string, id: string): Promise<OutboxMessage | undefined>;
+}
+
+export interface DispatchServiceDeps {
+  waiting: WaitingDemand;
+  outbox: StoreOutbox;
+}
+
+export interface NotificationFilter {
+  status?: string;
+  restockId?: string;
+  limit?: number;
+}
 
 /**
  * Restocks and the alert ledger as the rest of the service sees them: inventory starts
  * restocks here, the API reads queue lengths and the "why sent" audit, and suppressions are
  * kept per store. The sending itself is the worker's (worker.ts).
+ *
+ * Methods that take a `Caller` serve the API, MCP and the dashboard and decide tenancy
+ * themselves; those that take a bare store domain are for the service's own work (the worker,
+ * webhooks), which names the store from its own records.
  */
 export class DispatchService implements RestockSink {
   private readonly listeners = new Set<() => void>();
 
-  constructor(private readonly store: DispatchStore) {}
+  constructor(
+    private readonly store: DispatchStore,
+    private readonly deps: DispatchServiceDeps,
+  ) {}
 
   async startRestock(detected: DetectedRestock): Promise<{ restockId: string; created: boolean }> {
     const now = nowIso();
@@ -52,51 +86,95 @@ export class DispatchService implements RestockSink {
     return () => this.listeners.delete(listener);
   }
 
+  /** getAlertQueue: who waits for what, the ledger per status, restocks in progress. */
+  async readAlertQueue(caller: Caller, domain: string): Promise<AlertQueue> {
+    const store = ownStore(caller, domain);
+    const [waiting, counts, heldByPlan, restocks] = await Promise.all([
+      this.deps.waiting.waitingCounts(store),
+      this.store.countsByStatus(store),
+      this.store.countHeldByPlan(store),
+      this.store.listRestocks(store, 50),
+    ]);
+    return {
+      waiting,
+      totalWaiting: waiting.reduce((sum, entry) => sum + entry.waiting, 0),
+      alerts: { queued: 0, sending: 0, sent: 0, skipped: 0, failed: 0, ...counts },
+      heldByPlan,
+      restocks: restocks.map(presentRestock),
+    };
+  }
+
+  /** suppressAddress: the store's agent (or owner) stops mail to an address. */
+  async suppressAddress(caller: Caller, domain: string, email: string, reason: SuppressionReason, detail: string | null): Promise<SuppressionRow> {
+    return this.suppress(ownStore(caller, domain), email, reason, detail);
+  }
+
+  /** A bounce or complaint the service learned of itself (the worker, a webhook). */
   async suppress(storeDomain: string, email: string, reason: SuppressionReason, detail: string | null): Promise<SuppressionRow> {
     const row: SuppressionRow = { store_domain: storeDomain, email: normaliseEmail(email), reason, detail, created_at: nowIso() };
     await this.store.suppress(row);
     return row;
   }
 
-  unsuppress(storeDomain: string, email: string): Promise<boolean> {
-    return this.store.unsuppress(storeDomain, normaliseEmail(email));
+  /** unsuppressAddress: false when the address was not suppressed. */
+  async unsuppressAddress(caller: Caller, domain: string, email: string): Promise<boolean> {
+    return this.store.unsuppress(ownStore(caller, domain), normaliseEmail(email));
+  }
+
+  /** listSuppressions, for a caller bound to the store. */
+  async suppressionsOf(caller: Caller, domain: string, limit = 500): Promise<SuppressionRow[]> {
+    return this.listSuppressions(ownStore(caller, domain), limit);
   }
 
   listSuppressions(storeDomain: string, limit = 500): Promise<SuppressionRow[]> {
     return this.store.listSuppressions(storeDomain, limit);
   }
 
-  countSuppressions(storeDomain: string): Promise<number> {
-    return this.store.countSuppressions(storeDomain);
+  async countSuppressions(caller: Caller, domain: string): Promise<number> {
+    return this.store.countSuppressions(ownStore(caller, domain));
   }
 
-  listRestocks(storeDomain: string, limit = 100): Promise<RestockRow[]> {
-    return this.store.listRestocks(storeDomain, limit);
+  async listRestocks(caller: Caller, domain: string, limit = 100): Promise<RestockRow[]> {
+    return this.store.listRestocks(ownStore(caller, domain), limit);
   }
 
-  listNotifications(filter: { storeDomain: string; status?: string; restockId?: string; limit?: number }): Promise<NotificationRow[]> {
-    return this.store.listNotifications({ ...filter, limit: filter.limit ?? 100 });
+  /** listNotifications: the store's alert ledger, newest first. */
+  async listNotifications(caller: Caller, domain: string, filter: NotificationFilter = {}): Promise<NotificationRow[]> {
+    return this.store.listNotifications({ ...filter, storeDomain: ownStore(caller, domain), limit: filter.limit ?? 100 });
   }
 
   /** One alert of the store's ledger, with the restock that caused it (the "why sent" audit). */
-  async auditNotification(storeDomain: string, id: string): Promise<{ notification: NotificationRow; restock: RestockRow | undefined } | undefined> {
-    const notification = await this.store.findNotification(storeDomain, id);
+  async auditNotification(caller: Caller, domain: string, id: string): Promise<{ notification: NotificationRow; restock: RestockRow | undefined } | undefined> {
+    const store = ownStore(caller, domain);
+    const notification = await this.store.findNotification(store, id);
     if (!notification) return undefined;
-    return { notification, restock: await this.store.findRestock(storeDomain, notification.restock_id) };
+    return { notification, restock: await this.store.findRestock(store, notification.restock_id) };
   }
 
-  sentPerDay(storeDomain: string, since: string): Promise<Map<string, number>> {
-    return this.store.sentPerDay(storeDomain, since);
+  async sentPerDay(caller: Caller, domain: string, since: string): Promise<Map<string, number>> {
+    return this.store.sentPerDay(ownStore(caller, domain), since);
   }
 
   /** Alerts per ledger status (queued, sending, sent, skipped, failed). */
-  ledgerCounts(storeDomain: string): Promise<Record<string, number>> {
-    return this.store.countsByStatus(storeDomain);
+  async ledgerCounts(caller: Caller, domain: string): Promise<Record<string, number>> {
+    return this.store.countsByStatus(ownStore(caller, domain));
   }
 
   /** Alerts waiting because the store's plan allows no more this period (or needs its own SMTP). */
-  heldByPlan(storeDomain: string): Promise<number> {
-    return this.store.countQueuedWith(storeDomain, OVER_ALLOWANCE);
+  async heldByPlan(caller: Caller, domain: string): Promise<number> {
+    return this.store.countHeldByPlan(ownStore(caller, domain));
+  }
+
+  /** listOutbox: the store's mail kept in the local outbox, newest first. */
+  async listOutbox(caller: Caller, domain: string, limit: number): Promise<OutboxMessage[]> {
+    return this.deps.outbox.listForStore(ownStore(caller, domain), limit);
+  }
+
+  async outboxMessage(caller: Caller, domain: string, id: string): Promise<OutboxMessage> {
+    const store = ownStore(caller, domain);
+    const message = await this.deps.outbox.findForStore(store, id);
+    if (!message) throw new NotFound(`No message ${id} in the outbox of ${store}.`);
+    return message;
   }
 
   eraseCustomer(storeDomain: string, email: string): Promise<number> {
@@ -106,4 +184,20 @@ export class DispatchService implements RestockSink {
   eraseStore(storeDomain: string): Promise<void> {
     return this.store.eraseStore(storeDomain);
   }
+}
+
+function presentRestock(row: RestockRow): AlertQueue['restocks'][number] {
+  return {
+    restockId: row.id,
+    productId: row.product_id,
+    variantId: row.variant_id,
+    status: row.status as 'dispatching',
+    availableAtDetection: row.available,
+    batches: row.batches,
+    planned: row.planned,
+    detectedAt: row.detected_at,
+    nextBatchAt: row.status === 'dispatching' ? row.next_batch_at : null,
+    stopReason: row.stop_reason,
+    source: row.source,
+  };
 }

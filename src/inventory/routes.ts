@@ -1,6 +1,5 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { ownStore } from '../core/http/caller.ts';
 import { problemResponses } from '../core/http/openapi-responses.ts';
 import { storeParams } from '../stores/schemas.ts';
 import { reportInventoryBody, reportInventoryResponse, stockQuery, stockResponse } from './schemas.ts';
@@ -21,15 +20,7 @@ export function inventoryRoutes(service: InventoryService) {
         body: reportInventoryBody,
         response: { 200: reportInventoryResponse, ...problemResponses(400, 404, 413, 415, 503) },
       },
-      handler: async (request) => {
-        const domain = ownStore(request.caller!, request.params.domain);
-        const items = await service.reportStock(
-          domain,
-          request.body.items.map((item) => ({ ...item, variantId: item.variantId ?? null })),
-          { kind: 'inventory-api', ref: request.caller!.agentId, verified: false },
-        );
-        return { items };
-      },
+      handler: async (request) => ({ items: await service.reportInventory(request.caller!, request.params.domain, request.body.items) }),
     });
 
     api.get('/api/v1/stores/:domain/stock', {
@@ -42,10 +33,7 @@ export function inventoryRoutes(service: InventoryService) {
         querystring: stockQuery,
         response: { 200: stockResponse, ...problemResponses(400, 404, 503) },
       },
-      handler: async (request) => {
-        const domain = ownStore(request.caller!, request.params.domain);
-        return { items: await service.stockStatus(domain, request.query.productId, 1000) };
-      },
+      handler: async (request) => ({ items: await service.stockStatus(request.caller!, request.params.domain, request.query.productId) }),
     });
   };
 }

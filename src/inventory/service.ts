@@ -1,4 +1,5 @@
 import { nowIso } from '../core/clock.ts';
+import { ownStore, type Caller } from '../core/http/caller.ts';
 import type { StoreService } from '../stores/service.ts';
 import type { InventoryStore, VariantStockRow } from './store.ts';
 
@@ -45,6 +46,9 @@ export interface RestockSink {
   startRestock(restock: DetectedRestock): Promise<{ restockId: string; created: boolean }>;
 }
 
+/** A report as an agent sends it: `variantId` may be left out for the product as a whole. */
+export type ReportedStock = Omit<StockReport, 'variantId'> & { variantId?: string | null };
+
 export interface StockOutcome {
   productId: string;
   variantId: string | null;
@@ -81,6 +85,14 @@ export class InventoryService {
     private readonly restocks: RestockSink,
   ) {}
 
+  /** reportInventory: an agent bound to the store reports its stock, cited as the agent's report. */
+  async reportInventory(caller: Caller, domain: string, items: ReportedStock[]): Promise<StockOutcome[]> {
+    const store = ownStore(caller, domain);
+    const reports = items.map((item) => ({ ...item, variantId: item.variantId ?? null }));
+    return this.reportStock(store, reports, { kind: 'inventory-api', ref: caller.agentId, verified: false });
+  }
+
+  /** Stock from any source the service trusts to name the store (webhooks, reconciliation, `reportInventory`). */
   async reportStock(storeDomain: string, reports: StockReport[], source: StockSource): Promise<StockOutcome[]> {
     const outcomes: StockOutcome[] = [];
     const { minStock } = await this.stores.settingsOf(storeDomain);
@@ -166,14 +178,15 @@ export class InventoryService {
     return rows.map((row) => ({ variantId: variantOf(row.variant_id), available: row.available, published: Boolean(row.published) }));
   }
 
-  /** Stock status of every known variant of these products (one read per few hundred products). */
-  async stockStatusOf(storeDomain: string, productIds: string[]): Promise<StockStatus[]> {
-    return (await this.store.ofProducts(storeDomain, productIds)).map(describe);
+  /** Stock status of every known variant of these products (one read per few hundred products), for a caller bound to the store. */
+  async stockStatusOf(caller: Caller, domain: string, productIds: string[]): Promise<StockStatus[]> {
+    return (await this.store.ofProducts(ownStore(caller, domain), productIds)).map(describe);
   }
 
-  /** Stock status of a store's variants, optionally of one product. */
-  async stockStatus(storeDomain: string, productId: string | undefined, limit: number): Promise<StockStatus[]> {
-    const rows = productId ? await this.store.ofProduct(storeDomain, productId) : await this.store.list(storeDomain, limit);
+  /** getStockStatus: a store's variants, optionally of one product, for a caller bound to the store. */
+  async stockStatus(caller: Caller, domain: string, productId?: string, limit = 1000): Promise<StockStatus[]> {
+    const store = ownStore(caller, domain);
+    const rows = productId ? await this.store.ofProduct(store, productId) : await this.store.list(store, limit);
     return rows.slice(0, limit).map(describe);
   }
 

@@ -4,10 +4,9 @@ import { subscribeAlertBody, subscribeAlertResponse, subscriptionIdSchema, subsc
 import { checkoutPlanBody, checkoutPlanResponse } from '../billing/schemas.ts';
 import type { Scope } from '../agents/scopes.ts';
 import { API_VERSION } from '../discovery/openapi.ts';
-import { readAlertQueue } from '../dispatch/routes.ts';
 import { alertQueueSchema } from '../dispatch/schemas.ts';
 import type { Domain } from '../domain.ts';
-import { ownStore, type Caller } from '../core/http/caller.ts';
+import type { Caller } from '../core/http/caller.ts';
 import { Problem } from '../core/problems.ts';
 import type { PaidOperation } from '../payments/offers.ts';
 import type { PaymentService } from '../payments/service.ts';
@@ -34,8 +33,9 @@ const storeInput = z.object({ shop: shopSchema.describe('The store (your agent m
 
 /**
  * The service's operations as MCP tools. Each takes its input schema from the HTTP API's zod
- * schema, checks the scope its HTTP twin needs, and calls the same service method, so a
- * subscription made here is the one made over HTTP.
+ * schema, checks the scope its HTTP twin needs, and calls the same service method with the
+ * caller, so a subscription made here is the one made over HTTP and tenancy is the service's
+ * answer, not the tool's.
  */
 export function restockTools(domain: Domain, serviceName: string) {
   return [
@@ -95,7 +95,7 @@ export function restockTools(domain: Domain, serviceName: string) {
       scope: 'api:read',
       input: storeInput,
       output: stockResponse,
-      run: async ({ shop }, caller) => ({ items: await domain.inventory.stockStatus(ownStore(caller, shop), undefined, 1000) }),
+      run: async ({ shop }, caller) => ({ items: await domain.inventory.stockStatus(caller, shop) }),
     }),
     tool({
       name: 'get_alert_queue',
@@ -104,7 +104,7 @@ export function restockTools(domain: Domain, serviceName: string) {
       scope: 'api:read',
       input: storeInput,
       output: alertQueueSchema,
-      run: ({ shop }, caller) => readAlertQueue(domain.dispatch, domain.alerts, ownStore(caller, shop)),
+      run: ({ shop }, caller) => domain.dispatch.readAlertQueue(caller, shop),
     }),
     tool({
       name: 'report_inventory',
@@ -113,13 +113,7 @@ export function restockTools(domain: Domain, serviceName: string) {
       scope: 'inventory:alerts',
       input: storeInput.extend(reportInventoryBody.shape).strict(),
       output: reportInventoryResponse,
-      run: async ({ shop, items }, caller) => ({
-        items: await domain.inventory.reportStock(
-          ownStore(caller, shop),
-          items.map((item) => ({ ...item, variantId: item.variantId ?? null })),
-          { kind: 'inventory-api', ref: caller.agentId, verified: false },
-        ),
-      }),
+      run: async ({ shop, items }, caller) => ({ items: await domain.inventory.reportInventory(caller, shop, items) }),
     }),
   ];
 }

@@ -1,13 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { ownStore } from '../core/http/caller.ts';
 import { problemResponses } from '../core/http/openapi-responses.ts';
 import { storeParams, storeSchema, storeSettingsPatch, type StorePlanUsage } from './schemas.ts';
 import type { StoreService } from './service.ts';
 
 /**
  * A store's configuration, for the agents its owner bound to it. `planOf` reads the plan in
- * force and its usage from the billing feature.
+ * force and its usage from the billing feature, for a store the service has already shown.
  */
 export function storeRoutes(service: StoreService, planOf: (domain: string) => Promise<StorePlanUsage>) {
   const withPlan = async <T extends { domain: string }>(store: T) => ({ ...store, plan: await planOf(store.domain) });
@@ -23,7 +22,7 @@ export function storeRoutes(service: StoreService, planOf: (domain: string) => P
         params: storeParams,
         response: { 200: storeSchema, ...problemResponses(400, 404) },
       },
-      handler: async (request) => withPlan(await service.getStore(ownStore(request.caller!, request.params.domain))),
+      handler: async (request) => withPlan(await service.storeFor(request.caller!, request.params.domain)),
     });
 
     api.patch('/api/v1/stores/:domain', {
@@ -36,12 +35,7 @@ export function storeRoutes(service: StoreService, planOf: (domain: string) => P
         body: storeSettingsPatch,
         response: { 200: storeSchema, ...problemResponses(400, 404, 413, 415, 501, 503) },
       },
-      handler: async (request) => {
-        const domain = ownStore(request.caller!, request.params.domain);
-        const { smtpUrl, ...settings } = request.body;
-        if (smtpUrl !== undefined) await service.setSmtpUrl(domain, smtpUrl);
-        return withPlan(Object.keys(settings).length > 0 ? await service.updateSettings(domain, settings) : await service.getStore(domain));
-      },
+      handler: async (request) => withPlan(await service.updateStoreSettings(request.caller!, request.params.domain, request.body)),
     });
   };
 }

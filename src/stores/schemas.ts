@@ -77,3 +77,5 @@ export const storeSettingsPatch = z
 
 /** A store as this feature knows it; the routes add the plan from the billing feature. */
 export type Store = Omit<z.infer<typeof storeSchema>, 'plan'>;
+
+export type StoreSettingsPatch = z.output<typeof storeSettingsPatch>;

@@ -1,9 +1,10 @@
 import { DEFAULT_BATCH_POLICY, type BatchPolicy } from '../config.ts';
 import { nowIso } from '../core/clock.ts';
 import { emailSchema, normaliseEmail } from '../core/email.ts';
+import { ownStore, type Caller } from '../core/http/caller.ts';
 import { NotFound, ValidationFailed } from '../core/problems.ts';
 import { SecretBox } from '../core/sealed-secrets.ts';
-import { shopSchema, type Store } from './schemas.ts';
+import { shopSchema, type Store, type StoreSettingsPatch } from './schemas.ts';
 import { effectiveSettings, parseStoredSettings, storeSettingsSchema, type EffectiveSettings } from './settings.ts';
 import type { StoreRow, StoreStore } from './store.ts';
 
@@ -62,6 +63,23 @@ export class StoreService {
     return row?.status === 'active' ? row.domain : undefined;
   }
 
+  /** getStore: the store's configuration, for a caller bound to it. */
+  async storeFor(caller: Caller, domain: string): Promise<Store> {
+    return this.getStore(ownStore(caller, domain));
+  }
+
+  /**
+   * updateStoreSettings, for a caller bound to the store: the sender first, as it is the change
+   * that can still be refused (no key to seal it with), then the other settings.
+   */
+  async updateStoreSettings(caller: Caller, domain: string, patch: StoreSettingsPatch): Promise<Store> {
+    const store = ownStore(caller, domain);
+    const { smtpUrl, ...settings } = patch;
+    if (smtpUrl !== undefined) await this.setSmtpUrl(store, smtpUrl);
+    return Object.keys(settings).length > 0 ? this.updateSettings(store, settings) : this.getStore(store);
+  }
+
+  /** The store as it is, for the service's own work (no tenancy: see `storeFor`). */
   async getStore(domain: string): Promise<Store> {
     return this.present(await this.mustFind(domain));
   }

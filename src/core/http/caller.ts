@@ -1,7 +1,8 @@
 import { NotFound } from '../problems.ts';
 /**
- * Who is making a request, as the access-token check established it. Features read it to apply
- * scopes and tenancy; the rate limiter and Idempotency-Key read it to key their state.
+ * Who is making a request, as the access-token check established it (or a payment, or the
+ * dashboard's session). Routes and MCP tools hand it to the services, which alone decide from
+ * it what may be seen or changed; the rate limiter and Idempotency-Key read it to key their state.
  */
 export interface Caller {
   agentId: string;
@@ -26,6 +27,11 @@ export interface Ownership {
   storeDomain: string | null;
 }
 
+/*
+ * Tenancy. Only the services apply these rules (a test keeps routes, tools and the dashboard from
+ * naming them), so HTTP, MCP and the dashboard cannot come to different answers.
+ */
+
 /**
  * Tenancy in one rule: an agent bound to a store sees that store's records (and its own made
  * before it was bound); any other agent sees only what it made itself.
@@ -48,6 +54,6 @@ export function storeForWrite(caller: Pick<Caller, 'storeDomain'>, named: string
  */
 export function ownStore(caller: Caller, domain: string): string {
   const normalised = domain.toLowerCase();
-  if (caller.storeDomain !== normalised) throw new NotFound(`No store ${normalised} is visible to this agent.`);
+  if (caller.storeDomain !== normalised) throw new NotFound(`No store ${normalised} is visible to this agent; only agents its owner claimed can see it.`);
   return normalised;
 }
