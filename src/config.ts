@@ -1,3 +1,5 @@
+// Longer than most files on purpose: every setting the service reads is parsed and checked here,
+// in one place, so `.env.example`, the README's table and start-up errors cannot disagree.
 import path from 'node:path';
 import { z } from 'zod';
 import type { PlanSettings } from './billing/plans.ts';

@@ -1,3 +1,6 @@
+// Longer than most files on purpose: the three registration methods, claims, token exchange and
+// revocation all move one agent row through its states (pending → active → revoked) under the
+// same checks; split apart, each part would need the others' private rules.
 import { createHash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
 import type { AgentConfig } from '../config.ts';
 import { isoAfter, nowIso } from '../core/clock.ts';
@@ -321,7 +324,7 @@ export class AgentService {
     return {
       registration_id: agent.id,
       method: agent.method as AgentView['method'],
-      status: agent.status as AgentView['status'],
+      status: agent.status,
       credential_type: agent.credential_type as AgentView['credential_type'],
       scopes: parseScopes(agent.scopes),
       email: agent.email,

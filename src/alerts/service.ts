@@ -164,7 +164,7 @@ export class AlertService {
   private present(row: SubscriptionRow): Subscription {
     return {
       subscriptionId: row.id,
-      status: row.status as Subscription['status'],
+      status: row.status,
       productId: row.product_id,
       variantId: row.variant_id,
       shop: row.store_domain,

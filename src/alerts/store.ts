@@ -145,7 +145,7 @@ export class WaitingStore {
   }
 
   /** A store's subscriptions in one status, most recently changed first. */
-  inStatus(storeDomain: string, status: string, limit: number): Promise<SubscriptionRow[]> {
+  inStatus(storeDomain: string, status: SubscriptionStatus, limit: number): Promise<SubscriptionRow[]> {
     return this.database.db
       .selectFrom('subscriptions')
       .selectAll()

@@ -1,3 +1,5 @@
+// Longer than most files on purpose: checkout at three providers and the plan states their events
+// produce are one lifecycle (the state machine itself is apart, in plan-state.ts).
 import { isoAfter, nowIso } from '../core/clock.ts';
 import { newId } from '../core/ids.ts';
 import { canSee, ownStore, storeForWrite, type Caller } from '../core/http/caller.ts';
@@ -320,7 +322,7 @@ export class BillingService {
       sessionId: row.id,
       plan: row.plan as PlanId,
       shop: row.shop,
-      status: expired ? 'expired' : (row.status as CheckoutSession['status']),
+      status: expired ? 'expired' : row.status,
       provider: row.provider,
       amount: row.amount_cents / 100,
       currency: row.currency,

@@ -179,7 +179,7 @@ export class StoreService {
       domain: row.domain,
       ownerEmail: row.owner_email,
       createdAt: row.created_at,
-      status: row.status as Store['status'],
+      status: row.status,
       platform: row.platform as Store['platform'],
       installedAt: row.installed_at,
       adminApiConnected: row.admin_token_sealed !== null,

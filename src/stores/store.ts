@@ -35,7 +35,7 @@ export class StoreStore {
   /** A Shopify installation: creates the store or reconnects it, keeping its settings. */
   install(row: NewStoreRow & { admin_token_sealed: string; admin_scopes: string }): Promise<StoreRow> {
     const connection = {
-      status: 'active',
+      status: 'active' as const,
       platform: 'shopify',
       admin_token_sealed: row.admin_token_sealed,
       admin_scopes: row.admin_scopes,
