@@ -11,7 +11,6 @@ import { openMailTransport, type MailTransport } from './core/mail/transport.ts'
 import { Problem } from './core/problems.ts';
 import { registerOpenApi } from './discovery/openapi.ts';
 import { buildWebFeatures, type Domain } from './features.ts';
-import { installPaymentGate } from './payments/gate.ts';
 
 export interface AppOptions {
   /** Origin of the mTLS listener, when the server runs one (advertised in the metadata). */
@@ -83,7 +82,6 @@ export async function buildApp(config: Config, database: Database, options: AppO
 
   const gates = sharedGates(config, database);
   for (const plugin of inDependencyOrder([...features.flatMap((feature) => feature.plugins ?? []), ...gates])) await app.register(plugin);
-  installPaymentGate(app, domain.payments, { baseUrl: config.baseUrl, rateLimitPerMinute: config.agents.rateLimits.anonymous });
   for (const feature of features) for (const routes of feature.routes ?? []) await app.register(routes);
   return app;
 }

@@ -1,4 +1,4 @@
-import type { FastifyBaseLogger, FastifyPluginAsync } from 'fastify';
+import type { FastifyBaseLogger } from 'fastify';
 import { buildAgents } from './agents/feature.ts';
 import { buildAlerts } from './alerts/feature.ts';
 import type { AlertService } from './alerts/service.ts';
@@ -20,8 +20,7 @@ import { buildHealth } from './health/feature.ts';
 import { buildInventory } from './inventory/feature.ts';
 import type { InventoryService } from './inventory/service.ts';
 import { buildMcp } from './mcp/feature.ts';
-import { buildPayments } from './payments/index.ts';
-import { paymentRoutes } from './payments/routes.ts';
+import { buildPayments } from './payments/feature.ts';
 import type { PaymentService } from './payments/service.ts';
 import { buildShopify, type ShopifyFeature } from './shopify/feature.ts';
 import { buildStorefront } from './storefront/feature.ts';
@@ -75,8 +74,7 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
     billing: billing.service,
   });
   if (shopify.billing) billing.service.useShopify(shopify.billing);
-  const payments = { ...buildPayments(config, database, serviceSecret, log, stripe), routes: [] as FastifyPluginAsync[] };
-  payments.routes.push(paymentRoutes(payments.service));
+  const payments = buildPayments(config, database, serviceSecret, log, stripe);
 
   const worker = buildDispatchWorker({
     config,

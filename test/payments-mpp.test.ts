@@ -14,7 +14,7 @@ import { assertOnlyGrew, dialectSkip, startTestApp, testConfig, testDialects, ty
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { freePort } from './fixtures/network.ts';
 import { startListeningApp, type ListeningApp } from './fixtures/oauth.ts';
-import { buildPayments } from '../src/payments/index.ts';
+import { buildPayments } from '../src/payments/feature.ts';
 import { startStripeApi, type StripeApi, type TokenGrant } from './fixtures/stripe-api.ts';
 
 failOnLeakedHandles();

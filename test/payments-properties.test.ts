@@ -27,7 +27,7 @@ const params = propertyParams();
 const RUNS = params.numRuns;
 
 const SERVICE_SECRET = 'payments-property-service-secret-0123456789abcdef';
-/** How the service keys its MPP challenges (src/payments/index.ts), so that an expired one can be made genuine. */
+/** How the service keys its MPP challenges (src/payments/feature.ts), so that an expired one can be made genuine. */
 const MPP_SECRET = createHmac('sha256', Buffer.from(SERVICE_SECRET, 'utf8')).update('mpp-challenge-binding').digest('hex');
 
 type Target = { name: 'subscribeAlert' | 'checkoutPlan' | 'getApiIndex'; method: 'GET' | 'POST'; url: string; body?: unknown };

@@ -1,11 +1,11 @@
-import { decodePaymentResponseHeader, encodePaymentSignatureHeader } from '@x402/core/http';
 import type { PaymentPayload } from '@x402/core/types';
-import { Challenge, Credential, Receipt } from 'mppx';
-import { Problem } from '../core/problems.ts';
-import { payerCaller, refuseUnpricedRequest } from '../payments/gate.ts';
-import type { PaidOperation } from '../payments/offers.ts';
-import type { AcceptedPayment, PaidRequest, PaymentService } from '../payments/service.ts';
+import { Challenge, Credential, PaymentRequest, Receipt } from 'mppx';
 import type { Caller } from '../core/http/caller.ts';
+import { Problem } from '../core/problems.ts';
+import { unreadableCredential } from '../payments/mpp.ts';
+import type { PaidOperation } from '../payments/offers.ts';
+import { PaymentPipeline, type PaidCall, type Taken, type TransportProof } from '../payments/pipeline.ts';
+import type { PaymentRequired, PaymentService } from '../payments/service.ts';
 
 /**
  * Paying for a tool call without a token, as the MCP payment conventions carry it:
@@ -14,13 +14,15 @@ import type { Caller } from '../core/http/caller.ts';
  *   `params._meta["x402/payment"]`, the settlement goes back in `_meta["x402/payment-response"]`.
  * - MPP: the challenges in `_meta["org.paymentauth/payment-required"]`, the credential in
  *   `params._meta["org.paymentauth/credential"]`, the receipt in `_meta["org.paymentauth/receipt"]`.
- * The same ledger, claims, verification and settlement as the HTTP routes.
+ * The pipeline (src/payments/pipeline.ts) decides, as for the HTTP routes; this file reads the
+ * proof from `_meta` and writes the decisions back as tool results.
  */
 export const X402_PAYMENT = 'x402/payment';
 export const X402_PAYMENT_RESPONSE = 'x402/payment-response';
 export const MPP_CREDENTIAL = 'org.paymentauth/credential';
 export const MPP_PAYMENT_REQUIRED = 'org.paymentauth/payment-required';
 export const MPP_RECEIPT = 'org.paymentauth/receipt';
+const PAYMENT_STATUS = 'org.restock/payment-status';
 
 export interface ToolResult {
   [key: string]: unknown;
@@ -30,7 +32,7 @@ export interface ToolResult {
   _meta?: Record<string, unknown>;
 }
 
-export interface PaidCall {
+export interface PaidToolCall {
   tool: string;
   operation: PaidOperation;
   input: Record<string, unknown>;
@@ -41,76 +43,98 @@ export interface PaidCall {
 export async function payForToolCall(
   payments: PaymentService,
   rateLimitPerMinute: number,
-  call: PaidCall,
+  call: PaidToolCall,
   run: (caller: Caller, paidWith: 'x402' | 'mpp') => Promise<Record<string, unknown>>,
   asError: (err: Problem) => ToolResult,
 ): Promise<ToolResult> {
-  const request: PaidRequest = {
+  const paid: PaidCall = {
     operation: call.operation,
+    input: call.input,
     method: 'MCP',
     path: `/mcp tools/call ${call.tool}`,
     url: `mcp://tool/${call.tool}`,
     requestId: call.requestId,
-    storeDomain: typeof call.input.shop === 'string' ? call.input.shop.toLowerCase() : null,
   };
-  const x402 = call.meta?.[X402_PAYMENT];
-  const credential = call.meta?.[MPP_CREDENTIAL];
-  if (!x402 && !credential) return paymentRequired(await payments.paymentRequired(request));
-
-  let payment: AcceptedPayment;
+  let outcome;
   try {
-    refuseUnpricedRequest(call.operation, call.input);
-    payment = x402
-      ? await payments.acceptX402(encodePaymentSignatureHeader(x402 as PaymentPayload), request)
-      : await payments.acceptMpp(Credential.serialize(credential as Credential.Credential), request);
+    outcome = await new PaymentPipeline(payments, rateLimitPerMinute).pay(paid, proofOf(call.meta), run);
   } catch (err) {
-    if (err instanceof Problem && err.status === 402) return paymentRequired(await payments.paymentRequired(request, err));
     if (err instanceof Problem) return asError(err);
     throw err;
   }
+  switch (outcome.kind) {
+    case 'payment-required':
+      return paymentRequired(outcome);
+    case 'refused':
+      return asError(outcome.problem);
+    case 'served':
+      return { content: [{ type: 'text', text: JSON.stringify(outcome.result) }], structuredContent: outcome.result, _meta: receiptMeta(outcome.settlement) };
+  }
+}
 
-  let result: Record<string, unknown> | undefined;
-  let failure: unknown;
+/** The proof in `_meta`, decoded: an x402 payment payload (checked by the pipeline), or an MPP credential. */
+function proofOf(meta: Record<string, unknown> | undefined): TransportProof | undefined {
+  const x402 = meta?.[X402_PAYMENT];
+  const credential = meta?.[MPP_CREDENTIAL];
+  if (x402) return { kind: 'x402', payload: x402 as PaymentPayload };
+  if (!credential) return undefined;
+  const read = credentialOf(credential);
+  return read ? { kind: 'mpp', credential: read } : { kind: 'unreadable', refusal: unreadableCredential() };
+}
+
+/**
+ * A credential given as an object, read as mppx reads one from a header: its challenge through
+ * mppx's own schema, an `opaque` given as an object (older clients) turned into its string form.
+ */
+function credentialOf(value: unknown): Credential.Credential | undefined {
+  if (!isRecord(value) || !isRecord(value.challenge) || !('payload' in value)) return undefined;
+  const { opaque, meta, ...fields } = value.challenge;
+  const { payload } = value;
+  const source = value.source || undefined;
+  if (source !== undefined && typeof source !== 'string') return undefined;
   try {
-    result = await run(payerCaller(payment, rateLimitPerMinute), payment.protocol);
-  } catch (err) {
-    failure = err;
+    // As on the wire: `opaque` when given, else `meta` in its string form.
+    const wire = opaque ?? (meta === undefined ? undefined : PaymentRequest.serialize(meta as Record<string, unknown>));
+    const bound = wire === undefined ? {} : typeof wire === 'string' ? { opaque: wire } : isStringRecord(wire) ? { meta: wire, opaque: PaymentRequest.serialize(wire) } : undefined;
+    const challenge = bound && Challenge.Schema.safeParse({ ...fields, ...bound });
+    if (!challenge?.success) return undefined;
+    return Credential.from({ challenge: challenge.data, payload, ...(source ? { source } : {}) });
+  } catch {
+    return undefined;
   }
-  const ref = result ? String(result.subscriptionId ?? result.sessionId ?? '') || null : null;
-  const finish = await payments.finish(payment, result !== undefined, ref);
-  if (failure !== undefined) {
-    if (failure instanceof Problem) return asError(failure);
-    throw failure;
-  }
-  if (finish.problem) return paymentRequired(await payments.paymentRequired(request, finish.problem));
-  return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result, _meta: receiptMeta(finish.headers) };
 }
 
 /** The settlement proof, as each protocol's client reads it from the result's `_meta`. */
-function receiptMeta(headers: Record<string, string>): Record<string, unknown> {
-  const meta: Record<string, unknown> = {};
-  if (headers['payment-response']) meta[X402_PAYMENT_RESPONSE] = decodePaymentResponseHeader(headers['payment-response']);
-  if (headers['payment-receipt']) meta[MPP_RECEIPT] = Receipt.deserialize(headers['payment-receipt']);
-  if (headers['payment-status']) meta['org.restock/payment-status'] = headers['payment-status'];
-  return meta;
+function receiptMeta(settlement: Taken): Record<string, unknown> {
+  if (settlement.kind === 'pending') return { [PAYMENT_STATUS]: 'pending' };
+  const { receipt } = settlement;
+  if (receipt.protocol === 'mpp') return { [MPP_RECEIPT]: Receipt.from(receipt.receipt) };
+  // What the buyer is shown, as in the PAYMENT-RESPONSE header: the facilitator's extension data stays here.
+  const { extensionResponses: _extensions, ...buyerFacing } = receipt.response;
+  return { [X402_PAYMENT_RESPONSE]: buyerFacing };
 }
 
 /** The 402 of the HTTP API, as a tool error both protocols' MCP clients understand. */
-function paymentRequired(problem: Problem): ToolResult {
-  const { x402Version, resource, accepts, unavailable } = problem.extensions as Record<string, unknown>;
-  const required = { x402Version, error: problem.detail, resource, accepts };
-  const headers = problem.headers['www-authenticate'];
-  const challenges = (Array.isArray(headers) ? headers : headers ? [headers] : []).map((value) => Challenge.deserialize(value));
+function paymentRequired({ x402, challenges, unavailable, reason }: PaymentRequired): ToolResult {
+  const required = { x402Version: x402.x402Version, error: reason.detail, resource: x402.resource, accepts: x402.accepts };
   return {
     isError: true,
-    content: [{ type: 'text', text: JSON.stringify({ 'x402/error': { code: 402, message: problem.detail, data: required } }) }],
+    content: [{ type: 'text', text: JSON.stringify({ 'x402/error': { code: 402, message: reason.detail, data: required } }) }],
     structuredContent: required,
     _meta: {
       [MPP_PAYMENT_REQUIRED]: {
         httpStatus: 402,
-        challenges,
-        problem: { type: problem.slug, title: problem.title, status: problem.status, detail: problem.detail, ...(unavailable ? { unavailable } : {}) },
+        challenges: challenges.map((challenge) => challenge.toChallenge()),
+        problem: { type: reason.slug, title: reason.title, status: reason.status, detail: reason.detail, ...(unavailable.length > 0 ? { unavailable } : {}) },
       },
     },
   };
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isStringRecord(value: unknown): value is Record<string, string> {
+  return isRecord(value) && Object.values(value).every((entry) => typeof entry === 'string');
 }

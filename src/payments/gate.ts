@@ -1,10 +1,17 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { problemResponses } from '../core/http/openapi-responses.ts';
+import { decodePaymentSignatureHeader, encodePaymentRequiredHeader, encodePaymentResponseHeader } from '@x402/core/http';
+import type { PaymentRequired as X402PaymentRequired } from '@x402/core/types';
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { Credential, Receipt } from 'mppx';
 import { PROBLEM_CONTENT_TYPE, problemDocument, sendProblem } from '../core/http/errors.ts';
-import type { Caller } from '../core/http/caller.ts';
-import { Problem, ValidationFailed } from '../core/problems.ts';
+import { problemResponses } from '../core/http/openapi-responses.ts';
+import { Problem } from '../core/problems.ts';
+import { unreadableCredential } from './mpp.ts';
 import type { PaidOperation } from './offers.ts';
-import type { AcceptedPayment, PaidRequest, PaymentService } from './service.ts';
+import { declarationOf } from './paid-operations.ts';
+import { unreadableX402Payment } from './x402.ts';
+import { PaymentPipeline, type Accepted, type PaidCall, type Taken, type TransportProof } from './pipeline.ts';
+import type { AcceptedPayment, PaidResource, PaymentRequired, PaymentService } from './service.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -12,136 +19,186 @@ declare module 'fastify' {
     payment?: PaidOperation;
   }
   interface FastifyRequest {
-    paymentProof?: { protocol: 'x402' | 'mpp'; header: string };
+    paymentProof?: TransportProof;
     payment?: AcceptedPayment;
   }
 }
 
 /** RFC 9110 auth-scheme `Payment` (MPP); anything else in Authorization is the token check's business. */
 const PAYMENT_SCHEME = /^Payment\s+/i;
+/** Answers larger than this are not read for what the payment bought. */
+const RESULT_READ_LIMIT = 65_536;
 
 export interface PaymentGateOptions {
+  payments: PaymentService;
   baseUrl: string;
   /** How many requests a payer may make per minute, as for an anonymous agent. */
   rateLimitPerMinute: number;
 }
 
 /**
- * Pay per request on the routes whose config names a `payment` operation (install after the
- * access-token check and Idempotency-Key, before the routes register):
+ * Pay per request on the routes whose config names a `payment` operation, over HTTP: the
+ * pipeline (pipeline.ts) decides; this plugin reads the proof from the headers and writes the
+ * decisions back as headers and problem+json. After the access-token check (a caller with a
+ * token pays nothing) and the Idempotency-Key (a replayed request is not charged twice):
  * - onRequest: no token and no proof → 402 with every offer, before the body is even read;
- * - preHandler (after the body is valid and the Idempotency-Key is claimed, so neither a bad
- *   request nor a replayed one is charged): the proof is claimed in the ledger and verified,
- *   and the payer becomes the request's caller;
+ * - preHandler (once the body is valid and the key claimed, so neither a bad request nor a
+ *   replay is charged): the proof is accepted, and the payer becomes the request's caller;
  * - onSend: settled only if the handler succeeded, with the receipt header; otherwise nothing
  *   is taken, or it is given back.
  */
-export function installPaymentGate(app: FastifyInstance, service: PaymentService, options: PaymentGateOptions): void {
-  const paidRequest = (request: FastifyRequest): PaidRequest => {
-    const body = request.body as { shop?: unknown } | undefined;
-    const path = request.url.split('?')[0]!;
-    return {
-      operation: request.routeOptions.config.payment!,
-      method: request.method,
-      path,
-      url: `${options.baseUrl}${path}`,
-      requestId: request.id,
-      storeDomain: typeof body?.shop === 'string' ? body.shop.toLowerCase() : null,
-    };
-  };
+export function paymentGate(options: PaymentGateOptions): FastifyPluginAsync {
+  return fp(async (app) => installGate(app, options), { name: 'payment-gate', dependencies: ['identity-gate', 'idempotency-gate'], fastify: '5.x' });
+}
+
+function installGate(app: FastifyInstance, { payments, baseUrl, rateLimitPerMinute }: PaymentGateOptions): void {
+  const pipeline = new PaymentPipeline(payments, rateLimitPerMinute);
+  const accepted = new WeakMap<FastifyRequest, Accepted>();
+  const asProblem = paymentRequiredProblems();
+
+  const resourceOf = (request: FastifyRequest): PaidResource => ({
+    operation: request.routeOptions.config.payment!,
+    url: `${baseUrl}${pathOf(request)}`,
+  });
+  const callOf = (request: FastifyRequest): PaidCall => ({
+    ...resourceOf(request),
+    input: request.body,
+    method: request.method,
+    path: pathOf(request),
+    requestId: request.id,
+  });
 
   const demandPayment = async (request: FastifyRequest, reply: FastifyReply) => {
     if (request.caller) return;
-    const signature = request.headers['payment-signature'];
-    const authorization = request.headers.authorization;
-    if (typeof signature === 'string' && signature.length > 0) {
-      request.paymentProof = { protocol: 'x402', header: signature };
-    } else if (authorization && PAYMENT_SCHEME.test(authorization)) {
-      request.paymentProof = { protocol: 'mpp', header: authorization };
+    const proof = proofOf(request);
+    if (proof) {
+      request.paymentProof = proof;
     } else if (request.headers['x-payment'] !== undefined) {
-      throw await service.paymentRequired(
-        paidRequest(request),
-        new Problem('malformed-credential', 'X-PAYMENT is x402 version 1; this service takes version 2: send PAYMENT-SIGNATURE built from the PAYMENT-REQUIRED header.'),
-      );
+      throw asProblem(await pipeline.demand(resourceOf(request), x402VersionOne()));
     } else {
       // The common case for agents finding their way: answered here, not through the error path.
-      return sendProblem(request, reply, await service.paymentRequired(paidRequest(request)), options.baseUrl);
+      return sendProblem(request, reply, asProblem(await pipeline.demand(resourceOf(request))), baseUrl);
     }
   };
 
   const acceptPayment = async (request: FastifyRequest) => {
     const proof = request.paymentProof;
     if (request.caller || !proof) return;
-    const paid = paidRequest(request);
-    refuseUnpricedRequest(paid.operation, request.body);
-    let payment: AcceptedPayment;
-    try {
-      payment = proof.protocol === 'x402' ? await service.acceptX402(proof.header, paid) : await service.acceptMpp(proof.header, paid);
-    } catch (err) {
-      // A refused proof gets fresh offers with the reason, as both protocols expect.
-      if (err instanceof Problem && err.status === 402) throw await service.paymentRequired(paid, err);
-      throw err;
-    }
-    request.payment = payment;
-    request.caller = payerCaller(payment, options.rateLimitPerMinute);
+    const decision = await pipeline.accept(callOf(request), proof);
+    if (decision.kind === 'payment-required') throw asProblem(decision);
+    if (decision.kind === 'refused') throw decision.problem;
+    accepted.set(request, decision);
+    request.payment = decision.payment;
+    request.caller = decision.caller;
   };
 
-  const settlePayment = async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
-    const payment = request.payment;
-    if (!payment) return payload;
+  const finishPayment = async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+    const paid = accepted.get(request);
+    if (!paid) return payload;
+    accepted.delete(request);
     request.payment = undefined;
-    const succeeded = reply.statusCode < 400;
-    const outcome = await service.finish(payment, succeeded, succeeded ? resultReference(payload) : null);
-    for (const [name, value] of Object.entries(outcome.headers)) reply.header(name, value);
-    if (!outcome.problem) return payload;
+    const finished = await pipeline.finish(paid, reply.statusCode < 400 ? { succeeded: true, result: answerOf(payload) } : { succeeded: false });
+    if (finished.kind === 'undone') return payload;
+    if (finished.kind !== 'payment-required') {
+      for (const [name, value] of Object.entries(settlementHeaders(finished))) reply.header(name, value);
+      return payload;
+    }
     // Refused after all: a 402 like any other, with fresh offers to pay again.
-    const refusal = await service.paymentRequired(paidRequest(request), outcome.problem);
+    const refusal = asProblem(finished);
     for (const [name, value] of Object.entries(refusal.headers)) reply.header(name, value);
     reply.code(refusal.status).type(PROBLEM_CONTENT_TYPE);
-    return JSON.stringify(problemDocument(request, refusal, options.baseUrl));
+    return JSON.stringify(problemDocument(request, refusal, baseUrl));
   };
 
   app.addHook('onRoute', (route) => {
     if (!route.config?.payment) return;
+    // Wired only with a declaration: a name without one fails here, at start-up.
+    declarationOf(route.config.payment);
     route.onRequest = [...[route.onRequest ?? []].flat(), demandPayment];
     route.preHandler = [...[route.preHandler ?? []].flat(), acceptPayment];
     // Before the Idempotency-Key stores the answer, so a settlement that fails is not replayed as a success.
-    route.onSend = [settlePayment, ...[route.onSend ?? []].flat()];
+    route.onSend = [finishPayment, ...[route.onSend ?? []].flat()];
     const schema = (route.schema ??= {});
     schema.response = { ...problemResponses(402), ...(schema.response as object) };
   });
 }
 
-/** Who a paid request acts as: its payer, owning what it creates, bound to no store. */
-export function payerCaller(payment: AcceptedPayment, rateLimitPerMinute: number): Caller {
-  return {
-    agentId: `payer:${payment.protocol}:${payment.payer}`,
-    scopes: new Set(['api:read', 'api:write']),
-    storeDomain: null,
-    rateLimitPerMinute,
-    tokenId: payment.id,
+function pathOf(request: FastifyRequest): string {
+  return request.url.split('?')[0]!;
+}
+
+/** The proof in the headers, decoded: x402's PAYMENT-SIGNATURE, or MPP's `Authorization: Payment`. */
+function proofOf(request: FastifyRequest): TransportProof | undefined {
+  const signature = request.headers['payment-signature'];
+  const authorization = request.headers.authorization;
+  if (typeof signature === 'string' && signature.length > 0) {
+    try {
+      return { kind: 'x402', payload: decodePaymentSignatureHeader(signature) };
+    } catch {
+      return { kind: 'unreadable', refusal: unreadableX402Payment() };
+    }
+  }
+  if (authorization && PAYMENT_SCHEME.test(authorization)) {
+    try {
+      const scheme = Credential.extractPaymentScheme(authorization);
+      if (scheme) return { kind: 'mpp', credential: Credential.deserialize(scheme) };
+    } catch {
+      // Refused below, as unreadable.
+    }
+    return { kind: 'unreadable', refusal: unreadableCredential() };
+  }
+  return undefined;
+}
+
+function x402VersionOne(): Problem {
+  return new Problem('malformed-credential', 'X-PAYMENT is x402 version 1; this service takes version 2: send PAYMENT-SIGNATURE built from the PAYMENT-REQUIRED header.');
+}
+
+/** The handler's answer, read back for what the payment bought; nothing when it cannot be. */
+function answerOf(payload: unknown): unknown {
+  if (typeof payload !== 'string' || payload.length > RESULT_READ_LIMIT) return undefined;
+  try {
+    return JSON.parse(payload);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A payment-required decision as the 402 problem: x402's requirements in PAYMENT-REQUIRED and
+ * the body, MPP's challenges in WWW-Authenticate. The requirements of a plain 402 are the same
+ * object every time, so their header is encoded once.
+ */
+function paymentRequiredProblems(): (required: PaymentRequired) => Problem {
+  const encoded = new WeakMap<X402PaymentRequired, string>();
+  const requirementsHeader = (x402: X402PaymentRequired) => {
+    let header = encoded.get(x402);
+    if (header === undefined) {
+      header = encodePaymentRequiredHeader(x402);
+      encoded.set(x402, header);
+    }
+    return header;
+  };
+  return ({ x402, challenges, unavailable, reason }) => {
+    const headers: Record<string, string | string[]> = { 'cache-control': 'no-store', ...reason.headers };
+    if (x402.accepts.length > 0) headers['payment-required'] = requirementsHeader(x402);
+    if (challenges.length > 0) headers['www-authenticate'] = challenges.map((challenge) => challenge.serialize());
+    return new Problem(reason.slug, reason.detail, {
+      headers,
+      extensions: {
+        ...reason.extensions,
+        x402Version: x402.x402Version,
+        resource: x402.resource,
+        accepts: x402.accepts,
+        ...(unavailable.length > 0 ? { unavailable } : {}),
+      },
+    });
   };
 }
 
-/** The checkout offer prices the starter plan; a paid request for another plan is refused before any charge. */
-export function refuseUnpricedRequest(operation: PaidOperation, body: unknown): void {
-  if (operation !== 'checkoutPlan') return;
-  const plan = (body as { plan?: unknown } | undefined)?.plan;
-  if (plan !== 'starter') {
-    throw new ValidationFailed([
-      { pointer: '/body/plan', message: 'paying per request buys the starter plan (USD 9.99 a month); other plans are bought with an access token' },
-    ]);
-  }
-}
-
-/** The id of what the payment bought (a subscription, a checkout session), for the ledger. */
-function resultReference(payload: unknown): string | null {
-  if (typeof payload !== 'string' || payload.length > 65_536) return null;
-  try {
-    const body = JSON.parse(payload) as { subscriptionId?: unknown; sessionId?: unknown };
-    const ref = body.subscriptionId ?? body.sessionId;
-    return typeof ref === 'string' ? ref : null;
-  } catch {
-    return null;
-  }
+/** The settlement as each protocol's client reads it from the answer's headers. */
+function settlementHeaders(settlement: Taken): Record<string, string> {
+  if (settlement.kind === 'pending') return { 'payment-status': 'pending' };
+  const { receipt } = settlement;
+  return receipt.protocol === 'x402' ? { 'payment-response': encodePaymentResponseHeader(receipt.response) } : { 'payment-receipt': Receipt.serialize(receipt.receipt) };
 }

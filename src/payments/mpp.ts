@@ -1,8 +1,9 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHmac, randomBytes } from 'node:crypto';
 import { Challenge, Credential, Errors, Method, PaymentRequest, z as mz, type Receipt } from 'mppx';
 import { Mppx, stripe, tempo } from 'mppx/server';
 import type Stripe from 'stripe';
-import { createPublicClient, http } from 'viem';
+import { BaseError as ViemError, createPublicClient, http, HttpRequestError, SocketClosedError, TimeoutError, WebSocketRequestError } from 'viem';
 import { Transaction as TempoTransaction } from 'viem/tempo';
 import type { PaymentsConfig } from '../config.ts';
 import { Problem, type ProblemSlug } from '../core/problems.ts';
@@ -107,11 +108,11 @@ export class MppAcceptance {
   }
 
   /**
-   * One `WWW-Authenticate: Payment` value per offer this deployment can take. Each carries a
-   * random nonce in its HMAC-covered `opaque`, so no two answers share a challenge id (an id
-   * pays for one request; two clients handed the same one would race for it).
+   * One challenge per offer this deployment can take. Each carries a random nonce in its
+   * HMAC-covered `opaque`, so no two answers share a challenge id (an id pays for one request;
+   * two clients handed the same one would race for it).
    */
-  async challenges(operation: PaidOperation): Promise<string[]> {
+  async challenges(operation: PaidOperation): Promise<IssuedChallenge[]> {
     const expires = new Date(Date.now() + CHALLENGE_TTL_MS).toISOString();
     const opaque = PaymentRequest.serialize({ [SCOPE_KEY]: operation, [NONCE_KEY]: randomBytes(12).toString('base64url') });
     return (await this.templates(operation)).map((template) => {
@@ -119,7 +120,7 @@ export class MppAcceptance {
       // with Node's HMAC: the SDK's portable one costs more than the rest of the 402 together.
       // The tests check every id with mppx's own Challenge.verify.
       const id = createHmac('sha256', this.secretKey).update(`${template.bindingPrefix}|${expires}||${opaque}`).digest('base64url');
-      return `Payment id="${id}", ${template.fixedParams}, expires="${expires}", opaque="${opaque}"`;
+      return new IssuedChallenge(template, id, expires, opaque);
     });
   }
 
@@ -146,18 +147,11 @@ export class MppAcceptance {
   }
 
   /**
-   * The offline half of verification: readable, one of ours (HMAC), for this operation, not
-   * expired. Nothing is charged yet, so a refusal here burns nothing.
+   * The offline half of verification of a credential its transport decoded: one of ours (HMAC),
+   * for this operation, not expired, a method this deployment can take. Nothing is charged yet,
+   * so a refusal here burns nothing.
    */
-  precheck(header: string, operation: PaidOperation, secretKey: string): Credential.Credential {
-    let credential: Credential.Credential;
-    try {
-      const scheme = Credential.extractPaymentScheme(header);
-      if (!scheme) throw new Error('no Payment scheme');
-      credential = Credential.deserialize(scheme);
-    } catch {
-      throw new Problem('malformed-credential', 'The `Authorization: Payment` credential is not base64url JSON with a challenge and a payload.');
-    }
+  precheck(credential: Credential.Credential, operation: PaidOperation, secretKey: string): void {
     const { challenge } = credential;
     const offer = priceSheets[operation].mpp.find((o) => o.method === challenge.method && o.intent === challenge.intent);
     if (!offer) {
@@ -178,7 +172,6 @@ export class MppAcceptance {
         extensions: { method: challenge.method, ...(gap?.missing ? { missing: gap.missing } : {}) },
       });
     }
-    return credential;
   }
 
   /** The online half: the method's own verification through mppx (for stripe: the charge). */
@@ -194,7 +187,7 @@ export class MppAcceptance {
         ...(nonce ? { meta: { [NONCE_KEY]: nonce } } : {}),
       });
     } catch (err) {
-      throw toProblem(err);
+      throw verificationRefusal(err);
     }
     const request = challenge.request as { amount?: string; currency?: string };
     return {
@@ -226,16 +219,36 @@ export class MppAcceptance {
 
   /**
    * mppx's Stripe charge, except that an amount below Stripe's minimum is still offered (the seed
-   * lists it) and refused when paid, with a problem that says so, instead of vanishing.
+   * lists it) and refused when paid, with a problem that says so, instead of vanishing; and that
+   * Stripe out of reach is told apart from a refusal (mppx reports both as a failed verification).
    */
   private stripeCharge(client: Stripe, networkId: string) {
-    const charge = stripe.charge({ client: client as never, networkId, paymentMethodTypes: ['card'], currency: 'usd', decimals: 2 });
+    const reporting = {
+      paymentIntents: {
+        create: async (...args: Parameters<Stripe['paymentIntents']['create']>) => {
+          try {
+            return await client.paymentIntents.create(...args);
+          } catch (err) {
+            const unreachable = stripeUnreachable(err);
+            const call = stripeCalls.getStore();
+            if (unreachable && call) call.unreachable = unreachable;
+            throw err;
+          }
+        },
+      },
+    };
+    const charge = stripe.charge({ client: reporting as never, networkId, paymentMethodTypes: ['card'], currency: 'usd', decimals: 2 });
     return Method.toServer(charge, {
       defaults: charge.defaults,
       verify: async (parameters) => {
         const cents = Number(boundRequest(parameters.credential.challenge).amount);
         if (cents < STRIPE_MINIMUM_USD_CENTS) throw belowStripeMinimum(cents);
-        return charge.verify(parameters);
+        const call: StripeCall = {};
+        try {
+          return await stripeCalls.run(call, () => charge.verify(parameters));
+        } catch (err) {
+          throw call.unreachable ?? err;
+        }
       },
     });
   }
@@ -334,32 +347,95 @@ function cardProcessorMissing(): Problem {
 
 /** A Stripe API failure: unreachable is the network's fault (503); a refusal is the payer's (402). */
 function stripeFailure(err: unknown): Error {
-  const type = (err as { type?: string }).type;
-  if (type === 'StripeConnectionError' || type === 'StripeAPIError') {
-    return new Problem('payment-network-unreachable', 'Stripe could not be reached to take the payment; nothing was served.', {
-      headers: { 'retry-after': '5' },
-    });
-  }
-  return new Errors.VerificationFailedError({ reason: `Stripe refused the payment: ${(err as Error).message}` });
+  return stripeUnreachable(err) ?? new Errors.VerificationFailedError({ reason: `Stripe refused the payment: ${(err as Error).message}` });
 }
 
-/** mppx's errors carry the MPP problem type; ours map onto the same slugs. */
-function toProblem(err: unknown): Problem {
+/** The Stripe SDK's error types for a Stripe that could not be reached or failed on its side. */
+function stripeUnreachable(err: unknown): PaymentNetworkUnreachable | undefined {
+  const type = (err as { type?: string } | undefined)?.type;
+  if (type !== 'StripeConnectionError' && type !== 'StripeAPIError') return undefined;
+  return new PaymentNetworkUnreachable('Stripe could not be reached to take the payment; nothing was served.');
+}
+
+/** What a Stripe call made inside mppx's charge found, for the verification that made it. */
+interface StripeCall {
+  unreachable?: PaymentNetworkUnreachable;
+}
+const stripeCalls = new AsyncLocalStorage<StripeCall>();
+
+/** The processor or RPC that verifies a payment did not answer: nothing was served; retry later. */
+export class PaymentNetworkUnreachable extends Problem {
+  constructor(detail: string) {
+    super('payment-network-unreachable', detail, { headers: { 'retry-after': '5' } });
+  }
+}
+
+/**
+ * A failed verification as the problem the client is answered with, decided by the error's
+ * type: ours are problems already; mppx's classes are the MPP problem types clients know; viem's
+ * transport errors mean the RPC did not answer; anything else is a failed verification.
+ */
+export function verificationRefusal(err: unknown): Problem {
   if (err instanceof Problem) return err;
-  if (err instanceof Errors.PaymentError) {
-    const detail = err.message;
-    if (/Stripe PaymentIntent failed: .*(connect|ECONNREFUSED|timed out)/i.test(detail)) {
-      return new Problem('payment-network-unreachable', 'Stripe could not be reached to take the payment; nothing was served.', { headers: { 'retry-after': '5' } });
-    }
-    const code = String((err as { type?: string }).type ?? '').split('/').pop() ?? '';
-    const slug = (['payment-insufficient', 'payment-expired', 'verification-failed', 'malformed-credential', 'invalid-challenge', 'method-unsupported'] as const).find((s) => s === code);
-    return new Problem((slug ?? 'verification-failed') as ProblemSlug, detail);
+  if (err instanceof Errors.PaymentError) return new Problem(slugOfMppxRefusal(err), err.message);
+  if (rpcUnreachable(err)) return new PaymentNetworkUnreachable(`The payment network did not answer: ${firstLine(err)}`);
+  return new Problem('verification-failed', `The payment could not be verified: ${firstLine(err)}`);
+}
+
+function slugOfMppxRefusal(err: Errors.PaymentError): ProblemSlug {
+  if (err instanceof Errors.PaymentInsufficientError) return 'payment-insufficient';
+  if (err instanceof Errors.PaymentExpiredError) return 'payment-expired';
+  if (err instanceof Errors.MalformedCredentialError) return 'malformed-credential';
+  if (err instanceof Errors.InvalidChallengeError) return 'invalid-challenge';
+  if (err instanceof Errors.PaymentMethodUnsupportedError) return 'method-unsupported';
+  // VerificationFailedError, and the kinds with no problem type of ours (action required, invalid payload, ...).
+  return 'verification-failed';
+}
+
+/** An RPC call that failed in transport (refused, reset, timed out), wherever viem wrapped it. */
+function rpcUnreachable(err: unknown): boolean {
+  if (!(err instanceof ViemError)) return false;
+  return err.walk((cause) => cause instanceof HttpRequestError || cause instanceof TimeoutError || cause instanceof SocketClosedError || cause instanceof WebSocketRequestError) !== null;
+}
+
+function firstLine(err: unknown): string {
+  return String((err as Error | undefined)?.message ?? err).split('\n')[0]!;
+}
+
+/** A credential its transport could not read, whichever transport carried it. */
+export function unreadableCredential(): Problem {
+  return new Problem('malformed-credential', 'The `Authorization: Payment` credential is not base64url JSON with a challenge and a payload.');
+}
+
+/**
+ * A challenge issued for one 402, signed on the fast path from its offer's template: written
+ * into a header as mppx's Challenge.serialize writes it, or read as mppx reads it from one.
+ */
+export class IssuedChallenge {
+  constructor(
+    private readonly template: ChallengeTemplate,
+    readonly id: string,
+    readonly expires: string,
+    readonly opaque: string,
+  ) {}
+
+  get method(): string {
+    return this.template.fields.method;
   }
-  const message = (err as Error)?.message ?? String(err);
-  if (/fetch failed|ECONNREFUSED|timed? ?out|HTTP request failed/i.test(message)) {
-    return new Problem('payment-network-unreachable', `The payment network did not answer: ${message.split('\n')[0]}`, { headers: { 'retry-after': '5' } });
+
+  get intent(): string {
+    return this.template.fields.intent;
   }
-  return new Problem('verification-failed', `The payment could not be verified: ${message.split('\n')[0]}`);
+
+  /** The `WWW-Authenticate: Payment` value. */
+  serialize(): string {
+    return `Payment id="${this.id}", ${this.template.fixedParams}, expires="${this.expires}", opaque="${this.opaque}"`;
+  }
+
+  /** The challenge as a client holds it once it has read the header. */
+  toChallenge(): Challenge.Challenge {
+    return Challenge.from({ ...this.template.fields, id: this.id, expires: this.expires, opaque: this.opaque });
+  }
 }
 
 /** What every challenge of one offer shares; each 402 adds its id, expiry and opaque data. */
@@ -368,14 +444,18 @@ interface ChallengeTemplate {
   bindingPrefix: string;
   /** The quoted realm … description parameters, in mppx's order. */
   fixedParams: string;
+  /** The same parameters as a client reads them back (the request decoded from its wire form). */
+  fields: Pick<Challenge.Challenge, 'realm' | 'method' | 'intent' | 'request' | 'description'>;
 }
 
 function templateOf(challenge: Challenge.Challenge): ChallengeTemplate {
-  const { realm, method, intent, request } = challenge;
+  const { realm, method, intent, request, description } = challenge;
   const serialized = Challenge.serialize({ ...challenge, id: 'ID', expires: undefined, opaque: undefined, meta: undefined, digest: undefined });
+  const wireRequest = PaymentRequest.serialize(request);
   return {
-    bindingPrefix: [realm, method, intent, PaymentRequest.serialize(request)].join('|'),
+    bindingPrefix: [realm, method, intent, wireRequest].join('|'),
     fixedParams: serialized.slice('Payment id="ID", '.length),
+    fields: { realm, method, intent, request: PaymentRequest.deserialize(wireRequest), ...(description !== undefined ? { description } : {}) },
   };
 }
 

@@ -1,7 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { ownStore } from '../core/http/caller.ts';
 import { problemResponses } from '../core/http/openapi-responses.ts';
 import { storeParams } from '../stores/schemas.ts';
 import type { PaymentService } from './service.ts';
@@ -41,10 +40,7 @@ export function paymentRoutes(service: PaymentService) {
         querystring: z.object({ limit: z.coerce.number().int().min(1).max(500).default(100) }),
         response: { 200: z.object({ payments: z.array(paymentSchema) }), ...problemResponses(400, 404, 503) },
       },
-      handler: async (request) => {
-        const domain = ownStore(request.caller!, request.params.domain);
-        return { payments: (await service.listForStore(domain, request.query.limit)) as never };
-      },
+      handler: async (request) => ({ payments: (await service.listPayments(request.caller!, request.params.domain, request.query.limit)) as never }),
     });
   };
 }

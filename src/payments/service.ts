@@ -1,44 +1,81 @@
-import { Receipt } from 'mppx';
+import type { SettleResponse, PaymentPayload, PaymentRequired as X402PaymentRequired } from '@x402/core/types';
+import type { Credential, Receipt } from 'mppx';
 import { nowIso } from '../core/clock.ts';
+import { ownStore, type Caller } from '../core/http/caller.ts';
 import { newId } from '../core/ids.ts';
 import { Problem } from '../core/problems.ts';
-import type { MppAcceptance, MppPayment, Unavailable } from './mpp.ts';
+import type { IssuedChallenge, MppAcceptance, MppPayment, Unavailable } from './mpp.ts';
 import { priceSheets, type PaidOperation } from './offers.ts';
 import type { PaymentRow, PaymentStore } from './store.ts';
-import { encodePaymentRequiredHeader, encodePaymentResponseHeader, type X402Acceptance, type X402Payment } from './x402.ts';
+import type { X402Acceptance, X402Payment } from './x402.ts';
+
+/** What a 402 offers payment for: an operation, at the address its offers name as the resource. */
+export interface PaidResource {
+  operation: PaidOperation;
+  url: string;
+}
 
 /** The request a payment pays for, as the ledger records it. */
-export interface PaidRequest {
-  operation: PaidOperation;
+export interface PaidRequest extends PaidResource {
   method: string;
   path: string;
-  url: string;
   requestId: string;
   storeDomain: string | null;
 }
+
+/** A proof of payment as its transport decoded it: x402's payment payload, or an MPP credential. */
+export type PaymentProof = { kind: 'x402'; payload: PaymentPayload } | { kind: 'mpp'; credential: Credential.Credential };
 
 /** A payment accepted for a request, to be settled (or undone) once the handler has answered. */
 export type AcceptedPayment =
   | { protocol: 'x402'; id: string; payer: string; x402: X402Payment }
   | { protocol: 'mpp'; id: string; payer: string; mpp: MppPayment };
 
-/** What the client is told once the handler has answered. */
-export interface Finish {
-  headers: Record<string, string>;
-  /** Set when the answer must become a refusal instead (the settlement failed). */
-  problem?: Problem;
+/** A refusal: its problem says why (402: pay again; 400: not a method offered; 503: a network down). */
+export interface Refused {
+  kind: 'refused';
+  refusal: Problem;
 }
+
+export type Acceptance = { kind: 'accepted'; payment: AcceptedPayment } | Refused;
+
+/**
+ * The answer to a request that must be paid first: every offer of both protocols, the offers
+ * this deployment cannot take, and why payment is asked for.
+ */
+export interface PaymentRequired {
+  kind: 'payment-required';
+  /** x402 v2 requirements; `accepts` is empty when x402 is not configured. */
+  x402: X402PaymentRequired;
+  /** One MPP challenge per offer this deployment can take. */
+  challenges: IssuedChallenge[];
+  unavailable: Unavailable[];
+  /** `payment-required` with how to pay, or the refusal of the proof that came (always a 402). */
+  reason: Problem;
+}
+
+/** The protocol's own proof that the payment was taken. */
+export type SettlementReceipt = { protocol: 'x402'; response: SettleResponse } | { protocol: 'mpp'; receipt: Receipt.Receipt };
+
+/** What became of a payment once the handler succeeded. */
+export type Settlement =
+  | { kind: 'settled'; receipt: SettlementReceipt }
+  /** Its outcome is unknown (a timeout): served all the same; reconciliation settles it or finds out. */
+  | { kind: 'pending' }
+  /** The network refused it: the answer becomes a refusal. */
+  | Refused;
 
 const RECONCILE_BATCH = 100;
 
 /**
- * Pay per request, over both protocols at once: the 402 that offers both, the acceptance of a
- * proof (claimed in the ledger before anything runs, so one proof pays for one request), and
- * the settlement after the handler: only when it succeeded; otherwise nothing is taken
- * (x402) or the charge is refunded (MPP via Stripe, which charges while verifying).
+ * Pay per request, over both protocols at once, on proofs its transports decoded: the offers of
+ * a 402, the acceptance of a proof (claimed in the ledger before anything runs, so one proof pays
+ * for one request), and the settlement after the handler: only when it succeeded; otherwise
+ * nothing is taken (x402) or the charge is refunded (MPP via Stripe, which charges while
+ * verifying). Every answer is a decision value; the transports write it their own way.
  */
 export class PaymentService {
-  private readonly requirementsCache = new Map<string, { required: ReturnType<X402Acceptance['paymentRequired']>; header: string | undefined }>();
+  private readonly plainRequirements = new Map<string, X402PaymentRequired>();
   private readonly gaps: Unavailable[];
 
   constructor(
@@ -59,60 +96,83 @@ export class PaymentService {
     return [...gaps, ...this.mpp.unavailable];
   }
 
-  /** The x402 half of a plain 402 never changes for a resource: encoded once. */
-  private plainRequirements(operation: PaidOperation, url: string) {
-    const key = `${operation} ${url}`;
-    let cached = this.requirementsCache.get(key);
-    if (!cached) {
-      const required = this.x402.paymentRequired(operation, url);
-      cached = { required, header: required.accepts.length > 0 ? encodePaymentRequiredHeader(required) : undefined };
-      this.requirementsCache.set(key, cached);
-    }
-    return cached;
-  }
-
   /**
-   * The 402: x402 requirements (header and body) and one MPP challenge per offer, as one
-   * problem. `cause` replaces the plain "payment required" when a proof was refused.
+   * Every offer for the resource: x402 requirements and one fresh MPP challenge per offer.
+   * `refusal` (a 402) replaces the plain "payment required" when a proof was refused.
    */
-  async paymentRequired(request: PaidRequest, cause?: Problem): Promise<Problem> {
-    const sheet = priceSheets[request.operation];
-    const plain = cause ? undefined : this.plainRequirements(request.operation, request.url);
-    const required = plain?.required ?? this.x402.paymentRequired(request.operation, request.url, cause?.detail);
-    const challenges = await this.mpp.challenges(request.operation);
-    const headers: Record<string, string | string[]> = { 'cache-control': 'no-store', ...(cause?.headers ?? {}) };
-    if (required.accepts.length > 0) headers['payment-required'] = plain?.header ?? encodePaymentRequiredHeader(required);
-    if (challenges.length > 0) headers['www-authenticate'] = challenges;
-    const gaps = this.gaps;
-    const howTo = `${sheet.description}: USD ${(sheet.usdCents / 100).toFixed(2)}. Pay with x402 (PAYMENT-SIGNATURE) or MPP (Authorization: Payment), or call with an access token from /api/agent/register.`;
-    const detail = cause ? cause.detail : required.accepts.length + challenges.length > 0 ? howTo : `${howTo} No payment method is configured on this deployment: ${gaps.map((g) => g.reason).join(' ')}`;
-    return new Problem(cause && cause.status === 402 ? cause.slug : 'payment-required', detail, {
-      headers,
-      extensions: {
-        ...(cause?.extensions ?? {}),
-        x402Version: required.x402Version,
-        resource: required.resource,
-        accepts: required.accepts,
-        ...(gaps.length > 0 ? { unavailable: gaps } : {}),
-      },
-    });
+  async paymentRequired(resource: PaidResource, refusal?: Problem): Promise<PaymentRequired> {
+    const x402 = refusal ? this.x402.paymentRequired(resource.operation, resource.url, refusal.detail) : this.plainX402(resource);
+    const challenges = await this.mpp.challenges(resource.operation);
+    const reason = refusal ?? this.howToPay(resource.operation, x402.accepts.length + challenges.length > 0);
+    return { kind: 'payment-required', x402, challenges, unavailable: this.gaps, reason };
   }
 
-  /** Takes an x402 PAYMENT-SIGNATURE: offline checks, the claim, then the facilitator's verification. */
-  async acceptX402(header: string, request: PaidRequest): Promise<AcceptedPayment> {
-    const decoded = this.x402.decode(header, request.operation);
+  /** Takes a proof: offline checks, the claim in the ledger, then the network's verification. */
+  async accept(proof: PaymentProof, request: PaidRequest): Promise<Acceptance> {
+    try {
+      const payment = proof.kind === 'x402' ? await this.acceptX402(proof.payload, request) : await this.acceptMpp(proof.credential, request);
+      return { kind: 'accepted', payment };
+    } catch (err) {
+      if (err instanceof Problem) return { kind: 'refused', refusal: err };
+      throw err;
+    }
+  }
+
+  /** After the handler succeeded: takes what it earned. `resultRef` is what the payment bought. */
+  settle(payment: AcceptedPayment, resultRef: string | null): Promise<Settlement> {
+    return payment.protocol === 'x402' ? this.settleX402(payment, resultRef) : this.settleMpp(payment, resultRef);
+  }
+
+  /** After the handler failed: nothing is taken (x402), or it is given back (MPP). */
+  undo(payment: AcceptedPayment): Promise<void> {
+    return payment.protocol === 'x402' ? this.cancelX402(payment) : this.refundMpp(payment);
+  }
+
+  /** Settlements left unknown (timeouts) asked again; the facilitator's answer on a reused nonce says it went through. */
+  async reconcile(olderThanMs = 30_000): Promise<number> {
+    const rows = await this.store.pending(new Date(Date.now() - olderThanMs).toISOString(), RECONCILE_BATCH);
+    for (const row of rows) await this.reconcileOne(row);
+    return rows.length;
+  }
+
+  /** The payments of requests that named a store, for an agent bound to that store (any other: not found). */
+  async listPayments(caller: Caller, shop: string, limit = 100) {
+    const rows = await this.store.listForStore(ownStore(caller, shop), limit);
+    return rows.map(presentPayment);
+  }
+
+  /** The x402 half of a plain 402 never changes for a resource: made once. */
+  private plainX402(resource: PaidResource): X402PaymentRequired {
+    const key = `${resource.operation} ${resource.url}`;
+    let required = this.plainRequirements.get(key);
+    if (!required) {
+      required = this.x402.paymentRequired(resource.operation, resource.url);
+      this.plainRequirements.set(key, required);
+    }
+    return required;
+  }
+
+  private howToPay(operation: PaidOperation, anyOffer: boolean): Problem {
+    const sheet = priceSheets[operation];
+    const howTo = `${sheet.description}: USD ${(sheet.usdCents / 100).toFixed(2)}. Pay with x402 (PAYMENT-SIGNATURE) or MPP (Authorization: Payment), or call with an access token from /api/agent/register.`;
+    const detail = anyOffer ? howTo : `${howTo} No payment method is configured on this deployment: ${this.gaps.map((g) => g.reason).join(' ')}`;
+    return new Problem('payment-required', detail);
+  }
+
+  private async acceptX402(payload: PaymentPayload, request: PaidRequest): Promise<AcceptedPayment> {
+    const checked = this.x402.check(payload, request.operation);
     const id = newId('pay');
     const now = nowIso();
     const claimed = await this.store.claim({
       ...this.ledgerRow(id, request, now),
-      proof_key: `x402:${decoded.requirements.network}:${decoded.payer}:${decoded.nonce}`,
+      proof_key: `x402:${checked.requirements.network}:${checked.payer}:${checked.nonce}`,
       protocol: 'x402',
-      method: `exact:${decoded.requirements.network}`,
+      method: `exact:${checked.requirements.network}`,
       intent: 'charge',
-      amount: decoded.requirements.amount,
-      currency: decoded.requirements.asset,
-      payer: decoded.payer,
-      proof: JSON.stringify({ payload: decoded.payload, requirements: decoded.requirements }),
+      amount: checked.requirements.amount,
+      currency: checked.requirements.asset,
+      payer: checked.payer,
+      proof: JSON.stringify({ payload: checked.payload, requirements: checked.requirements }),
     });
     if (!claimed) {
       throw new Problem('verification-failed', 'This payment authorisation (payer and nonce) has already been used for another request.', {
@@ -120,18 +180,17 @@ export class PaymentService {
       });
     }
     try {
-      await this.x402.verify(decoded.payload, decoded.requirements);
+      await this.x402.verify(checked.payload, checked.requirements);
     } catch (err) {
       await this.recordRefusal(id, err);
       throw err;
     }
     await this.store.update(id, { status: 'verified' }, nowIso());
-    return { protocol: 'x402', id, payer: decoded.payer, x402: { ...decoded, amount: decoded.requirements.amount } };
+    return { protocol: 'x402', id, payer: checked.payer, x402: { ...checked, amount: checked.requirements.amount } };
   }
 
-  /** Takes an MPP credential: offline checks (HMAC, operation, expiry), the claim, then the method's verification. */
-  async acceptMpp(header: string, request: PaidRequest): Promise<AcceptedPayment> {
-    const credential = this.mpp.precheck(header, request.operation, this.mppSecret);
+  private async acceptMpp(credential: Credential.Credential, request: PaidRequest): Promise<AcceptedPayment> {
+    this.mpp.precheck(credential, request.operation, this.mppSecret);
     const id = newId('pay');
     const now = nowIso();
     const challengeRequest = credential.challenge.request as { amount?: unknown; currency?: unknown };
@@ -157,54 +216,39 @@ export class PaymentService {
     return { protocol: 'mpp', id, payer: payment.payer ?? `challenge:${payment.challengeId}`, mpp: payment };
   }
 
-  /** After the handler: settle what it earned, or take nothing / give it back. */
-  async finish(payment: AcceptedPayment, succeeded: boolean, resultRef: string | null): Promise<Finish> {
-    return payment.protocol === 'x402' ? this.finishX402(payment, succeeded, resultRef) : this.finishMpp(payment, succeeded, resultRef);
-  }
-
-  /** Settlements left unknown (timeouts) asked again; the facilitator's answer on a reused nonce says it went through. */
-  async reconcile(olderThanMs = 30_000): Promise<number> {
-    const rows = await this.store.pending(new Date(Date.now() - olderThanMs).toISOString(), RECONCILE_BATCH);
-    for (const row of rows) await this.reconcileOne(row);
-    return rows.length;
-  }
-
-  listForStore(storeDomain: string, limit = 100) {
-    return this.store.listForStore(storeDomain, limit).then((rows) => rows.map(presentPayment));
-  }
-
-  private async finishX402(payment: Extract<AcceptedPayment, { protocol: 'x402' }>, succeeded: boolean, resultRef: string | null): Promise<Finish> {
-    if (!succeeded) {
-      // Never settled, so the authorisation took nothing and may pay for a retry.
-      await this.store.release(payment.id, { status: 'cancelled', error: 'the request failed; not settled' }, nowIso());
-      return { headers: {} };
-    }
+  private async settleX402(payment: Extract<AcceptedPayment, { protocol: 'x402' }>, resultRef: string | null): Promise<Settlement> {
     await this.store.update(payment.id, { result_ref: resultRef }, nowIso());
     const outcome = await this.x402.settle(payment.x402.payload, payment.x402.requirements);
     if (outcome.kind === 'settled') {
       await this.store.update(payment.id, { status: 'settled', reference: outcome.response.transaction }, nowIso());
-      return { headers: { 'payment-response': encodePaymentResponseHeader(outcome.response) } };
+      return { kind: 'settled', receipt: { protocol: 'x402', response: outcome.response } };
     }
     if (outcome.kind === 'unknown') {
       // The work is done and the payment may well go (or have gone) through: serve, and let
       // reconciliation settle it or find out. The ledger says so meanwhile.
       await this.store.update(payment.id, { status: 'pending', error: outcome.reason }, nowIso());
-      return { headers: { 'payment-status': 'pending' } };
+      return { kind: 'pending' };
     }
     await this.store.update(payment.id, { status: 'failed', error: `settlement refused: ${outcome.reason}` }, nowIso());
     return {
-      headers: {},
-      problem: new Problem('settlement-failed', `The payment was verified but its settlement was refused (${outcome.reason}); the request's result is kept in the ledger as unpaid.`, {
+      kind: 'refused',
+      refusal: new Problem('settlement-failed', `The payment was verified but its settlement was refused (${outcome.reason}); the request's result is kept in the ledger as unpaid.`, {
         extensions: { paymentId: payment.id, reason: outcome.reason, ...(resultRef ? { resultRef } : {}) },
       }),
     };
   }
 
-  private async finishMpp(payment: Extract<AcceptedPayment, { protocol: 'mpp' }>, succeeded: boolean, resultRef: string | null): Promise<Finish> {
-    if (succeeded) {
-      await this.store.update(payment.id, { status: 'settled', result_ref: resultRef }, nowIso());
-      return { headers: { 'payment-receipt': Receipt.serialize(payment.mpp.receipt) } };
-    }
+  private async cancelX402(payment: Extract<AcceptedPayment, { protocol: 'x402' }>): Promise<void> {
+    // Never settled, so the authorisation took nothing and may pay for a retry.
+    await this.store.release(payment.id, { status: 'cancelled', error: 'the request failed; not settled' }, nowIso());
+  }
+
+  private async settleMpp(payment: Extract<AcceptedPayment, { protocol: 'mpp' }>, resultRef: string | null): Promise<Settlement> {
+    await this.store.update(payment.id, { status: 'settled', result_ref: resultRef }, nowIso());
+    return { kind: 'settled', receipt: { protocol: 'mpp', receipt: payment.mpp.receipt } };
+  }
+
+  private async refundMpp(payment: Extract<AcceptedPayment, { protocol: 'mpp' }>): Promise<void> {
     try {
       const refund = await this.mpp.refund(payment.mpp);
       await this.store.update(payment.id, { status: refund ? 'refunded' : 'cancelled', error: refund ? `the request failed; refund ${refund}` : 'the request failed' }, nowIso());
@@ -212,7 +256,6 @@ export class PaymentService {
       // Kept visibly: an operator must refund by hand.
       await this.store.update(payment.id, { status: 'verified', error: `the request failed and the refund failed: ${(err as Error).message}` }, nowIso());
     }
-    return { headers: {} };
   }
 
   private async reconcileOne(row: PaymentRow): Promise<void> {

@@ -1,13 +1,10 @@
 import { HTTPFacilitatorClient, FacilitatorTimeoutError } from '@x402/core/http';
-import { decodePaymentSignatureHeader, encodePaymentRequiredHeader, encodePaymentResponseHeader } from '@x402/core/http';
 import { x402ResourceServer } from '@x402/core/server';
 import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from '@x402/core/types';
 import { ExactEvmScheme } from '@x402/evm/exact/server';
 import type { PaymentsConfig } from '../config.ts';
 import { Problem } from '../core/problems.ts';
 import { priceSheets, tokenAmount, type PaidOperation } from './offers.ts';
-
-export { encodePaymentRequiredHeader, encodePaymentResponseHeader };
 
 /** A PAYMENT-SIGNATURE the facilitator accepted, waiting for the handler's outcome. */
 export interface X402Payment {
@@ -20,6 +17,14 @@ export interface X402Payment {
 
 /** Facilitator reasons that no retry can change: funds, nonce, time window, signature, terms. */
 const PAYER_FAULT = /insufficient|nonce_already_used|valid_before|valid_after|signature|recipient|value|mismatch|expired/;
+
+/** A payment payload that passed the offline checks: the offer it matches, its payer and nonce. */
+export interface X402Check {
+  payload: PaymentPayload;
+  requirements: PaymentRequirements;
+  payer: string;
+  nonce: string;
+}
 
 export type SettleOutcome =
   | { kind: 'settled'; response: SettleResponse }
@@ -70,17 +75,12 @@ export class X402Acceptance {
     };
   }
 
-  /** Decodes the header and checks it against the offer offline; the facilitator checks the rest. */
-  decode(header: string, operation: PaidOperation): { payload: PaymentPayload; requirements: PaymentRequirements; payer: string; nonce: string } {
-    let payload: PaymentPayload;
-    try {
-      payload = decodePaymentSignatureHeader(header);
-    } catch {
-      payload = undefined as never;
-    }
-    if (!isObject(payload) || !isObject(payload.accepted) || !isObject(payload.payload)) {
-      throw new Problem('malformed-credential', 'PAYMENT-SIGNATURE is not base64 JSON of an x402 v2 payment payload (`x402Version`, `accepted`, `payload`).');
-    }
+  /**
+   * The offline checks of a payment payload as its transport decoded it: its shape, the version,
+   * the offer it matches exactly, and the EIP-3009 authorisation. The facilitator checks the rest.
+   */
+  check(payload: PaymentPayload, operation: PaidOperation): X402Check {
+    if (!isObject(payload) || !isObject(payload.accepted) || !isObject(payload.payload)) throw unreadableX402Payment();
     if (!this.server) {
       throw new Problem('payment-method-unavailable', 'x402 payments need X402_PAY_TO (the address paid); it is not set.', {
         extensions: { method: 'x402', missing: ['X402_PAY_TO'] },
@@ -141,6 +141,11 @@ export class X402Acceptance {
     });
     return this.initialised;
   }
+}
+
+/** A proof that is not an x402 v2 payment payload, whichever transport carried it. */
+export function unreadableX402Payment(): Problem {
+  return new Problem('malformed-credential', 'PAYMENT-SIGNATURE is not base64 JSON of an x402 v2 payment payload (`x402Version`, `accepted`, `payload`).');
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

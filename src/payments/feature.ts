@@ -3,14 +3,16 @@ import type { FastifyBaseLogger } from 'fastify';
 import type Stripe from 'stripe';
 import type { Config } from '../config.ts';
 import type { Database } from '../core/db/database.ts';
+import type { Feature } from '../core/feature.ts';
 import type { WorkerJob } from '../dispatch/jobs.ts';
+import { paymentGate } from './gate.ts';
 import { MppAcceptance } from './mpp.ts';
+import { paymentRoutes } from './routes.ts';
 import { PaymentService } from './service.ts';
 import { PaymentStore } from './store.ts';
 import { X402Acceptance } from './x402.ts';
 
-export interface PaymentsFeature {
-  service: PaymentService;
+export interface PaymentsFeature extends Feature<PaymentService> {
   /** Finishes settlements whose outcome was unknown (run by the worker). */
   jobs: WorkerJob[];
 }
@@ -18,7 +20,7 @@ export interface PaymentsFeature {
 const RECONCILE_EVERY_MS = 60_000;
 
 /**
- * Pay per request. The MPP challenge key is derived from the service secret, so every process
+ * Pay per request: the `payment-gate` plugin, the ledger's routes, and reconciliation. The MPP challenge key is derived from the service secret, so every process
  * sharing the database issues and accepts the same challenges. Offers that lack a setting are
  * named in the log at start-up (and in every 402), never filled with a placeholder.
  */
@@ -34,6 +36,8 @@ export function buildPayments(config: Config, database: Database, serviceSecret:
   }
   return {
     service,
+    plugins: [paymentGate({ payments: service, baseUrl: config.baseUrl, rateLimitPerMinute: config.agents.rateLimits.anonymous })],
+    routes: [paymentRoutes(service)],
     jobs: [{ name: 'payment-reconcile', everyMs: RECONCILE_EVERY_MS, run: () => service.reconcile() }],
   };
 }

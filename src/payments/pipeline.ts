@@ -1,0 +1,147 @@
+import type { Caller } from '../core/http/caller.ts';
+import { ValidationFailed, type Problem } from '../core/problems.ts';
+import { declarationOf, type PaidOperationDeclaration } from './paid-operations.ts';
+import type { AcceptedPayment, PaidRequest, PaidResource, PaymentProof, PaymentRequired, PaymentService, Settlement } from './service.ts';
+
+/** A call to a paid operation, whatever transport carried it. */
+export interface PaidCall extends PaidResource {
+  /** The operation's validated input: the HTTP body, or the MCP tool's arguments (the same schema). */
+  input: unknown;
+  /** How the ledger names the request paid for. */
+  method: string;
+  path: string;
+  requestId: string;
+}
+
+/** A proof as a transport hands it over: decoded, or unreadable, with the reason to give. */
+export type TransportProof = PaymentProof | { kind: 'unreadable'; refusal: Problem };
+
+/** Refused without offers: the input is not one the price covers, or the refusal is not the payer's to fix by paying. */
+export interface Refused {
+  kind: 'refused';
+  problem: Problem;
+}
+
+/** A proof taken: the handler runs as `caller`, then `finish` settles or undoes the payment. */
+export interface Accepted {
+  kind: 'accepted';
+  call: PaidCall;
+  payment: AcceptedPayment;
+  caller: Caller;
+}
+
+/** How the handler ended: its result (for the ledger), or a failure. */
+export type HandlerOutcome = { succeeded: true; result: unknown } | { succeeded: false };
+
+/** A settlement that let the answer through: taken, with its receipt, or pending. */
+export type Taken = Exclude<Settlement, { kind: 'refused' }>;
+
+/** After the handler: taken (or pending), given back, or refused after all with fresh offers. */
+export type Finish = Taken | { kind: 'undone' } | PaymentRequired;
+
+export interface Served<T> {
+  kind: 'served';
+  result: T;
+  settlement: Taken;
+}
+
+/**
+ * Pay per request, the one lifecycle every paid operation goes through whatever its transport:
+ * - demand: no proof, so every offer;
+ * - accept: the operation's declaration admits the input (before any charge), the proof is
+ *   claimed in the ledger and verified; a refused proof gets fresh offers and the reason;
+ * - the handler runs as the payer;
+ * - finish: settled with a receipt if the handler succeeded, otherwise nothing is taken or it is
+ *   given back; a settlement refused turns the answer into fresh offers.
+ * Transports decode their proof into a `TransportProof` and write the decisions back; the HTTP
+ * gate calls the steps from its hooks, the MCP tools call `pay`, which runs them all.
+ */
+export class PaymentPipeline {
+  constructor(
+    private readonly service: PaymentService,
+    private readonly payerRateLimitPerMinute: number,
+  ) {}
+
+  /** No proof (or none this service reads): every offer, with `reason` when one came. */
+  demand(resource: PaidResource, reason?: Problem): Promise<PaymentRequired> {
+    return this.service.paymentRequired(resource, reason);
+  }
+
+  async accept(call: PaidCall, proof: TransportProof): Promise<Accepted | PaymentRequired | Refused> {
+    const declaration = declarationOf(call.operation);
+    const admitted = declaration.admits(call.input);
+    if (admitted !== true) return { kind: 'refused', problem: new ValidationFailed([admitted]) };
+    if (proof.kind === 'unreadable') return this.refusal(call, proof.refusal);
+    const acceptance = await this.service.accept(proof, ledgerRequest(call, declaration));
+    if (acceptance.kind === 'refused') return this.refusal(call, acceptance.refusal);
+    const { payment } = acceptance;
+    return { kind: 'accepted', call, payment, caller: payerCaller(payment, this.payerRateLimitPerMinute) };
+  }
+
+  async finish(accepted: Accepted, outcome: HandlerOutcome): Promise<Finish> {
+    if (outcome.succeeded) return this.settle(accepted, outcome.result);
+    await this.service.undo(accepted.payment);
+    return { kind: 'undone' };
+  }
+
+  /** The whole lifecycle around `handler`, for a transport that runs the handler itself. A handler's failure is thrown once the payment is undone. */
+  async pay<T>(call: PaidCall, proof: TransportProof | undefined, handler: (payer: Caller, paidWith: AcceptedPayment['protocol']) => Promise<T>): Promise<Served<T> | PaymentRequired | Refused> {
+    if (!proof) return this.demand(call);
+    const accepted = await this.accept(call, proof);
+    if (accepted.kind !== 'accepted') return accepted;
+    let result: T;
+    try {
+      result = await handler(accepted.caller, accepted.payment.protocol);
+    } catch (err) {
+      await this.service.undo(accepted.payment);
+      throw err;
+    }
+    const settled = await this.settle(accepted, result);
+    if (settled.kind === 'payment-required') return settled;
+    return { kind: 'served', result, settlement: settled };
+  }
+
+  private async settle(accepted: Accepted, result: unknown): Promise<Taken | PaymentRequired> {
+    const reference = resultReference(declarationOf(accepted.call.operation), result);
+    const settlement = await this.service.settle(accepted.payment, reference);
+    if (settlement.kind !== 'refused') return settlement;
+    return this.service.paymentRequired(accepted.call, settlement.refusal);
+  }
+
+  /** A refused proof gets fresh offers with the reason, as both protocols expect; a refusal that paying again cannot fix (a method not offered, a network down) does not. */
+  private async refusal(resource: PaidResource, refusal: Problem): Promise<PaymentRequired | Refused> {
+    if (refusal.status === 402) return this.service.paymentRequired(resource, refusal);
+    return { kind: 'refused', problem: refusal };
+  }
+}
+
+/** Who a paid request acts as: its payer, owning what it creates, bound to no store. */
+export function payerCaller(payment: AcceptedPayment, rateLimitPerMinute: number): Caller {
+  return {
+    agentId: `payer:${payment.protocol}:${payment.payer}`,
+    scopes: new Set(['api:read', 'api:write']),
+    storeDomain: null,
+    rateLimitPerMinute,
+    tokenId: payment.id,
+  };
+}
+
+/** The ledger's view of the call: the store it is for is the declaration's, by its lowercased domain. */
+function ledgerRequest(call: PaidCall, declaration: PaidOperationDeclaration<unknown, unknown>): PaidRequest {
+  const store = declaration.storeOf(call.input);
+  return {
+    operation: call.operation,
+    url: call.url,
+    method: call.method,
+    path: call.path,
+    requestId: call.requestId,
+    storeDomain: typeof store === 'string' ? store.toLowerCase() : null,
+  };
+}
+
+/** The declared result reference; a result that is not an object (an answer that did not parse) records none. */
+function resultReference(declaration: PaidOperationDeclaration<unknown, unknown>, result: unknown): string | null {
+  if (typeof result !== 'object' || result === null) return null;
+  const reference = declaration.resultReference(result);
+  return typeof reference === 'string' ? reference : null;
+}
