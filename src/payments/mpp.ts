@@ -1,3 +1,5 @@
+// Longer than most files on purpose: MPP's three methods (Stripe, Tempo, card) share one challenge
+// binding, one verification path through mppx and one mapping of its errors to problems.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHmac, randomBytes } from 'node:crypto';
 import { Challenge, Credential, Errors, Method, PaymentRequest, z as mz, type Receipt } from 'mppx';
