@@ -1,4 +1,5 @@
 import type { Database, Trx } from '../core/db/database.ts';
+import { lockRows } from '../core/db/locking.ts';
 import { nextPlanState, type PlanEvent } from './plan-state.ts';
 import type { CheckoutSessionsTable, StorePlansTable } from '../core/db/schema.ts';
 
@@ -95,9 +96,8 @@ export class BillingStore {
   reserveUsage(shop: string, periodStart: string, quota: number, wanted: number): Promise<number> {
     return this.database.write(async (trx) => {
       await this.ensureUsage(trx, shop, periodStart);
-      let query = trx.selectFrom('plan_usage').select('used').where('shop', '=', shop).where('period_start', '=', periodStart);
-      if (this.database.dialect === 'postgres') query = query.forUpdate();
-      const { used } = await query.executeTakeFirstOrThrow();
+      const query = trx.selectFrom('plan_usage').select('used').where('shop', '=', shop).where('period_start', '=', periodStart);
+      const { used } = await lockRows(this.database, query).executeTakeFirstOrThrow();
       const granted = Math.max(0, Math.min(wanted, quota - used));
       if (granted > 0) {
         await trx.updateTable('plan_usage').set({ used: used + granted }).where('shop', '=', shop).where('period_start', '=', periodStart).execute();
@@ -149,9 +149,8 @@ export class BillingStore {
   }
 
   private async applyWithin(trx: Trx, event: PlanEvent, now: string): Promise<string> {
-    let query = trx.selectFrom('store_plans').selectAll().where('shop', '=', event.shop);
-    if (this.database.dialect === 'postgres') query = query.forUpdate();
-    const current = await query.executeTakeFirst();
+    const query = trx.selectFrom('store_plans').selectAll().where('shop', '=', event.shop);
+    const current = await lockRows(this.database, query).executeTakeFirst();
     const next = nextPlanState(current, event, now);
     if ('ignored' in next) return `ignored: ${next.ignored}`;
     const { shop: _shop, ...changes } = next.row;

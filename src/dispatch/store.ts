@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { chunks } from '../core/chunks.ts';
 import type { Database, Trx } from '../core/db/database.ts';
 import { utcDay } from '../core/db/dialect.ts';
+import { lockRows } from '../core/db/locking.ts';
 import type { NotificationsTable, RestocksTable, SuppressionsTable } from '../core/db/schema.ts';
 
 export type RestockRow = RestocksTable;
@@ -41,7 +42,7 @@ export class DispatchStore {
    */
   claimDueRestock(owner: string, now: string, leaseUntil: string): Promise<RestockRow | undefined> {
     return this.database.write(async (trx) => {
-      let candidate = trx
+      const candidate = trx
         .selectFrom('restocks')
         .select('id')
         .where('status', '=', 'dispatching')
@@ -64,8 +65,7 @@ export class DispatchStore {
         )
         .orderBy('next_batch_at')
         .limit(1);
-      if (this.database.dialect === 'postgres') candidate = candidate.forUpdate().skipLocked();
-      const due = await candidate.executeTakeFirst();
+      const due = await lockRows(this.database, candidate, { skipLocked: true }).executeTakeFirst();
       if (!due) return undefined;
       await trx.updateTable('restocks').set({ lease_owner: owner, lease_until: leaseUntil }).where('id', '=', due.id).execute();
       return trx.selectFrom('restocks').selectAll().where('id', '=', due.id).executeTakeFirstOrThrow();
@@ -109,7 +109,7 @@ export class DispatchStore {
       // Two queries, each walking notifications_queue in its order (an OR of both would sort
       // every due row of the table on each claim): alerts a dead worker left first, then queued.
       const due = (status: 'sending' | 'queued', n: number) => {
-        let query = trx
+        const query = trx
           .selectFrom('notifications')
           .select('id')
           .where('status', '=', status)
@@ -118,8 +118,7 @@ export class DispatchStore {
           .orderBy('restock_id')
           .orderBy('position')
           .limit(n);
-        if (this.database.dialect === 'postgres') query = query.forUpdate().skipLocked();
-        return query.execute();
+        return lockRows(this.database, query, { skipLocked: true }).execute();
       };
       const ids = (await due('sending', limit)).map((row) => row.id);
       if (ids.length < limit) for (const row of await due('queued', limit - ids.length)) ids.push(row.id);
@@ -131,6 +130,25 @@ export class DispatchStore {
         .execute();
       const rows = await trx.selectFrom('notifications').selectAll().where('id', 'in', ids).execute();
       return rows.sort((a, b) => a.position - b.position);
+    });
+  }
+
+  /**
+   * Gives back alerts this worker leased and never tried: queued again as they were before the
+   * claim (its attempt uncounted), due at once for any worker.
+   */
+  async giveBack(owner: string, ids: string[]): Promise<void> {
+    if (ids.length === 0) return;
+    await this.database.write(async (trx) => {
+      for (const chunk of chunks(ids)) {
+        await trx
+          .updateTable('notifications')
+          .set((eb) => ({ status: 'queued', lease_owner: null, lease_until: null, attempts: eb('attempts', '-', 1) }))
+          .where('id', 'in', chunk)
+          .where('lease_owner', '=', owner)
+          .where('status', '=', 'sending')
+          .execute();
+      }
     });
   }
 
@@ -165,7 +183,7 @@ export class DispatchStore {
       for (const chunk of chunks(sent.ids)) {
         await trx
           .updateTable('notifications')
-          .set({ status: 'sent', sent_at: sent.at, outcome: 'accepted', lease_owner: null, lease_until: null })
+          .set({ status: 'sent', sent_at: sent.at, outcome: 'accepted', held_by_plan: 0, lease_owner: null, lease_until: null })
           .where('id', 'in', chunk)
           .where('lease_owner', '=', owner)
           .execute();
@@ -197,31 +215,19 @@ export class DispatchStore {
     return out;
   }
 
-  /** Alerts sent to these addresses of a store since `since`, or by these restocks at any time. */
-  recentlySent(storeDomain: string, emails: string[], since: string): Promise<Array<Pick<NotificationRow, 'email' | 'restock_id' | 'sent_at'>>> {
+  /**
+   * Every alert the store sent to these addresses: for which restock, and when. Read by address
+   * (notifications_by_address): naming the restock too made SQLite walk the restock's every row
+   * (notifications_once_per_restock) instead, a whole batch for each claim.
+   */
+  sentTo(storeDomain: string, emails: string[]): Promise<Array<Pick<NotificationRow, 'email' | 'restock_id' | 'sent_at'>>> {
     return this.database.db
       .selectFrom('notifications')
       .select(['email', 'restock_id', 'sent_at'])
       .where('store_domain', '=', storeDomain)
       .where('email', 'in', emails)
       .where('status', '=', 'sent')
-      .where('sent_at', '>=', since)
       .execute();
-  }
-
-  /** Addresses of a restock already mailed (one mail per address per restock). */
-  async sentAddresses(storeDomain: string, restockId: string, emails: string[]): Promise<Set<string>> {
-    const rows = await this.database.db
-      .selectFrom('notifications')
-      .select('email')
-      // The store first: notifications_by_address answers by address; restock_id alone made
-      // SQLite walk every sent row of the table (notifications_queue, status = 'sent').
-      .where('store_domain', '=', storeDomain)
-      .where('restock_id', '=', restockId)
-      .where('email', 'in', emails)
-      .where('status', '=', 'sent')
-      .execute();
-    return new Set(rows.map((row) => row.email));
   }
 
   async suppressed(storeDomain: string, emails: string[]): Promise<Map<string, string>> {
@@ -305,16 +311,29 @@ export class DispatchStore {
     return new Map(rows.map((row) => [row.day, Number(row.n)]));
   }
 
-  /** Queued alerts whose outcome starts with `prefix` (those held by the store's plan). */
-  async countQueuedWith(storeDomain: string, prefix: string): Promise<number> {
+  /**
+   * Queued alerts held back by the store's plan. Spelled like the partial index
+   * notifications_held_by_plan (literals, so PostgreSQL matches its predicate in any plan), so
+   * the count reads only the held rows, not the store's whole ledger.
+   */
+  async countHeldByPlan(storeDomain: string): Promise<number> {
     const row = await this.database.db
       .selectFrom('notifications')
       .select((eb) => eb.fn.countAll<number>().as('n'))
       .where('store_domain', '=', storeDomain)
-      .where('status', '=', 'queued')
-      .where('outcome', 'like', `${prefix}%`)
+      .where('held_by_plan', '=', sql.lit(1))
+      .where('status', '=', sql.lit('queued'))
       .executeTakeFirstOrThrow();
     return Number(row.n);
+  }
+
+  /**
+   * The held count under its former name, which DispatchService still calls; the prefix is no
+   * longer looked at (the column says it).
+   * @deprecated use countHeldByPlan
+   */
+  countQueuedWith(storeDomain: string, _prefix: string): Promise<number> {
+    return this.countHeldByPlan(storeDomain);
   }
 
   async countsByStatus(storeDomain: string): Promise<Record<string, number>> {

@@ -1,5 +1,6 @@
 import { isoAfter, nowIso } from '../core/clock.ts';
 import type { Database } from '../core/db/database.ts';
+import { lockRows } from '../core/db/locking.ts';
 import type { ShopifyWebhookEventsTable } from '../core/db/schema.ts';
 
 export type WebhookEventRow = ShopifyWebhookEventsTable;
@@ -57,7 +58,7 @@ export class WebhookEventStore {
     const now = nowIso();
     const leaseUntil = isoAfter(leaseMs);
     return this.database.write(async (trx) => {
-      let due = trx
+      const due = trx
         .selectFrom('shopify_webhook_events')
         .select('event_id')
         .where((eb) =>
@@ -70,8 +71,7 @@ export class WebhookEventStore {
         .orderBy('event_id')
         .limit(limit);
       // Other workers skip the rows this one is taking instead of queueing behind them.
-      if (this.database.dialect === 'postgres') due = due.forUpdate().skipLocked();
-      const ids = (await due.execute()).map((row) => row.event_id);
+      const ids = (await lockRows(this.database, due, { skipLocked: true }).execute()).map((row) => row.event_id);
       if (ids.length === 0) return [];
       return trx
         .updateTable('shopify_webhook_events')

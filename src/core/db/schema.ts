@@ -1,3 +1,4 @@
+// Longer than most files on purpose: the whole database at a glance, one interface per table.
 /**
  * The tables, as the migrations create them. Each table belongs to one feature (named beside it);
  * only that feature's store queries it.
@@ -54,12 +55,22 @@ export interface Tables {
   payments: PaymentsTable;
 }
 
+/** The API's `subscriptionStatusSchema` values (alerts/schemas.ts): the alerts store writes those into this column, so the compiler keeps them together. */
+export type SubscriptionStatus = 'active' | 'notified' | 'unsubscribed' | 'cancelled' | 'expired';
+/** An expired session is `open` past its `expires_at`: expiry is computed, not stored. */
+export type CheckoutSessionStatus = 'open' | 'completed';
+export type StorePlanStatus = 'pending' | 'active' | 'past_due' | 'cancelled';
+export type IdempotencyKeyState = 'processing' | 'completed';
+export type StoreStatus = 'active' | 'uninstalled';
+export type AgentStatus = 'pending' | 'active' | 'revoked';
+export type WebhookEventStatus = 'queued' | 'processing' | 'done' | 'failed';
+
 export interface SubscriptionsTable {
   id: string;
   product_id: string;
   variant_id: string | null;
   email: string;
-  status: string;
+  status: SubscriptionStatus;
   store_domain: string | null;
   agent_id: string | null;
   created_at: string;
@@ -72,7 +83,7 @@ export interface CheckoutSessionsTable {
   id: string;
   plan: string;
   shop: string;
-  status: string;
+  status: CheckoutSessionStatus;
   provider: string;
   amount_cents: number;
   currency: string;
@@ -89,8 +100,8 @@ export interface CheckoutSessionsTable {
 export interface StorePlansTable {
   shop: string;
   plan: string;
-  /** pending | active | past_due | cancelled (no row: none). */
-  status: string;
+  /** No row: no plan. */
+  status: StorePlanStatus;
   checkout_session_id: string | null;
   activated_at: string;
   updated_at: string;
@@ -126,7 +137,7 @@ export interface IdempotencyKeysTable {
   scope: string;
   key: string;
   fingerprint: string;
-  state: string;
+  state: IdempotencyKeyState;
   status_code: number | null;
   content_type: string | null;
   body: string | null;
@@ -145,8 +156,8 @@ export interface StoresTable {
   owner_email: string;
   created_at: string;
   updated_at: string;
-  /** active | uninstalled (the Shopify app was removed: nothing is sent) */
-  status: string;
+  /** `uninstalled`: the Shopify app was removed, nothing is sent. */
+  status: StoreStatus;
   /** 'shopify' when installed as a Shopify app; null when created by the operator. */
   platform: string | null;
   /** The offline Admin API token, sealed with RESTOCK_ENCRYPTION_KEY. */
@@ -166,8 +177,8 @@ export interface AgentsTable {
   id: string;
   /** anonymous | id_jag | verified_email */
   method: string;
-  /** pending (verified e-mail not yet confirmed) | active | revoked */
-  status: string;
+  /** `pending`: the verified e-mail is not yet confirmed. */
+  status: AgentStatus;
   /** bearer_token | mtls */
   credential_type: string;
   /** Space-separated scopes the agent holds now. */
@@ -276,8 +287,7 @@ export interface ShopifyWebhookEventsTable {
   webhook_id: string | null;
   payload: string;
   triggered_at: string | null;
-  /** queued | processing | done | failed */
-  status: string;
+  status: WebhookEventStatus;
   attempts: number;
   lease_until: string | null;
   error: string | null;
@@ -336,6 +346,12 @@ export interface NotificationsTable {
   sent_at: string | null;
   /** The subscriber's language, from their subscription; null: the store's. */
   locale: string | null;
+  /**
+   * 1 when the outcome last recorded is a hold by the store's plan (allowance used up, or the
+   * plan needs the store's own SMTP server), else 0; written with that outcome. Queued rows with
+   * it are the queue's "held by the plan".
+   */
+  held_by_plan: number;
 }
 
 export interface SuppressionsTable {

@@ -6,6 +6,7 @@ import { dispatch } from './0003_dispatch.ts';
 import { payments } from './0004_payments.ts';
 import { billing } from './0005_billing.ts';
 import { storefrontDashboard } from './0006_storefront_dashboard.ts';
+import { heldByPlan } from './0007_held_by_plan.ts';
 
 export interface DialectMigration {
   up(db: Kysely<any>, dialect: Dialect): Promise<void>;
@@ -19,4 +20,5 @@ export const migrations: Record<string, DialectMigration> = {
   '0004_payments': payments,
   '0005_billing': billing,
   '0006_storefront_dashboard': storefrontDashboard,
+  '0007_held_by_plan': heldByPlan,
 };

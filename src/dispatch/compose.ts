@@ -1,0 +1,56 @@
+import type { MailTransport } from '../core/mail/transport.ts';
+import { localeSchema, type EffectiveSettings } from '../stores/settings.ts';
+import type { StoreClaim } from './context.ts';
+import { productKey } from './rules.ts';
+import type { NotificationRow } from './store.ts';
+import { renderAlert } from './templates.ts';
+
+/** A leased alert, checked, counted against the plan and written: ready for the transport. */
+export interface Outgoing {
+  row: NotificationRow;
+  transport: MailTransport;
+  message: Parameters<MailTransport['send']>[0];
+  /** The billing period whose allowance this alert was counted against. */
+  quotaPeriod: string;
+}
+
+/** The alert's mail: the store's template or locale, its sender name, and one-click unsubscribe. */
+export function composeAlert(row: NotificationRow, claim: StoreClaim, unsubscribeUrl: string, quotaPeriod: string): Outgoing {
+  const product = claim.products.get(productKey(row))!;
+  const content = renderAlert(
+    {
+      shop: claim.storeDomain,
+      productTitle: product.title,
+      variantTitle: product.variantTitle,
+      productUrl: product.url,
+      imageUrl: product.imageUrl,
+      unsubscribeUrl,
+      email: row.email,
+    },
+    { template: claim.settings.template, locale: alertLocale(row.locale, claim.settings.locale) },
+  );
+  return {
+    row,
+    transport: claim.transport,
+    quotaPeriod,
+    message: {
+      to: row.email,
+      ...content,
+      ...(claim.from && { from: claim.from }),
+      // RFC 8058: mail clients offer one-click unsubscribe, POSTing to the link without cookies.
+      headers: {
+        'List-Unsubscribe': `<${unsubscribeUrl}>`,
+        'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+        'X-Restock-Alert': row.id,
+      },
+      purpose: 'restock-alert',
+      storeDomain: claim.storeDomain,
+    },
+  };
+}
+
+/** The shopper's language when they subscribed in one we write alerts in, else the store's. */
+function alertLocale(shopper: string | null, store: EffectiveSettings['locale']): EffectiveSettings['locale'] {
+  const parsed = localeSchema.safeParse(shopper);
+  return parsed.success ? parsed.data : store;
+}

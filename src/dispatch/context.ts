@@ -1,0 +1,122 @@
+import { chunks } from '../core/chunks.ts';
+import type { MailTransport } from '../core/mail/transport.ts';
+import type { EffectiveSettings } from '../stores/settings.ts';
+import { productKey, restockAddressKey, type SendFacts } from './rules.ts';
+import type { NotificationRow } from './store.ts';
+import type { WorkerDeps } from './worker.ts';
+
+/** What an alert says about its product. */
+export interface ProductDetails {
+  title: string;
+  variantTitle: string | null;
+  url: string | null;
+  imageUrl: string | null;
+}
+
+/** One store's share of a claim, with everything read to decide on it and to write its mail. */
+export interface StoreClaim {
+  storeDomain: string;
+  rows: NotificationRow[];
+  facts: SendFacts;
+  settings: EffectiveSettings;
+  /** The store sends through its own SMTP provider (some plans require it). */
+  ownMailProvider: boolean;
+  products: Map<string, ProductDetails>;
+  transport: MailTransport;
+  from: string | undefined;
+}
+
+export type ContextDeps = Pick<WorkerDeps, 'store' | 'alerts' | 'stores' | 'inventory' | 'senders'>;
+
+/**
+ * Every read a claimed group needs before anything goes out, in one place: subscriptions still
+ * waiting and already alerted, then per store its sending profile, suppressions, recent and
+ * per-restock mail, and the stock and description of each product. The rules then decide from
+ * this alone.
+ */
+export async function loadClaim(deps: ContextDeps, claimed: NotificationRow[], now: Date): Promise<StoreClaim[]> {
+  const subscriptions = claimed.map((row) => row.subscription_id);
+  const waiting = await deps.alerts.stillActive(subscriptions);
+  const alerted = await deps.store.alreadySent(subscriptions);
+  const claims: StoreClaim[] = [];
+  for (const [storeDomain, rows] of groupBy(claimed, (row) => row.store_domain)) {
+    claims.push(await loadStore(deps, storeDomain, rows, { waiting, alerted }, now));
+  }
+  return claims;
+}
+
+async function loadStore(
+  deps: ContextDeps,
+  storeDomain: string,
+  rows: NotificationRow[],
+  subscriptions: { waiting: Set<string>; alerted: Set<string> },
+  now: Date,
+): Promise<StoreClaim> {
+  const { sending, settings, smtpUrl } = await deps.stores.sendingProfile(storeDomain);
+  const frequencyCapMs = settings.frequencyCapMinutes * 60_000;
+  const addresses = await readAddresses(deps, storeDomain, rows, frequencyCapMs, now);
+  const { sellable, products } = await readProducts(deps, storeDomain, rows, settings.minStock);
+  return {
+    storeDomain,
+    rows,
+    facts: { now: now.getTime(), storeSending: sending, frequencyCapMs, ...subscriptions, ...addresses, sellable },
+    settings,
+    ownMailProvider: smtpUrl !== undefined && smtpUrl !== null,
+    products,
+    transport: deps.senders.transportFor(storeDomain, smtpUrl),
+    from: deps.senders.fromFor(settings),
+  };
+}
+
+/** What the store's ledger and suppressions say about the group's addresses. */
+async function readAddresses(deps: ContextDeps, storeDomain: string, rows: NotificationRow[], frequencyCapMs: number, now: Date) {
+  const lastSent = new Map<string, string>();
+  const mailedForRestock = new Set<string>();
+  const suppressed = new Map<string, string>();
+  // With no cap, when an address was last mailed does not matter.
+  const since = frequencyCapMs > 0 ? new Date(now.getTime() - frequencyCapMs).toISOString() : undefined;
+  for (const emails of chunks([...new Set(rows.map((row) => row.email))])) {
+    for (const sent of await deps.store.sentTo(storeDomain, emails)) {
+      mailedForRestock.add(restockAddressKey(sent));
+      if (since && sent.sent_at && sent.sent_at >= since) keepLatest(lastSent, sent.email, sent.sent_at);
+    }
+    for (const [email, reason] of await deps.store.suppressed(storeDomain, emails)) suppressed.set(email, reason);
+  }
+  return { lastSent, mailedForRestock, suppressed };
+}
+
+function keepLatest(latest: Map<string, string>, email: string, at: string): void {
+  const known = latest.get(email);
+  if (!known || at > known) latest.set(email, at);
+}
+
+/** The stock (re-read: a batch stops when the product sells out) and description of each product. */
+async function readProducts(deps: ContextDeps, storeDomain: string, rows: NotificationRow[], minStock: number) {
+  const sellable = new Set<string>();
+  const products = new Map<string, ProductDetails>();
+  for (const row of rows) {
+    const key = productKey(row);
+    if (products.has(key)) continue;
+    const stock = await deps.inventory.stockOf(storeDomain, row.product_id, row.variant_id);
+    const details = await deps.inventory.describeProduct(storeDomain, row.product_id, row.variant_id);
+    if (stock.published && stock.available >= minStock) sellable.add(key);
+    products.set(key, {
+      title: details?.productTitle ?? 'The product you asked about',
+      variantTitle: details?.variantTitle ?? null,
+      url: details?.productUrl ?? null,
+      imageUrl: details?.imageUrl ?? null,
+    });
+  }
+  return { sellable, products };
+}
+
+export function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const k = key(item);
+    const group = groups.get(k);
+    if (group) group.push(item);
+    else groups.set(k, [item]);
+  }
+  return groups;
+}

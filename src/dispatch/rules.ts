@@ -1,0 +1,208 @@
+import { MailDeliveryError } from '../core/mail/transport.ts';
+import type { EffectiveSettings } from '../stores/settings.ts';
+import { OVER_ALLOWANCE } from './service.ts';
+import type { NotificationRow } from './store.ts';
+
+/**
+ * The dispatch rules: whether a restock gets another batch, and whether a leased alert goes out
+ * now, waits or is skipped. Pure functions of what the worker read (context.ts loads it once
+ * per claimed group), so every case can be tested without a database, a clock or a mail server.
+ * The texts are what the ledger records and merchants read.
+ */
+
+export const WHY = {
+  uninstalled: 'the store uninstalled the app',
+  unpublished: 'the product is not published',
+  belowMinimum: (available: number, minStock: number) => `${available} in stock, below the minimum of ${minStock}`,
+  everyoneAlerted: 'every waiting subscriber was alerted',
+  alreadyAlerted: 'this subscription was already alerted',
+  noLongerWaits: 'the subscription no longer waits (unsubscribed, cancelled or notified)',
+  suppressed: (reason: string) => `the address is suppressed for this store (${reason})`,
+  alreadyMailed: 'the address already got this restock’s alert',
+  soldOut: 'sold out (or unpublished) before this alert went out; the subscription keeps waiting',
+  frequencyCap: 'waiting for the frequency cap',
+  heldByPlan: (reason: string | undefined) => `${OVER_ALLOWANCE}${reason ?? 'the plan allows no more alerts now'}`,
+} as const;
+
+// --- planning ------------------------------------------------------------------------------
+
+export type PlanVerdict =
+  | { kind: 'stop'; status: 'stopped' | 'unpublished' | 'sold_out'; reason: string }
+  | { kind: 'batch'; size: number };
+
+/** Whether a restock gets a next batch, and how large: stock × multiplier, at least 1. */
+export function planVerdict(
+  storeSending: boolean,
+  stock: { available: number; published: boolean },
+  settings: Pick<EffectiveSettings, 'minStock' | 'batchMultiplier'>,
+): PlanVerdict {
+  if (!storeSending) return { kind: 'stop', status: 'stopped', reason: WHY.uninstalled };
+  if (!stock.published) return { kind: 'stop', status: 'unpublished', reason: WHY.unpublished };
+  if (stock.available < settings.minStock) return { kind: 'stop', status: 'sold_out', reason: WHY.belowMinimum(stock.available, settings.minStock) };
+  return { kind: 'batch', size: Math.max(1, Math.floor(stock.available * settings.batchMultiplier)) };
+}
+
+// --- before sending ------------------------------------------------------------------------
+
+/** The fields of a ledger row the sending rules look at. */
+export type AlertRef = Pick<NotificationRow, 'subscription_id' | 'email' | 'restock_id' | 'product_id' | 'variant_id'>;
+
+/** What one claimed group's reads found about its store: all the sending rules look at. */
+export interface SendFacts {
+  /** When the checks are made, in ms since the epoch. */
+  now: number;
+  /** The store still sends (the app is installed). */
+  storeSending: boolean;
+  /** 0: no cap. */
+  frequencyCapMs: number;
+  /** Subscriptions still waiting (active). */
+  waiting: ReadonlySet<string>;
+  /** Subscriptions some restock has already alerted. */
+  alerted: ReadonlySet<string>;
+  /** Addresses the store must not mail, with the reason. */
+  suppressed: ReadonlyMap<string, string>;
+  /** Addresses a restock already mailed, as `restockAddressKey`. */
+  mailedForRestock: ReadonlySet<string>;
+  /** Each address's latest alert from this store within the cap window (ISO time). */
+  lastSent: ReadonlyMap<string, string>;
+  /** Products still sellable (published and at least the minimum stock), as `productKey`. */
+  sellable: ReadonlySet<string>;
+}
+
+export type Skip = { kind: 'skipped'; why: string; notified: boolean };
+/** Waiting is not dropping: the alert is queued again for `until`. */
+export type Defer = { kind: 'deferred'; until: string; why: string; heldByPlan: boolean };
+export type Verdict = { kind: 'send' } | Skip | Defer;
+
+/** What the alerts sent earlier in the same group add to the facts. */
+interface GroupState {
+  subscriptions: Set<string>;
+  addresses: Set<string>;
+  lastSent: Map<string, string>;
+}
+
+type Rule = (row: AlertRef, facts: SendFacts, group: GroupState) => Skip | Defer | undefined;
+
+const storeSends: Rule = (_row, facts) => (facts.storeSending ? undefined : skip(WHY.uninstalled, false));
+
+const notAlertedYet: Rule = (row, facts, group) =>
+  facts.alerted.has(row.subscription_id) || group.subscriptions.has(row.subscription_id) ? skip(WHY.alreadyAlerted, true) : undefined;
+
+const stillWaiting: Rule = (row, facts) => (facts.waiting.has(row.subscription_id) ? undefined : skip(WHY.noLongerWaits, false));
+
+const notSuppressed: Rule = (row, facts) => {
+  const reason = facts.suppressed.get(row.email);
+  return reason === undefined ? undefined : skip(WHY.suppressed(reason), false);
+};
+
+/** Two subscriptions of one address (product and variant) get one mail per restock. */
+const notMailedForRestock: Rule = (row, facts, group) => {
+  const key = restockAddressKey(row);
+  return facts.mailedForRestock.has(key) || group.addresses.has(key) ? skip(WHY.alreadyMailed, true) : undefined;
+};
+
+/** A batch stops when the product sells out; its subscribers keep waiting for the next restock. */
+const stillSellable: Rule = (row, facts) => (facts.sellable.has(productKey(row)) ? undefined : skip(WHY.soldOut, false));
+
+const withinFrequencyCap: Rule = (row, facts, group) => {
+  const last = group.lastSent.get(row.email) ?? facts.lastSent.get(row.email);
+  if (!last || facts.frequencyCapMs <= 0) return undefined;
+  const until = Date.parse(last) + facts.frequencyCapMs;
+  return until > facts.now ? { kind: 'deferred', until: new Date(until).toISOString(), why: WHY.frequencyCap, heldByPlan: false } : undefined;
+};
+
+/** In this order: the first that objects decides, which fixes the reason recorded. */
+const SENDING_RULES: Rule[] = [storeSends, notAlertedYet, stillWaiting, notSuppressed, notMailedForRestock, stillSellable, withinFrequencyCap];
+
+/** The verdict on one alert, alone in its group. */
+export function decide(row: AlertRef, facts: SendFacts): Verdict {
+  return verdictIn(row, facts, emptyGroup());
+}
+
+/**
+ * Verdicts on a claimed group of one store, in queue order: an alert that goes out counts for
+ * the ones after it (the same subscription or address again, and the frequency cap from now).
+ */
+export function decideGroup<R extends AlertRef>(rows: readonly R[], facts: SendFacts): Array<{ row: R; verdict: Verdict }> {
+  const group = emptyGroup();
+  return rows.map((row) => {
+    const verdict = verdictIn(row, facts, group);
+    if (verdict.kind === 'send') admit(row, facts, group);
+    return { row, verdict };
+  });
+}
+
+function verdictIn(row: AlertRef, facts: SendFacts, group: GroupState): Verdict {
+  for (const rule of SENDING_RULES) {
+    const objection = rule(row, facts, group);
+    if (objection) return objection;
+  }
+  return { kind: 'send' };
+}
+
+function admit(row: AlertRef, facts: SendFacts, group: GroupState): void {
+  group.subscriptions.add(row.subscription_id);
+  group.addresses.add(restockAddressKey(row));
+  if (!group.lastSent.has(row.email) && !facts.lastSent.has(row.email)) group.lastSent.set(row.email, new Date(facts.now).toISOString());
+}
+
+function emptyGroup(): GroupState {
+  return { subscriptions: new Set(), addresses: new Set(), lastSent: new Map() };
+}
+
+function skip(why: string, notified: boolean): Skip {
+  return { kind: 'skipped', why, notified };
+}
+
+// --- the plan's allowance ------------------------------------------------------------------
+
+/** What the billing feature granted of a store's allowance for one group. */
+export interface AllowanceGrant {
+  granted: number;
+  retryAt: string;
+  reason?: string;
+}
+
+/** The first `granted` alerts, in queue order, go; the rest wait for the plan, visibly, never dropped. */
+export function withinAllowance<T>(ready: readonly T[], grant: AllowanceGrant): { send: T[]; held: Array<{ item: T; verdict: Defer }> } {
+  const verdict: Defer = { kind: 'deferred', until: grant.retryAt, why: WHY.heldByPlan(grant.reason), heldByPlan: true };
+  const granted = Math.max(0, grant.granted);
+  return { send: ready.slice(0, granted), held: ready.slice(granted).map((item) => ({ item, verdict })) };
+}
+
+// --- after a failed send -------------------------------------------------------------------
+
+export type Retry = { kind: 'retry'; why: string; at: string };
+export type Failed = { kind: 'failed'; why: string; suppress: boolean };
+
+export interface RetryPolicy {
+  maxAttempts: number;
+  retryBaseMs: number;
+}
+
+export const MAX_RETRY_DELAY_MS = 6 * 3600_000;
+
+/**
+ * A recipient the server refuses for good (5xx to RCPT TO) fails and is suppressed; anything
+ * else, a refused login included (the merchant can fix it), is retried after
+ * base × 2^(attempt−1), jittered ±50% by `random` (0 ≤ random < 1), capped at 6 h, until the
+ * attempts run out.
+ */
+export function failureVerdict(attempts: number, err: unknown, policy: RetryPolicy, now: number, random: number): Retry | Failed {
+  const why = err instanceof Error ? err.message : String(err);
+  if (err instanceof MailDeliveryError && err.recipientRefused) return { kind: 'failed', why: `refused by the mail server (${err.responseCode}): ${why}`, suppress: true };
+  if (attempts >= policy.maxAttempts) return { kind: 'failed', why: `gave up after ${attempts} attempts: ${why}`, suppress: false };
+  const base = policy.retryBaseMs * 2 ** (attempts - 1);
+  const delay = Math.min(MAX_RETRY_DELAY_MS, base * (0.5 + random));
+  return { kind: 'retry', why, at: new Date(now + delay).toISOString() };
+}
+
+// --- keys ----------------------------------------------------------------------------------
+
+export function productKey(row: Pick<NotificationRow, 'product_id' | 'variant_id'>): string {
+  return `${row.product_id}\n${row.variant_id ?? ''}`;
+}
+
+export function restockAddressKey(row: Pick<NotificationRow, 'restock_id' | 'email'>): string {
+  return `${row.restock_id}\n${row.email}`;
+}

@@ -1,0 +1,158 @@
+import { composeAlert, type Outgoing } from './compose.ts';
+import { groupBy, loadClaim, type StoreClaim } from './context.ts';
+import { AlertLeases } from './leases.ts';
+import { decideGroup, failureVerdict, withinAllowance } from './rules.ts';
+import { Settler } from './settler.ts';
+import type { NotificationRow } from './store.ts';
+import type { WorkerDeps } from './worker.ts';
+
+/** Alerts handed to the transport and not yet answered, at most (its pool queues them). */
+const MAX_OUTSTANDING_SENDS = 50;
+const SEND_LIMIT_MS = 5 * 60_000;
+
+/**
+ * Sends the ledger's due alerts: leases them, checks each against the present (rules.ts, on
+ * what context.ts read), counts those that may go against the store's plan, and streams them
+ * through the transport while the settler records outcomes in groups.
+ */
+export class AlertSender {
+  constructor(
+    private readonly deps: WorkerDeps,
+    private readonly owner: string,
+    /** Once true, nothing more is claimed or handed to the transport; what is in flight finishes. */
+    private readonly stopping: () => boolean,
+  ) {}
+
+  /**
+   * Sends every alert due now. Alerts stream through the transport (its pool keeps every
+   * connection busy) while outcomes are written in groups; more are claimed once fewer than
+   * half the lease window remain unsettled.
+   */
+  async sendDue(): Promise<number> {
+    const { config, log, store } = this.deps;
+    const windowSize = config.claimSize;
+    const leases = new AlertLeases(store, this.owner, config.leaseSeconds, log);
+    const settler = new Settler(this.deps, this.owner, leases);
+    const sending = new Set<Promise<void>>();
+    // Woken when an alert is settled, instead of Promise.race over everything in flight.
+    let wake: (() => void) | undefined;
+    const wakeUp = () => {
+      const resolve = wake;
+      wake = undefined;
+      resolve?.();
+    };
+    // Composed alerts wait here and go to the transport a few at a time, as sends finish: a
+    // whole claim handed over at once keeps the event loop busy for tens of milliseconds while
+    // every pooled connection waits for its reply to be read.
+    const pending: Outgoing[] = [];
+    let next = 0;
+    let over = false;
+    const pump = () => {
+      // Once stopping (or the pass is over), nothing new is handed over; what is left is given back below.
+      while (!over && !this.stopping() && sending.size < MAX_OUTSTANDING_SENDS && next < pending.length) {
+        const item = pending[next++]!;
+        const promise = this.sendOne(item, settler).finally(() => {
+          sending.delete(promise);
+          pump();
+          wakeUp();
+        });
+        sending.add(promise);
+      }
+      if (next >= 1000 || next === pending.length) {
+        pending.splice(0, next);
+        next = 0;
+      }
+    };
+    let handled = 0;
+    let exhausted = false;
+    const stopRenewing = leases.keepRenewed();
+    try {
+      for (;;) {
+        if (!this.stopping() && !exhausted && leases.count < windowSize / 2) {
+          const now = new Date();
+          const claimed = await store.claimNotifications(this.owner, now.toISOString(), leases.until(now), windowSize - leases.count);
+          if (claimed.length === 0) exhausted = true;
+          else {
+            handled += claimed.length;
+            leases.hold(claimed);
+            pending.push(...(await this.prepare(claimed, settler)));
+            pump();
+            continue;
+          }
+        }
+        // Done when nothing is in flight and nothing more will be handed over. Sends that ended
+        // during a claim woke no one, so this is checked before every wait.
+        if (sending.size === 0 && (next === pending.length || this.stopping())) break;
+        await new Promise<void>((resolve) => (wake = resolve));
+      }
+    } finally {
+      over = true;
+      // Leases stay renewed until the alerts in flight are answered and recorded.
+      await Promise.allSettled(sending);
+      await settler.flush();
+      stopRenewing();
+      await this.giveBack(pending.slice(next), leases);
+    }
+    return handled;
+  }
+
+  /**
+   * Decides on a claimed group before anything goes out and settles what does not go; counts
+   * the rest against each store's plan and returns them written, in queue order.
+   */
+  private async prepare(claimed: NotificationRow[], settler: Settler): Promise<Outgoing[]> {
+    const outgoing: Outgoing[] = [];
+    for (const claim of await loadClaim(this.deps, claimed, new Date())) {
+      const ready: NotificationRow[] = [];
+      for (const { row, verdict } of decideGroup(claim.rows, claim.facts)) {
+        if (verdict.kind === 'send') ready.push(row);
+        else settler.record(row, verdict);
+      }
+      if (ready.length > 0) outgoing.push(...(await this.countAgainstPlan(claim, ready, settler)));
+    }
+    return outgoing;
+  }
+
+  /** What the store's plan allows goes out; the rest waits, visibly, never dropped. */
+  private async countAgainstPlan(claim: StoreClaim, ready: NotificationRow[], settler: Settler): Promise<Outgoing[]> {
+    const grant = await this.deps.quota.reserveAlerts(claim.storeDomain, ready.length, claim.ownMailProvider);
+    const { send, held } = withinAllowance(ready, grant);
+    for (const { item, verdict } of held) settler.record(item, verdict);
+    return send.map((row) => composeAlert(row, claim, this.deps.alerts.unsubscribeUrl(row.subscription_id), grant.periodStart));
+  }
+
+  private async sendOne(item: Outgoing, settler: Settler): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    // Leases of alerts in flight are renewed, so a send that never settles would hold its alert
+    // forever; past this limit it counts as a transient failure and is retried.
+    const limit = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer from the mail server within ${SEND_LIMIT_MS / 1000} s`)), SEND_LIMIT_MS);
+    });
+    try {
+      await Promise.race([item.transport.send(item.message), limit]);
+      settler.record(item.row, { kind: 'sent' });
+    } catch (err) {
+      settler.record(item.row, failureVerdict(item.row.attempts, err, this.deps.config, Date.now(), Math.random()));
+      // Not sent: its place in the allowance goes back (a retry counts it again).
+      await this.release(item.row.store_domain, item.quotaPeriod, 1);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Alerts a stopping worker never handed to the transport: their places in the allowance go
+   * back first, then their leases, so whichever worker takes them next counts them once.
+   */
+  private async giveBack(unsent: Outgoing[], leases: AlertLeases): Promise<void> {
+    if (unsent.length === 0) return;
+    for (const items of groupBy(unsent, (item) => `${item.row.store_domain}\n${item.quotaPeriod}`).values()) {
+      await this.release(items[0]!.row.store_domain, items[0]!.quotaPeriod, items.length);
+    }
+    await leases.giveBack(unsent.map((item) => item.row.id));
+  }
+
+  private async release(storeDomain: string, period: string, count: number): Promise<void> {
+    await this.deps.quota.releaseAlerts(storeDomain, period, count).catch((err) => this.deps.log.warn({ err }, 'releasing an alert quota failed'));
+  }
+}

@@ -1,0 +1,88 @@
+import type { AlertLeases } from './leases.ts';
+import type { Defer, Failed, Retry, Skip } from './rules.ts';
+import type { NotificationRow } from './store.ts';
+import type { WorkerDeps } from './worker.ts';
+
+/** What became of a leased alert, as the ledger records it. */
+export type Outcome = { kind: 'sent' } | Skip | Defer | Retry | Failed;
+type Unsent = Exclude<Outcome, { kind: 'sent' }>;
+
+/** Settled outcomes are written in groups this large, or after FLUSH_EVERY_MS, whichever first. */
+const FLUSH_SIZE = 250;
+const FLUSH_EVERY_MS = 100;
+
+export type SettlerDeps = Pick<WorkerDeps, 'store' | 'alerts' | 'dispatch' | 'log'>;
+
+/**
+ * Collects outcomes and writes them in groups: sent alerts in one statement per group, their
+ * subscriptions moved to notified in the same commit. Until written, an alert stays leased; a
+ * crash before that re-sends at most what was leased.
+ */
+export class Settler {
+  private sent: NotificationRow[] = [];
+  private others: Array<{ row: NotificationRow; outcome: Unsent }> = [];
+  private timer: NodeJS.Timeout | undefined;
+  private flushing: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly deps: SettlerDeps,
+    private readonly owner: string,
+    private readonly leases: AlertLeases,
+  ) {}
+
+  record(row: NotificationRow, outcome: Outcome): void {
+    if (outcome.kind === 'sent') this.sent.push(row);
+    else this.others.push({ row, outcome });
+    if (this.sent.length + this.others.length >= FLUSH_SIZE) void this.flush();
+    else this.timer ??= setTimeout(() => void this.flush(), FLUSH_EVERY_MS);
+  }
+
+  /** Writes what was recorded; flushes run one after another so their order holds. */
+  flush(): Promise<void> {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const sent = this.sent;
+    const others = this.others;
+    this.sent = [];
+    this.others = [];
+    this.flushing = this.flushing
+      .then(() => this.write(sent, others))
+      .catch((err) => {
+        // The rows stay leased but are no longer renewed: when the lease runs out they are
+        // retaken and sent again, rather than lost.
+        this.deps.log.error({ err }, 'recording alert outcomes failed');
+      })
+      .finally(() => this.leases.drop([...sent.map((row) => row.id), ...others.map(({ row }) => row.id)]));
+    return this.flushing;
+  }
+
+  private async write(sent: NotificationRow[], others: Array<{ row: NotificationRow; outcome: Unsent }>): Promise<void> {
+    if (sent.length === 0 && others.length === 0) return;
+    const now = new Date().toISOString();
+    const { store, alerts, dispatch } = this.deps;
+    const notify = sent.map((row) => row.subscription_id);
+    const updates = others.map(({ row, outcome }) => {
+      if (outcome.kind === 'skipped' && outcome.notified) notify.push(row.subscription_id);
+      return { id: row.id, changes: ledgerChanges(row, outcome) };
+    });
+    await store.settle(this.owner, { ids: sent.map((row) => row.id), at: now }, updates, (trx) => alerts.markNotified(trx, notify));
+    for (const { row, outcome } of others) {
+      if (outcome.kind === 'failed' && outcome.suppress) await dispatch.suppress(row.store_domain, row.email, 'bounce', outcome.why);
+    }
+  }
+}
+
+/** The ledger columns an outcome other than sent writes. */
+export function ledgerChanges(row: Pick<NotificationRow, 'attempts'>, outcome: Unsent): Partial<NotificationRow> {
+  switch (outcome.kind) {
+    case 'skipped':
+      return { status: 'skipped', outcome: outcome.why, held_by_plan: 0 };
+    case 'deferred':
+      // Waiting (for the frequency cap, or the plan's allowance) is not an attempt.
+      return { status: 'queued', next_attempt_at: outcome.until, attempts: row.attempts - 1, outcome: outcome.why, held_by_plan: outcome.heldByPlan ? 1 : 0 };
+    case 'retry':
+      return { status: 'queued', next_attempt_at: outcome.at, outcome: `will retry: ${outcome.why}`, held_by_plan: 0 };
+    case 'failed':
+      return { status: 'failed', outcome: outcome.why, held_by_plan: 0 };
+  }
+}
