@@ -1,0 +1,470 @@
+/**
+ * Queries written to use a particular index: the SQL each store method runs is pinned per
+ * dialect, and the database's own plan for that very statement (its parameters included) must
+ * use the index: SQLite's EXPLAIN QUERY PLAN, without statistics as the service runs it, and
+ * PostgreSQL's EXPLAIN over an analysed ledger with sequential scans off. An edit that changes
+ * the SQL fails the first check; one that loses the index, however it is made, the second.
+ */
+import assert from 'node:assert/strict';
+import { CompiledQuery, DefaultQueryExecutor, sql } from 'kysely';
+import { after, before, describe, it } from './fixtures/suites.ts';
+import { createTestDatabase, dialectSkip, testConfig, testDialects, type TestDatabase } from './fixtures/app.ts';
+import { AlertStore, WaitingStore } from '../src/alerts/store.ts';
+import { BillingStore } from '../src/billing/store.ts';
+import { Database } from '../src/core/db/database.ts';
+import type { Dialect } from '../src/core/db/dialect.ts';
+import { MailOutboxStore } from '../src/core/mail/outbox-store.ts';
+import { DispatchStore, type NotificationRow, type RestockRow } from '../src/dispatch/store.ts';
+import { InventoryStore } from '../src/inventory/store.ts';
+import { WebhookEventStore } from '../src/shopify/webhook-events.ts';
+
+interface Statement {
+  sql: string;
+  parameters: readonly unknown[];
+}
+
+/**
+ * The statements `run` sends to the database, as compiled. Every Kysely instance and transaction
+ * runs its queries through a DefaultQueryExecutor, so this sees the stores' own queries, group
+ * commit and transactions included. Tests in a file run one at a time, so nothing else is caught.
+ */
+async function statementsOf(run: () => Promise<unknown>): Promise<Statement[]> {
+  const executor = DefaultQueryExecutor.prototype as unknown as { executeQuery(query: CompiledQuery, ...rest: unknown[]): Promise<unknown> };
+  const original = Object.getOwnPropertyDescriptor(executor, 'executeQuery');
+  const seen: Statement[] = [];
+  const execute = executor.executeQuery;
+  executor.executeQuery = function (this: unknown, query: CompiledQuery, ...rest: unknown[]) {
+    seen.push({ sql: query.sql, parameters: query.parameters });
+    return execute.call(this, query, ...rest);
+  };
+  try {
+    await run();
+  } finally {
+    if (original) Object.defineProperty(executor, 'executeQuery', original);
+    else delete (executor as Partial<typeof executor>).executeQuery;
+  }
+  return seen;
+}
+
+/**
+ * The database's plan for one statement, one line per step. `inIndexOrder`: on PostgreSQL, also
+ * discourage bitmap scans and sorts, so the plan shows whether the index alone can give the rows
+ * in the order asked for.
+ */
+async function planOf(database: Database, statement: Statement, inIndexOrder = false): Promise<string> {
+  const explain = (prefix: string) => CompiledQuery.raw(`${prefix} ${statement.sql}`, [...statement.parameters]);
+  if (database.dialect === 'sqlite') {
+    const { rows } = await database.db.executeQuery<{ detail: string }>(explain('explain query plan'));
+    return rows.map((row) => row.detail).join('\n');
+  }
+  return database.db.transaction().execute(async (trx) => {
+    // Can the index serve the query (and in its order)? On tables this small a scan (or a
+    // bitmap of row positions and a sort) costs less, and the planner would rightly pick it.
+    for (const method of inIndexOrder ? ['seqscan', 'bitmapscan', 'sort'] : ['seqscan']) {
+      await sql`set local ${sql.raw(`enable_${method}`)} = off`.execute(trx);
+    }
+    const { rows } = await trx.executeQuery<{ 'QUERY PLAN': string }>(explain('explain'));
+    return rows.map((row) => row['QUERY PLAN']).join('\n');
+  });
+}
+
+/** `index`: a name, or names any of which will do. */
+function assertUsesIndex(dialect: Dialect, plan: string, index: string | string[]): void {
+  const names = [index].flat().join('|');
+  const uses = dialect === 'sqlite' ? new RegExp(`USING (COVERING )?INDEX (${names})\\b`) : new RegExp(`(Index|Index Only|Bitmap Index) Scan (Backward )?(using|on) (${names})\\b`);
+  assert.match(plan, uses, `the plan uses ${[index].flat().join(' or ')}:\n${plan}`);
+}
+
+function assertNoFullScan(dialect: Dialect, plan: string): void {
+  assert.doesNotMatch(plan, dialect === 'sqlite' ? /^SCAN /m : /Seq Scan/, `no table is read whole:\n${plan}`);
+}
+
+/** The index already gives the rows in the order asked for: nothing is sorted. */
+function assertNoSort(dialect: Dialect, plan: string): void {
+  assert.doesNotMatch(plan, dialect === 'sqlite' ? /TEMP B-TREE/ : /\bSort\b/, `nothing is sorted:\n${plan}`);
+}
+
+const NOW = '2026-06-01T12:00:00.000Z';
+const EARLIER = '2026-06-01T11:00:00.000Z';
+const LATER = '2026-06-01T13:00:00.000Z';
+const STORES = 20;
+
+/**
+ * A ledger and its neighbours of a few thousand rows spread over stores, restocks and states,
+ * so PostgreSQL's statistics describe a table where an index is worth using.
+ */
+async function seed(database: Database): Promise<void> {
+  const store = (i: number) => `shop-${i % STORES}.myshopify.com`;
+  const notifications: NotificationRow[] = Array.from({ length: 3000 }, (_, i) => ({
+    id: `ntf_${i}`,
+    restock_id: `rst_${i % 30}`,
+    subscription_id: `sub_${i}`,
+    store_domain: store(i),
+    email: `shopper-${i % 900}@example.com`,
+    product_id: `prod_${i % 30}`,
+    variant_id: i % 3 === 0 ? null : `var_${i % 30}`,
+    batch: 1 + (i % 4),
+    position: i,
+    status: ['sent', 'sent', 'sent', 'sent', 'sent', 'sent', 'queued', 'sending', 'skipped', 'failed'][i % 10]!,
+    reason: 'seeded',
+    outcome: i % 10 === 6 && i % 20 === 6 ? 'held by the plan: seeded' : null,
+    attempts: 1,
+    next_attempt_at: i % 2 === 0 ? EARLIER : LATER,
+    lease_owner: i % 10 === 7 ? 'worker_seed' : null,
+    lease_until: i % 10 === 7 ? (i % 20 === 7 ? EARLIER : LATER) : null,
+    created_at: EARLIER,
+    sent_at: i % 10 < 6 ? EARLIER : null,
+    locale: null,
+    held_by_plan: i % 10 === 6 && i % 20 === 6 ? 1 : 0,
+  }));
+  const restocks: RestockRow[] = Array.from({ length: 300 }, (_, i) => ({
+    id: `rst_${i}`,
+    store_domain: store(i),
+    product_id: `prod_${i}`,
+    variant_id: i % 3 === 0 ? null : `var_${i}`,
+    available: 5,
+    source: 'inventory-api',
+    source_ref: null,
+    include_unowned: 0,
+    status: i % 5 === 0 ? 'dispatching' : 'done',
+    batches: 1,
+    planned: 10,
+    cursor_created_at: null,
+    cursor_id: null,
+    next_batch_at: i % 2 === 0 ? EARLIER : LATER,
+    lease_owner: null,
+    lease_until: null,
+    stop_reason: null,
+    detected_at: EARLIER,
+    updated_at: EARLIER,
+  }));
+  const subscriptions = Array.from({ length: 3000 }, (_, i) => ({
+    id: `sub_${i}`,
+    product_id: `prod_${i % 100}`,
+    variant_id: i % 3 === 0 ? null : `var_${i % 100}`,
+    email: `shopper-${i}@example.com`,
+    status: i % 4 === 0 ? 'notified' : 'active',
+    store_domain: store(i),
+    agent_id: null,
+    created_at: new Date(Date.parse(EARLIER) + i * 1000).toISOString(),
+    updated_at: EARLIER,
+    locale: null,
+  }));
+  const events = Array.from({ length: 2000 }, (_, i) => ({
+    event_id: `evt_${i}`,
+    store_domain: store(i),
+    topic: 'inventory_levels/update',
+    webhook_id: null,
+    payload: '{}',
+    triggered_at: null,
+    status: i % 20 === 0 ? 'queued' : i % 20 === 1 ? 'processing' : 'done',
+    attempts: 1,
+    lease_until: null,
+    error: null,
+    received_at: new Date(Date.parse(EARLIER) + i * 1000).toISOString(),
+    processed_at: null,
+  }));
+  const variants = Array.from({ length: 2000 }, (_, i) => ({
+    store_domain: store(i),
+    product_id: `prod_${i}`,
+    variant_id: `var_${i}`,
+    inventory_item_id: `item_${i}`,
+    available: i % 7,
+    published: 1,
+    product_title: null,
+    variant_title: null,
+    image_url: null,
+    product_url: null,
+    source_updated_at: null,
+    updated_at: EARLIER,
+  }));
+  const outbox = Array.from({ length: 2000 }, (_, i) => ({
+    id: `msg_${i}`,
+    recipient: `shopper-${i}@example.com`,
+    subject: 'seeded',
+    text_body: 'seeded',
+    html_body: null,
+    headers: '{}',
+    purpose: 'restock-alert',
+    created_at: new Date(Date.parse(EARLIER) + i * 1000).toISOString(),
+    store_domain: store(i),
+  }));
+  const suppressions = Array.from({ length: 1000 }, (_, i) => ({ store_domain: store(i), email: `shopper-${i}@example.com`, reason: 'bounce', detail: null, created_at: EARLIER }));
+  const usage = Array.from({ length: 500 }, (_, i) => ({ shop: store(i), period_start: `2026-${String(1 + (i % 12)).padStart(2, '0')}-${String(1 + Math.floor(i / 12)).padStart(2, '0')}T00:00:00.000Z`, used: i, notified_at: null }));
+
+  for (const [table, rows] of [
+    ['notifications', notifications],
+    ['restocks', restocks],
+    ['subscriptions', subscriptions],
+    ['shopify_webhook_events', events],
+    ['inventory_variants', variants],
+    ['mail_outbox', outbox],
+    ['suppressions', suppressions],
+    ['plan_usage', usage],
+  ] as const) {
+    for (let i = 0; i < rows.length; i += 200) {
+      const page = rows.slice(i, i + 200);
+      await database.write((trx) => trx.insertInto(table).values(page as never).execute());
+    }
+  }
+  // Autovacuum would do this in service; the test cannot wait for it.
+  if (database.dialect === 'postgres') await sql`analyze`.execute(database.db);
+}
+
+interface Stores {
+  dispatch: DispatchStore;
+  alerts: AlertStore;
+  waiting: WaitingStore;
+  webhooks: WebhookEventStore;
+  billing: BillingStore;
+  inventory: InventoryStore;
+  outbox: MailOutboxStore;
+}
+
+interface PlanCase {
+  name: string;
+  /** Runs the store method whose statement is pinned. */
+  run(stores: Stores): Promise<unknown>;
+  /** Which of the statements it ran is the one pinned (in the order run). */
+  statement?: number;
+  sql: Record<Dialect, string>;
+  /** Indexes the plan must use, per dialect (a list of names: any of them). */
+  indexes: Record<Dialect, Array<string | string[]>>;
+  /** The index gives the order asked for: nothing may be sorted. */
+  inIndexOrder?: boolean;
+}
+
+const both = (index: string) => ({ sqlite: [index], postgres: [index] });
+
+const CASES: PlanCase[] = [
+  {
+    name: 'dispatch: claiming alerts whose lease ran out walks notifications_queue in its order',
+    run: ({ dispatch }) => dispatch.claimNotifications('worker_test', NOW, LATER, 10),
+    statement: 0,
+    sql: {
+      sqlite: 'select "id" from "notifications" where "status" = ? and "lease_until" < ? order by "next_attempt_at", "restock_id", "position" limit ?',
+      postgres: 'select "id" from "notifications" where "status" = $1 and "lease_until" < $2 order by "next_attempt_at", "restock_id", "position" limit $3 for update skip locked',
+    },
+    indexes: both('notifications_queue'),
+    inIndexOrder: true,
+  },
+  {
+    name: 'dispatch: claiming queued alerts that are due walks notifications_queue in its order',
+    run: ({ dispatch }) => dispatch.claimNotifications('worker_test', NOW, LATER, 1000),
+    statement: 1,
+    sql: {
+      sqlite: 'select "id" from "notifications" where "status" = ? and "next_attempt_at" <= ? order by "next_attempt_at", "restock_id", "position" limit ?',
+      postgres: 'select "id" from "notifications" where "status" = $1 and "next_attempt_at" <= $2 order by "next_attempt_at", "restock_id", "position" limit $3 for update skip locked',
+    },
+    indexes: both('notifications_queue'),
+    inIndexOrder: true,
+  },
+  {
+    name: 'dispatch: the next restock due comes from restocks_due, its alerts still out from the ledger by restock',
+    run: ({ dispatch }) => dispatch.claimDueRestock('worker_test', NOW, LATER),
+    sql: {
+      sqlite:
+        'select "id" from "restocks" where "status" = ? and "next_batch_at" <= ? and ("lease_until" is null or "lease_until" < ?) and not exists (select "notifications"."id" from "notifications" where "notifications"."restock_id" = "restocks"."id" and ("notifications"."status" = ? or ("notifications"."status" = ? and "notifications"."next_attempt_at" <= ?))) order by "next_batch_at" limit ?',
+      postgres:
+        'select "id" from "restocks" where "status" = $1 and "next_batch_at" <= $2 and ("lease_until" is null or "lease_until" < $3) and not exists (select "notifications"."id" from "notifications" where "notifications"."restock_id" = "restocks"."id" and ("notifications"."status" = $4 or ("notifications"."status" = $5 and "notifications"."next_attempt_at" <= $6))) order by "next_batch_at" limit $7 for update skip locked',
+    },
+    indexes: { sqlite: ['restocks_due', 'notifications_once_per_restock'], postgres: ['restocks_due', 'notifications_once_per_restock'] },
+    inIndexOrder: true,
+  },
+  {
+    name: 'dispatch: the restock already live for a variant is found through restocks_one_live',
+    async run({ dispatch }) {
+      const live = (await dispatch.listRestocks('shop-0.myshopify.com', 300)).find((row) => row.status === 'dispatching')!;
+      await dispatch.insertRestock({ ...live, id: 'rst_again' });
+    },
+    // The list, the insert the live one refuses, then the lookup.
+    statement: 2,
+    sql: {
+      sqlite: `select * from "restocks" where "store_domain" = ? and "product_id" = ? and coalesce(variant_id, '') = ? and "status" = 'dispatching'`,
+      postgres: `select * from "restocks" where "store_domain" = $1 and "product_id" = $2 and coalesce(variant_id, '') = $3 and "status" = 'dispatching'`,
+    },
+    indexes: both('restocks_one_live'),
+  },
+  {
+    name: "dispatch: a store's past alerts to some addresses come from notifications_by_address",
+    run: ({ dispatch }) => dispatch.sentTo('shop-1.myshopify.com', ['shopper-1@example.com', 'shopper-21@example.com']),
+    sql: {
+      sqlite: 'select "email", "restock_id", "sent_at" from "notifications" where "store_domain" = ? and "email" in (?, ?) and "status" = ?',
+      postgres: 'select "email", "restock_id", "sent_at" from "notifications" where "store_domain" = $1 and "email" in ($2, $3) and "status" = $4',
+    },
+    indexes: both('notifications_by_address'),
+  },
+  {
+    name: 'dispatch: subscriptions already alerted come from notifications_by_subscription',
+    run: ({ dispatch }) => dispatch.alreadySent(['sub_1', 'sub_2']),
+    sql: {
+      sqlite: 'select "subscription_id" from "notifications" where "subscription_id" in (?, ?) and "status" = ?',
+      postgres: 'select "subscription_id" from "notifications" where "subscription_id" in ($1, $2) and "status" = $3',
+    },
+    indexes: both('notifications_by_subscription'),
+  },
+  {
+    name: 'dispatch: alerts held by the plan are counted from notifications_held_by_plan alone',
+    run: ({ dispatch }) => dispatch.countHeldByPlan('shop-6.myshopify.com'),
+    sql: {
+      sqlite: `select count(*) as "n" from "notifications" where "store_domain" = ? and "held_by_plan" = 1 and "status" = 'queued'`,
+      postgres: `select count(*) as "n" from "notifications" where "store_domain" = $1 and "held_by_plan" = 1 and "status" = 'queued'`,
+    },
+    indexes: both('notifications_held_by_plan'),
+  },
+  {
+    name: "dispatch: a store's suppressed addresses are looked up by its key",
+    run: ({ dispatch }) => dispatch.suppressed('shop-1.myshopify.com', ['shopper-1@example.com', 'shopper-21@example.com']),
+    sql: {
+      sqlite: 'select "email", "reason" from "suppressions" where "store_domain" = ? and "email" in (?, ?)',
+      postgres: 'select "email", "reason" from "suppressions" where "store_domain" = $1 and "email" in ($2, $3)',
+    },
+    indexes: { sqlite: ['sqlite_autoindex_suppressions_1'], postgres: ['suppressions_pk'] },
+  },
+  {
+    name: "dispatch: a store's restocks, newest first, in restocks_by_store order",
+    run: ({ dispatch }) => dispatch.listRestocks('shop-1.myshopify.com', 50),
+    sql: {
+      sqlite: 'select * from "restocks" where "store_domain" = ? order by "detected_at" desc limit ?',
+      postgres: 'select * from "restocks" where "store_domain" = $1 order by "detected_at" desc limit $2',
+    },
+    indexes: both('restocks_by_store'),
+    inIndexOrder: true,
+  },
+  {
+    name: "alerts: the waiting subscribers of a variant, in signup order, from the product's active subscriptions",
+    run: ({ waiting }) =>
+      waiting.waiting({ storeDomain: 'shop-1.myshopify.com', includeUnowned: false, productId: 'prod_1', variantId: 'var_1', after: { createdAt: EARLIER, id: 'sub_0' }, limit: 10 }),
+    sql: {
+      sqlite:
+        'select "id", "email", "product_id", "variant_id", "created_at", "store_domain", "locale" from "subscriptions" where "product_id" = ? and "status" = \'active\' and ("variant_id" = ? or "variant_id" is null) and "store_domain" = ? and ("created_at" > ? or ("created_at" = ? and "id" > ?)) order by "created_at", "id" limit ?',
+      postgres:
+        'select "id", "email", "product_id", "variant_id", "created_at", "store_domain", "locale" from "subscriptions" where "product_id" = $1 and "status" = \'active\' and ("variant_id" = $2 or "variant_id" is null) and "store_domain" = $3 and ("created_at" > $4 or ("created_at" = $5 and "id" > $6)) order by "created_at", "id" limit $7',
+    },
+    // PostgreSQL may as well take the partial subscriptions_one_live: it too holds only the
+    // active subscriptions, product first.
+    indexes: { sqlite: ['subscriptions_by_product'], postgres: [['subscriptions_by_product', 'subscriptions_one_live']] },
+  },
+  {
+    name: 'alerts: the live subscription a duplicate signup runs into is one probe of subscriptions_one_live',
+    async run({ alerts }) {
+      const target = { productId: 'prod_1', variantId: 'var_1', email: 'shopper-1@example.com' };
+      await alerts.subscribe(target, { storeDomain: 'shop-1.myshopify.com', agentId: null }, NOW);
+    },
+    statement: 1,
+    sql: {
+      sqlite: `select * from "subscriptions" where "product_id" = ? and coalesce(variant_id, '') = ? and "email" = ? and coalesce(store_domain, agent_id, '') = ? and "status" = 'active'`,
+      postgres: `select * from "subscriptions" where "product_id" = $1 and coalesce(variant_id, '') = $2 and "email" = $3 and coalesce(store_domain, agent_id, '') = $4 and "status" = 'active'`,
+    },
+    indexes: both('subscriptions_one_live'),
+  },
+  {
+    name: "shopify: the webhook queue is claimed through shopify_webhook_events_queue",
+    run: ({ webhooks }) => webhooks.claim(10, 60_000),
+    sql: {
+      sqlite:
+        'select "event_id" from "shopify_webhook_events" where (("status" = ? and ("lease_until" is null or "lease_until" <= ?)) or ("status" = ? and "lease_until" <= ?)) order by "received_at", "event_id" limit ?',
+      postgres:
+        'select "event_id" from "shopify_webhook_events" where (("status" = $1 and ("lease_until" is null or "lease_until" <= $2)) or ("status" = $3 and "lease_until" <= $4)) order by "received_at", "event_id" limit $5 for update skip locked',
+    },
+    indexes: both('shopify_webhook_events_queue'),
+  },
+  {
+    name: "billing: the period's usage is read, and locked on PostgreSQL, by its key",
+    run: ({ billing }) => billing.reserveUsage('shop-1.myshopify.com', '2026-02-01T00:00:00.000Z', 1000, 1),
+    statement: 1,
+    sql: {
+      sqlite: 'select "used" from "plan_usage" where "shop" = ? and "period_start" = ?',
+      postgres: 'select "used" from "plan_usage" where "shop" = $1 and "period_start" = $2 for update',
+    },
+    indexes: { sqlite: ['sqlite_autoindex_plan_usage_1'], postgres: ['plan_usage_pk'] },
+  },
+  {
+    name: "billing: the store's plan is read, and locked on PostgreSQL, before an event changes it",
+    run: ({ billing }) =>
+      billing.applyEvent(
+        'stripe',
+        'evt_plan_lock',
+        'customer.subscription.updated',
+        { shop: 'shop-1.myshopify.com', plan: 'starter', status: 'active', provider: 'stripe', externalId: 'sub_ext', at: NOW, periodStart: NOW, periodEnd: LATER },
+        NOW,
+      ),
+    statement: 1,
+    sql: {
+      sqlite: 'select * from "store_plans" where "shop" = ?',
+      postgres: 'select * from "store_plans" where "shop" = $1 for update',
+    },
+    indexes: { sqlite: ['sqlite_autoindex_store_plans_1'], postgres: ['store_plans_pkey'] },
+  },
+  {
+    name: 'inventory: a variant is found by its inventory item through inventory_variants_by_item',
+    run: ({ inventory }) => inventory.byItem('shop-1.myshopify.com', 'item_1'),
+    sql: {
+      sqlite: 'select * from "inventory_variants" where "store_domain" = ? and "inventory_item_id" = ?',
+      postgres: 'select * from "inventory_variants" where "store_domain" = $1 and "inventory_item_id" = $2',
+    },
+    indexes: both('inventory_variants_by_item'),
+  },
+  {
+    name: "mail: a store's outbox, newest first, from mail_outbox_by_store",
+    run: ({ outbox }) => outbox.listForStore('shop-1.myshopify.com', 20),
+    sql: {
+      sqlite: 'select * from "mail_outbox" where "store_domain" = ? order by "created_at" desc, "id" desc limit ?',
+      postgres: 'select * from "mail_outbox" where "store_domain" = $1 order by "created_at" desc, "id" desc limit $2',
+    },
+    indexes: both('mail_outbox_by_store'),
+  },
+];
+
+for (const dialect of testDialects()) {
+  describe(`indexed queries on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
+    let testDatabase: TestDatabase;
+    let database: Database;
+    let stores: Stores;
+    before(async () => {
+      testDatabase = await createTestDatabase(dialect);
+      database = Database.open(testConfig(testDatabase.url).database);
+      await seed(database);
+      stores = {
+        dispatch: new DispatchStore(database),
+        alerts: new AlertStore(database),
+        waiting: new WaitingStore(database),
+        webhooks: new WebhookEventStore(database),
+        billing: new BillingStore(database),
+        inventory: new InventoryStore(database),
+        outbox: new MailOutboxStore(database),
+      };
+    });
+    after(async () => {
+      await database.close();
+      await testDatabase.drop();
+    });
+
+    for (const query of CASES) {
+      it(query.name, async () => {
+        const statements = await statementsOf(() => query.run(stores));
+        const statement = statements[query.statement ?? 0];
+        assert.ok(statement, `it ran ${statements.length} statements:\n${statements.map((s) => s.sql).join('\n')}`);
+        assert.equal(statement.sql, query.sql[dialect]);
+        const plan = await planOf(database, statement, query.inIndexOrder);
+        for (const index of query.indexes[dialect]) assertUsesIndex(dialect, plan, index);
+        assertNoFullScan(dialect, plan);
+        if (query.inIndexOrder) assertNoSort(dialect, plan);
+      });
+    }
+
+    it('the plan checks see an index lost: a claim ordered other than notifications_queue must sort', async () => {
+      const statement = database.db
+        .selectFrom('notifications')
+        .select('id')
+        .where('status', '=', 'queued')
+        .where('next_attempt_at', '<=', NOW)
+        .orderBy('position')
+        .orderBy('next_attempt_at')
+        .limit(10)
+        .compile();
+      const plan = await planOf(database, statement, true);
+      assert.throws(() => assertNoSort(dialect, plan), /nothing is sorted/);
+    });
+  });
+}
