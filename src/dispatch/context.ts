@@ -30,9 +30,9 @@ export type ContextDeps = Pick<WorkerDeps, 'store' | 'alerts' | 'stores' | 'inve
 
 /**
  * Every read a claimed group needs before anything goes out, in one place: subscriptions still
- * waiting and already alerted, then per store its sending profile, suppressions, recent and
- * per-restock mail, and the stock and description of each product. The rules then decide from
- * this alone.
+ * waiting and already alerted, then per store its sending profile, what it already sent to the
+ * group's addresses, their suppressions, and the stock and description of each product. The
+ * rules then decide from this alone.
  */
 export async function loadClaim(deps: ContextDeps, claimed: NotificationRow[], now: Date): Promise<StoreClaim[]> {
   const subscriptions = claimed.map((row) => row.subscription_id);

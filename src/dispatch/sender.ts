@@ -1,13 +1,12 @@
 import { composeAlert, type Outgoing } from './compose.ts';
 import { groupBy, loadClaim, type StoreClaim } from './context.ts';
+import { Handover } from './handover.ts';
 import { AlertLeases } from './leases.ts';
 import { decideGroup, failureVerdict, withinAllowance } from './rules.ts';
 import { Settler } from './settler.ts';
 import type { NotificationRow } from './store.ts';
 import type { WorkerDeps } from './worker.ts';
 
-/** Alerts handed to the transport and not yet answered, at most (its pool queues them). */
-const MAX_OUTSTANDING_SENDS = 50;
 const SEND_LIMIT_MS = 5 * 60_000;
 
 /**
@@ -30,70 +29,42 @@ export class AlertSender {
    */
   async sendDue(): Promise<number> {
     const { config, log, store } = this.deps;
-    const windowSize = config.claimSize;
     const leases = new AlertLeases(store, this.owner, config.leaseSeconds, log);
     const settler = new Settler(this.deps, this.owner, leases);
-    const sending = new Set<Promise<void>>();
-    // Woken when an alert is settled, instead of Promise.race over everything in flight.
-    let wake: (() => void) | undefined;
-    const wakeUp = () => {
-      const resolve = wake;
-      wake = undefined;
-      resolve?.();
-    };
-    // Composed alerts wait here and go to the transport a few at a time, as sends finish: a
-    // whole claim handed over at once keeps the event loop busy for tens of milliseconds while
-    // every pooled connection waits for its reply to be read.
-    const pending: Outgoing[] = [];
-    let next = 0;
-    let over = false;
-    const pump = () => {
-      // Once stopping (or the pass is over), nothing new is handed over; what is left is given back below.
-      while (!over && !this.stopping() && sending.size < MAX_OUTSTANDING_SENDS && next < pending.length) {
-        const item = pending[next++]!;
-        const promise = this.sendOne(item, settler).finally(() => {
-          sending.delete(promise);
-          pump();
-          wakeUp();
-        });
-        sending.add(promise);
-      }
-      if (next >= 1000 || next === pending.length) {
-        pending.splice(0, next);
-        next = 0;
-      }
-    };
+    const handover = new Handover((item) => this.sendOne(item, settler), () => !this.stopping());
     let handled = 0;
     let exhausted = false;
     const stopRenewing = leases.keepRenewed();
     try {
       for (;;) {
-        if (!this.stopping() && !exhausted && leases.count < windowSize / 2) {
-          const now = new Date();
-          const claimed = await store.claimNotifications(this.owner, now.toISOString(), leases.until(now), windowSize - leases.count);
-          if (claimed.length === 0) exhausted = true;
-          else {
-            handled += claimed.length;
-            leases.hold(claimed);
-            pending.push(...(await this.prepare(claimed, settler)));
-            pump();
+        if (!this.stopping() && !exhausted && leases.count < config.claimSize / 2) {
+          const claimed = await this.claim(leases, config.claimSize - leases.count);
+          exhausted = claimed.length === 0;
+          handled += claimed.length;
+          if (!exhausted) {
+            handover.add(await this.prepare(claimed, settler));
             continue;
           }
         }
-        // Done when nothing is in flight and nothing more will be handed over. Sends that ended
-        // during a claim woke no one, so this is checked before every wait.
-        if (sending.size === 0 && (next === pending.length || this.stopping())) break;
-        await new Promise<void>((resolve) => (wake = resolve));
+        // Checked before every wait: sends that ended during a claim woke no one.
+        if (handover.done) break;
+        await handover.nextAnswer();
       }
     } finally {
-      over = true;
       // Leases stay renewed until the alerts in flight are answered and recorded.
-      await Promise.allSettled(sending);
+      const unsent = await handover.close();
       await settler.flush();
       stopRenewing();
-      await this.giveBack(pending.slice(next), leases);
+      await this.giveBack(unsent, leases);
     }
     return handled;
+  }
+
+  private async claim(leases: AlertLeases, limit: number): Promise<NotificationRow[]> {
+    const now = new Date();
+    const claimed = await this.deps.store.claimNotifications(this.owner, now.toISOString(), leases.until(now), limit);
+    leases.hold(claimed);
+    return claimed;
   }
 
   /**

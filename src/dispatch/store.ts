@@ -327,15 +327,6 @@ export class DispatchStore {
     return Number(row.n);
   }
 
-  /**
-   * The held count under its former name, which DispatchService still calls; the prefix is no
-   * longer looked at (the column says it).
-   * @deprecated use countHeldByPlan
-   */
-  countQueuedWith(storeDomain: string, _prefix: string): Promise<number> {
-    return this.countHeldByPlan(storeDomain);
-  }
-
   async countsByStatus(storeDomain: string): Promise<Record<string, number>> {
     const rows = await this.database.db
       .selectFrom('notifications')
