@@ -9,7 +9,6 @@ import { sharedGates } from './core/http/gates.ts';
 import { redactUrl } from './core/http/log-redaction.ts';
 import { openMailTransport, type MailTransport } from './core/mail/transport.ts';
 import { Problem } from './core/problems.ts';
-import { registerOpenApi } from './discovery/openapi.ts';
 import { buildWebFeatures, type Domain } from './features.ts';
 
 export interface AppOptions {
@@ -68,7 +67,6 @@ export async function buildApp(config: Config, database: Database, options: AppO
     }
   });
 
-  await registerOpenApi(app, config.baseUrl);
   installErrorHandling(app, config.baseUrl, config.bodyLimitBytes);
 
   const mail = options.mail ?? openMailTransport({ smtpUrl: config.smtpUrl, from: config.mailFrom, database, poolSize: config.dispatch.smtpPoolSize });

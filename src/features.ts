@@ -75,6 +75,8 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
   });
   if (shopify.billing) billing.service.useShopify(shopify.billing);
   const payments = buildPayments(config, database, serviceSecret, log, stripe);
+  // In the order their routes register (the API index lists operations so).
+  const served = { stores, inventory, dispatch, shopify, alerts, payments, billing };
 
   const worker = buildDispatchWorker({
     config,
@@ -85,10 +87,9 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
     inventory: inventory.service,
     stores: stores.service,
     quota: billing.service,
-    jobs: [shopify, payments].flatMap((feature) => feature.jobs),
+    jobs: Object.values(served).flatMap((feature: Feature<unknown>) => feature.jobs ?? []),
   });
-  // The order their routes register in (the API index lists operations so).
-  const built = { stores, inventory, dispatch, shopify, alerts, payments, billing, worker };
+  const built = { ...served, worker };
   return {
     built,
     features: Object.values(built),

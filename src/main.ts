@@ -1,14 +1,13 @@
 import pino from 'pino';
 import { rotateSigningKey, unbindFormerOwnersAgents } from './agents/feature.ts';
-import { ConfigError, loadConfig } from './config.ts';
+import { ConfigError, loadConfig, type Config } from './config.ts';
 import { Database } from './core/db/database.ts';
 import { openMailTransport } from './core/mail/transport.ts';
 import { ValidationFailed } from './core/problems.ts';
 import { dashboardSignIn } from './dashboard/feature.ts';
 import { buildDomainFeatures } from './features.ts';
 import { startServer } from './server.ts';
-import { StoreService } from './stores/service.ts';
-import { StoreStore } from './stores/store.ts';
+import { storeService } from './stores/feature.ts';
 
 const USAGE = `Restock: back-in-stock alerts for e-commerce stores.
 
@@ -92,8 +91,8 @@ async function migrate(): Promise<void> {
 }
 
 /** Runs `work` against the migrated database, then closes it. */
-async function withDatabase<T>(work: (database: Database) => Promise<T>): Promise<T> {
-  const database = Database.open(loadConfig().database);
+async function withDatabase<T>(config: Config, work: (database: Database) => Promise<T>): Promise<T> {
+  const database = Database.open(config.database);
   try {
     await database.migrate();
     return await work(database);
@@ -110,9 +109,10 @@ async function storeCommand(args: string[]): Promise<number> {
     process.stderr.write('Usage: restock store create <domain> --owner <email>\n');
     return 2;
   }
+  const config = loadConfig();
   try {
-    const { store, unbound } = await withDatabase(async (database) => {
-      const created = await new StoreService(new StoreStore(database)).createStore(domain, owner);
+    const { store, unbound } = await withDatabase(config, async (database) => {
+      const created = await storeService(config, database).createStore(domain, owner);
       return { store: created, unbound: await unbindFormerOwnersAgents(database, created.domain, created.ownerEmail) };
     });
     console.log(`Store ${store.domain} is owned by ${store.ownerEmail}.`);
@@ -132,10 +132,10 @@ async function dashboardCommand(args: string[]): Promise<number> {
     return 2;
   }
   const config = loadConfig();
-  const issued = await withDatabase(async (database) => {
+  const issued = await withDatabase(config, async (database) => {
     const mail = openMailTransport({ smtpUrl: config.smtpUrl, from: config.mailFrom, database, poolSize: 1 });
     try {
-      return await dashboardSignIn({ config, database, mail, stores: new StoreService(new StoreStore(database)) }).issueLink(domain);
+      return await dashboardSignIn({ config, database, mail, stores: storeService(config, database) }).issueLink(domain);
     } finally {
       await mail.close();
     }
@@ -154,7 +154,7 @@ async function keysCommand(args: string[]): Promise<number> {
     return 2;
   }
   const config = loadConfig();
-  const kid = await withDatabase((database) => rotateSigningKey(config, database));
+  const kid = await withDatabase(config, (database) => rotateSigningKey(config, database));
   console.log(`New signing key ${kid}. Running processes pick it up within a minute.`);
   return 0;
 }

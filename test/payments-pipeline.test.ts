@@ -22,6 +22,7 @@ import { paymentGate } from '../src/payments/gate.ts';
 import { MppAcceptance, PaymentNetworkUnreachable, verificationRefusal } from '../src/payments/mpp.ts';
 import { priceSheets, type PaidOperation } from '../src/payments/offers.ts';
 import { declarationOf, paidOperations } from '../src/payments/paid-operations.ts';
+import { paidToolNames } from '../src/mcp/tools.ts';
 import { PaymentPipeline, type Accepted, type PaidCall, type Refused, type Served, type TransportProof } from '../src/payments/pipeline.ts';
 import { PaymentService, type Acceptance, type AcceptedPayment, type PaidRequest, type PaidResource, type PaymentRequired, type Settlement } from '../src/payments/service.ts';
 
@@ -253,6 +254,11 @@ describe('the HTTP gate', () => {
       appWith([after('identity-gate'), after('idempotency-gate'), gate()], 'refundEverything').then((app) => app.ready()),
       /"refundEverything" is not a declared paid operation/,
     );
+  });
+
+  it('refuses at start-up an MCP tool whose payment operation has no declaration, as it does a route', () => {
+    const tool = { name: 'refund_everything', paid: 'refundEverything' as PaidOperation };
+    assert.throws(() => paidToolNames([tool] as unknown as Parameters<typeof paidToolNames>[0]), /"refundEverything" is not a declared paid operation/);
   });
 });
 

@@ -2,6 +2,7 @@ import fp from 'fastify-plugin';
 import type { Config } from '../config.ts';
 import type { Feature } from '../core/feature.ts';
 import { loadSkills } from './agent-skills.ts';
+import { registerOpenApi } from './openapi.ts';
 import { frontDoorRoutes } from './front-door-routes.ts';
 import { collectOperations, discoveryRoutes, type Operation } from './routes.ts';
 
@@ -13,10 +14,11 @@ import { collectOperations, discoveryRoutes, type Operation } from './routes.ts'
 export function buildDiscovery({ config }: { config: Config }): Feature<undefined> {
   const operations: Operation[] = [];
   const operationIndex = fp(async (app) => collectOperations(app, operations), { name: 'operation-index', fastify: '5.x' });
+  const openApi = fp(async (app) => registerOpenApi(app, config.baseUrl), { name: 'openapi', fastify: '5.x' });
   const site = { serviceName: config.serviceName, baseUrl: config.baseUrl, operations };
   return {
     service: undefined,
-    plugins: [operationIndex],
+    plugins: [openApi, operationIndex],
     routes: [discoveryRoutes(site), frontDoorRoutes({ ...site, skills: loadSkills(config.baseUrl) })],
   };
 }

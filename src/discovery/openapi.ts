@@ -9,8 +9,8 @@ type OpenApiDocument = Record<string, unknown> & { paths?: Record<string, Record
 type OperationObject = { operationId?: string; responses?: Record<string, { content?: Record<string, unknown> }>; 'x-payment-info'?: unknown };
 
 /**
- * Registers the OpenAPI 3.1 generator. Call before the routes register: it documents every route
- * from the zod schemas that validate it.
+ * Registers the OpenAPI 3.1 generator (the discovery feature's `openapi` plugin, loaded before any
+ * route): it documents every route from the zod schemas that validate it.
  */
 export async function registerOpenApi(app: FastifyInstance, baseUrl: string): Promise<void> {
   await app.register(swagger, {

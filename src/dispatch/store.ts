@@ -1,3 +1,5 @@
+// Longer than most files on purpose: every query of the three dispatch tables (restocks, the
+// notification ledger, suppressions) in one place, where their indexes are chosen together.
 import { sql } from 'kysely';
 import { chunks } from '../core/chunks.ts';
 import type { Database, Trx } from '../core/db/database.ts';

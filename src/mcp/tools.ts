@@ -5,10 +5,11 @@ import { checkoutPlanBody, checkoutPlanResponse } from '../billing/schemas.ts';
 import type { Scope } from '../agents/scopes.ts';
 import { API_VERSION } from '../discovery/openapi.ts';
 import { alertQueueSchema } from '../dispatch/schemas.ts';
-import type { Domain } from '../domain.ts';
+import type { Domain } from '../features.ts';
 import type { Caller } from '../core/http/caller.ts';
 import { Problem } from '../core/problems.ts';
 import type { PaidOperation } from '../payments/offers.ts';
+import { declarationOf } from '../payments/paid-operations.ts';
 import type { PaymentService } from '../payments/service.ts';
 import { payForToolCall, type ToolResult } from './paid-tools.ts';
 import { reportInventoryBody, reportInventoryResponse, stockResponse } from '../inventory/schemas.ts';
@@ -172,7 +173,12 @@ function toolError(err: Problem): ToolResult {
   return { isError: true, content: [{ type: 'text', text: `${err.title}: ${err.detail}` }], structuredContent: problem };
 }
 
-/** Tools a caller without a token may call (and pay for). */
+/**
+ * Tools a caller without a token may call (and pay for). Each must name a declared paid
+ * operation, as the HTTP routes must: one without a declaration fails here, at start-up.
+ */
 export function paidToolNames(tools: RestockTool[]): Set<string> {
-  return new Set((tools as Array<Tool<z.ZodObject, z.ZodType>>).filter((t) => t.paid).map((t) => t.name));
+  const paid = (tools as Array<Tool<z.ZodObject, z.ZodType>>).filter((t) => t.paid);
+  for (const t of paid) declarationOf(t.paid!);
+  return new Set(paid.map((t) => t.name));
 }

@@ -76,6 +76,8 @@ const RECONCILE_BATCH = 100;
  */
 export class PaymentService {
   private readonly plainRequirements = new Map<string, X402PaymentRequired>();
+  /** The plain 402's reason per operation: the offers and the gaps are fixed at start-up. */
+  private readonly howTo = new Map<string, Problem>();
   private readonly gaps: Unavailable[];
 
   constructor(
@@ -153,10 +155,15 @@ export class PaymentService {
   }
 
   private howToPay(operation: PaidOperation, anyOffer: boolean): Problem {
-    const sheet = priceSheets[operation];
-    const howTo = `${sheet.description}: USD ${(sheet.usdCents / 100).toFixed(2)}. Pay with x402 (PAYMENT-SIGNATURE) or MPP (Authorization: Payment), or call with an access token from /api/agent/register.`;
-    const detail = anyOffer ? howTo : `${howTo} No payment method is configured on this deployment: ${this.gaps.map((g) => g.reason).join(' ')}`;
-    return new Problem('payment-required', detail);
+    const key = `${operation} ${anyOffer}`;
+    let reason = this.howTo.get(key);
+    if (!reason) {
+      const sheet = priceSheets[operation];
+      const howTo = `${sheet.description}: USD ${(sheet.usdCents / 100).toFixed(2)}. Pay with x402 (PAYMENT-SIGNATURE) or MPP (Authorization: Payment), or call with an access token from /api/agent/register.`;
+      reason = new Problem('payment-required', anyOffer ? howTo : `${howTo} No payment method is configured on this deployment: ${this.gaps.map((g) => g.reason).join(' ')}`);
+      this.howTo.set(key, reason);
+    }
+    return reason;
   }
 
   private async acceptX402(payload: PaymentPayload, request: PaidRequest): Promise<AcceptedPayment> {

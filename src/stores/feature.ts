@@ -16,9 +16,14 @@ export interface StoresDeps {
 
 /** Stores, their owners and settings. */
 export function buildStores({ config, database, planUsage }: StoresDeps): Feature<StoreService> {
-  const service = new StoreService(new StoreStore(database), {
+  const service = storeService(config, database);
+  return { service, routes: [storeRoutes(service, planUsage)] };
+}
+
+/** The stores' service alone, for the commands that need no app (`restock store create`, `dashboard link`). */
+export function storeService(config: Config, database: Database): StoreService {
+  return new StoreService(new StoreStore(database), {
     secrets: SecretBox.fromKey(config.encryptionKey),
     defaults: config.dispatch.defaults,
   });
-  return { service, routes: [storeRoutes(service, planUsage)] };
 }
