@@ -20,7 +20,7 @@ import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import nodemailer from 'nodemailer';
 import { parseConnectionUrl } from 'nodemailer/lib/shared/index.js';
-import { renderAlert } from '../src/dispatch/templates.ts';
+import { renderNotification } from '../src/dispatch/templates.ts';
 
 export type BaselineEvent = { type: 'ready' } | { type: 'sent'; ok: number; failed: number; firstError: string | null };
 
@@ -74,7 +74,7 @@ function message(n: number) {
   const email = `${prefix}${n}@example.com`;
   const id = `${String(n).padStart(10, '0')}${randomBytes(8).toString('hex').slice(0, 16)}`;
   const unsubscribeUrl = `http://localhost:3000/unsubscribe/sub_${id}.${mac}`;
-  const content = renderAlert(
+  const content = renderNotification(
     {
       shop: 'fanout-bench.myshopify.com',
       productTitle: 'Fan-out Widget',

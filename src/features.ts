@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { buildAgents } from './agents/feature.ts';
 import { buildAlerts } from './alerts/feature.ts';
-import type { AlertService } from './alerts/service.ts';
+import type { SubscriptionService } from './alerts/service.ts';
 import { buildBilling } from './billing/feature.ts';
 import type { BillingService } from './billing/service.ts';
 import type { Config } from './config.ts';
@@ -30,7 +30,7 @@ import type { StoreService } from './stores/service.ts';
 /** The services of the product's features, shared by the HTTP app, the MCP tools and `restock worker`. */
 export interface Domain {
   stores: StoreService;
-  alerts: AlertService;
+  alerts: SubscriptionService;
   inventory: InventoryService;
   dispatch: DispatchService;
   shopify: ShopifyFeature;

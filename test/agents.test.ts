@@ -33,7 +33,7 @@ import {
 } from './fixtures/agents.ts';
 import { startIdentityProvider, type IdJagClaims, type TestIdentityProvider } from './fixtures/identity-provider.ts';
 import { startSmtpSink, type SmtpSink } from './fixtures/smtp-sink.ts';
-import { MailOutboxStore } from '../src/core/mail/outbox-store.ts';
+import { MailOutboxRepository } from '../src/core/mail/outbox-repository.ts';
 
 failOnLeakedHandles();
 
@@ -208,7 +208,7 @@ for (const dialect of testDialects()) {
 
     describe('registration with a verified e-mail', () => {
       const maxAttempts = () => t.config.agents.claimCodeMaxAttempts;
-      const outbox = () => new MailOutboxStore(t.database);
+      const outbox = () => new MailOutboxRepository(t.database);
 
       it('is pending, without a credential, and mails a code to the address', async () => {
         const email = uniqueEmail();

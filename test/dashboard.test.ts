@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { after, before, describe, it } from './fixtures/suites.ts';
 import type { LightMyRequestResponse } from 'fastify';
-import { MailOutboxStore } from '../src/core/mail/outbox-store.ts';
+import { MailOutboxRepository } from '../src/core/mail/outbox-repository.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { dialectSkip, startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
 import { installByTokenExchange } from './fixtures/shopify-app.ts';
@@ -92,7 +92,7 @@ async function createStore(t: TestApp, shop = newShop(), owner = newEmail('owner
 async function requestLink(t: TestApp, shop: string, owner: string): Promise<string> {
   const asked = await postForm(t, SIGN_IN, { shop });
   assertHtml(asked, 200);
-  const mail = await new MailOutboxStore(t.database).latestFor(owner, 'dashboard-sign-in');
+  const mail = await new MailOutboxRepository(t.database).latestFor(owner, 'dashboard-sign-in');
   assert.ok(mail, 'the owner got a sign-in mail');
   const link = /http:\/\/restock\.test(\/dashboard\/sign-in\/[A-Za-z0-9_-]+)/.exec(mail.text);
   assert.ok(link, mail.text);
@@ -165,7 +165,7 @@ for (const dialect of testDialects()) {
 
         const before = await t.counts();
         const link = await requestLink(t, shop, owner);
-        const mail = (await new MailOutboxStore(t.database).latestFor(owner, 'dashboard-sign-in'))!;
+        const mail = (await new MailOutboxRepository(t.database).latestFor(owner, 'dashboard-sign-in'))!;
         assert.equal(mail.to, owner);
         assert.equal(mail.storeDomain, shop);
         assert.match(mail.subject, new RegExp(shop.replace(/\./g, '\\.')));
@@ -507,7 +507,7 @@ for (const dialect of testDialects()) {
         const shopper = newEmail('outbox');
         await subscribeShopper(t, shop, productId, variantId, shopper);
         await restock(t, shop, productId, variantId, 1);
-        const alert = (await new MailOutboxStore(t.database).latestFor(shopper, 'restock-alert'))!;
+        const alert = (await new MailOutboxRepository(t.database).latestFor(shopper, 'restock-alert'))!;
         assert.ok(alert);
 
         const list = await getPage(t, '/dashboard/outbox', cookie);
@@ -651,7 +651,7 @@ for (const dialect of testDialects()) {
         assert.equal(byEmail[stored]?.status, 'skipped');
         assert.match(byEmail[stored]?.outcome ?? '', /suppressed/);
         assert.equal(byEmail[allowed]?.status, 'sent');
-        assert.equal(await new MailOutboxStore(t.database).latestFor(stored, 'restock-alert'), undefined);
+        assert.equal(await new MailOutboxRepository(t.database).latestFor(stored, 'restock-alert'), undefined);
 
         const removed = await postForm(t, '/dashboard/suppressions/remove', { csrf, email: stored }, cookie);
         assert.equal(removed.statusCode, 303);
@@ -719,7 +719,7 @@ for (const dialect of testDialects()) {
       assert.equal(third.statusCode, 429, third.body);
       assert.ok(Number(third.headers['retry-after']) > 0, String(third.headers['retry-after']));
       assert.deepEqual(await t.tableDigests(), before);
-      assert.equal((await new MailOutboxStore(t.database).listFor(owner)).length, 2);
+      assert.equal((await new MailOutboxRepository(t.database).listFor(owner)).length, 2);
       assertHtml(await getPage(t, SIGN_IN), 200);
     });
   });
@@ -737,7 +737,7 @@ for (const dialect of testDialects()) {
       for (let i = 0; i < 8; i++) pages.push(await postForm(t, SIGN_IN, { shop }));
       for (const res of pages) assertHtml(res, 200);
       assert.equal(new Set(pages.map((res) => res.body)).size, 1, 'the same page every time');
-      assert.equal((await new MailOutboxStore(t.database).listFor(owner)).length, 5);
+      assert.equal((await new MailOutboxRepository(t.database).listFor(owner)).length, 5);
     });
   });
 

@@ -10,8 +10,8 @@ import { call, expectStatus, storeWithAgent, uniqueEmail, type StoreAgent } from
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { eventually } from './fixtures/network.ts';
 import type { MailMessage, MailTransport } from '../src/core/mail/transport.ts';
-import { AlertSenders } from '../src/dispatch/senders.ts';
-import { DispatchStore, type NotificationRow } from '../src/dispatch/store.ts';
+import { NotificationSenders } from '../src/dispatch/senders.ts';
+import { DispatchRepository, type NotificationRow } from '../src/dispatch/repository.ts';
 import { DispatchWorker } from '../src/dispatch/worker.ts';
 
 failOnLeakedHandles();
@@ -49,7 +49,7 @@ class HeldTransport implements MailTransport {
 }
 
 /** The ledger store, with a hook run once inside the next claim of alerts: in the middle of a turn. */
-class ClaimHookStore extends DispatchStore {
+class ClaimHookRepository extends DispatchRepository {
   duringNextClaim: (() => Promise<unknown>) | undefined;
 
   override async claimNotifications(owner: string, now: string, leaseUntil: string, limit: number): Promise<NotificationRow[]> {
@@ -82,16 +82,16 @@ for (const dialect of testDialects()) {
     afterEach(() => t.close());
 
     /** A worker over the app's services, sending through `transport`. */
-    function workerWith(transport: MailTransport, options: { store?: DispatchStore; pollMs?: number } = {}): DispatchWorker {
+    function workerWith(transport: MailTransport, options: { store?: DispatchRepository; pollMs?: number } = {}): DispatchWorker {
       const { billing, dispatch, alerts, inventory, stores } = t.app.restock;
       return new DispatchWorker({
         quota: billing,
-        store: options.store ?? new DispatchStore(t.database),
+        store: options.store ?? new DispatchRepository(t.database),
         dispatch,
         alerts,
         inventory,
         stores,
-        senders: new AlertSenders(transport, 'Restock <alerts@restock.test>', 1),
+        senders: new NotificationSenders(transport, 'Restock <alerts@restock.test>', 1),
         config: { ...t.config.dispatch, ...(options.pollMs === undefined ? {} : { pollMs: options.pollMs }) },
         log: t.app.log,
         jobs: [],
@@ -119,7 +119,7 @@ for (const dialect of testDialects()) {
     it('a wake-up during a turn is kept: work queued then goes out without waiting for the poll interval', async () => {
       const w = await waiting(1);
       const transport = new HeldTransport();
-      const store = new ClaimHookStore(t.database);
+      const store = new ClaimHookRepository(t.database);
       let reportedDuringTurn = false;
       // The restock arrives after this turn has looked for restocks to plan, so only the wake-up
       // its report sends can bring the worker back before the hour-long poll interval is over.
@@ -191,7 +191,7 @@ for (const dialect of testDialects()) {
       await w.restock();
       const transport = new HeldTransport();
       transport.hold();
-      const store = new ClaimHookStore(t.database);
+      const store = new ClaimHookRepository(t.database);
       const worker = workerWith(transport, { store });
       let stopped: Promise<void> | undefined;
       // The first claim takes all 60; during the next, the worker is told to stop and every send

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from './fixtures/suites.ts';
 import { Database } from '../src/core/db/database.ts';
-import { MailOutboxStore } from '../src/core/mail/outbox-store.ts';
+import { MailOutboxRepository } from '../src/core/mail/outbox-repository.ts';
 import { parseSmtpUrl, SmtpUrlError } from '../src/core/mail/smtp-url.ts';
 import { MailDeliveryError, openMailTransport, type MailMessage, type MailTransport } from '../src/core/mail/transport.ts';
 import { createTestDatabase, dialectSkip, testConfig, testDialects, type TestDatabase } from './fixtures/app.ts';
@@ -29,12 +29,12 @@ for (const dialect of testDialects()) {
     let testDatabase: TestDatabase;
     let database: Database;
     let transport: MailTransport;
-    let outbox: MailOutboxStore;
+    let outbox: MailOutboxRepository;
     before(async () => {
       testDatabase = await createTestDatabase(dialect);
       database = Database.open(testConfig(testDatabase.url).database);
       transport = openMailTransport({ smtpUrl: undefined, from: FROM, database });
-      outbox = new MailOutboxStore(database);
+      outbox = new MailOutboxRepository(database);
     });
     after(async () => {
       await transport.close();

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from './fixtures/suites.ts';
 import fc from 'fast-check';
 import { nextPlanState, type PlanEvent, type PlanStatus } from '../src/billing/plan-state.ts';
-import type { StorePlanRow } from '../src/billing/store.ts';
+import type { StorePlanRow } from '../src/billing/repository.ts';
 
 const NOW = '2026-11-22T12:00:00.000Z';
 const at = (minute: number) => new Date(Date.UTC(2026, 10, 22, 10, minute)).toISOString();
@@ -69,7 +69,7 @@ describe('plan states', () => {
 // Generated histories: subscriptions at Stripe and at Shopify, each living a lifecycle its
 // provider really reports, with equal provider times, our own "checkout started" dated at the
 // epoch, delivered in any order and some events twice. They go through a ledger of event ids,
-// as BillingStore.applyEvent records them (billing_events), and each step and each end state is
+// as BillingRepository.applyEvent records them (billing_events), and each step and each end state is
 // checked against the rules in docs/plans.md.
 // ---------------------------------------------------------------------------------------------
 

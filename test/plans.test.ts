@@ -248,7 +248,7 @@ for (const dialect of testDialects()) {
 
     it('concurrent reservations never grant beyond the allowance', async () => {
       const domain = uniqueDomain('race');
-      const grants = await Promise.all(Array.from({ length: 12 }, () => t.app.restock.billing.reserveAlerts(domain, 1, true)));
+      const grants = await Promise.all(Array.from({ length: 12 }, () => t.app.restock.billing.reserveNotifications(domain, 1, true)));
       assert.equal(grants.reduce((sum, g) => sum + g.granted, 0), 3);
       assert.ok(grants.filter((g) => g.granted === 0).every((g) => /used up/.test(g.reason ?? '')));
     });

@@ -9,14 +9,14 @@ import assert from 'node:assert/strict';
 import { CompiledQuery, DefaultQueryExecutor, sql } from 'kysely';
 import { after, before, describe, it } from './fixtures/suites.ts';
 import { createTestDatabase, dialectSkip, testConfig, testDialects, type TestDatabase } from './fixtures/app.ts';
-import { AlertStore, WaitingStore } from '../src/alerts/store.ts';
-import { BillingStore } from '../src/billing/store.ts';
+import { SubscriptionRepository, WaitingRepository } from '../src/alerts/repository.ts';
+import { BillingRepository } from '../src/billing/repository.ts';
 import { Database } from '../src/core/db/database.ts';
 import type { Dialect } from '../src/core/db/dialect.ts';
-import { MailOutboxStore } from '../src/core/mail/outbox-store.ts';
-import { DispatchStore, type NotificationRow, type RestockRow } from '../src/dispatch/store.ts';
-import { InventoryStore } from '../src/inventory/store.ts';
-import { WebhookEventStore } from '../src/shopify/webhook-events.ts';
+import { MailOutboxRepository } from '../src/core/mail/outbox-repository.ts';
+import { DispatchRepository, type NotificationRow, type RestockRow } from '../src/dispatch/repository.ts';
+import { InventoryRepository } from '../src/inventory/repository.ts';
+import { WebhookEventRepository } from '../src/shopify/webhook-events.ts';
 
 interface Statement {
   sql: string;
@@ -212,13 +212,13 @@ async function seed(database: Database): Promise<void> {
 }
 
 interface Stores {
-  dispatch: DispatchStore;
-  alerts: AlertStore;
-  waiting: WaitingStore;
-  webhooks: WebhookEventStore;
-  billing: BillingStore;
-  inventory: InventoryStore;
-  outbox: MailOutboxStore;
+  dispatch: DispatchRepository;
+  alerts: SubscriptionRepository;
+  waiting: WaitingRepository;
+  webhooks: WebhookEventRepository;
+  billing: BillingRepository;
+  inventory: InventoryRepository;
+  outbox: MailOutboxRepository;
 }
 
 interface PlanCase {
@@ -426,13 +426,13 @@ for (const dialect of testDialects()) {
       database = Database.open(testConfig(testDatabase.url).database);
       await seed(database);
       stores = {
-        dispatch: new DispatchStore(database),
-        alerts: new AlertStore(database),
-        waiting: new WaitingStore(database),
-        webhooks: new WebhookEventStore(database),
-        billing: new BillingStore(database),
-        inventory: new InventoryStore(database),
-        outbox: new MailOutboxStore(database),
+        dispatch: new DispatchRepository(database),
+        alerts: new SubscriptionRepository(database),
+        waiting: new WaitingRepository(database),
+        webhooks: new WebhookEventRepository(database),
+        billing: new BillingRepository(database),
+        inventory: new InventoryRepository(database),
+        outbox: new MailOutboxRepository(database),
       };
     });
     after(async () => {

@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import type { LightMyRequestResponse } from 'fastify';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { dialectSkip, rowsIn, startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
-import { MailOutboxStore } from '../src/core/mail/outbox-store.ts';
+import { MailOutboxRepository } from '../src/core/mail/outbox-repository.ts';
 
 failOnLeakedHandles();
 
@@ -240,7 +240,7 @@ for (const dialect of testDialects()) {
         await t.app.restock.inventory.reportStock(shop, [{ ...report, available: 0 }], SOURCE);
         await t.app.restock.inventory.reportStock(shop, [{ ...report, available: 10 }], SOURCE);
         await t.runWorker();
-        const outbox = new MailOutboxStore(t.database);
+        const outbox = new MailOutboxRepository(t.database);
         assert.equal((await outbox.latestFor(french))?.subject, 'Teapot est de nouveau en stock');
         assert.equal((await outbox.latestFor(unsaid))?.subject, 'Teapot ist wieder auf Lager', 'no language given: the store’s');
       });

@@ -11,7 +11,7 @@ import { agentRoutes } from './routes.ts';
 import { storeScopes } from './scopes.ts';
 import { AgentService } from './service.ts';
 import { RETIREMENT_SLACK_MS, SigningKeys } from './signing-keys.ts';
-import { AgentStore } from './store.ts';
+import { AgentRepository } from './repository.ts';
 
 /** Re-read signing keys (another process may have rotated) and drop expired records this often. */
 const MAINTENANCE_EVERY_MS = 60_000;
@@ -35,7 +35,7 @@ export function longestTokenMs(agents: Config['agents']): number {
  * in front of scoped routes (`identity-gate`), and the well-known metadata.
  */
 export async function buildAgents({ config, database, mail, stores, mtlsBaseUrl }: AgentsDeps): Promise<Feature<AgentService> & { gate: BearerGate }> {
-  const store = new AgentStore(database);
+  const store = new AgentRepository(database);
   const longestToken = longestTokenMs(config.agents);
   const keys = new SigningKeys(store, longestToken);
   await keys.load(config.agents.signingKeyMaxAgeDays);
@@ -80,10 +80,10 @@ export async function buildAgents({ config, database, mail, stores, mtlsBaseUrl 
 
 /** `restock keys rotate`: a new signing key; running processes pick it up at their next refresh. */
 export function rotateSigningKey(config: Config, database: Database): Promise<string> {
-  return new SigningKeys(new AgentStore(database), longestTokenMs(config.agents)).rotate();
+  return new SigningKeys(new AgentRepository(database), longestTokenMs(config.agents)).rotate();
 }
 
 /** After `restock store create` gives a store a new owner: agents its former owner bound no longer reach it. */
 export function unbindFormerOwnersAgents(database: Database, shop: string, owner: string): Promise<number> {
-  return new AgentStore(database).unbindStoreAgents(shop, owner, storeScopes);
+  return new AgentRepository(database).unbindStoreAgents(shop, owner, storeScopes);
 }

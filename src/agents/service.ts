@@ -15,7 +15,7 @@ import { ClaimFailed, InvalidGrant, InvalidRequest, InvalidToken } from './error
 import { ID_JAG_TOKEN_TYPE, type IdentityAssertions, type VerifiedAssertion } from './identity-assertions.ts';
 import type { AgentView, ClaimInput, RegisterAgentInput } from './schemas.ts';
 import { formatScopes, grantScopes, parseScopes, postClaimScopes, preClaimScopes, storeScopes, type Scope } from './scopes.ts';
-import type { AgentRow, AgentStore, ClaimAttemptRow } from './store.ts';
+import type { AgentRow, AgentRepository, ClaimAttemptRow } from './repository.ts';
 
 /** How many claim codes one claim token may ask for, so a claim URL cannot be used to flood an inbox. */
 const MAX_CLAIM_CODES = 5;
@@ -41,7 +41,7 @@ interface ClaimOffer {
 }
 
 interface Deps {
-  store: AgentStore;
+  store: AgentRepository;
   stores: StoreService;
   tokens: AccessTokens;
   assertions: IdentityAssertions;

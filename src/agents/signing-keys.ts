@@ -1,7 +1,7 @@
 import { exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
 import { nowIso } from '../core/clock.ts';
 import { newId } from '../core/ids.ts';
-import type { AgentStore, SigningKeyRow } from './store.ts';
+import type { AgentRepository, SigningKeyRow } from './repository.ts';
 
 const ALG = 'ES256';
 /** How often, at most, this process re-reads the keys on demand (an unknown kid, a JWKS request). */
@@ -32,7 +32,7 @@ export class SigningKeys {
   private lastReload = 0;
 
   constructor(
-    private readonly store: AgentStore,
+    private readonly store: AgentRepository,
     /** The longest a token lives: how long a retired key must keep verifying. */
     private readonly maxTokenLifetimeMs: number,
   ) {}

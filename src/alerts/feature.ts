@@ -3,8 +3,8 @@ import type { Database } from '../core/db/database.ts';
 import type { Feature } from '../core/feature.ts';
 import type { TokenSigner } from '../core/signed-token.ts';
 import { alertRoutes } from './routes.ts';
-import { AlertService } from './service.ts';
-import { AlertStore, WaitingStore } from './store.ts';
+import { SubscriptionService } from './service.ts';
+import { SubscriptionRepository, WaitingRepository } from './repository.ts';
 import { unsubscribeRoutes } from './unsubscribe-routes.ts';
 
 export interface AlertsDeps {
@@ -15,7 +15,7 @@ export interface AlertsDeps {
 }
 
 /** Alert subscriptions: subscribeAlert and its reads, and the one-click unsubscribe page. */
-export function buildAlerts({ config, database, signer }: AlertsDeps): Feature<AlertService> {
-  const service = new AlertService(new AlertStore(database), new WaitingStore(database), signer, config.baseUrl);
+export function buildAlerts({ config, database, signer }: AlertsDeps): Feature<SubscriptionService> {
+  const service = new SubscriptionService(new SubscriptionRepository(database), new WaitingRepository(database), signer, config.baseUrl);
   return { service, routes: [alertRoutes(service), unsubscribeRoutes(service)] };
 }

@@ -2,10 +2,10 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { problemResponses } from '../core/http/openapi-responses.ts';
 import { subscribeAlertBody, subscribeAlertResponse, subscriptionParams, subscriptionSchema } from './schemas.ts';
-import type { AlertService } from './service.ts';
+import type { SubscriptionService } from './service.ts';
 
 /** The alert subscription API under /api/v1/alerts. */
-export function alertRoutes(service: AlertService) {
+export function alertRoutes(service: SubscriptionService) {
   return async function (app: FastifyInstance) {
     const api = app.withTypeProvider<ZodTypeProvider>();
 

@@ -5,7 +5,7 @@ import { canSee, ownStore, storeForWrite, type Caller } from '../core/http/calle
 import { Conflict, Forbidden, NotFound } from '../core/problems.ts';
 import type { TokenSigner } from '../core/signed-token.ts';
 import type { SubscribeAlertInput, Subscription } from './schemas.ts';
-import type { AlertStore, SubscriptionRow, WaitingOrder, WaitingQuery, WaitingStore, WaitingSubscriber } from './store.ts';
+import type { SubscriptionRepository, SubscriptionRow, WaitingOrder, WaitingQuery, WaitingRepository, WaitingSubscriber } from './repository.ts';
 
 const UNSUBSCRIBE = 'unsubscribe';
 
@@ -21,10 +21,10 @@ export interface WaitingCount {
  * Methods that take a `Caller` decide tenancy; those that take a bare store domain serve the
  * service's own work (dispatch, webhooks, the storefront).
  */
-export class AlertService {
+export class SubscriptionService {
   constructor(
-    private readonly store: AlertStore,
-    private readonly waitingStore: WaitingStore,
+    private readonly store: SubscriptionRepository,
+    private readonly waitingStore: WaitingRepository,
     private readonly signer: TokenSigner,
     private readonly baseUrl: string,
   ) {}
@@ -102,7 +102,7 @@ export class AlertService {
     return this.waitingStore.stillActive(subscriptionIds);
   }
 
-  /** Their alert was sent: active → notified, within the caller's transaction (see WaitingStore). */
+  /** Their alert was sent: active → notified, within the caller's transaction (see WaitingRepository). */
   markNotified(trx: Trx, subscriptionIds: string[]): Promise<void> {
     return this.waitingStore.markNotified(trx, subscriptionIds, nowIso());
   }

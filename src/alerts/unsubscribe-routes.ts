@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { html, page } from '../core/html.ts';
 import { acceptFormPosts } from '../core/http/form-posts.ts';
 import { NotFound } from '../core/problems.ts';
-import type { AlertService } from './service.ts';
+import type { SubscriptionService } from './service.ts';
 
 const tokenParams = z.object({ token: z.string().regex(/^[A-Za-z0-9_.-]{1,256}$/, 'must be an unsubscribe token') });
 const FORGED = 'This unsubscribe link is not valid. Use the link from your most recent alert e-mail.';
@@ -14,7 +14,7 @@ const FORGED = 'This unsubscribe link is not valid. Use the link from your most 
  * scanners open links; POST unsubscribes, either from that button or straight from the mail
  * client (RFC 8058: `List-Unsubscribe=One-Click`, no cookies, no login).
  */
-export function unsubscribeRoutes(service: AlertService) {
+export function unsubscribeRoutes(service: SubscriptionService) {
   return async function (app: FastifyInstance) {
     // Mail clients post RFC 8058's one-click body in either form encoding.
     acceptFormPosts(app);

@@ -8,7 +8,7 @@ import { checkoutPages } from './checkout-page.ts';
 import { planCatalogue } from './plans.ts';
 import { billingRoutes } from './routes.ts';
 import { BillingService } from './service.ts';
-import { BillingStore } from './store.ts';
+import { BillingRepository } from './repository.ts';
 import { StripeBilling } from './stripe-billing.ts';
 import { billingWebhookRoutes } from './webhook-routes.ts';
 
@@ -24,7 +24,7 @@ export interface BillingDeps {
 /** Plans: checkoutPlan at its provider, plan states from provider webhooks, the allowance alerts are counted against. */
 export function buildBilling({ config, database, mail, stores, stripe }: BillingDeps): Feature<BillingService> {
   const service = new BillingService({
-    store: new BillingStore(database),
+    store: new BillingRepository(database),
     baseUrl: config.baseUrl,
     sessionTtlMinutes: config.checkoutSessionTtlMinutes,
     catalogue: planCatalogue(config.billing.plans),

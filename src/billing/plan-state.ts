@@ -1,4 +1,4 @@
-import type { StorePlanRow } from './store.ts';
+import type { StorePlanRow } from './repository.ts';
 
 /**
  * A store's plan moves none → pending → active → past_due → cancelled as its provider says. This

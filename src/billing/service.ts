@@ -7,7 +7,7 @@ import { Forbidden, NotFound, Problem } from '../core/problems.ts';
 import type { PlanEvent } from './plan-state.ts';
 import { planIds, type Plan, type PlanCatalogue, type PlanId } from './plans.ts';
 import type { CheckoutSession } from './schemas.ts';
-import type { BillingStore, CheckoutSessionRow, StorePlanRow } from './store.ts';
+import type { BillingRepository, CheckoutSessionRow, StorePlanRow } from './repository.ts';
 import type { StripeBilling } from './stripe-billing.ts';
 
 const MONTH_MS = 30 * 24 * 3600 * 1000;
@@ -25,7 +25,7 @@ export interface ShopifySubscriptionUpdate {
 }
 
 export interface BillingOptions {
-  store: BillingStore;
+  store: BillingRepository;
   baseUrl: string;
   sessionTtlMinutes: number;
   catalogue: PlanCatalogue;
@@ -182,7 +182,7 @@ export class BillingService {
    * only through the store's own provider while it has none; past the quota the rest wait. The
    * merchant is told once per period.
    */
-  async reserveAlerts(shop: string, wanted: number, ownMailProvider: boolean, now = new Date()): Promise<QuotaGrant> {
+  async reserveNotifications(shop: string, wanted: number, ownMailProvider: boolean, now = new Date()): Promise<QuotaGrant> {
     const entitlement = await this.entitlement(shop, now);
     const retryAt = new Date(Math.min(Date.parse(entitlement.periodEnd), now.getTime() + RECHECK_MS)).toISOString();
     if (entitlement.requiresOwnMailProvider && !ownMailProvider) {
@@ -197,7 +197,7 @@ export class BillingService {
     return { granted, periodStart: entitlement.periodStart, retryAt, reason };
   }
 
-  releaseAlerts(shop: string, periodStart: string, count: number): Promise<unknown> {
+  releaseNotifications(shop: string, periodStart: string, count: number): Promise<unknown> {
     return this.options.store.releaseUsage(shop, periodStart, count);
   }
 

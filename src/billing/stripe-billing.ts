@@ -1,7 +1,7 @@
 import type Stripe from 'stripe';
 import type { PlanEvent, PlanStatus } from './plan-state.ts';
 import type { Plan } from './plans.ts';
-import type { CheckoutSessionRow } from './store.ts';
+import type { CheckoutSessionRow } from './repository.ts';
 
 /**
  * Plans sold through Stripe Checkout in subscription mode, and Stripe's webhook events turned

@@ -1,4 +1,4 @@
-import type { AlertService } from '../alerts/service.ts';
+import type { SubscriptionService } from '../alerts/service.ts';
 import type { BillingService } from '../billing/service.ts';
 import type { Config } from '../config.ts';
 import type { Database } from '../core/db/database.ts';
@@ -10,7 +10,7 @@ import type { StoreService } from '../stores/service.ts';
 import { dashboardRoutes } from './routes.ts';
 import { DashboardService } from './service.ts';
 import { DashboardSignIn } from './sign-in.ts';
-import { DashboardStore } from './store.ts';
+import { DashboardRepository } from './repository.ts';
 
 const SWEEP_EVERY_MS = 60_000;
 
@@ -19,7 +19,7 @@ export interface DashboardDeps {
   database: Database;
   mail: MailTransport;
   stores: StoreService;
-  alerts: AlertService;
+  alerts: SubscriptionService;
   inventory: InventoryService;
   dispatch: DispatchService;
   billing: BillingService;
@@ -31,7 +31,7 @@ export interface DashboardDeps {
 export function dashboardSignIn(deps: Pick<DashboardDeps, 'config' | 'database' | 'mail' | 'stores' | 'shopOfSessionToken'>): DashboardSignIn {
   const { config } = deps;
   return new DashboardSignIn({
-    store: new DashboardStore(deps.database),
+    store: new DashboardRepository(deps.database),
     stores: deps.stores,
     mail: deps.mail,
     baseUrl: config.baseUrl,

@@ -1,5 +1,5 @@
 import { allScopes } from '../agents/scopes.ts';
-import type { AlertService } from '../alerts/service.ts';
+import type { SubscriptionService } from '../alerts/service.ts';
 import type { BillingService } from '../billing/service.ts';
 import type { PlanId } from '../billing/plans.ts';
 import { emailSchema, normaliseEmail } from '../core/email.ts';
@@ -12,7 +12,7 @@ import type { StoreService } from '../stores/service.ts';
 
 export interface DashboardDeps {
   stores: StoreService;
-  alerts: AlertService;
+  alerts: SubscriptionService;
   inventory: InventoryService;
   dispatch: DispatchService;
   billing: BillingService;

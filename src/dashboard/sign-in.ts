@@ -3,10 +3,10 @@ import { isoAfter, nowIso } from '../core/clock.ts';
 import type { MailTransport } from '../core/mail/transport.ts';
 import { Problem } from '../core/problems.ts';
 import type { StoreService } from '../stores/service.ts';
-import type { DashboardStore } from './store.ts';
+import type { DashboardRepository } from './repository.ts';
 
 export interface SignInOptions {
-  store: DashboardStore;
+  store: DashboardRepository;
   stores: StoreService;
   mail: MailTransport;
   baseUrl: string;

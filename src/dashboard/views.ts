@@ -1,9 +1,9 @@
-import type { SubscriptionRow } from '../alerts/store.ts';
+import type { SubscriptionRow } from '../alerts/repository.ts';
 import { formatPrice } from '../billing/plans.ts';
 import type { BillingService, Entitlement } from '../billing/service.ts';
 import { html, page, SafeHtml } from '../core/html.ts';
-import type { OutboxMessage } from '../core/mail/outbox-store.ts';
-import type { NotificationRow, RestockRow, SuppressionRow } from '../dispatch/store.ts';
+import type { OutboxMessage } from '../core/mail/outbox-repository.ts';
+import type { NotificationRow, RestockRow, SuppressionRow } from '../dispatch/repository.ts';
 import type { Store } from '../stores/schemas.ts';
 import { dailyBarChart, inlineBar } from './charts.ts';
 import { productKey, type DashboardService, type Demand, type ProductTitles } from './service.ts';

@@ -2,8 +2,8 @@ import type { MailTransport } from '../core/mail/transport.ts';
 import { localeSchema, type EffectiveSettings } from '../stores/settings.ts';
 import type { StoreClaim } from './context.ts';
 import { productKey } from './rules.ts';
-import type { NotificationRow } from './store.ts';
-import { renderAlert } from './templates.ts';
+import type { NotificationRow } from './repository.ts';
+import { renderNotification } from './templates.ts';
 
 /** A leased alert, checked, counted against the plan and written: ready for the transport. */
 export interface Outgoing {
@@ -17,7 +17,7 @@ export interface Outgoing {
 /** The alert's mail: the store's template or locale, its sender name, and one-click unsubscribe. */
 export function composeAlert(row: NotificationRow, claim: StoreClaim, unsubscribeUrl: string, quotaPeriod: string): Outgoing {
   const product = claim.products.get(productKey(row))!;
-  const content = renderAlert(
+  const content = renderNotification(
     {
       shop: claim.storeDomain,
       productTitle: product.title,

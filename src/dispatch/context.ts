@@ -2,7 +2,7 @@ import { chunks } from '../core/chunks.ts';
 import type { MailTransport } from '../core/mail/transport.ts';
 import type { EffectiveSettings } from '../stores/settings.ts';
 import { productKey, restockAddressKey, type SendFacts } from './rules.ts';
-import type { NotificationRow } from './store.ts';
+import type { NotificationRow } from './repository.ts';
 import type { WorkerDeps } from './worker.ts';
 
 /** What an alert says about its product. */

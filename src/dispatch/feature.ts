@@ -1,31 +1,31 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { AlertService } from '../alerts/service.ts';
+import type { SubscriptionService } from '../alerts/service.ts';
 import type { Config } from '../config.ts';
 import type { Database } from '../core/db/database.ts';
 import type { Feature } from '../core/feature.ts';
-import { MailOutboxStore } from '../core/mail/outbox-store.ts';
+import { MailOutboxRepository } from '../core/mail/outbox-repository.ts';
 import type { MailTransport } from '../core/mail/transport.ts';
 import type { InventoryService } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
 import type { WorkerJob } from './jobs.ts';
 import { dispatchRoutes } from './routes.ts';
-import { AlertSenders } from './senders.ts';
+import { NotificationSenders } from './senders.ts';
 import { DispatchService } from './service.ts';
-import { DispatchStore } from './store.ts';
-import { DispatchWorker, type AlertQuota } from './worker.ts';
+import { DispatchRepository } from './repository.ts';
+import { DispatchWorker, type NotificationQuota } from './worker.ts';
 
 export interface DispatchDeps {
   database: Database;
-  alerts: AlertService;
+  alerts: SubscriptionService;
 }
 
 /**
  * Restocks, the notification ledger and suppressions. Built before the features that report
  * restocks (inventory) and that hand it background work, so its worker is built apart, last.
  */
-export function buildDispatch({ database, alerts }: DispatchDeps): Feature<DispatchService> & { store: DispatchStore } {
-  const store = new DispatchStore(database);
-  const service = new DispatchService(store, { waiting: alerts, outbox: new MailOutboxStore(database) });
+export function buildDispatch({ database, alerts }: DispatchDeps): Feature<DispatchService> & { store: DispatchRepository } {
+  const store = new DispatchRepository(database);
+  const service = new DispatchService(store, { waiting: alerts, outbox: new MailOutboxRepository(database) });
   return { service, store, routes: [dispatchRoutes(service)] };
 }
 
@@ -34,18 +34,18 @@ export interface WorkerDeps {
   log: FastifyBaseLogger;
   mail: MailTransport;
   dispatch: ReturnType<typeof buildDispatch>;
-  alerts: AlertService;
+  alerts: SubscriptionService;
   inventory: InventoryService;
   stores: StoreService;
   /** The plan allowance (the billing feature). */
-  quota: AlertQuota;
+  quota: NotificationQuota;
   /** Every other feature's background work. */
   jobs: WorkerJob[];
 }
 
 /** The dispatch worker with the stores' own mail transports; `close` stops it after the alerts in flight. */
 export function buildDispatchWorker(deps: WorkerDeps): Feature<DispatchWorker> {
-  const senders = new AlertSenders(deps.mail, deps.config.mailFrom, deps.config.dispatch.smtpPoolSize);
+  const senders = new NotificationSenders(deps.mail, deps.config.mailFrom, deps.config.dispatch.smtpPoolSize);
   const worker = new DispatchWorker({
     quota: deps.quota,
     store: deps.dispatch.store,

@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { DispatchStore, NotificationRow } from './store.ts';
+import type { DispatchRepository, NotificationRow } from './repository.ts';
 
 /** When a lease taken now runs out. */
 export function leaseEnd(leaseSeconds: number, now: Date): string {
@@ -15,7 +15,7 @@ export class AlertLeases {
   private readonly held = new Set<string>();
 
   constructor(
-    private readonly store: DispatchStore,
+    private readonly store: DispatchRepository,
     private readonly owner: string,
     private readonly leaseSeconds: number,
     private readonly log: FastifyBaseLogger,

@@ -2,7 +2,7 @@ import { newId } from '../core/ids.ts';
 import type { EffectiveSettings } from '../stores/settings.ts';
 import { leaseEnd } from './leases.ts';
 import { planVerdict, WHY } from './rules.ts';
-import type { NotificationRow, RestockRow } from './store.ts';
+import type { NotificationRow, RestockRow } from './repository.ts';
 import type { WorkerDeps } from './worker.ts';
 
 /** How many restocks one turn plans at most, so sending is never starved by planning. */

@@ -15,7 +15,7 @@ import {
   suppressionsResponse,
 } from './schemas.ts';
 import type { DispatchService } from './service.ts';
-import type { NotificationRow, SuppressionRow } from './store.ts';
+import type { NotificationRow, SuppressionRow } from './repository.ts';
 
 /** Reading the alert queue and ledger, managing suppressions, and the local outbox. */
 export function dispatchRoutes(service: DispatchService) {

@@ -1,7 +1,7 @@
 import { MailDeliveryError } from '../core/mail/transport.ts';
 import type { EffectiveSettings } from '../stores/settings.ts';
 import { OVER_ALLOWANCE } from './service.ts';
-import type { NotificationRow } from './store.ts';
+import type { NotificationRow } from './repository.ts';
 
 /**
  * The dispatch rules: whether a restock gets another batch, and whether a leased alert goes out

@@ -4,7 +4,7 @@ import { Handover } from './handover.ts';
 import { AlertLeases } from './leases.ts';
 import { decideGroup, failureVerdict, withinAllowance } from './rules.ts';
 import { Settler } from './settler.ts';
-import type { NotificationRow } from './store.ts';
+import type { NotificationRow } from './repository.ts';
 import type { WorkerDeps } from './worker.ts';
 
 const SEND_LIMIT_MS = 5 * 60_000;
@@ -86,7 +86,7 @@ export class AlertSender {
 
   /** What the store's plan allows goes out; the rest waits, visibly, never dropped. */
   private async countAgainstPlan(claim: StoreClaim, ready: NotificationRow[], settler: Settler): Promise<Outgoing[]> {
-    const grant = await this.deps.quota.reserveAlerts(claim.storeDomain, ready.length, claim.ownMailProvider);
+    const grant = await this.deps.quota.reserveNotifications(claim.storeDomain, ready.length, claim.ownMailProvider);
     const { send, held } = withinAllowance(ready, grant);
     for (const { item, verdict } of held) settler.record(item, verdict);
     return send.map((row) => composeAlert(row, claim, this.deps.alerts.unsubscribeUrl(row.subscription_id), grant.periodStart));
@@ -124,6 +124,6 @@ export class AlertSender {
   }
 
   private async release(storeDomain: string, period: string, count: number): Promise<void> {
-    await this.deps.quota.releaseAlerts(storeDomain, period, count).catch((err) => this.deps.log.warn({ err }, 'releasing an alert quota failed'));
+    await this.deps.quota.releaseNotifications(storeDomain, period, count).catch((err) => this.deps.log.warn({ err }, 'releasing an alert quota failed'));
   }
 }

@@ -8,7 +8,7 @@ import type { EffectiveSettings } from '../stores/settings.ts';
  * Chooses the transport for a store's alerts: its own SMTP server when it set one (pooled, kept
  * open across batches), otherwise the service's (SMTP_URL, or the local outbox).
  */
-export class AlertSenders {
+export class NotificationSenders {
   private readonly own = new Map<string, MailTransport>();
 
   constructor(

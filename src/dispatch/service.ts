@@ -3,11 +3,11 @@ import { normaliseEmail } from '../core/email.ts';
 import type { WaitingCount } from '../alerts/service.ts';
 import { ownStore, type Caller } from '../core/http/caller.ts';
 import { newId } from '../core/ids.ts';
-import type { OutboxMessage } from '../core/mail/outbox-store.ts';
+import type { OutboxMessage } from '../core/mail/outbox-repository.ts';
 import { NotFound } from '../core/problems.ts';
 import type { DetectedRestock, RestockSink } from '../inventory/service.ts';
 import type { AlertQueue } from './schemas.ts';
-import type { DispatchStore, NotificationRow, RestockRow, SuppressionRow } from './store.ts';
+import type { DispatchRepository, NotificationRow, RestockRow, SuppressionRow } from './repository.ts';
 
 /** How an alert's reason in the ledger begins when the store's plan holds it back. */
 export const OVER_ALLOWANCE = 'held by the plan: ';
@@ -49,7 +49,7 @@ export class DispatchService implements RestockSink {
   private readonly listeners = new Set<() => void>();
 
   constructor(
-    private readonly store: DispatchStore,
+    private readonly store: DispatchRepository,
     private readonly deps: DispatchServiceDeps,
   ) {}
 

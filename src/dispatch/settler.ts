@@ -1,6 +1,6 @@
 import type { AlertLeases } from './leases.ts';
 import type { Defer, Failed, Retry, Skip } from './rules.ts';
-import type { NotificationRow } from './store.ts';
+import type { NotificationRow } from './repository.ts';
 import type { WorkerDeps } from './worker.ts';
 
 /** What became of a leased alert, as the ledger records it. */

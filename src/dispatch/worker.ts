@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import type { FastifyBaseLogger } from 'fastify';
-import type { AlertService } from '../alerts/service.ts';
+import type { SubscriptionService } from '../alerts/service.ts';
 import type { DispatchConfig } from '../config.ts';
 import type { InventoryService } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
@@ -9,24 +9,24 @@ import type { WorkerJob } from './jobs.ts';
 import { BatchPlanner } from './planner.ts';
 import type { AllowanceGrant } from './rules.ts';
 import { AlertSender } from './sender.ts';
-import type { AlertSenders } from './senders.ts';
+import type { NotificationSenders } from './senders.ts';
 import type { DispatchService } from './service.ts';
-import type { DispatchStore } from './store.ts';
+import type { DispatchRepository } from './repository.ts';
 
 /** The store's allowance (the billing feature): how many of its alerts may go out now. */
-export interface AlertQuota {
-  reserveAlerts(storeDomain: string, wanted: number, ownMailProvider: boolean): Promise<AllowanceGrant & { periodStart: string }>;
-  releaseAlerts(storeDomain: string, periodStart: string, count: number): Promise<unknown>;
+export interface NotificationQuota {
+  reserveNotifications(storeDomain: string, wanted: number, ownMailProvider: boolean): Promise<AllowanceGrant & { periodStart: string }>;
+  releaseNotifications(storeDomain: string, periodStart: string, count: number): Promise<unknown>;
 }
 
 export interface WorkerDeps {
-  quota: AlertQuota;
-  store: DispatchStore;
+  quota: NotificationQuota;
+  store: DispatchRepository;
   dispatch: DispatchService;
-  alerts: AlertService;
+  alerts: SubscriptionService;
   inventory: InventoryService;
   stores: StoreService;
-  senders: AlertSenders;
+  senders: NotificationSenders;
   config: DispatchConfig;
   log: FastifyBaseLogger;
   jobs: WorkerJob[];

@@ -3,7 +3,7 @@ import type { Feature } from '../core/feature.ts';
 import type { StoreService } from '../stores/service.ts';
 import { inventoryRoutes } from './routes.ts';
 import { InventoryService, type RestockSink } from './service.ts';
-import { InventoryStore } from './store.ts';
+import { InventoryRepository } from './repository.ts';
 
 export interface InventoryDeps {
   database: Database;
@@ -14,6 +14,6 @@ export interface InventoryDeps {
 
 /** Known stock, what counts as a restock, and the inventory API. */
 export function buildInventory({ database, stores, restocks }: InventoryDeps): Feature<InventoryService> {
-  const service = new InventoryService(new InventoryStore(database), stores, restocks);
+  const service = new InventoryService(new InventoryRepository(database), stores, restocks);
   return { service, routes: [inventoryRoutes(service)] };
 }

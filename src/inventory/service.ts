@@ -1,7 +1,7 @@
 import { nowIso } from '../core/clock.ts';
 import { ownStore, type Caller } from '../core/http/caller.ts';
 import type { StoreService } from '../stores/service.ts';
-import type { InventoryStore, VariantStockRow } from './store.ts';
+import type { InventoryRepository, VariantStockRow } from './repository.ts';
 
 /** One report of a variant's (or, with `variantId: null`, a whole product's) stock. */
 export interface StockReport {
@@ -80,7 +80,7 @@ export interface StockStatus {
  */
 export class InventoryService {
   constructor(
-    private readonly store: InventoryStore,
+    private readonly store: InventoryRepository,
     private readonly stores: StoreService,
     private readonly restocks: RestockSink,
   ) {}

@@ -9,7 +9,7 @@ import { paymentGate } from './gate.ts';
 import { MppAcceptance } from './mpp.ts';
 import { paymentRoutes } from './routes.ts';
 import { PaymentService } from './service.ts';
-import { PaymentStore } from './store.ts';
+import { PaymentRepository } from './repository.ts';
 import { X402Acceptance } from './x402.ts';
 
 export interface PaymentsFeature extends Feature<PaymentService> {
@@ -29,7 +29,7 @@ export function buildPayments(config: Config, database: Database, serviceSecret:
   const realm = new URL(config.baseUrl).host;
   const x402 = new X402Acceptance(config.payments.x402, config.payments.settleTimeoutMs);
   const mpp = new MppAcceptance(config.payments, mppSecret, realm, stripe);
-  const service = new PaymentService(new PaymentStore(database), x402, mpp, mppSecret);
+  const service = new PaymentService(new PaymentRepository(database), x402, mpp, mppSecret);
   const gaps = service.unavailable();
   if (gaps.length > 0) {
     log.warn({ unavailable: gaps }, `pay-per-request: some offers cannot be taken: ${gaps.map((g) => g.reason).join(' ')}`);

@@ -6,7 +6,7 @@ import { newId } from '../core/ids.ts';
 import { Problem } from '../core/problems.ts';
 import type { IssuedChallenge, MppAcceptance, MppPayment, Unavailable } from './mpp.ts';
 import { priceSheets, type PaidOperation } from './offers.ts';
-import type { PaymentRow, PaymentStore } from './store.ts';
+import type { PaymentRow, PaymentRepository } from './repository.ts';
 import type { X402Acceptance, X402Payment } from './x402.ts';
 
 /** What a 402 offers payment for: an operation, at the address its offers name as the resource. */
@@ -81,7 +81,7 @@ export class PaymentService {
   private readonly gaps: Unavailable[];
 
   constructor(
-    private readonly store: PaymentStore,
+    private readonly store: PaymentRepository,
     private readonly x402: X402Acceptance,
     private readonly mpp: MppAcceptance,
     private readonly mppSecret: string,

@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
-import type { AlertService } from '../alerts/service.ts';
+import type { SubscriptionService } from '../alerts/service.ts';
 import type { ShopifyBillingProvider } from '../billing/service.ts';
 import type { Config } from '../config.ts';
 import type { Database } from '../core/db/database.ts';
@@ -14,7 +14,7 @@ import { CALLBACK_PATH, ShopifyInstaller } from './install.ts';
 import { installRoutes } from './install-routes.ts';
 import { reconcileJob } from './reconcile.ts';
 import { createShopifyApi } from './shopify-api.ts';
-import { WebhookEventStore } from './webhook-events.ts';
+import { WebhookEventRepository } from './webhook-events.ts';
 import { webhookRoutes } from './webhook-routes.ts';
 import { webhookJob, type ShopifyBillingSink } from './webhook-worker.ts';
 
@@ -25,7 +25,7 @@ export interface ShopifyDeps {
   mail: MailTransport;
   stores: StoreService;
   inventory: InventoryService;
-  alerts: AlertService;
+  alerts: SubscriptionService;
   dispatch: {
     eraseCustomer(storeDomain: string, email: string): Promise<number>;
     eraseStore(storeDomain: string): Promise<void>;
@@ -56,7 +56,7 @@ export function buildShopify(deps: ShopifyDeps): ShopifyFeature {
   const log = deps.log.child({ feature: 'shopify' });
   const shopify = createShopifyApi(app, config.baseUrl, log);
   const admin = new AdminApi(shopify);
-  const events = new WebhookEventStore(deps.database);
+  const events = new WebhookEventRepository(deps.database);
   const installer = new ShopifyInstaller(shopify, admin, deps.stores, `${config.baseUrl}${WEBHOOK_PATH}`, log);
 
   const jobs: WorkerJob[] = [

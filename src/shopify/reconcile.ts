@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { AlertService } from '../alerts/service.ts';
+import type { SubscriptionService } from '../alerts/service.ts';
 import { chunks } from '../core/chunks.ts';
 import { nowIso } from '../core/clock.ts';
 import type { WorkerJob } from '../dispatch/jobs.ts';
@@ -19,7 +19,7 @@ const LOOK_EVERY_MS = 60_000;
 
 export interface ReconcileDeps {
   stores: StoreService;
-  alerts: AlertService;
+  alerts: SubscriptionService;
   inventory: InventoryService;
   admin: AdminApi;
   log: FastifyBaseLogger;

@@ -20,7 +20,7 @@ export interface NewWebhookEvent {
  * The queue of verified Shopify deliveries; the only code that touches `shopify_webhook_events`.
  * A row is keyed by the event id, so Shopify's retries of one event collapse into one row.
  */
-export class WebhookEventStore {
+export class WebhookEventRepository {
   constructor(private readonly database: Database) {}
 
   /** True when the event is new; false when an earlier delivery of it is already recorded. */

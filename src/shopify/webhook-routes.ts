@@ -6,7 +6,7 @@ import { Problem, ServiceUnavailable } from '../core/problems.ts';
 import { shopSchema } from '../stores/schemas.ts';
 import { isHandledTopic } from './payloads.ts';
 import type { ShopifyApi } from './shopify-api.ts';
-import type { WebhookEventStore } from './webhook-events.ts';
+import type { WebhookEventRepository } from './webhook-events.ts';
 
 /** Shopify's payloads (a product with many variants) outgrow the API's body limit; this route alone takes more. */
 export const WEBHOOK_BODY_LIMIT = 1024 * 1024;
@@ -25,7 +25,7 @@ export interface VerifiedWebhook {
  * signed, verified with the library, and queued; the work is done by the worker, so the answer
  * goes back well within Shopify's 5-second timeout.
  */
-export function webhookRoutes(options: { shopify: ShopifyApi; events: WebhookEventStore; baseUrl: string }) {
+export function webhookRoutes(options: { shopify: ShopifyApi; events: WebhookEventRepository; baseUrl: string }) {
   const { shopify, events, baseUrl } = options;
   return async function (app: FastifyInstance) {
     // The HMAC covers the raw bytes, whatever the Content-Type says: no parser may touch them.
@@ -99,7 +99,7 @@ export async function verifyWebhook(shopify: ShopifyApi, request: FastifyRequest
 }
 
 /** Queues a verified delivery once per event; topics we do not act on are recorded as done. */
-export async function enqueueWebhookEvent(events: WebhookEventStore, webhook: VerifiedWebhook): Promise<'queued' | 'duplicate' | 'ignored'> {
+export async function enqueueWebhookEvent(events: WebhookEventRepository, webhook: VerifiedWebhook): Promise<'queued' | 'duplicate' | 'ignored'> {
   const handled = isHandledTopic(webhook.topic);
   const inserted = await events.insert({
     eventId: webhook.eventId,

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { z } from 'zod';
-import type { AlertService } from '../alerts/service.ts';
+import type { SubscriptionService } from '../alerts/service.ts';
 import { isoAfter, nowIso } from '../core/clock.ts';
 import type { MailTransport } from '../core/mail/transport.ts';
 import type { WorkerJob } from '../dispatch/jobs.ts';
@@ -18,7 +18,7 @@ import {
   shopDomainPayload,
   type HandledTopic,
 } from './payloads.ts';
-import type { WebhookEventRow, WebhookEventStore } from './webhook-events.ts';
+import type { WebhookEventRow, WebhookEventRepository } from './webhook-events.ts';
 
 /** Events one run takes; small, so one run stays short even when each needs the Admin API. */
 const CLAIM_SIZE = 10;
@@ -40,10 +40,10 @@ export interface ShopifyBillingSink {
 }
 
 export interface WebhookWorkerDeps {
-  events: WebhookEventStore;
+  events: WebhookEventRepository;
   inventory: InventoryService;
   stores: StoreService;
-  alerts: AlertService;
+  alerts: SubscriptionService;
   dispatch: {
     eraseCustomer(storeDomain: string, email: string): Promise<number>;
     eraseStore(storeDomain: string): Promise<void>;
@@ -81,7 +81,7 @@ export function webhookJob(deps: WebhookWorkerDeps): WorkerJob {
 }
 
 /** The table would otherwise grow with every product edit of every store. */
-async function pruneWebhookEvents(events: WebhookEventStore): Promise<{ count: number; more: boolean }> {
+async function pruneWebhookEvents(events: WebhookEventRepository): Promise<{ count: number; more: boolean }> {
   const now = Date.now();
   const done = await events.prune('done', new Date(now - KEEP_DONE_MS).toISOString(), PRUNE_LIMIT);
   const failed = await events.prune('failed', new Date(now - KEEP_FAILED_MS).toISOString(), PRUNE_LIMIT);

@@ -1,4 +1,4 @@
-import type { AlertService } from '../alerts/service.ts';
+import type { SubscriptionService } from '../alerts/service.ts';
 import type { Feature } from '../core/feature.ts';
 import type { InventoryService } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
@@ -9,7 +9,7 @@ import { loadWidgetAsset } from './widget-asset.ts';
 export interface StorefrontDeps {
   stores: StoreService;
   inventory: InventoryService;
-  alerts: AlertService;
+  alerts: SubscriptionService;
 }
 
 /** The widget script and the public calls it makes (minified once, at start). */

@@ -1,4 +1,4 @@
-import type { AlertService } from '../alerts/service.ts';
+import type { SubscriptionService } from '../alerts/service.ts';
 import { NotFound } from '../core/problems.ts';
 import type { InventoryService } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
@@ -9,7 +9,7 @@ export class StorefrontService {
   constructor(
     private readonly stores: StoreService,
     private readonly inventory: InventoryService,
-    private readonly alerts: AlertService,
+    private readonly alerts: SubscriptionService,
   ) {}
 
   async availability(shop: string, productId: string) {

@@ -5,7 +5,7 @@ import { SecretBox } from '../core/sealed-secrets.ts';
 import { storeRoutes } from './routes.ts';
 import type { StorePlanUsage } from './schemas.ts';
 import { StoreService } from './service.ts';
-import { StoreStore } from './store.ts';
+import { StoreRepository } from './repository.ts';
 
 export interface StoresDeps {
   config: Config;
@@ -22,7 +22,7 @@ export function buildStores({ config, database, planUsage }: StoresDeps): Featur
 
 /** The stores' service alone, for the commands that need no app (`restock store create`, `dashboard link`). */
 export function storeService(config: Config, database: Database): StoreService {
-  return new StoreService(new StoreStore(database), {
+  return new StoreService(new StoreRepository(database), {
     secrets: SecretBox.fromKey(config.encryptionKey),
     defaults: config.dispatch.defaults,
   });

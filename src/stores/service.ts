@@ -6,7 +6,7 @@ import { NotFound, ValidationFailed } from '../core/problems.ts';
 import { SecretBox } from '../core/sealed-secrets.ts';
 import { shopSchema, type Store, type StoreSettingsPatch } from './schemas.ts';
 import { effectiveSettings, parseStoredSettings, storeSettingsSchema, type EffectiveSettings } from './settings.ts';
-import type { StoreRow, StoreStore } from './store.ts';
+import type { StoreRow, StoreRepository } from './repository.ts';
 
 export interface SendingProfile {
   sending: boolean;
@@ -28,7 +28,7 @@ export class StoreService {
   private readonly defaults: BatchPolicy;
 
   constructor(
-    private readonly store: StoreStore,
+    private readonly store: StoreRepository,
     options: StoreServiceOptions = {},
   ) {
     this.secrets = options.secrets ?? SecretBox.fromKey(undefined);

@@ -45,7 +45,7 @@ export function idempotencyGate(options: IdempotencyOptions) {
 }
 
 function installIdempotency(app: FastifyInstance, options: IdempotencyOptions) {
-  const store = new IdempotencyStore(options.database, options.ttlHours);
+  const store = new IdempotencyRepository(options.database, options.ttlHours);
   const callerOf = options.callerOf ?? (() => 'anyone');
 
   const claimKey = async (request: FastifyRequest, reply: FastifyReply) => {
@@ -150,7 +150,7 @@ type ClaimOutcome =
   | { kind: 'other-request' }
   | { kind: 'replay'; stored: StoredAnswer };
 
-class IdempotencyStore {
+class IdempotencyRepository {
   constructor(
     private readonly database: Database,
     private readonly ttlHours: number,

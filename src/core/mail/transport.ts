@@ -1,5 +1,5 @@
 import type { Database } from '../db/database.ts';
-import { MailOutboxStore } from './outbox-store.ts';
+import { MailOutboxRepository } from './outbox-repository.ts';
 import { SmtpTransport } from './smtp-transport.ts';
 
 export { MailDeliveryError } from './smtp-transport.ts';
@@ -31,14 +31,14 @@ export interface MailTransport {
  */
 export function openMailTransport(options: { smtpUrl: string | undefined; from: string; database: Database; poolSize?: number }): MailTransport {
   if (options.smtpUrl) return new SmtpTransport(options.smtpUrl, options.from, { poolSize: options.poolSize });
-  return new OutboxTransport(new MailOutboxStore(options.database));
+  return new OutboxTransport(new MailOutboxRepository(options.database));
 }
 
 /** Keeps each mail as a row of `mail_outbox`; `send` resolves after the row is committed. */
 export class OutboxTransport implements MailTransport {
   readonly kind = 'outbox' as const;
 
-  constructor(private readonly store: MailOutboxStore) {}
+  constructor(private readonly store: MailOutboxRepository) {}
 
   async send(message: MailMessage): Promise<void> {
     await this.store.insert(message);

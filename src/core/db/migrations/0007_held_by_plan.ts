@@ -19,7 +19,7 @@ export const heldByPlan: DialectMigration = {
     await db.schema.alterTable('notifications').addColumn('held_by_plan', 'integer', (c) => c.notNull().defaultTo(0)).execute();
     await db.updateTable('notifications').set({ held_by_plan: 1 }).where('outcome', 'like', `${HELD_PREFIX}%`).execute();
     // Only the rows the queue counts; literals, so both databases match the predicate to the
-    // count's query (see DispatchStore.countHeldByPlan).
+    // count's query (see DispatchRepository.countHeldByPlan).
     await sql`create index notifications_held_by_plan on notifications (store_domain) where held_by_plan = 1 and status = 'queued'`.execute(db);
   },
 };

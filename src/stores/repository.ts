@@ -6,7 +6,7 @@ export type StoreRow = StoresTable;
 export type NewStoreRow = Pick<StoreRow, 'domain' | 'owner_email' | 'created_at' | 'updated_at'>;
 
 /** Storage of stores and their owners; the only code that touches the `stores` table. */
-export class StoreStore {
+export class StoreRepository {
   /** Built once: every storefront page view asks it. */
   readonly status: (domain: string) => Promise<Pick<StoreRow, 'domain' | 'status'> | undefined>;
 

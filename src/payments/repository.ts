@@ -19,7 +19,7 @@ export type PaymentStatus =
   | 'refunded';
 
 /** The payment ledger; the only code that touches the payments table. */
-export class PaymentStore {
+export class PaymentRepository {
   constructor(private readonly database: Database) {}
 
   /**

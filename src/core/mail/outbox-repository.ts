@@ -14,7 +14,7 @@ export interface OutboxMessage extends MailMessage {
  * The local outbox: mail "sent" without an SMTP server. The only code that touches
  * `mail_outbox`; an embedded install and the tests read their mail here.
  */
-export class MailOutboxStore {
+export class MailOutboxRepository {
   constructor(private readonly database: Database) {}
 
   async insert(message: MailMessage): Promise<OutboxMessage> {

@@ -16,7 +16,7 @@ export interface WatchTarget {
 }
 
 /** Storage of alert subscriptions; the only code that touches the `subscriptions` table. */
-export class AlertStore {
+export class SubscriptionRepository {
   constructor(private readonly database: Database) {}
 
   /**
@@ -87,7 +87,7 @@ export type WaitingSubscriber = Pick<SubscriptionRow, 'id' | 'email' | 'product_
 export type WaitingOrder = 'product' | 'most-wanted';
 
 /** Queries the dispatch feature needs, still confined to the `subscriptions` table. */
-export class WaitingStore {
+export class WaitingRepository {
   constructor(private readonly database: Database) {}
 
   /** Active subscriptions matching a restock, in signup order. */

@@ -16,7 +16,7 @@ export type SuppressionRow = SuppressionsTable;
  * those tables. The ledger is also the send queue: rows are claimed with a lease, so a worker
  * that dies leaves its rows to be retaken when the lease runs out.
  */
-export class DispatchStore {
+export class DispatchRepository {
   constructor(private readonly database: Database) {}
 
   /** A new restock, unless one is already being dispatched for the same variant (then that one). */

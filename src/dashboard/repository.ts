@@ -2,7 +2,7 @@ import type { Database } from '../core/db/database.ts';
 import type { DashboardSessionsTable, DashboardSignInLinksTable } from '../core/db/schema.ts';
 
 /** Sign-in links and sessions of the merchant dashboard; the only code that touches their tables. */
-export class DashboardStore {
+export class DashboardRepository {
   constructor(private readonly database: Database) {}
 
   async insertLink(row: DashboardSignInLinksTable): Promise<void> {

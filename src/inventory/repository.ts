@@ -8,7 +8,7 @@ export type LevelRow = InventoryLevelsTable;
 /** Storage of known stock; the only code that touches `inventory_variants` and `inventory_levels`. */
 export type Availability = Pick<VariantStockRow, 'variant_id' | 'available' | 'published'>;
 
-export class InventoryStore {
+export class InventoryRepository {
   /** Built once: every storefront page view asks it. */
   readonly availability: (storeDomain: string, productId: string) => Promise<Availability[]>;
 

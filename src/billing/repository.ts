@@ -7,7 +7,7 @@ export type CheckoutSessionRow = CheckoutSessionsTable;
 export type StorePlanRow = StorePlansTable;
 
 /** Storage of checkout sessions and the plan each store holds. */
-export class BillingStore {
+export class BillingRepository {
   constructor(private readonly database: Database) {}
 
   createSession(row: CheckoutSessionRow): Promise<unknown> {

@@ -20,7 +20,7 @@ export interface AgentState {
  * Storage of agents, their claims, revoked tokens, used assertions and signing keys; the only
  * code that touches those tables.
  */
-export class AgentStore {
+export class AgentRepository {
   /** Built once: every authenticated request runs it. */
   private readonly readAgentState: (agentId: string, jti: string) => Promise<AgentState | undefined>;
 
