@@ -14,7 +14,7 @@ import {
   productKey,
   restockAddressKey,
   withinAllowance,
-  type AlertRef,
+  type NotificationRef,
   type SendFacts,
   type Verdict,
 } from '../src/dispatch/rules.ts';
@@ -25,7 +25,7 @@ const NOW = Date.parse('2026-05-04T12:00:00.000Z');
 const minutesAgo = (minutes: number) => new Date(NOW - minutes * 60_000).toISOString();
 const HOUR = 3600_000;
 
-const alert = (overrides: Partial<AlertRef> = {}): AlertRef => ({
+const alert = (overrides: Partial<NotificationRef> = {}): NotificationRef => ({
   subscription_id: 'sub_1',
   email: 'shopper@example.com',
   restock_id: 'rst_1',
@@ -60,7 +60,7 @@ const NO_LONGER_WAITS = skipped('the subscription no longer waits (unsubscribed,
 const UNINSTALLED = skipped('the store uninstalled the app', false);
 
 describe('before an alert goes out', () => {
-  const cases: Array<[string, Partial<SendFacts>, Partial<AlertRef>, Verdict]> = [
+  const cases: Array<[string, Partial<SendFacts>, Partial<NotificationRef>, Verdict]> = [
     ['goes out when nothing objects', {}, {}, SEND],
     ['skipped when the store uninstalled the app', { storeSending: false }, {}, UNINSTALLED],
     ['skipped, as notified, when some restock already alerted the subscription', { alerted: new Set(['sub_1']) }, {}, ALREADY_ALERTED],
@@ -90,8 +90,8 @@ describe('before an alert goes out', () => {
 });
 
 describe('a claimed group, in queue order', () => {
-  const verdicts = (rows: AlertRef[], given: Partial<SendFacts> = {}) => decideGroup(rows, facts(given)).map(({ verdict }) => verdict);
-  const cases: Array<[string, AlertRef[], Partial<SendFacts>, Verdict[]]> = [
+  const verdicts = (rows: NotificationRef[], given: Partial<SendFacts> = {}) => decideGroup(rows, facts(given)).map(({ verdict }) => verdict);
+  const cases: Array<[string, NotificationRef[], Partial<SendFacts>, Verdict[]]> = [
     ['one subscription twice (two restocks): mailed once', [alert(), alert({ restock_id: 'rst_2', product_id: 'p2' })], {}, [SEND, ALREADY_ALERTED]],
     ['one address subscribed to the product and to the variant: one mail for the restock', [alert(), alert({ subscription_id: 'sub_2', variant_id: null })], { sellable: new Set([productKey(alert()), productKey(alert({ variant_id: null }))]) }, [SEND, ALREADY_MAILED]],
     ['one address waiting for two restocks: the second waits out the cap from now', [alert(), alert({ subscription_id: 'sub_2', restock_id: 'rst_2', product_id: 'p2' })], {}, [SEND, capped(new Date(NOW + HOUR).toISOString())]],

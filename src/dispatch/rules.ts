@@ -45,7 +45,7 @@ export function planVerdict(
 // --- before sending ------------------------------------------------------------------------
 
 /** The fields of a ledger row the sending rules look at. */
-export type AlertRef = Pick<NotificationRow, 'subscription_id' | 'email' | 'restock_id' | 'product_id' | 'variant_id'>;
+export type NotificationRef = Pick<NotificationRow, 'subscription_id' | 'email' | 'restock_id' | 'product_id' | 'variant_id'>;
 
 /** What one claimed group's reads found about its store: all the sending rules look at. */
 export interface SendFacts {
@@ -81,7 +81,7 @@ interface GroupState {
   lastSent: Map<string, string>;
 }
 
-type Rule = (row: AlertRef, facts: SendFacts, group: GroupState) => Skip | Defer | undefined;
+type Rule = (row: NotificationRef, facts: SendFacts, group: GroupState) => Skip | Defer | undefined;
 
 const storeSends: Rule = (_row, facts) => (facts.storeSending ? undefined : skip(WHY.uninstalled, false));
 
@@ -115,7 +115,7 @@ const withinFrequencyCap: Rule = (row, facts, group) => {
 const SENDING_RULES: Rule[] = [storeSends, notAlertedYet, stillWaiting, notSuppressed, notMailedForRestock, stillSellable, withinFrequencyCap];
 
 /** The verdict on one alert, alone in its group. */
-export function decide(row: AlertRef, facts: SendFacts): Verdict {
+export function decide(row: NotificationRef, facts: SendFacts): Verdict {
   return verdictIn(row, facts, emptyGroup());
 }
 
@@ -123,7 +123,7 @@ export function decide(row: AlertRef, facts: SendFacts): Verdict {
  * Verdicts on a claimed group of one store, in queue order: an alert that goes out counts for
  * the ones after it (the same subscription or address again, and the frequency cap from now).
  */
-export function decideGroup<R extends AlertRef>(rows: readonly R[], facts: SendFacts): Array<{ row: R; verdict: Verdict }> {
+export function decideGroup<R extends NotificationRef>(rows: readonly R[], facts: SendFacts): Array<{ row: R; verdict: Verdict }> {
   const group = emptyGroup();
   return rows.map((row) => {
     const verdict = verdictIn(row, facts, group);
@@ -132,7 +132,7 @@ export function decideGroup<R extends AlertRef>(rows: readonly R[], facts: SendF
   });
 }
 
-function verdictIn(row: AlertRef, facts: SendFacts, group: GroupState): Verdict {
+function verdictIn(row: NotificationRef, facts: SendFacts, group: GroupState): Verdict {
   for (const rule of SENDING_RULES) {
     const objection = rule(row, facts, group);
     if (objection) return objection;
@@ -140,7 +140,7 @@ function verdictIn(row: AlertRef, facts: SendFacts, group: GroupState): Verdict 
   return { kind: 'send' };
 }
 
-function admit(row: AlertRef, facts: SendFacts, group: GroupState): void {
+function admit(row: NotificationRef, facts: SendFacts, group: GroupState): void {
   group.subscriptions.add(row.subscription_id);
   group.addresses.add(restockAddressKey(row));
   if (!group.lastSent.has(row.email) && !facts.lastSent.has(row.email)) group.lastSent.set(row.email, new Date(facts.now).toISOString());

@@ -14,7 +14,7 @@ const SEND_LIMIT_MS = 5 * 60_000;
  * what context.ts read), counts those that may go against the store's plan, and streams them
  * through the transport while the settler records outcomes in groups.
  */
-export class AlertSender {
+export class NotificationSender {
   constructor(
     private readonly deps: WorkerDeps,
     private readonly owner: string,

@@ -1,6 +1,6 @@
 import type { EffectiveSettings } from '../stores/settings.ts';
 
-export interface AlertContent {
+export interface NotificationContent {
   shop: string;
   productTitle: string;
   variantTitle: string | null;
@@ -68,7 +68,7 @@ function oneLine(text: string): string {
 const asIs = (text: string) => text;
 
 /** The alert e-mail: subject, plain text and HTML, in the store's locale or its own template. */
-export function renderNotification(content: AlertContent, settings: Pick<EffectiveSettings, 'locale' | 'template'>): { subject: string; text: string; html: string } {
+export function renderNotification(content: NotificationContent, settings: Pick<EffectiveSettings, 'locale' | 'template'>): { subject: string; text: string; html: string } {
   const strings = STRINGS[settings.locale];
   const values: Record<string, string> = {
     shop: content.shop,

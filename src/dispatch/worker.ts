@@ -8,7 +8,7 @@ import type { StoreService } from '../stores/service.ts';
 import type { WorkerJob } from './jobs.ts';
 import { BatchPlanner } from './planner.ts';
 import type { AllowanceGrant } from './rules.ts';
-import { AlertSender } from './sender.ts';
+import { NotificationSender } from './sender.ts';
 import type { NotificationSenders } from './senders.ts';
 import type { DispatchService } from './service.ts';
 import type { DispatchRepository } from './repository.ts';
@@ -56,11 +56,11 @@ export class DispatchWorker {
   private readonly lastRun = new Map<string, number>();
   private readonly unsubscribeFromWork: () => void;
   private readonly planner: BatchPlanner;
-  private readonly sender: AlertSender;
+  private readonly sender: NotificationSender;
 
   constructor(private readonly deps: WorkerDeps) {
     this.planner = new BatchPlanner(deps, this.id);
-    this.sender = new AlertSender(deps, this.id, () => this.stopping);
+    this.sender = new NotificationSender(deps, this.id, () => this.stopping);
     this.unsubscribeFromWork = deps.dispatch.onWork(() => this.wake());
   }
 

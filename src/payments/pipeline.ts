@@ -93,7 +93,7 @@ export class PaymentPipeline {
     try {
       result = await handler(accepted.caller, accepted.payment.protocol);
     } catch (err) {
-      await this.service.undo(accepted.payment);
+      await this.finish(accepted, { succeeded: false });
       throw err;
     }
     const settled = await this.settle(accepted, result);
