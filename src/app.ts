@@ -49,6 +49,8 @@ export async function buildApp(config: Config, database: Database, options: AppO
     },
     requestIdHeader: false,
     forceCloseConnections: 'idle',
+    // Requests that arrive while closing get our problem+json 503 (installErrorHandling).
+    return503OnClosing: false,
     ...(config.trustProxy ? { trustProxy: config.trustProxy } : {}),
     http: { requireHostHeader: false },
     routerOptions: { maxParamLength: 300 },

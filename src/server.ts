@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import https from 'node:https';
-import type { AddressInfo, Socket } from 'node:net';
+import net, { type AddressInfo, type Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
 import { ConfigError, type Config } from './config.ts';
@@ -28,6 +28,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
     // only learns it here.
     if (config.tls) tls = await openTlsListener(config.tls, config.host);
     app = await buildApp(config, database, { mtlsBaseUrl: tls && mtlsOrigin(config.baseUrl, tls.port) });
+    // Before the mTLS listener's hooks, so that it lingers too before it closes.
+    const linger = lingerBeforeClosing(app, tls, Math.min(LINGER_MS, config.shutdownTimeoutMs));
     tls?.join(app);
     const url = await app.listen({ port: config.port, host: config.host });
     tls?.serve(app);
@@ -35,7 +37,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     if (config.runWorker) app.restock.worker.start();
     const running = app;
     let stopping: Promise<void> | undefined;
-    const stop = () => (stopping ??= shutdown(running, tls, database, config.shutdownTimeoutMs));
+    const stop = () => (stopping ??= shutdown(running, tls, database, config.shutdownTimeoutMs, linger));
     return { app, database, url, tlsUrl: tls?.url, stop };
   } catch (err) {
     // Nothing was served yet: what reached the mTLS listener is cut, not drained.
@@ -48,26 +50,66 @@ export async function startServer(config: Config): Promise<RunningServer> {
   }
 }
 
-async function shutdown(app: FastifyInstance, tls: TlsListener | undefined, database: Database, timeoutMs: number): Promise<void> {
+async function shutdown(app: FastifyInstance, tls: TlsListener | undefined, database: Database, timeoutMs: number, linger: Linger): Promise<void> {
   const force = setTimeout(() => {
     app.log.warn({ timeoutMs }, 'shutdown timeout reached; closing remaining connections');
     app.server.closeAllConnections();
     tls?.cut();
   }, timeoutMs);
-  // Closing only shuts the connections idle at that moment; a keep-alive connection whose request
-  // was in flight becomes idle once answered, and is shut then.
-  const sweep = setInterval(() => {
-    app.server.closeIdleConnections();
-    tls?.server.closeIdleConnections();
-  }, 50);
+  linger.begin();
   try {
     // Also drains the mTLS listener (see join), before the app's own resources close.
     await app.close();
   } finally {
     clearTimeout(force);
-    clearInterval(sweep);
+    linger.end();
     await database.close();
   }
+}
+
+/**
+ * After SIGTERM, how long connections stay open before the idle ones are closed. A keep-alive
+ * client about to send its next request is answered (503, and the connection closed) instead of
+ * having the connection shut under it, which it cannot tell from a request lost on the way.
+ */
+const LINGER_MS = 1000;
+
+interface Linger {
+  /** The next close of the app is a shutdown: linger, then sweep idle connections. */
+  begin(): void;
+  end(): void;
+}
+
+/**
+ * Once closing, the app answers every new request 503 with `Connection: close` (installErrorHandling),
+ * so connections end as they are answered. Lingering first lets requests already sent on idle
+ * keep-alive connections arrive and get that answer; the sweep then shuts what stays idle,
+ * including connections whose answer bypassed the hooks (a hijacked reply).
+ */
+function lingerBeforeClosing(app: FastifyInstance, tls: TlsListener | undefined, lingerMs: number): Linger {
+  let shuttingDown = false;
+  let sweep: NodeJS.Timeout | undefined;
+  let wait: NodeJS.Timeout | undefined;
+  // Runs after the error handling's preClose hook, which turns new requests away.
+  app.addHook('preClose', async () => {
+    if (!shuttingDown) return;
+    // Stop accepting connections but keep the open ones: http.Server's own close() would also
+    // shut the idle ones at once. Fastify's close() of the server afterwards still waits for
+    // every connection to end.
+    for (const server of [app.server, tls?.server]) if (server?.listening) net.Server.prototype.close.call(server);
+    await new Promise<void>((resolve) => (wait = setTimeout(resolve, lingerMs)));
+    sweep = setInterval(() => {
+      app.server.closeIdleConnections();
+      tls?.server.closeIdleConnections();
+    }, 50);
+  });
+  return {
+    begin: () => void (shuttingDown = true),
+    end() {
+      clearTimeout(wait);
+      clearInterval(sweep);
+    },
+  };
 }
 
 interface TlsListener {

@@ -23,7 +23,7 @@ describe('configuration', () => {
 
   it('DATABASE_URL=postgres://... selects PostgreSQL', () => {
     const config = loadConfig({ DATABASE_URL: 'postgresql://u@db:5432/restock', PG_POOL_MAX: '4' });
-    assert.deepEqual(config.database, { dialect: 'postgres', url: 'postgresql://u@db:5432/restock', poolMax: 4 });
+    assert.deepEqual(config.database, { dialect: 'postgres', url: 'postgresql://u@db:5432/restock', poolMax: 4, statementTimeoutMs: 5000 });
   });
 
   it('BASE_URL loses its trailing slash; empty variables mean the default', () => {

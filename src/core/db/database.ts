@@ -3,8 +3,9 @@ import path from 'node:path';
 import SqliteDriver from 'better-sqlite3';
 import { CompiledQuery, Kysely, PostgresDialect, SqliteDialect, sql, type Compilable, type Transaction } from 'kysely';
 import pg from 'pg';
-import type { DatabaseConfig } from '../../config.ts';
-import { pgTypes, type Dialect } from './dialect.ts';
+import { DEFAULT_PG_STATEMENT_TIMEOUT_MS, type DatabaseConfig } from '../../config.ts';
+import { pgTypes, QUERY_READ_TIMEOUT, type Dialect } from './dialect.ts';
+import { parsePostgresUrl } from '../service-urls.ts';
 import { GroupCommit } from './group-commit.ts';
 import { migrateToLatest } from './migrate.ts';
 import type { Tables } from './schema.ts';
@@ -22,6 +23,8 @@ export class Database {
   private readonly groupCommit: GroupCommit | undefined;
   /** SQLite: a read-only connection for hot point reads, outside the group commit's transaction. */
   private readonly reader: SqliteDriver.Database | undefined;
+  /** PostgreSQL: where migrations open their own, unbounded connections. */
+  private postgres: Extract<DatabaseConfig, { dialect: 'postgres' }> | undefined;
 
   private constructor(db: Db, dialect: Dialect, groupCommit?: GroupCommit, reader?: SqliteDriver.Database) {
     this.db = db;
@@ -31,7 +34,11 @@ export class Database {
   }
 
   static open(config: DatabaseConfig): Database {
-    if (config.dialect === 'postgres') return new Database(openPostgres(config), 'postgres');
+    if (config.dialect === 'postgres') {
+      const database = new Database(openPostgres(config), 'postgres');
+      database.postgres = config;
+      return database;
+    }
     const driver = openSqliteDriver(config);
     const db = new Kysely<Tables>({ dialect: new SqliteDialect({ database: driver }) });
     const reader = config.file === ':memory:' ? undefined : new SqliteDriver(config.file, { readonly: true, timeout: config.busyTimeoutMs });
@@ -94,8 +101,14 @@ export class Database {
     return statement(this.db);
   }
 
-  migrate(): Promise<string[]> {
-    return migrateToLatest(this.db, this.dialect);
+  async migrate(): Promise<string[]> {
+    if (!this.postgres) return migrateToLatest(this.db, this.dialect);
+    const db = openPostgres({ ...this.postgres, poolMax: 2 }, false);
+    try {
+      return await migrateToLatest(db, this.dialect);
+    } finally {
+      await db.destroy();
+    }
   }
 
   /**
@@ -143,14 +156,48 @@ function cachePreparedStatements(driver: SqliteDriver.Database, limit = 500): vo
   }) as typeof driver.prepare;
 }
 
-function openPostgres(config: Extract<DatabaseConfig, { dialect: 'postgres' }>): Db {
+/**
+ * How long a silent connection gets beyond the server's own statement timeout: the server's
+ * cancel (a clean error, the connection still usable) comes first while the network works.
+ */
+const SILENCE_MARGIN_MS = 1000;
+
+/**
+ * A transaction whose client vanished mid-way holds its row locks until the server ends the
+ * session; this ends it. Far longer than any of our transactions stays idle between statements.
+ */
+const IDLE_IN_TRANSACTION_MS = 60_000;
+
+/**
+ * `bounded`: every statement is limited (see PG_STATEMENT_TIMEOUT_MS), as requests need. Migrations
+ * go without: they wait for another process's migration lock and may build an index on a large table.
+ */
+function openPostgres(config: Extract<DatabaseConfig, { dialect: 'postgres' }>, bounded = true): Db {
+  const statementTimeoutMs = config.statementTimeoutMs ?? DEFAULT_PG_STATEMENT_TIMEOUT_MS;
+  const server = parsePostgresUrl(config.url);
   const pool = new pg.Pool({
-    connectionString: config.url,
+    host: server.host,
+    port: server.port,
+    ...(server.user !== undefined && { user: server.user }),
+    ...(server.password !== undefined && { password: server.password }),
+    ...(server.database !== undefined && { database: server.database }),
+    ...(server.applicationName !== undefined && { application_name: server.applicationName }),
+    ...(server.ssl !== 'disable' && { ssl: { rejectUnauthorized: server.ssl === 'verify-full' } }),
     max: config.poolMax,
     types: pgTypes,
+    Client: DroppedWhenSilent,
     // Fail fast when the server is gone, so requests get a 503 instead of hanging.
     connectionTimeoutMillis: 3000,
     idleTimeoutMillis: 30_000,
+    // A server host that vanished without a reset is found out by the kernel's probes, even on
+    // a connection idle in the pool.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+    ...(bounded && {
+      statement_timeout: statementTimeoutMs,
+      query_timeout: statementTimeoutMs + SILENCE_MARGIN_MS,
+      idle_in_transaction_session_timeout: Math.max(IDLE_IN_TRANSACTION_MS, 2 * statementTimeoutMs),
+    }),
   });
   // A client losing its server emits 'error' (on the pool while idle, on the client while
   // checked out); unhandled, either would end the process. The query in flight is rejected
@@ -158,4 +205,23 @@ function openPostgres(config: Extract<DatabaseConfig, { dialect: 'postgres' }>):
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
   return new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) });
+}
+
+/**
+ * node-postgres answers a query that outlived `query_timeout` with an error but keeps the
+ * connection, and the answer it still owes: back in the pool, it would make every later query
+ * wait behind a reply that may never come, and once the network returned, a statement the caller
+ * was told had failed could still run. Such a connection is ended instead, so the pool drops it
+ * and opens a fresh one.
+ */
+class DroppedWhenSilent extends pg.Client {
+  override query(...args: unknown[]): any {
+    const result: unknown = Reflect.apply(super.query, this, args);
+    if (result instanceof Promise) {
+      result.catch((err: unknown) => {
+        if (err instanceof Error && err.message === QUERY_READ_TIMEOUT) void this.end();
+      });
+    }
+    return result;
+  }
 }

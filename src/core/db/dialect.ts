@@ -44,7 +44,11 @@ const UNAVAILABLE_CODES = new Set([
   '53300', // too many connections
   '3D000', // database does not exist (dropped or not yet created)
   '55000', // object not in prerequisite state (e.g. database not accepting connections)
+  '57014', // statement cancelled: it outran PG_STATEMENT_TIMEOUT_MS
 ]);
+
+/** node-postgres's error when a query outran `query_timeout`: the server did not answer at all. */
+export const QUERY_READ_TIMEOUT = 'Query read timeout';
 
 /**
  * True when an error means "the database cannot be reached or used right now" rather than a
@@ -57,7 +61,9 @@ export function isUnavailableError(err: unknown): boolean {
     if (UNAVAILABLE_CODES.has(code)) return true;
     if (/^SQLITE_(BUSY|LOCKED|IOERR|CANTOPEN|FULL|READONLY|NOTADB|CORRUPT)/.test(code)) return true;
   }
-  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|database connection is not open|driver has already been destroyed/i
+  if (err.message === QUERY_READ_TIMEOUT) return true;
+  // "Client was closed": a statement queued behind one that timed out, on the connection then ended.
+  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Client was closed and is not queryable|database connection is not open|driver has already been destroyed/i
     .test(err.message);
 }
 

@@ -1,9 +1,9 @@
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Socket } from 'node:net';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { isUnavailableError } from '../db/dialect.ts';
 import { html, page, prefersHtml } from '../html.ts';
-import { Problem, ServiceUnavailable, ValidationFailed, problemTypeUri, type FieldError } from '../problems.ts';
+import { Problem, ServiceUnavailable, ValidationFailed, problemTypeUri, type FieldError, type ProblemSlug } from '../problems.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -78,12 +78,34 @@ function readableMessage(err: Error): string {
   return message.length > 300 ? `${message.slice(0, 297)}...` : message;
 }
 
-/** Installs the error, not-found and framework-error answers on the app. */
+/**
+ * Installs the error, not-found and framework-error answers on the app, and the answer to
+ * requests that arrive while it closes. The app must be created with `return503OnClosing: false`:
+ * Fastify's own answer then is plain JSON.
+ */
 export function installErrorHandling(app: FastifyInstance, baseUrl: string, bodyLimitBytes: number) {
+  const outages = new OutageLog(app.log, OUTAGE_REPORT_EVERY_MS);
+  app.addHook('onClose', async () => outages.close());
   app.setErrorHandler((err: FastifyError, request, reply) => {
     const problem = toProblem(err, bodyLimitBytes);
-    if (problem.status >= 500) request.log.error({ err }, 'request failed');
+    if (problem.status === 503) outages.record(request, problem, err);
+    else if (problem.status >= 500) request.log.error({ err }, 'request failed');
     return sendProblem(request, reply, problem, baseUrl);
+  });
+  // A request on a keep-alive connection can arrive after shutdown began; the load balancer
+  // sends its retry to another process (Fastify closes the connection after this answer).
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onRequest', (_request, _reply, done) => {
+    done(closing ? new ServiceUnavailable('This process is shutting down; retry, and another will answer.', 1) : undefined);
+  });
+  // An answer finished while closing ends its connection: the client's next request then goes
+  // to a new connection (refused here, taken by another process), not into one about to be cut.
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    if (closing) reply.header('connection', 'close');
+    done(null, payload);
   });
   const methodsOf = routeMethods(app);
   app.setNotFoundHandler((request, reply) => {
@@ -96,6 +118,67 @@ export function installErrorHandling(app: FastifyInstance, baseUrl: string, body
     }
     return sendProblem(request, reply, new Problem('not-found', `No route ${request.method} ${path}.`), baseUrl);
   });
+}
+
+/** How often an outage that goes on is reported. */
+const OUTAGE_REPORT_EVERY_MS = 10_000;
+
+/**
+ * While a dependency is down every request fails the same way, thousands a second: a line with a
+ * stack for each buries everything else and takes the CPU the recovery needs. The first 503 of
+ * an outage is logged at warn with its cause; those that follow are counted, and the count is
+ * logged once per interval while they go on and once more when the app closes. An interval
+ * without any ends the outage; the next 503 is logged in full again.
+ */
+class OutageLog {
+  private readonly open = new Map<ProblemSlug, { count: number; timer: NodeJS.Timeout }>();
+
+  constructor(
+    private readonly log: FastifyBaseLogger,
+    private readonly everyMs: number,
+  ) {}
+
+  record(request: FastifyRequest, problem: Problem, err: Error): void {
+    const outage = this.open.get(problem.slug);
+    if (outage) {
+      outage.count++;
+      return;
+    }
+    request.log.warn(
+      { err, problem: problem.slug, detail: problem.detail },
+      `answering 503 ${problem.slug}; the next ones are counted and logged every ${this.everyMs / 1000} s`,
+    );
+    this.open.set(problem.slug, { count: 0, timer: this.schedule(problem.slug) });
+  }
+
+  close(): void {
+    for (const [slug, outage] of this.open) {
+      clearTimeout(outage.timer);
+      this.report(slug, outage.count);
+    }
+    this.open.clear();
+  }
+
+  private schedule(slug: ProblemSlug): NodeJS.Timeout {
+    const timer = setTimeout(() => {
+      const outage = this.open.get(slug)!;
+      if (outage.count === 0) {
+        this.open.delete(slug);
+        return;
+      }
+      this.report(slug, outage.count);
+      outage.count = 0;
+      outage.timer = this.schedule(slug);
+    }, this.everyMs);
+    // A report due is no reason to keep a process alive; close() logs what is left.
+    timer.unref();
+    return timer;
+  }
+
+  private report(slug: ProblemSlug, count: number): void {
+    if (count === 0) return;
+    this.log.warn({ problem: slug, count, seconds: this.everyMs / 1000 }, `${count} more requests answered 503 ${slug}`);
+  }
 }
 
 /**
