@@ -26,7 +26,13 @@ const OPEN_METHODS = new Set(['initialize', 'ping', 'tools/list']);
  * (401 with `resource_metadata` otherwise; a token sent is checked before the body is read and
  * counted by the caller's rate limit); each tool then needs its HTTP twin's scope (403
  * `insufficient_scope`). Without a token, an agent may list the tools and call the paid ones,
- * paying per call as the MCP payment conventions say (paid-tools.ts).
+ * paying per call as the MCP payment conventions say (paid-tools.ts), counted against its client
+ * address's `payment` limit (and, once paid, its payer's).
+ *
+ * Every JSON-RPC message counts as one request against the caller's (or the address's) limit: a
+ * batch of 60 tool calls is 60 requests, not one. The first is counted before the body is read,
+ * the rest once it is; a batch that does not fit in what remains is refused whole with 429
+ * problem+json and none of it runs.
  */
 export function mcpRoutes(options: McpOptions) {
   const tools = restockTools(options.domain, options.serviceName);
@@ -40,14 +46,19 @@ export function mcpRoutes(options: McpOptions) {
       return method === 'tools/call' && typeof params?.name === 'string' && paid.has(params.name);
     });
   return async function (app: FastifyInstance) {
+    // Without it a batch would count as one request.
+    if (!app.hasDecorator('rateLimits')) throw new Error('The MCP endpoint counts each message of a batch: register the rate-limit gate before it.');
     app.post(MCP_PATH, {
       schema: { hide: true },
+      config: { rateLimitByAddressWithoutCaller: 'payment' },
       onRequest: async (request: FastifyRequest) => {
         // Without any Authorization, the body decides (preHandler); a token is checked at once.
         if (request.headers.authorization !== undefined) request.caller = await options.gate.callerOf(request);
       },
-      preHandler: async (request: FastifyRequest) => {
+      preHandler: async (request: FastifyRequest, reply: FastifyReply) => {
         if (!request.caller && !openToAll(request.body)) await options.gate.callerOf(request);
+        const more = messagesIn(request.body) - 1;
+        if (more > 0) await app.rateLimits.countMore(request, reply, more);
       },
       handler: async (request, reply) => {
         const caller = request.caller;
@@ -65,7 +76,8 @@ export function mcpRoutes(options: McpOptions) {
           void server.close();
         });
         await server.connect(transport);
-        // The transport writes the answer itself.
+        // The transport writes the answer itself: what the hooks set (request id, RateLimit-*) goes first.
+        for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value);
         reply.hijack();
         await transport.handleRequest(auth ? Object.assign(request.raw, { auth }) : request.raw, reply.raw, request.body);
       },
@@ -98,4 +110,9 @@ export function mcpRoutes(options: McpOptions) {
     }
     app.delete(MCP_PATH, { schema: { hide: true } }, notHere);
   };
+}
+
+/** JSON-RPC messages in a body: a batch's length, otherwise one. */
+function messagesIn(body: unknown): number {
+  return Array.isArray(body) ? Math.max(1, body.length) : 1;
 }

@@ -10,7 +10,7 @@ import { unreadableCredential } from './mpp.ts';
 import type { PaidOperation } from './offers.ts';
 import { declarationOf } from './paid-operations.ts';
 import { unreadableX402Payment } from './x402.ts';
-import { PaymentPipeline, type Accepted, type PaidCall, type Taken, type TransportProof } from './pipeline.ts';
+import { PaymentPipeline, limitPayers, payerAgentId, type Accepted, type PaidCall, type Taken, type TransportProof } from './pipeline.ts';
 import type { AcceptedPayment, PaidResource, PaymentRequired, PaymentService } from './service.ts';
 
 declare module 'fastify' {
@@ -40,8 +40,11 @@ export interface PaymentGateOptions {
  * Pay per request on the routes whose config names a `payment` operation, over HTTP: the
  * pipeline (pipeline.ts) decides; this plugin reads the proof from the headers and writes the
  * decisions back as headers and problem+json. After the access-token check (a caller with a
- * token pays nothing) and the Idempotency-Key (a replayed request is not charged twice):
+ * token pays nothing), the rate limits and the Idempotency-Key (a replayed request is not
+ * charged twice):
  * - onRequest: no token and no proof → 402 with every offer, before the body is even read;
+ * - preParsing (the rate-limit gate): a request with a proof and no token counts against its
+ *   client address's `payment` policy, before anything looks at the proof;
  * - preHandler (once the body is valid and the key claimed, so neither a bad request nor a
  *   replay is charged): the proof is accepted, and the payer becomes the request's caller;
  * - onSend: settled only if the handler succeeded, with the receipt header; otherwise nothing
@@ -54,6 +57,13 @@ export function paymentGate(options: PaymentGateOptions): FastifyPluginAsync {
 function installGate(app: FastifyInstance, { payments, baseUrl, rateLimitPerMinute }: PaymentGateOptions): void {
   const pipeline = new PaymentPipeline(payments, rateLimitPerMinute);
   const accepted = new WeakMap<FastifyRequest, Accepted>();
+  // Payers are limited as anonymous agents are, once their proof names them (over MCP too: same
+  // service). The limiter is looked up when used: the rate-limit gate, one of the shared gates,
+  // need not be registered before this one, and an app without it counts no payer.
+  limitPayers(payments, async (protocol, payer, how) => {
+    if (!app.hasDecorator('rateLimits')) return;
+    await app.rateLimits.countCaller({ agentId: payerAgentId(protocol, payer), rateLimitPerMinute }, app.log, how);
+  });
   const asProblem = paymentRequiredProblems();
 
   const resourceOf = (request: FastifyRequest): PaidResource => ({
@@ -114,6 +124,7 @@ function installGate(app: FastifyInstance, { payments, baseUrl, rateLimitPerMinu
     if (!route.config?.payment) return;
     // Wired only with a declaration: a name without one fails here, at start-up.
     declarationOf(route.config.payment);
+    route.config.rateLimitByAddressWithoutCaller ??= 'payment';
     route.onRequest = [...[route.onRequest ?? []].flat(), demandPayment];
     route.preHandler = [...[route.preHandler ?? []].flat(), acceptPayment];
     // Before the Idempotency-Key stores the answer, so a settlement that fails is not replayed as a success.

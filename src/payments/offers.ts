@@ -19,6 +19,8 @@ export interface PriceSheet {
   usdCents: number;
   description: string;
   mpp: MppOffer[];
+  /** Whether x402 pays for it: a transfer cannot be given back, so not for what may have to be refunded. */
+  x402: boolean;
 }
 
 const perRequestCharges: MppOffer[] = [
@@ -32,6 +34,7 @@ export const priceSheets: Record<PaidOperation, PriceSheet> = {
     usdCents: 5,
     description: 'Restock alert subscription (per-alert processing fee)',
     mpp: perRequestCharges,
+    x402: true,
   },
   checkoutPlan: {
     operation: 'checkoutPlan',
@@ -41,6 +44,9 @@ export const priceSheets: Record<PaidOperation, PriceSheet> = {
       { method: 'stripe', intent: 'session', description: 'Starter plan (bring your own e-mail provider key), monthly, paid through Stripe' },
       { method: 'card', intent: 'session', description: 'Credit/debit card checkout session for the starter plan, monthly' },
     ],
+    // Paid without a token, a checkout is a proposal the store's owner may decline, and is then
+    // refunded (docs/plans.md); an x402 transfer cannot be, so it is not offered.
+    x402: false,
   },
   // The seed names no price for the API index; it costs what one paid request costs.
   getApiIndex: {
@@ -48,6 +54,7 @@ export const priceSheets: Record<PaidOperation, PriceSheet> = {
     usdCents: 5,
     description: 'The API index (per-request fee)',
     mpp: perRequestCharges,
+    x402: true,
   },
 };
 

@@ -1,7 +1,7 @@
 import type { Caller } from '../core/http/caller.ts';
 import { ValidationFailed, type Problem } from '../core/problems.ts';
 import { declarationOf, type PaidOperationDeclaration } from './paid-operations.ts';
-import type { AcceptedPayment, PaidRequest, PaidResource, PaymentProof, PaymentRequired, PaymentService, Settlement } from './service.ts';
+import type { AcceptedPayment, PaidRequest, PaidResource, PayerLimit, PaymentProof, PaymentRequired, PaymentService, Settlement } from './service.ts';
 
 /** A call to a paid operation, whatever transport carried it. */
 export interface PaidCall extends PaidResource {
@@ -39,6 +39,17 @@ export type Taken = Exclude<Settlement, { kind: 'refused' }>;
 /** After the handler: taken (or pending), given back, or refused after all with fresh offers. */
 export type Finish = Taken | { kind: 'undone' } | PaymentRequired;
 
+/**
+ * Each payment service's payer limit. The limiter belongs to the HTTP app (its rate-limit gate),
+ * which the payment gate installs here; every pipeline over the same service finds it, so a paid
+ * MCP tool call is limited per payer as a paid route is.
+ */
+const payerLimits = new WeakMap<PaymentService, PayerLimit>();
+
+export function limitPayers(service: PaymentService, limit: PayerLimit): void {
+  payerLimits.set(service, limit);
+}
+
 export interface Served<T> {
   kind: 'served';
   result: T;
@@ -72,7 +83,7 @@ export class PaymentPipeline {
     const admitted = declaration.admits(call.input);
     if (admitted !== true) return { kind: 'refused', problem: new ValidationFailed([admitted]) };
     if (proof.kind === 'unreadable') return this.refusal(call, proof.refusal);
-    const acceptance = await this.service.accept(proof, ledgerRequest(call, declaration));
+    const acceptance = await this.service.accept(proof, ledgerRequest(call, declaration), payerLimits.get(this.service));
     if (acceptance.kind === 'refused') return this.refusal(call, acceptance.refusal);
     const { payment } = acceptance;
     return { kind: 'accepted', call, payment, caller: payerCaller(payment, this.payerRateLimitPerMinute) };
@@ -115,10 +126,15 @@ export class PaymentPipeline {
   }
 }
 
+/** The agent id a payer acts (and is rate limited) as. */
+export function payerAgentId(protocol: AcceptedPayment['protocol'], payer: string): string {
+  return `payer:${protocol}:${payer}`;
+}
+
 /** Who a paid request acts as: its payer, owning what it creates, bound to no store. */
 export function payerCaller(payment: AcceptedPayment, rateLimitPerMinute: number): Caller {
   return {
-    agentId: `payer:${payment.protocol}:${payment.payer}`,
+    agentId: payerAgentId(payment.protocol, payment.payer),
     scopes: new Set(['api:read', 'api:write']),
     storeDomain: null,
     rateLimitPerMinute,

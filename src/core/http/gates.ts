@@ -16,7 +16,9 @@ export function sharedGates(config: Config, database: Database): FastifyPluginAs
       redisUrl: config.redisUrl,
       registrationPerAddress: perHour(config.agents.rateLimits.registrationsPerHour),
       storefrontPerAddress: perHour(config.dashboard.rateLimits.storefrontPerHour),
+      storefrontReadPerAddress: { max: config.dashboard.rateLimits.storefrontReadsPerMinute, windowSeconds: 60 },
       signInPerAddress: perHour(config.dashboard.rateLimits.signInPerHour),
+      paymentPerAddress: { max: config.payments.limitPerAddressPerMinute, windowSeconds: 60 },
     }),
     idempotencyGate({
       database,
