@@ -88,7 +88,7 @@ async function waitingShoppers(t: TestApp, count: number): Promise<Waiting> {
   const rows: SubscriptionsTable[] = [];
   for (let i = 1; i < count; i++) {
     const at = new Date(base + i * 1000).toISOString();
-    rows.push({ ...template, id: newId('sub'), email: `fault-${n}-${i}@example.com`, created_at: at, updated_at: at });
+    rows.push({ ...template, id: newId('sub'), email: `fault-${n}-${i}@example.com`, email_key: `fault-${n}-${i}@example.com`, created_at: at, updated_at: at });
   }
   for (let i = 0; i < rows.length; i += 500) {
     await t.database.write((trx) => trx.insertInto('subscriptions').values(rows.slice(i, i + 500)).execute());

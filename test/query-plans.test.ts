@@ -101,6 +101,7 @@ async function seed(database: Database): Promise<void> {
     subscription_id: `sub_${i}`,
     store_domain: store(i),
     email: `shopper-${i % 900}@example.com`,
+    email_key: `shopper-${i % 900}@example.com`,
     product_id: `prod_${i % 30}`,
     variant_id: i % 3 === 0 ? null : `var_${i % 30}`,
     batch: 1 + (i % 4),
@@ -116,6 +117,7 @@ async function seed(database: Database): Promise<void> {
     sent_at: i % 10 < 6 ? EARLIER : null,
     locale: null,
     held_by_plan: i % 10 === 6 && i % 20 === 6 ? 1 : 0,
+    third_party: i % 7 === 0 ? 1 : 0,
   }));
   const restocks: RestockRow[] = Array.from({ length: 300 }, (_, i) => ({
     id: `rst_${i}`,
@@ -131,6 +133,8 @@ async function seed(database: Database): Promise<void> {
     planned: 10,
     cursor_created_at: null,
     cursor_id: null,
+    third_party_cursor_created_at: null,
+    third_party_cursor_id: null,
     next_batch_at: i % 2 === 0 ? EARLIER : LATER,
     lease_owner: null,
     lease_until: null,
@@ -143,9 +147,12 @@ async function seed(database: Database): Promise<void> {
     product_id: `prod_${i % 100}`,
     variant_id: i % 3 === 0 ? null : `var_${i % 100}`,
     email: `shopper-${i}@example.com`,
+    email_key: `shopper-${i}@example.com`,
     status: i % 4 === 0 ? 'notified' : 'active',
     store_domain: store(i),
-    agent_id: null,
+    // Every seventh made by one of a few agents not bound to the store.
+    agent_id: i % 7 === 0 ? `agt_${i % 5}` : null,
+    third_party: i % 7 === 0 ? 1 : 0,
     created_at: new Date(Date.parse(EARLIER) + i * 1000).toISOString(),
     updated_at: EARLIER,
     locale: null,
@@ -189,7 +196,7 @@ async function seed(database: Database): Promise<void> {
     created_at: new Date(Date.parse(EARLIER) + i * 1000).toISOString(),
     store_domain: store(i),
   }));
-  const suppressions = Array.from({ length: 1000 }, (_, i) => ({ store_domain: store(i), email: `shopper-${i}@example.com`, reason: 'bounce', detail: null, created_at: EARLIER }));
+  const suppressions = Array.from({ length: 1000 }, (_, i) => ({ store_domain: store(i), email: `shopper-${i}@example.com`, email_key: `shopper-${i}@example.com`, reason: 'bounce', detail: null, created_at: EARLIER }));
   const usage = Array.from({ length: 500 }, (_, i) => ({ shop: store(i), period_start: `2026-${String(1 + (i % 12)).padStart(2, '0')}-${String(1 + Math.floor(i / 12)).padStart(2, '0')}T00:00:00.000Z`, used: i, notified_at: null }));
 
   for (const [table, rows] of [
@@ -225,7 +232,7 @@ interface PlanCase {
   name: string;
   /** Runs the store method whose statement is pinned. */
   run(stores: Stores): Promise<unknown>;
-  /** Which of the statements it ran is the one pinned (in the order run). */
+  /** Which of the statements it ran is the one pinned (in the order run; negative: from the last). */
   statement?: number;
   sql: Record<Dialect, string>;
   /** Indexes the plan must use, per dialect (a list of names: any of them). */
@@ -286,13 +293,13 @@ const CASES: PlanCase[] = [
     indexes: both('restocks_one_live'),
   },
   {
-    name: "dispatch: a store's past alerts to some addresses come from notifications_by_address",
+    name: "dispatch: a store's past alerts to some addresses come from notifications_by_address_key",
     run: ({ dispatch }) => dispatch.sentTo('shop-1.myshopify.com', ['shopper-1@example.com', 'shopper-21@example.com']),
     sql: {
-      sqlite: 'select "email", "restock_id", "sent_at" from "notifications" where "store_domain" = ? and "email" in (?, ?) and "status" = ?',
-      postgres: 'select "email", "restock_id", "sent_at" from "notifications" where "store_domain" = $1 and "email" in ($2, $3) and "status" = $4',
+      sqlite: 'select "email_key", "restock_id", "sent_at" from "notifications" where "store_domain" = ? and "email_key" in (?, ?) and "status" = ?',
+      postgres: 'select "email_key", "restock_id", "sent_at" from "notifications" where "store_domain" = $1 and "email_key" in ($2, $3) and "status" = $4',
     },
-    indexes: both('notifications_by_address'),
+    indexes: both('notifications_by_address_key'),
   },
   {
     name: 'dispatch: subscriptions already alerted come from notifications_by_subscription',
@@ -316,10 +323,10 @@ const CASES: PlanCase[] = [
     name: "dispatch: a store's suppressed addresses are looked up by its key",
     run: ({ dispatch }) => dispatch.suppressed('shop-1.myshopify.com', ['shopper-1@example.com', 'shopper-21@example.com']),
     sql: {
-      sqlite: 'select "email", "reason" from "suppressions" where "store_domain" = ? and "email" in (?, ?)',
-      postgres: 'select "email", "reason" from "suppressions" where "store_domain" = $1 and "email" in ($2, $3)',
+      sqlite: 'select "email_key", "reason" from "suppressions" where "store_domain" = ? and "email_key" in (?, ?)',
+      postgres: 'select "email_key", "reason" from "suppressions" where "store_domain" = $1 and "email_key" in ($2, $3)',
     },
-    indexes: { sqlite: ['sqlite_autoindex_suppressions_1'], postgres: ['suppressions_pk'] },
+    indexes: both('suppressions_by_key'),
   },
   {
     name: "dispatch: a store's restocks, newest first, in restocks_by_store order",
@@ -334,12 +341,12 @@ const CASES: PlanCase[] = [
   {
     name: "alerts: the waiting subscribers of a variant, in signup order, from the product's active subscriptions",
     run: ({ waiting }) =>
-      waiting.waiting({ storeDomain: 'shop-1.myshopify.com', includeUnowned: false, productId: 'prod_1', variantId: 'var_1', after: { createdAt: EARLIER, id: 'sub_0' }, limit: 10 }),
+      waiting.waiting({ storeDomain: 'shop-1.myshopify.com', includeUnowned: false, productId: 'prod_1', variantId: 'var_1', thirdParty: false, after: { createdAt: EARLIER, id: 'sub_0' }, limit: 10 }),
     sql: {
       sqlite:
-        'select "id", "email", "product_id", "variant_id", "created_at", "store_domain", "locale" from "subscriptions" where "product_id" = ? and "status" = \'active\' and ("variant_id" = ? or "variant_id" is null) and "store_domain" = ? and ("created_at" > ? or ("created_at" = ? and "id" > ?)) order by "created_at", "id" limit ?',
+        'select "id", "email", "product_id", "variant_id", "created_at", "store_domain", "locale" from "subscriptions" where "product_id" = ? and "status" = \'active\' and "third_party" = ? and ("variant_id" = ? or "variant_id" is null) and "store_domain" = ? and ("created_at" > ? or ("created_at" = ? and "id" > ?)) order by "created_at", "id" limit ?',
       postgres:
-        'select "id", "email", "product_id", "variant_id", "created_at", "store_domain", "locale" from "subscriptions" where "product_id" = $1 and "status" = \'active\' and ("variant_id" = $2 or "variant_id" is null) and "store_domain" = $3 and ("created_at" > $4 or ("created_at" = $5 and "id" > $6)) order by "created_at", "id" limit $7',
+        'select "id", "email", "product_id", "variant_id", "created_at", "store_domain", "locale" from "subscriptions" where "product_id" = $1 and "status" = \'active\' and "third_party" = $2 and ("variant_id" = $3 or "variant_id" is null) and "store_domain" = $4 and ("created_at" > $5 or ("created_at" = $6 and "id" > $7)) order by "created_at", "id" limit $8',
     },
     // PostgreSQL may as well take the partial subscriptions_one_live: it too holds only the
     // active subscriptions, product first.
@@ -349,14 +356,51 @@ const CASES: PlanCase[] = [
     name: 'alerts: the live subscription a duplicate signup runs into is one probe of subscriptions_one_live',
     async run({ alerts }) {
       const target = { productId: 'prod_1', variantId: 'var_1', email: 'shopper-1@example.com' };
-      await alerts.subscribe(target, { storeDomain: 'shop-1.myshopify.com', agentId: null }, NOW);
+      await alerts.subscribe(target, { storeDomain: 'shop-1.myshopify.com', agentId: null, thirdParty: false }, NOW);
     },
     statement: 1,
     sql: {
-      sqlite: `select * from "subscriptions" where "product_id" = ? and coalesce(variant_id, '') = ? and "email" = ? and coalesce(store_domain, agent_id, '') = ? and "status" = 'active'`,
-      postgres: `select * from "subscriptions" where "product_id" = $1 and coalesce(variant_id, '') = $2 and "email" = $3 and coalesce(store_domain, agent_id, '') = $4 and "status" = 'active'`,
+      sqlite: `select * from "subscriptions" where "product_id" = ? and coalesce(variant_id, '') = ? and "email_key" = ? and coalesce(store_domain, '') = ? and coalesce(agent_id, '') = ? and "status" = 'active'`,
+      postgres: `select * from "subscriptions" where "product_id" = $1 and coalesce(variant_id, '') = $2 and "email_key" = $3 and coalesce(store_domain, '') = $4 and coalesce(agent_id, '') = $5 and "status" = 'active'`,
     },
     indexes: both('subscriptions_one_live'),
+  },
+  {
+    name: "alerts: an agent's live third-party subscriptions for a store are counted from subscriptions_third_party_live alone",
+    async run({ alerts }) {
+      const target = { productId: 'prod_9', variantId: null, email: 'new-shopper@example.com' };
+      await alerts.subscribeWithin(target, { storeDomain: 'shop-2.myshopify.com', agentId: 'agt_2', thirdParty: true }, NOW, 50);
+    },
+    // The live lookup, the count, then the insert (PostgreSQL takes an advisory lock first).
+    statement: -2,
+    sql: {
+      sqlite: `select count(*) as "n" from "subscriptions" where "agent_id" = ? and coalesce(store_domain, '') = ? and "status" = 'active' and "third_party" = 1`,
+      postgres: `select count(*) as "n" from "subscriptions" where "agent_id" = $1 and coalesce(store_domain, '') = $2 and "status" = 'active' and "third_party" = 1`,
+    },
+    indexes: both('subscriptions_third_party_live'),
+  },
+  {
+    name: "alerts: an address's waiting subscriptions an alert fulfils are found through subscriptions_by_address",
+    // The update runs inside the settling transaction the worker opens.
+    run: ({ waiting }) =>
+      waiting['database'].write((trx) =>
+        waiting.markAddressesNotified(trx, [{ storeDomain: 'shop-1.myshopify.com', productId: 'prod_1', variantId: 'var_1', emailKey: 'shopper-1@example.com' }], NOW),
+      ),
+    statement: -1,
+    sql: {
+      sqlite: `update "subscriptions" set "status" = ?, "updated_at" = ? where "store_domain" = ? and "email_key" in (?) and "product_id" = ? and "status" = ? and ("variant_id" = ? or "variant_id" is null)`,
+      postgres: `update "subscriptions" set "status" = $1, "updated_at" = $2 where "store_domain" = $3 and "email_key" in ($4) and "product_id" = $5 and "status" = $6 and ("variant_id" = $7 or "variant_id" is null)`,
+    },
+    indexes: both('subscriptions_by_address'),
+  },
+  {
+    name: "alerts: a store's subscriptions of one address come from subscriptions_by_address",
+    run: ({ waiting }) => waiting.ofCustomer('shop-1.myshopify.com', 'shopper-1@example.com'),
+    sql: {
+      sqlite: 'select * from "subscriptions" where "store_domain" = ? and "email_key" = ?',
+      postgres: 'select * from "subscriptions" where "store_domain" = $1 and "email_key" = $2',
+    },
+    indexes: both('subscriptions_by_address'),
   },
   {
     name: "shopify: the webhook queue is claimed through shopify_webhook_events_queue",
@@ -409,8 +453,9 @@ const CASES: PlanCase[] = [
     name: "mail: a store's outbox, newest first, from mail_outbox_by_store",
     run: ({ outbox }) => outbox.listForStore('shop-1.myshopify.com', 20),
     sql: {
-      sqlite: 'select * from "mail_outbox" where "store_domain" = ? order by "created_at" desc, "id" desc limit ?',
-      postgres: 'select * from "mail_outbox" where "store_domain" = $1 order by "created_at" desc, "id" desc limit $2',
+      // Mail that carries a credential is filtered out on the index's rows, never listed (docs/security.md).
+      sqlite: 'select * from "mail_outbox" where "store_domain" = ? and "purpose" not in (?, ?, ?) order by "created_at" desc, "id" desc limit ?',
+      postgres: 'select * from "mail_outbox" where "store_domain" = $1 and "purpose" not in ($2, $3, $4) order by "created_at" desc, "id" desc limit $5',
     },
     indexes: both('mail_outbox_by_store'),
   },
@@ -443,7 +488,7 @@ for (const dialect of testDialects()) {
     for (const query of CASES) {
       it(query.name, async () => {
         const statements = await statementsOf(() => query.run(stores));
-        const statement = statements[query.statement ?? 0];
+        const statement = statements.at(query.statement ?? 0);
         assert.ok(statement, `it ran ${statements.length} statements:\n${statements.map((s) => s.sql).join('\n')}`);
         assert.equal(statement.sql, query.sql[dialect]);
         const plan = await planOf(database, statement, query.inIndexOrder);

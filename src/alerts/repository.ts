@@ -2,7 +2,8 @@ import { sql } from 'kysely';
 import type { Database, Db, Trx } from '../core/db/database.ts';
 import type { SubscriptionsTable } from '../core/db/schema.ts';
 import { chunks } from '../core/chunks.ts';
-import { newId } from '../core/ids.ts';
+import { addressKey } from '../core/email.ts';
+import { newOpaqueId } from '../core/ids.ts';
 import type { SubscriptionStatus } from './schemas.ts';
 
 export type SubscriptionRow = SubscriptionsTable;
@@ -15,40 +16,70 @@ export interface WatchTarget {
   locale?: string | null;
 }
 
+/**
+ * Who a subscription belongs to: the store it is for and its maker, the storefront (no agent) or
+ * one agent. `thirdParty`: the maker is an agent not bound to that store.
+ */
+export interface SubscriptionOwner {
+  storeDomain: string | null;
+  agentId: string | null;
+  thirdParty: boolean;
+}
+
+/** A third-party subscribe over the cap: nothing was stored. */
+export const OVER_LIMIT = Symbol('over the third-party limit');
+
 /** Storage of alert subscriptions; the only code that touches the `subscriptions` table. */
 export class SubscriptionRepository {
   constructor(private readonly database: Database) {}
 
   /**
-   * The live subscription for this (product, variant, e-mail) of this owner (the store, else the
-   * agent), created if there is none. The
-   * insert comes first because a new watch is the common case, and it is one statement, so on
-   * PostgreSQL it needs no explicit transaction. When the partial unique index refuses it (a
-   * duplicate, or a race another process won), the live row is read instead; should that row end
-   * in between, the insert is tried again.
+   * The live subscription for this (product, variant, address key) of this owner (store and
+   * maker), created if there is none. The insert comes first because a new watch is the common
+   * case, and it is one statement, so on PostgreSQL it needs no explicit transaction. When the
+   * partial unique index refuses it (a duplicate, or a race another process won), the live row
+   * is read instead; should that row end in between, the insert is tried again.
    */
-  async subscribe(target: WatchTarget, owner: { storeDomain: string | null; agentId: string | null }, now: string): Promise<SubscriptionRow> {
+  async subscribe(target: WatchTarget, owner: SubscriptionOwner, now: string): Promise<SubscriptionRow> {
     for (let attempt = 0; ; attempt++) {
-      const row: SubscriptionRow = {
-        id: newId('sub'),
-        product_id: target.productId,
-        variant_id: target.variantId,
-        email: target.email,
-        status: 'active',
-        store_domain: owner.storeDomain,
-        agent_id: owner.agentId,
-        created_at: now,
-        updated_at: now,
-        locale: target.locale ?? null,
-      };
+      const row = newRow(target, owner, now);
       const inserted = await this.database.writeStatement((db) =>
         db.insertInto('subscriptions').values(row).onConflict((oc) => oc.doNothing()).executeTakeFirst(),
       );
       if (Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 1) return row;
-      const live = await findLive(this.database.db, target, owner.storeDomain ?? owner.agentId ?? '');
+      const live = await findLive(this.database.db, target, owner);
       if (live) return live;
       if (attempt >= 2) throw new Error('subscription kept conflicting with a row that then ended');
     }
+  }
+
+  /**
+   * As `subscribe`, for a maker that may hold at most `limit` live third-party subscriptions
+   * for the store: its own live one comes back whatever the count; a new one is made only under
+   * the limit, else OVER_LIMIT and nothing is stored. The count and the insert are one
+   * transaction, serialised per maker and store (SQLite has one writer; PostgreSQL takes an
+   * advisory lock on the pair), so requests in parallel cannot slip past the limit together.
+   */
+  subscribeWithin(target: WatchTarget, owner: SubscriptionOwner & { agentId: string }, now: string, limit: number): Promise<SubscriptionRow | typeof OVER_LIMIT> {
+    return this.database.write(async (trx) => {
+      if (this.database.dialect === 'postgres') {
+        await sql`select pg_advisory_xact_lock(hashtext(${`third-party-subscriptions\n${owner.agentId}\n${owner.storeDomain ?? ''}`}))`.execute(trx);
+      }
+      const live = await findLive(trx, target, owner);
+      if (live) return live;
+      const held = await trx
+        .selectFrom('subscriptions')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('agent_id', '=', owner.agentId)
+        .where(sql<string>`coalesce(store_domain, '')`, '=', owner.storeDomain ?? '')
+        .where('status', '=', sql.lit('active'))
+        .where('third_party', '=', sql.lit(1))
+        .executeTakeFirstOrThrow();
+      if (Number(held.n) >= limit) return OVER_LIMIT;
+      const row = newRow(target, owner, now);
+      await trx.insertInto('subscriptions').values(row).execute();
+      return row;
+    });
   }
 
   find(id: string): Promise<SubscriptionRow | undefined> {
@@ -76,12 +107,23 @@ export interface WaitingQuery {
   productId: string;
   /** null: every subscription to the product; otherwise those to this variant and to the whole product. */
   variantId: string | null;
+  /** Third-party subscriptions (made by agents not bound to the store), or the store's own. */
+  thirdParty: boolean;
   /** Signup-order cursor: only subscriptions after this one. */
   after: { createdAt: string; id: string } | null;
   limit: number;
 }
 
 export type WaitingSubscriber = Pick<SubscriptionRow, 'id' | 'email' | 'product_id' | 'variant_id' | 'created_at' | 'store_domain' | 'locale'>;
+
+/** The waiting rows of one address that a restock's alert to it fulfils. */
+export interface FulfilledAddress {
+  storeDomain: string;
+  productId: string;
+  /** The restock's variant: subscriptions to it and to the whole product; null: the whole product came back. */
+  variantId: string | null;
+  emailKey: string;
+}
 
 /** `product`: stable for readers paging through; `most-wanted`: the largest groups first (the dashboard). */
 export type WaitingOrder = 'product' | 'most-wanted';
@@ -90,13 +132,14 @@ export type WaitingOrder = 'product' | 'most-wanted';
 export class WaitingRepository {
   constructor(private readonly database: Database) {}
 
-  /** Active subscriptions matching a restock, in signup order. */
+  /** Active subscriptions of one kind (first- or third-party) matching a restock, in signup order. */
   waiting(query: WaitingQuery): Promise<WaitingSubscriber[]> {
     let select = this.database.db
       .selectFrom('subscriptions')
       .select(['id', 'email', 'product_id', 'variant_id', 'created_at', 'store_domain', 'locale'])
       .where('product_id', '=', query.productId)
-      .where('status', '=', sql.lit('active'));
+      .where('status', '=', sql.lit('active'))
+      .where('third_party', '=', query.thirdParty ? 1 : 0);
     if (query.variantId !== null) {
       const variantId = query.variantId;
       select = select.where((eb) => eb.or([eb('variant_id', '=', variantId), eb('variant_id', 'is', null)]));
@@ -129,6 +172,36 @@ export class WaitingRepository {
   async markNotified(trx: Trx, ids: string[], now: string): Promise<void> {
     for (const chunk of chunks(ids)) {
       await trx.updateTable('subscriptions').set({ status: 'notified', updated_at: now }).where('id', 'in', chunk).where('status', '=', 'active').execute();
+    }
+  }
+
+  /**
+   * active → notified for every waiting subscription of these addresses that their alert
+   * fulfils (the same product, and the restock's variant or the whole product), whoever made
+   * it: one alert per address per restock, so the storefront's row and each agent's row of one
+   * shopper end together. Inside the caller's transaction, like `markNotified`.
+   */
+  async markAddressesNotified(trx: Trx, addresses: FulfilledAddress[], now: string): Promise<void> {
+    const groups = new Map<string, { first: FulfilledAddress; keys: string[] }>();
+    for (const address of addresses) {
+      const group = `${address.storeDomain}\n${address.productId}\n${address.variantId ?? ''}`;
+      const known = groups.get(group);
+      if (known) known.keys.push(address.emailKey);
+      else groups.set(group, { first: address, keys: [address.emailKey] });
+    }
+    for (const { first, keys } of groups.values()) {
+      for (const chunk of chunks([...new Set(keys)])) {
+        let update = trx
+          .updateTable('subscriptions')
+          .set({ status: 'notified', updated_at: now })
+          .where('store_domain', '=', first.storeDomain)
+          .where('email_key', 'in', chunk)
+          .where('product_id', '=', first.productId)
+          .where('status', '=', 'active');
+        const variantId = first.variantId;
+        if (variantId !== null) update = update.where((eb) => eb.or([eb('variant_id', '=', variantId), eb('variant_id', 'is', null)]));
+        await update.execute();
+      }
     }
   }
 
@@ -180,14 +253,14 @@ export class WaitingRepository {
     return rows.map((row) => row.product_id);
   }
 
-  /** A store's subscriptions of one address (GDPR data request); emails compared as stored. */
-  ofCustomer(storeDomain: string, email: string): Promise<SubscriptionRow[]> {
-    return this.database.db.selectFrom('subscriptions').selectAll().where('store_domain', '=', storeDomain).where('email', '=', email).execute();
+  /** A store's subscriptions of one address (GDPR data request), by its key: every case of it. */
+  ofCustomer(storeDomain: string, emailKey: string): Promise<SubscriptionRow[]> {
+    return this.database.db.selectFrom('subscriptions').selectAll().where('store_domain', '=', storeDomain).where('email_key', '=', emailKey).execute();
   }
 
-  async eraseCustomer(storeDomain: string, email: string): Promise<number> {
+  async eraseCustomer(storeDomain: string, emailKey: string): Promise<number> {
     const result = await this.database.writeStatement((db) =>
-      db.deleteFrom('subscriptions').where('store_domain', '=', storeDomain).where('email', '=', email).executeTakeFirst(),
+      db.deleteFrom('subscriptions').where('store_domain', '=', storeDomain).where('email_key', '=', emailKey).executeTakeFirst(),
     );
     return Number(result.numDeletedRows);
   }
@@ -200,18 +273,38 @@ export class WaitingRepository {
 
 
 /**
- * Spelled exactly like the index `subscriptions_one_live` (the coalesce, and `active` as a
- * literal so PostgreSQL can match the partial index's predicate even in a generic plan), so the
- * lookup is one index probe however many shoppers wait for the product.
+ * The live subscription of this owner. Spelled exactly like the index `subscriptions_one_live`
+ * (the coalesces, and `active` as a literal so PostgreSQL can match the partial index's
+ * predicate even in a generic plan), so the lookup is one index probe however many shoppers
+ * wait for the product.
  */
-function findLive(db: Db, target: WatchTarget, owner: string): Promise<SubscriptionRow | undefined> {
+function findLive(db: Db, target: WatchTarget, owner: SubscriptionOwner): Promise<SubscriptionRow | undefined> {
   return db
     .selectFrom('subscriptions')
     .selectAll()
     .where('product_id', '=', target.productId)
     .where(sql<string>`coalesce(variant_id, '')`, '=', target.variantId ?? '')
-    .where('email', '=', target.email)
-    .where(sql<string>`coalesce(store_domain, agent_id, '')`, '=', owner)
+    .where('email_key', '=', addressKey(target.email))
+    .where(sql<string>`coalesce(store_domain, '')`, '=', owner.storeDomain ?? '')
+    .where(sql<string>`coalesce(agent_id, '')`, '=', owner.agentId ?? '')
     .where('status', '=', sql.lit('active'))
     .executeTakeFirst();
+}
+
+/** Ids carry no time (`newOpaqueId`): whoever holds one must not learn when the shopper signed up. */
+function newRow(target: WatchTarget, owner: SubscriptionOwner, now: string): SubscriptionRow {
+  return {
+    id: newOpaqueId('sub'),
+    product_id: target.productId,
+    variant_id: target.variantId,
+    email: target.email,
+    email_key: addressKey(target.email),
+    status: 'active',
+    store_domain: owner.storeDomain,
+    agent_id: owner.agentId,
+    third_party: owner.thirdParty ? 1 : 0,
+    created_at: now,
+    updated_at: now,
+    locale: target.locale ?? null,
+  };
 }

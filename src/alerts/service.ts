@@ -1,13 +1,30 @@
 import { nowIso } from '../core/clock.ts';
 import type { Trx } from '../core/db/database.ts';
-import { normaliseEmail } from '../core/email.ts';
+import { addressKey, normaliseEmail } from '../core/email.ts';
 import { canSee, ownStore, storeForWrite, type Caller } from '../core/http/caller.ts';
-import { Conflict, Forbidden, NotFound } from '../core/problems.ts';
+import { Conflict, Forbidden, NotFound, Problem } from '../core/problems.ts';
 import type { TokenSigner } from '../core/signed-token.ts';
 import type { SubscribeAlertInput, Subscription } from './schemas.ts';
-import type { SubscriptionRepository, SubscriptionRow, WaitingOrder, WaitingQuery, WaitingRepository, WaitingSubscriber } from './repository.ts';
+import {
+  OVER_LIMIT,
+  type FulfilledAddress,
+  type SubscriptionRepository,
+  type SubscriptionRow,
+  type WaitingOrder,
+  type WaitingQuery,
+  type WaitingRepository,
+  type WaitingSubscriber,
+} from './repository.ts';
 
 const UNSUBSCRIBE = 'unsubscribe';
+
+/**
+ * How many live subscriptions one agent not bound to a store may hold for it (or for no named
+ * store). Such subscriptions are third-party: the store's shoppers never asked for them, and
+ * every alert they get is paid from the store's allowance. An agent its owner bound to the
+ * store is not limited (the store vouches for it), nor is the storefront (limited per client).
+ */
+export const THIRD_PARTY_LIMIT_PER_STORE = 50;
 
 /** Subscribers waiting for one product (or variant) of a store. */
 export interface WaitingCount {
@@ -29,15 +46,32 @@ export class SubscriptionService {
     private readonly baseUrl: string,
   ) {}
 
-  /** subscribeAlert: the live subscription for this product/variant/e-mail, created if needed. */
+  /**
+   * subscribeAlert: the caller's own live subscription for this product/variant/address,
+   * created if needed. Never another maker's: the storefront's row or another agent's for the
+   * same address is neither returned nor hinted at, so an agent learns nothing of other
+   * shoppers. An agent not bound to the store makes third-party subscriptions, at most
+   * THIRD_PARTY_LIMIT_PER_STORE live ones per store.
+   */
   async subscribeAlert(input: SubscribeAlertInput, caller: Caller): Promise<{ subscriptionId: string; status: 'active' }> {
     const { store, foreign } = storeForWrite(caller, input.shop);
     if (foreign) throw new Forbidden(`This agent is bound to ${caller.storeDomain} and cannot subscribe for ${input.shop}.`);
-    const row = await this.store.subscribe(
-      { productId: input.productId, variantId: input.variantId ?? null, email: normaliseEmail(input.email) },
-      { storeDomain: store, agentId: caller.agentId },
-      nowIso(),
-    );
+    const target = { productId: input.productId, variantId: input.variantId ?? null, email: normaliseEmail(input.email) };
+    // storeForWrite puts a bound agent on its own store: only an unbound one is third-party.
+    if (caller.storeDomain !== null) {
+      const row = await this.store.subscribe(target, { storeDomain: store, agentId: caller.agentId, thirdParty: false }, nowIso());
+      return { subscriptionId: row.id, status: 'active' };
+    }
+    const row = await this.store.subscribeWithin(target, { storeDomain: store, agentId: caller.agentId, thirdParty: true }, nowIso(), THIRD_PARTY_LIMIT_PER_STORE);
+    if (row === OVER_LIMIT) {
+      const where = store ?? 'products of no named store';
+      throw new Problem(
+        'too-many-subscriptions',
+        `This agent already holds ${THIRD_PARTY_LIMIT_PER_STORE} waiting subscriptions for ${where}, the most an agent not bound to the store may hold. ` +
+          'Cancel some, wait until they are notified, or have the store’s owner claim the agent for the store.',
+        { extensions: { limit: THIRD_PARTY_LIMIT_PER_STORE } },
+      );
+    }
     return { subscriptionId: row.id, status: 'active' };
   }
 
@@ -48,7 +82,7 @@ export class SubscriptionService {
   async subscribeShopper(input: { shop: string; productId: string; variantId?: string | null; email: string; locale?: string | null }): Promise<SubscriptionRow> {
     return this.store.subscribe(
       { productId: input.productId, variantId: input.variantId ?? null, email: normaliseEmail(input.email), locale: input.locale ?? null },
-      { storeDomain: input.shop, agentId: null },
+      { storeDomain: input.shop, agentId: null, thirdParty: false },
       nowIso(),
     );
   }
@@ -107,6 +141,11 @@ export class SubscriptionService {
     return this.waitingStore.markNotified(trx, subscriptionIds, nowIso());
   }
 
+  /** An address got a restock's alert: its every waiting subscription the alert fulfils is notified too. */
+  markAddressesNotified(trx: Trx, addresses: FulfilledAddress[]): Promise<void> {
+    return this.waitingStore.markAddressesNotified(trx, addresses, nowIso());
+  }
+
   /** Waiting subscribers per product and variant: the demand, and the length of the alert queue. */
   async waitingCounts(storeDomain: string, limit = 1000, order: WaitingOrder = 'product'): Promise<WaitingCount[]> {
     const rows = await this.waitingStore.waitingCounts(storeDomain, limit, order);
@@ -141,11 +180,11 @@ export class SubscriptionService {
 
   /** What the service holds about one customer of a store (GDPR data request). */
   async customerData(storeDomain: string, email: string): Promise<Subscription[]> {
-    return (await this.waitingStore.ofCustomer(storeDomain, normaliseEmail(email))).map((row) => this.present(row));
+    return (await this.waitingStore.ofCustomer(storeDomain, addressKey(email))).map((row) => this.present(row));
   }
 
   eraseCustomer(storeDomain: string, email: string): Promise<number> {
-    return this.waitingStore.eraseCustomer(storeDomain, normaliseEmail(email));
+    return this.waitingStore.eraseCustomer(storeDomain, addressKey(email));
   }
 
   eraseStore(storeDomain: string): Promise<number> {

@@ -1,3 +1,4 @@
+import { addressKey } from '../core/email.ts';
 import { newId } from '../core/ids.ts';
 import type { EffectiveSettings } from '../stores/settings.ts';
 import { leaseEnd } from './leases.ts';
@@ -12,8 +13,12 @@ export type PlannerDeps = Pick<WorkerDeps, 'store' | 'inventory' | 'stores' | 'a
 
 /**
  * Plans restocks into batches, one worker per restock at a time (by lease): the stock re-read,
- * then the next stock × multiplier waiting subscribers in signup order queued as one batch, in
- * the same transaction that moves the restock on.
+ * then the next stock × multiplier waiting subscribers queued as one batch, in the same
+ * transaction that moves the restock on. A batch takes the store's own subscribers first (the
+ * storefront's and its bound agents', in signup order), and fills what is left with third-party
+ * ones (made by agents not bound to the store, in signup order): each kind has its own cursor,
+ * so a shopper of the store who signs up while a restock runs still goes ahead of third parties
+ * not yet planned, and third parties never take the allowance the store's shoppers wait for.
  */
 export class BatchPlanner {
   constructor(
@@ -41,14 +46,28 @@ export class BatchPlanner {
     const verdict = planVerdict(sending, stock, settings);
     if (verdict.kind === 'stop') return this.stop(restock, now, verdict.status, verdict.reason);
 
-    const waiting = await this.deps.alerts.waitingSubscribers({
+    const query = {
       storeDomain: restock.store_domain,
       includeUnowned: restock.include_unowned === 1,
       productId: restock.product_id,
       variantId: restock.variant_id,
-      after: restock.cursor_id && restock.cursor_created_at ? { createdAt: restock.cursor_created_at, id: restock.cursor_id } : null,
+    };
+    const own = await this.deps.alerts.waitingSubscribers({
+      ...query,
+      thirdParty: false,
+      after: cursor(restock.cursor_created_at, restock.cursor_id),
       limit: verdict.size,
     });
+    const thirdParty =
+      own.length < verdict.size
+        ? await this.deps.alerts.waitingSubscribers({
+            ...query,
+            thirdParty: true,
+            after: cursor(restock.third_party_cursor_created_at, restock.third_party_cursor_id),
+            limit: verdict.size - own.length,
+          })
+        : [];
+    const waiting = [...own, ...thirdParty];
     if (waiting.length === 0) return this.stop(restock, now, 'done', WHY.everyoneAlerted);
 
     const batch = restock.batches + 1;
@@ -59,12 +78,13 @@ export class BatchPlanner {
       subscription_id: subscriber.id,
       store_domain: restock.store_domain,
       email: subscriber.email,
+      email_key: addressKey(subscriber.email),
       product_id: restock.product_id,
       variant_id: restock.variant_id,
       batch,
       position: restock.planned + i,
       status: 'queued',
-      reason: whySent(restock, stock.available, settings, verdict.size, batch, subscriber.created_at, restock.planned + i),
+      reason: whySent(restock, stock.available, settings, verdict.size, batch, subscriber.created_at, restock.planned + i, i >= own.length),
       outcome: null,
       attempts: 0,
       next_attempt_at: nowIso,
@@ -74,15 +94,19 @@ export class BatchPlanner {
       sent_at: null,
       locale: subscriber.locale,
       held_by_plan: 0,
+      third_party: i >= own.length ? 1 : 0,
     }));
-    const last = waiting[waiting.length - 1]!;
+    const lastOwn = own[own.length - 1];
+    const lastThirdParty = thirdParty[thirdParty.length - 1];
     // Fewer waiting than the batch holds: everyone was reached.
     const finished = waiting.length < verdict.size;
     await this.deps.store.queueBatch(this.owner, restock, rows, {
       batches: batch,
       planned: restock.planned + rows.length,
-      cursor_created_at: last.created_at,
-      cursor_id: last.id,
+      cursor_created_at: lastOwn?.created_at ?? restock.cursor_created_at,
+      cursor_id: lastOwn?.id ?? restock.cursor_id,
+      third_party_cursor_created_at: lastThirdParty?.created_at ?? restock.third_party_cursor_created_at,
+      third_party_cursor_id: lastThirdParty?.id ?? restock.third_party_cursor_id,
       status: finished ? 'done' : 'dispatching',
       stop_reason: finished ? WHY.everyoneAlerted : null,
       next_batch_at: new Date(now.getTime() + settings.batchIntervalSeconds * 1000).toISOString(),
@@ -97,13 +121,25 @@ export class BatchPlanner {
   }
 }
 
+function cursor(createdAt: string | null, id: string | null): { createdAt: string; id: string } | null {
+  return createdAt && id ? { createdAt, id } : null;
+}
+
 /** The "why sent" record a merchant reads in the audit. */
-export function whySent(restock: RestockRow, available: number, settings: EffectiveSettings, size: number, batch: number, signedUpAt: string, position: number): string {
+export function whySent(
+  restock: RestockRow,
+  available: number,
+  settings: EffectiveSettings,
+  size: number,
+  batch: number,
+  signedUpAt: string,
+  position: number,
+  thirdParty = false,
+): string {
   const what = restock.variant_id ?? restock.product_id;
   const source = restock.source_ref ? `${restock.source} ${restock.source_ref}` : restock.source;
-  return (
-    `${what} came back in stock at ${restock.store_domain} (detected ${restock.detected_at} from ${source}); ` +
-    `batch ${batch}: ${available} in stock × ${settings.batchMultiplier} = up to ${size} alerts; ` +
-    `subscriber #${position + 1} in signup order (signed up ${signedUpAt}).`
-  );
+  const place = thirdParty
+    ? `subscriber #${position + 1} in line, made by an agent not bound to the store, so after the store's own subscribers (signed up ${signedUpAt}).`
+    : `subscriber #${position + 1} in signup order (signed up ${signedUpAt}).`;
+  return `${what} came back in stock at ${restock.store_domain} (detected ${restock.detected_at} from ${source}); batch ${batch}: ${available} in stock × ${settings.batchMultiplier} = up to ${size} alerts; ${place}`;
 }

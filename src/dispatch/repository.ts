@@ -218,39 +218,39 @@ export class DispatchRepository {
   }
 
   /**
-   * Every alert the store sent to these addresses: for which restock, and when. Read by address
-   * (notifications_by_address): naming the restock too made SQLite walk the restock's every row
-   * (notifications_once_per_restock) instead, a whole batch for each claim.
+   * Every alert the store sent to these address keys: for which restock, and when. Read by key
+   * (notifications_by_address_key): naming the restock too made SQLite walk the restock's every
+   * row (notifications_once_per_restock) instead, a whole batch for each claim.
    */
-  sentTo(storeDomain: string, emails: string[]): Promise<Array<Pick<NotificationRow, 'email' | 'restock_id' | 'sent_at'>>> {
+  sentTo(storeDomain: string, emailKeys: string[]): Promise<Array<Pick<NotificationRow, 'email_key' | 'restock_id' | 'sent_at'>>> {
     return this.database.db
       .selectFrom('notifications')
-      .select(['email', 'restock_id', 'sent_at'])
+      .select(['email_key', 'restock_id', 'sent_at'])
       .where('store_domain', '=', storeDomain)
-      .where('email', 'in', emails)
+      .where('email_key', 'in', emailKeys)
       .where('status', '=', 'sent')
       .execute();
   }
 
-  async suppressed(storeDomain: string, emails: string[]): Promise<Map<string, string>> {
+  /** The suppressed among these address keys, with the reason. */
+  async suppressed(storeDomain: string, emailKeys: string[]): Promise<Map<string, string>> {
     const rows = await this.database.db
       .selectFrom('suppressions')
-      .select(['email', 'reason'])
+      .select(['email_key', 'reason'])
       .where('store_domain', '=', storeDomain)
-      .where('email', 'in', emails)
+      .where('email_key', 'in', emailKeys)
       .execute();
-    return new Map(rows.map((row) => [row.email, row.reason]));
+    return new Map(rows.map((row) => [row.email_key, row.reason]));
   }
 
+  /** One suppression per store and key: another case of a suppressed address changes nothing. */
   async suppress(row: SuppressionRow): Promise<void> {
-    await this.database.writeStatement((db) =>
-      db.insertInto('suppressions').values(row).onConflict((oc) => oc.columns(['store_domain', 'email']).doNothing()).execute(),
-    );
+    await this.database.writeStatement((db) => db.insertInto('suppressions').values(row).onConflict((oc) => oc.doNothing()).execute());
   }
 
-  async unsuppress(storeDomain: string, email: string): Promise<boolean> {
+  async unsuppress(storeDomain: string, emailKey: string): Promise<boolean> {
     const result = await this.database.writeStatement((db) =>
-      db.deleteFrom('suppressions').where('store_domain', '=', storeDomain).where('email', '=', email).executeTakeFirst(),
+      db.deleteFrom('suppressions').where('store_domain', '=', storeDomain).where('email_key', '=', emailKey).executeTakeFirst(),
     );
     return Number(result.numDeletedRows) > 0;
   }
@@ -339,10 +339,10 @@ export class DispatchRepository {
     return Object.fromEntries(rows.map((row) => [row.status, Number(row.n)]));
   }
 
-  async eraseCustomer(storeDomain: string, email: string): Promise<number> {
+  async eraseCustomer(storeDomain: string, emailKey: string): Promise<number> {
     return this.database.write(async (trx) => {
-      const ledger = await trx.deleteFrom('notifications').where('store_domain', '=', storeDomain).where('email', '=', email).executeTakeFirst();
-      await trx.deleteFrom('suppressions').where('store_domain', '=', storeDomain).where('email', '=', email).execute();
+      const ledger = await trx.deleteFrom('notifications').where('store_domain', '=', storeDomain).where('email_key', '=', emailKey).executeTakeFirst();
+      await trx.deleteFrom('suppressions').where('store_domain', '=', storeDomain).where('email_key', '=', emailKey).execute();
       return Number(ledger.numDeletedRows);
     });
   }

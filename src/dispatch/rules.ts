@@ -1,3 +1,4 @@
+import { addressKey } from '../core/email.ts';
 import { MailDeliveryError } from '../core/mail/transport.ts';
 import type { EffectiveSettings } from '../stores/settings.ts';
 import { OVER_ALLOWANCE } from './service.ts';
@@ -59,11 +60,11 @@ export interface SendFacts {
   waiting: ReadonlySet<string>;
   /** Subscriptions some restock has already alerted. */
   alerted: ReadonlySet<string>;
-  /** Addresses the store must not mail, with the reason. */
+  /** Addresses the store must not mail, by `addressKey`, with the reason. */
   suppressed: ReadonlyMap<string, string>;
   /** Addresses a restock already mailed, as `restockAddressKey`. */
   mailedForRestock: ReadonlySet<string>;
-  /** Each address's latest alert from this store within the cap window (ISO time). */
+  /** Each address's latest alert from this store within the cap window (ISO time), by `addressKey`. */
   lastSent: ReadonlyMap<string, string>;
   /** Products still sellable (published and at least the minimum stock), as `productKey`. */
   sellable: ReadonlySet<string>;
@@ -74,7 +75,10 @@ export type Skip = { kind: 'skipped'; why: string; notified: boolean };
 export type Defer = { kind: 'deferred'; until: string; why: string; heldByPlan: boolean };
 export type Verdict = { kind: 'send' } | Skip | Defer;
 
-/** What the alerts sent earlier in the same group add to the facts. */
+/**
+ * What the alerts sent earlier in the same group add to the facts. Addresses are compared by
+ * `addressKey` throughout: `Jane@` and `jane@` are one shopper.
+ */
 interface GroupState {
   subscriptions: Set<string>;
   addresses: Set<string>;
@@ -91,7 +95,7 @@ const notAlertedYet: Rule = (row, facts, group) =>
 const stillWaiting: Rule = (row, facts) => (facts.waiting.has(row.subscription_id) ? undefined : skip(WHY.noLongerWaits, false));
 
 const notSuppressed: Rule = (row, facts) => {
-  const reason = facts.suppressed.get(row.email);
+  const reason = facts.suppressed.get(addressKey(row.email));
   return reason === undefined ? undefined : skip(WHY.suppressed(reason), false);
 };
 
@@ -105,7 +109,8 @@ const notMailedForRestock: Rule = (row, facts, group) => {
 const stillSellable: Rule = (row, facts) => (facts.sellable.has(productKey(row)) ? undefined : skip(WHY.soldOut, false));
 
 const withinFrequencyCap: Rule = (row, facts, group) => {
-  const last = group.lastSent.get(row.email) ?? facts.lastSent.get(row.email);
+  const key = addressKey(row.email);
+  const last = group.lastSent.get(key) ?? facts.lastSent.get(key);
   if (!last || facts.frequencyCapMs <= 0) return undefined;
   const until = Date.parse(last) + facts.frequencyCapMs;
   return until > facts.now ? { kind: 'deferred', until: new Date(until).toISOString(), why: WHY.frequencyCap, heldByPlan: false } : undefined;
@@ -143,7 +148,8 @@ function verdictIn(row: NotificationRef, facts: SendFacts, group: GroupState): V
 function admit(row: NotificationRef, facts: SendFacts, group: GroupState): void {
   group.subscriptions.add(row.subscription_id);
   group.addresses.add(restockAddressKey(row));
-  if (!group.lastSent.has(row.email) && !facts.lastSent.has(row.email)) group.lastSent.set(row.email, new Date(facts.now).toISOString());
+  const key = addressKey(row.email);
+  if (!group.lastSent.has(key) && !facts.lastSent.has(key)) group.lastSent.set(key, new Date(facts.now).toISOString());
 }
 
 function emptyGroup(): GroupState {
@@ -161,6 +167,16 @@ export interface AllowanceGrant {
   granted: number;
   retryAt: string;
   reason?: string;
+}
+
+/**
+ * The order in which ready alerts take the store's allowance: the store's own shoppers' first,
+ * then third-party ones (made by agents not bound to the store), each in queue order. The
+ * planner already queues a restock's third-party subscribers last; this keeps it so across the
+ * restocks of one claimed group.
+ */
+export function firstPartyFirst<T extends Pick<NotificationRow, 'third_party'>>(ready: readonly T[]): T[] {
+  return [...ready.filter((row) => row.third_party !== 1), ...ready.filter((row) => row.third_party === 1)];
 }
 
 /** The first `granted` alerts, in queue order, go; the rest wait for the plan, visibly, never dropped. */
@@ -203,6 +219,7 @@ export function productKey(row: Pick<NotificationRow, 'product_id' | 'variant_id
   return `${row.product_id}\n${row.variant_id ?? ''}`;
 }
 
+/** A restock and an address, compared by `addressKey` (which a key already is). */
 export function restockAddressKey(row: Pick<NotificationRow, 'restock_id' | 'email'>): string {
-  return `${row.restock_id}\n${row.email}`;
+  return `${row.restock_id}\n${addressKey(row.email)}`;
 }

@@ -2,7 +2,7 @@ import { composeAlert, type Outgoing } from './compose.ts';
 import { groupBy, loadClaim, type StoreClaim } from './context.ts';
 import { Handover } from './handover.ts';
 import { AlertLeases } from './leases.ts';
-import { decideGroup, failureVerdict, withinAllowance } from './rules.ts';
+import { decideGroup, failureVerdict, firstPartyFirst, withinAllowance } from './rules.ts';
 import { Settler } from './settler.ts';
 import type { NotificationRow } from './repository.ts';
 import type { WorkerDeps } from './worker.ts';
@@ -84,10 +84,10 @@ export class NotificationSender {
     return outgoing;
   }
 
-  /** What the store's plan allows goes out; the rest waits, visibly, never dropped. */
+  /** What the store's plan allows goes out, its own shoppers first; the rest waits, visibly, never dropped. */
   private async countAgainstPlan(claim: StoreClaim, ready: NotificationRow[], settler: Settler): Promise<Outgoing[]> {
     const grant = await this.deps.quota.reserveNotifications(claim.storeDomain, ready.length, claim.ownMailProvider);
-    const { send, held } = withinAllowance(ready, grant);
+    const { send, held } = withinAllowance(firstPartyFirst(ready), grant);
     for (const { item, verdict } of held) settler.record(item, verdict);
     return send.map((row) => composeAlert(row, claim, this.deps.alerts.unsubscribeUrl(row.subscription_id), grant.periodStart));
   }

@@ -1,5 +1,5 @@
 import { nowIso } from '../core/clock.ts';
-import { normaliseEmail } from '../core/email.ts';
+import { addressKey, normaliseEmail } from '../core/email.ts';
 import type { WaitingCount } from '../alerts/service.ts';
 import { ownStore, type Caller } from '../core/http/caller.ts';
 import { newId } from '../core/ids.ts';
@@ -69,6 +69,8 @@ export class DispatchService implements RestockSink {
       planned: 0,
       cursor_created_at: null,
       cursor_id: null,
+      third_party_cursor_created_at: null,
+      third_party_cursor_id: null,
       next_batch_at: now,
       lease_owner: null,
       lease_until: null,
@@ -109,16 +111,19 @@ export class DispatchService implements RestockSink {
     return this.suppress(ownStore(caller, domain), email, reason, detail);
   }
 
-  /** A bounce or complaint the service learned of itself (the worker, a webhook). */
+  /**
+   * A bounce or complaint the service learned of itself (the worker, a webhook). It holds for
+   * every case of the address (`addressKey`); the address is kept as reported.
+   */
   async suppress(storeDomain: string, email: string, reason: SuppressionReason, detail: string | null): Promise<SuppressionRow> {
-    const row: SuppressionRow = { store_domain: storeDomain, email: normaliseEmail(email), reason, detail, created_at: nowIso() };
+    const row: SuppressionRow = { store_domain: storeDomain, email: normaliseEmail(email), email_key: addressKey(email), reason, detail, created_at: nowIso() };
     await this.store.suppress(row);
     return row;
   }
 
   /** unsuppressAddress: false when the address was not suppressed. */
   async unsuppressAddress(caller: Caller, domain: string, email: string): Promise<boolean> {
-    return this.store.unsuppress(ownStore(caller, domain), normaliseEmail(email));
+    return this.store.unsuppress(ownStore(caller, domain), addressKey(email));
   }
 
   /** listSuppressions, for a caller bound to the store. */
@@ -178,7 +183,7 @@ export class DispatchService implements RestockSink {
   }
 
   eraseCustomer(storeDomain: string, email: string): Promise<number> {
-    return this.store.eraseCustomer(storeDomain, normaliseEmail(email));
+    return this.store.eraseCustomer(storeDomain, addressKey(email));
   }
 
   eraseStore(storeDomain: string): Promise<void> {

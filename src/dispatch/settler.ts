@@ -1,3 +1,4 @@
+import { addressKey } from '../core/email.ts';
 import type { AlertLeases } from './leases.ts';
 import type { Defer, Failed, Retry, Skip } from './rules.ts';
 import type { NotificationRow } from './repository.ts';
@@ -65,7 +66,13 @@ export class Settler {
       if (outcome.kind === 'skipped' && outcome.notified) notify.push(row.subscription_id);
       return { id: row.id, changes: ledgerChanges(row, outcome) };
     });
-    await store.settle(this.owner, { ids: sent.map((row) => row.id), at: now }, updates, (trx) => alerts.markNotified(trx, notify));
+    // One alert per address per restock: it fulfils every waiting subscription of the address
+    // for the product, whoever made it, not only the one it was queued for.
+    const fulfilled = sent.map((row) => ({ storeDomain: row.store_domain, productId: row.product_id, variantId: row.variant_id, emailKey: addressKey(row.email) }));
+    await store.settle(this.owner, { ids: sent.map((row) => row.id), at: now }, updates, async (trx) => {
+      await alerts.markNotified(trx, notify);
+      await alerts.markAddressesNotified(trx, fulfilled);
+    });
     for (const { row, outcome } of others) {
       if (outcome.kind === 'failed' && outcome.suppress) await dispatch.suppress(row.store_domain, row.email, 'bounce', outcome.why);
     }
