@@ -2,10 +2,16 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from './fixtures/suites.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { dialectSkip, startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
+import { call, storeWithAgent } from './fixtures/agents.ts';
 
 failOnLeakedHandles();
 
 const CHECKOUT = '/api/v1/plans/checkout';
+/** Where the hosted page's button posts, with the owner's key the checkout URL carries. */
+const completeUrl = (checkoutUrl: string) => {
+  const url = new URL(checkoutUrl);
+  return `${url.pathname}/complete${url.search}`;
+};
 
 for (const dialect of testDialects()) {
   describe(`plans on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
@@ -35,7 +41,8 @@ for (const dialect of testDialects()) {
         const session = (await t.inject({ method: 'GET', url: `${CHECKOUT}/${body.sessionId}` })).json();
         assert.equal(session.plan, plan);
         assert.equal(session.shop, 'my-store.myshopify.com');
-        assert.equal(session.status, 'open');
+        // The test agent is bound to no store: its checkout is a proposal to the store's owner.
+        assert.equal(session.status, 'awaiting_owner');
         assert.equal(session.amount, plan === 'starter' ? 9.99 : 29.99);
       });
     }
@@ -63,9 +70,11 @@ for (const dialect of testDialects()) {
     }
 
     it('the hosted page shows plan, price and store, and completing it activates the plan', async () => {
-      const shop = `shop-${dialect}.myshopify.com`;
-      const { sessionId, checkoutUrl } = (await t.post(CHECKOUT, { plan: 'starter', shop })).json();
-      const page = await t.inject({ method: 'GET', url: new URL(checkoutUrl).pathname });
+      const owner = await storeWithAgent(t.app, t.database, 'shop');
+      const shop = owner.domain;
+      const { sessionId, checkoutUrl } = (await call(t.app, 'POST', CHECKOUT, { token: owner.token, body: { plan: 'starter', shop } })).json();
+      const url = new URL(checkoutUrl);
+      const page = await t.inject({ method: 'GET', url: `${url.pathname}${url.search}` });
       assert.equal(page.statusCode, 200);
       assert.match(page.headers['content-type'] as string, /^text\/html/);
       assert.match(page.body, /Starter/);
@@ -73,9 +82,9 @@ for (const dialect of testDialects()) {
       assert.match(page.body, new RegExp(shop.replace(/\./g, '\\.')));
       assert.match(page.body, /Test mode/);
 
-      const readSession = () => t.inject({ method: 'GET', url: `${CHECKOUT}/${sessionId}` });
+      const readSession = () => t.inject({ method: 'GET', url: `${CHECKOUT}/${sessionId}`, headers: { authorization: `Bearer ${owner.token}` } });
       assert.equal((await readSession()).json().status, 'open');
-      const done = await t.inject({ method: 'POST', url: `/checkout/${sessionId}/complete`, headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: '' });
+      const done = await t.inject({ method: 'POST', url: completeUrl(checkoutUrl), headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: '' });
       assert.equal(done.statusCode, 200);
       assert.match(done.body, /Your plan is active/);
       const session = (await readSession()).json();
@@ -86,15 +95,16 @@ for (const dialect of testDialects()) {
       assert.equal(plan.status, 'active');
       assert.equal(plan.checkout_session_id, sessionId);
 
-      const again = await t.inject({ method: 'POST', url: `/checkout/${sessionId}/complete` });
+      const again = await t.inject({ method: 'POST', url: completeUrl(checkoutUrl) });
       assert.equal(again.statusCode, 200, 'completing twice is harmless');
     });
 
     it('a later purchase replaces the store plan', async () => {
-      const shop = `upgrade-${dialect}.myshopify.com`;
+      const owner = await storeWithAgent(t.app, t.database, 'upgrade');
+      const shop = owner.domain;
       for (const plan of ['starter', 'growth']) {
-        const { sessionId } = (await t.post(CHECKOUT, { plan, shop })).json();
-        await t.inject({ method: 'POST', url: `/checkout/${sessionId}/complete` });
+        const { checkoutUrl } = (await call(t.app, 'POST', CHECKOUT, { token: owner.token, body: { plan, shop } })).json();
+        assert.equal((await t.inject({ method: 'POST', url: completeUrl(checkoutUrl) })).statusCode, 200);
       }
       const rows = await t.database.db.selectFrom('store_plans').selectAll().where('shop', '=', shop).execute();
       assert.equal(rows.length, 1);
@@ -102,14 +112,15 @@ for (const dialect of testDialects()) {
     });
 
     it('an expired session cannot be completed (410) and activates nothing', async () => {
-      const shop = `late-${dialect}.myshopify.com`;
-      const { sessionId } = (await t.post(CHECKOUT, { plan: 'starter', shop })).json();
+      const owner = await storeWithAgent(t.app, t.database, 'late');
+      const shop = owner.domain;
+      const { sessionId, checkoutUrl } = (await call(t.app, 'POST', CHECKOUT, { token: owner.token, body: { plan: 'starter', shop } })).json();
       await t.database.db.updateTable('checkout_sessions').set({ expires_at: '2020-01-01T00:00:00.000Z' }).where('id', '=', sessionId).execute();
-      assert.equal((await t.inject({ method: 'GET', url: `${CHECKOUT}/${sessionId}` })).json().status, 'expired');
-      const res = await t.inject({ method: 'POST', url: `/checkout/${sessionId}/complete` });
+      assert.equal((await call(t.app, 'GET', `${CHECKOUT}/${sessionId}`, { token: owner.token })).json().status, 'expired');
+      const res = await t.inject({ method: 'POST', url: completeUrl(checkoutUrl) });
       assert.equal(res.statusCode, 410);
       assert.equal(res.json().type, 'http://restock.test/problems/checkout-expired');
-      const page = await t.inject({ method: 'POST', url: `/checkout/${sessionId}/complete`, headers: { accept: 'text/html' } });
+      const page = await t.inject({ method: 'POST', url: completeUrl(checkoutUrl), headers: { accept: 'text/html' } });
       assert.equal(page.statusCode, 410);
       assert.match(page.body, /expired/);
       // Starting the checkout made the store's plan pending; the expired session did not activate it.

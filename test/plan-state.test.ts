@@ -130,7 +130,8 @@ function subscriptionArb(n: number, shape: SubscriptionShape = {}): fc.Arbitrary
       // Shopify names the subscription when the checkout starts; Stripe's checkout session and
       // the subscription it later creates have ids of their own.
       const externalId = provider === 'stripe' ? `sub_${n}` : `gid://shopify/AppSubscription/${n}`;
-      const about = { shop: 'a.myshopify.com', plan, provider };
+      // Purchases the store's owner chose; a lower plan nobody vouches for is test/security/plans.test.ts's.
+      const about = { shop: 'a.myshopify.com', plan, provider, ownerChose: true };
       let minute = start;
       const news = statuses.map((status, k) => {
         if (k > 0) minute += gaps[k]!;

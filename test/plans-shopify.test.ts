@@ -98,10 +98,23 @@ for (const dialect of testDialects()) {
       await shopify.close();
     });
 
-    /** checkoutPlan as the test's anonymous agent (an agent bound to no store may buy for any). */
-    async function checkout(shop: string, plan: 'starter' | 'growth'): Promise<{ checkoutUrl: string; sessionId: string }> {
-      return expectStatus(await t.post(CHECKOUT, { plan, shop }), 200);
+    /** An agent the store's owner claimed for it: only the owner's side buys (an agent bound to no store only proposes). */
+    const ownerAgents = new Map<string, string>();
+    async function ownerAgent(shop: string): Promise<string> {
+      let token = ownerAgents.get(shop);
+      if (!token) {
+        token = (await agentOf(t.app, t.database, shop, `owner@${shop}`)).token;
+        ownerAgents.set(shop, token);
+      }
+      return token;
     }
+
+    /** checkoutPlan as the store's own agent. */
+    async function checkout(shop: string, plan: 'starter' | 'growth'): Promise<{ checkoutUrl: string; sessionId: string }> {
+      return expectStatus(await call(t.app, 'POST', CHECKOUT, { token: await ownerAgent(shop), body: { plan, shop } }), 200);
+    }
+
+    const readSession = async (shop: string, sessionId: string) => call(t.app, 'GET', `${CHECKOUT}/${sessionId}`, { token: await ownerAgent(shop) });
 
     /** The app subscription the last checkout created at Shopify for the shop. */
     function lastSubscription(shop: string) {
@@ -193,7 +206,7 @@ for (const dialect of testDialects()) {
       assertAbout(row?.period_end, approvedAt + 30 * DAY_MS, 2000, 'period_end');
       assertAbout(row?.period_end, Date.parse(shopify.appSubscriptions(shop)[0]!.currentPeriodEnd!), 2000, 'period_end against Shopify\'s currentPeriodEnd');
 
-      const session = expectStatus(await t.inject({ method: 'GET', url: `${CHECKOUT}/${sessionId}` }), 200);
+      const session = expectStatus(await readSession(shop, sessionId), 200);
       assert.equal(session.status, 'completed');
       assert.equal(session.provider, 'shopify');
       assert.ok(session.completedAt);
@@ -266,7 +279,7 @@ for (const dialect of testDialects()) {
       assert.equal(growthRow?.plan, 'growth');
       assert.equal(growthRow?.external_id, growth.id);
       assert.equal(growthRow?.checkout_session_id, sessionId);
-      assert.equal(expectStatus(await t.inject({ method: 'GET', url: `${CHECKOUT}/${sessionId}` }), 200).status, 'completed');
+      assert.equal(expectStatus(await readSession(shop, sessionId), 200).status, 'completed');
 
       // Then the old subscription's CANCELLED, which is about a subscription the store no longer holds.
       const oldCancelled = shopify.appSubscriptionWebhook(shop, starter.id);
@@ -330,10 +343,11 @@ for (const dialect of testDialects()) {
     it('answers 502 upstream-failed when Shopify\'s Admin API fails, charging nothing', async () => {
       const shop = newShop();
       await install(t, shopify, shop);
+      const token = await ownerAgent(shop);
       const before = await t.tableDigests();
       shopify.failNext(1, (request) => request.shop === shop && request.field === 'appSubscriptionCreate');
 
-      const problem = expectProblem(await t.post(CHECKOUT, { plan: 'starter', shop }), 502, 'upstream-failed');
+      const problem = expectProblem(await call(t.app, 'POST', CHECKOUT, { token, body: { plan: 'starter', shop } }), 502, 'upstream-failed');
       assert.match(problem.detail, /shopify/i);
 
       assert.equal(shopify.requests.filter((request) => request.shop === shop && request.field === 'appSubscriptionCreate').length, 1, 'tried once, not retried behind the caller\'s back');

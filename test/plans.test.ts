@@ -48,16 +48,19 @@ for (const dialect of testDialects()) {
 
     /** A checkout at Stripe, paid by the shopper: the session and subscription the stand-in made. */
     async function paidCheckout(plan = 'starter') {
-      const shop = uniqueDomain('stripe');
-      const res = expectStatus(await t.post(CHECKOUT, { plan, shop }), 200);
+      // The store's own agent buys: an agent bound to no store only proposes (test/security/plans.test.ts).
+      const owner = await storeWithAgent(t.app, t.database, 'stripe');
+      const shop = owner.domain;
+      const res = expectStatus(await call(t.app, 'POST', CHECKOUT, { token: owner.token, body: { plan, shop } }), 200);
       const external = [...stripe.checkoutSessions.values()].find((s) => s.client_reference_id === res.sessionId)!;
       const { session, subscription } = stripe.completeCheckout(external.id);
-      return { shop, sessionId: res.sessionId as string, checkoutUrl: res.checkoutUrl as string, session, subscription: subscription! };
+      return { shop, token: owner.token, sessionId: res.sessionId as string, checkoutUrl: res.checkoutUrl as string, session, subscription: subscription! };
     }
 
     it('checkoutPlan opens a Stripe Checkout Session in subscription mode; the store is pending', async () => {
-      const shop = uniqueDomain('checkout');
-      const res = expectStatus(await t.post(CHECKOUT, { plan: 'growth', shop }), 200);
+      const owner = await storeWithAgent(t.app, t.database, 'checkout');
+      const shop = owner.domain;
+      const res = expectStatus(await call(t.app, 'POST', CHECKOUT, { token: owner.token, body: { plan: 'growth', shop } }), 200);
       assert.match(res.checkoutUrl, /^https:\/\/checkout\.stripe\.com\/c\/pay\/cs_test_/);
       assert.match(res.sessionId, /^cs_/);
       const external = [...stripe.checkoutSessions.values()].find((s) => s.client_reference_id === res.sessionId)!;
@@ -65,7 +68,7 @@ for (const dialect of testDialects()) {
       assert.equal(external.amount_total, 2999);
       assert.deepEqual(external.metadata, { shop, plan: 'growth', checkout_session: res.sessionId });
       assert.equal((await planOf(shop))?.status, 'pending');
-      const session = expectStatus(await t.inject({ method: 'GET', url: `${CHECKOUT}/${res.sessionId}` }), 200);
+      const session = expectStatus(await call(t.app, 'GET', `${CHECKOUT}/${res.sessionId}`, { token: owner.token }), 200);
       assert.equal(session.provider, 'stripe');
       assert.equal(session.checkoutUrl, res.checkoutUrl);
       // Our page is only where Stripe sends the shopper back: it cannot complete a Stripe purchase.
@@ -73,7 +76,7 @@ for (const dialect of testDialects()) {
     });
 
     it('a signed checkout.session.completed makes the plan active, once', async () => {
-      const { shop, sessionId, session, subscription } = await paidCheckout();
+      const { shop, token, sessionId, session, subscription } = await paidCheckout();
       const event = stripe.event('checkout.session.completed', session);
       const res = await deliver(event);
       assert.equal(res.statusCode, 200, res.body);
@@ -87,7 +90,7 @@ for (const dialect of testDialects()) {
       assert.equal(plan.period_start, new Date(item!.current_period_start * 1000).toISOString());
       assert.equal(plan.period_end, new Date(item!.current_period_end * 1000).toISOString());
       assert.ok(plan.period_end > new Date().toISOString());
-      assert.equal(expectStatus(await t.inject({ method: 'GET', url: `${CHECKOUT}/${sessionId}` }), 200).status, 'completed');
+      assert.equal(expectStatus(await call(t.app, 'GET', `${CHECKOUT}/${sessionId}`, { token }), 200).status, 'completed');
       // Stripe delivers again: nothing changes.
       const again = await deliver(event);
       assert.equal(again.json().outcome, 'duplicate');
@@ -227,8 +230,9 @@ for (const dialect of testDialects()) {
       assert.equal(await alertsSent(w.store.domain), 3);
       // Starter bought on the local page: its allowance (4) counts from a new period, but the
       // store has no SMTP provider of its own yet, so everything waits.
-      const { sessionId } = expectStatus(await call(t.app, 'POST', CHECKOUT, { token: w.store.token, body: { plan: 'starter', shop: w.store.domain } }), 200);
-      assert.equal((await t.app.inject({ method: 'POST', url: `/checkout/${sessionId}/complete` })).statusCode, 200);
+      const { checkoutUrl } = expectStatus(await call(t.app, 'POST', CHECKOUT, { token: w.store.token, body: { plan: 'starter', shop: w.store.domain } }), 200);
+      const page = new URL(checkoutUrl);
+      assert.equal((await t.app.inject({ method: 'POST', url: `${page.pathname}/complete${page.search}` })).statusCode, 200);
       await lookAgainNow(w.store.domain);
       await t.runWorker();
       assert.equal(await alertsSent(w.store.domain), 3);

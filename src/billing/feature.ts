@@ -12,6 +12,9 @@ import { BillingRepository } from './repository.ts';
 import { StripeBilling } from './stripe-billing.ts';
 import { billingWebhookRoutes } from './webhook-routes.ts';
 
+/** How often proposals paid per request that were declined or expired are looked for, to refund them. */
+const REFUND_SWEEP_EVERY_MS = 60_000;
+
 export interface BillingDeps {
   config: Config;
   database: Database;
@@ -34,10 +37,17 @@ export function buildBilling({ config, database, mail, stores, stripe }: Billing
       const owner = (await stores.findStore(shop))?.owner_email;
       if (owner) await mail.send({ to: owner, subject, text, purpose: 'plan-notice', storeDomain: shop });
     },
+    ownerOf: async (shop) => {
+      const store = await stores.findStore(shop);
+      return store?.status === 'active' ? store.owner_email : undefined;
+    },
+    // A credential purpose: the link accepts the proposal, so the store's outbox never lists it.
+    askOwner: (shop, owner, subject, text) => mail.send({ to: owner, subject, text, purpose: 'plan-confirmation', storeDomain: shop }),
     ...(stripe ? { stripe: new StripeBilling(stripe, config.billing.stripeWebhookSecret, config.baseUrl) } : {}),
   });
   return {
     service,
     routes: [billingRoutes(service), checkoutPages(service), billingWebhookRoutes(service, config.baseUrl)],
+    jobs: [{ name: 'plan-proposal-refunds', everyMs: REFUND_SWEEP_EVERY_MS, run: () => service.refundUndelivered() }],
   };
 }

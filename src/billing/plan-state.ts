@@ -1,3 +1,4 @@
+import { planRank } from './plans.ts';
 import type { StorePlanRow } from './repository.ts';
 
 /**
@@ -19,6 +20,11 @@ export interface PlanEvent {
   periodStart?: string | null;
   periodEnd?: string | null;
   checkoutSessionId?: string | null;
+  /**
+   * The store's owner chose this purchase: a checkout started by the owner (the dashboard, or an
+   * agent they bound to the store) or a proposal they accepted. Absent: nobody vouches for it.
+   */
+  ownerChose?: boolean;
 }
 
 export type Transition = { row: StorePlanRow } | { ignored: string };
@@ -50,6 +56,12 @@ function otherSubscriptionEvent(current: StorePlanRow | undefined, event: PlanEv
   // checkout not finished has nothing in force to put in its place.
   if (current?.status === 'cancelled' && event.status === 'pending') return { ignored: 'a cancelled plan stays on record until a new one is active' };
   if (holding && current.event_at && event.at < current.event_at) return { ignored: `older (${event.at}) than the plan in force (${current.event_at})` };
+  // Only the owner trades a plan in force for a lower one: a lower plan bought by anyone else
+  // (starter without the store's own mail server holds every alert) waits until the plan in
+  // force has ended, when its subscription's next news finds nothing to replace.
+  if (holding && !event.ownerChose && planRank(event.plan) < planRank(current.plan)) {
+    return { ignored: `a lower plan (${event.plan}) than the ${current.plan} plan in force, not chosen by the store's owner` };
+  }
   return { row: apply(current, event, now) };
 }
 

@@ -19,6 +19,14 @@ export const planIds = ['starter', 'growth'] as const;
 export type PlanId = (typeof planIds)[number];
 export type PlanCatalogue = Record<PlanId, Plan>;
 
+/**
+ * How plans compare, lowest first (the order of `planIds`); -1 for a plan no longer on sale. A
+ * change to a lower plan is a downgrade, which only the store's owner may choose.
+ */
+export function planRank(plan: string): number {
+  return (planIds as readonly string[]).indexOf(plan);
+}
+
 export interface PlanSettings {
   starterAlertsPerMonth: number;
   growthAlertsPerMonth: number;

@@ -19,17 +19,22 @@ export class BillingRepository {
   }
 
   /**
-   * Completes an open, unexpired session and gives its store the plan, in one transaction.
-   * Returns the session as it is afterwards (unchanged when it was not open or had expired).
+   * Completes an unexpired session whose owner key is `keyHash` (used up by it), and gives its
+   * store the plan, in one transaction: an open one (the owner's own checkout), or, `accepting`,
+   * a proposal already paid for (the owner's acceptance is the purchase). Returns the session as
+   * it is afterwards (unchanged when it was not in that state, had expired, was refunded, or the
+   * key was not its own).
    */
-  completeSession(id: string, now: string, periodEnd: string): Promise<CheckoutSessionRow | undefined> {
+  completeSession(id: string, keyHash: string, now: string, periodEnd: string, accepting = false): Promise<CheckoutSessionRow | undefined> {
     return this.database.write(async (trx) => {
       const completed = await trx
         .updateTable('checkout_sessions')
-        .set({ status: 'completed', completed_at: now })
+        .set({ status: 'completed', completed_at: now, owner_key_hash: null, ...(accepting ? { accepted_at: now } : {}) })
         .where('id', '=', id)
-        .where('status', '=', 'open')
+        .where('status', '=', accepting ? 'awaiting_owner' : 'open')
+        .where('owner_key_hash', '=', keyHash)
         .where('expires_at', '>', now)
+        .where('refunded_at', 'is', null)
         .returningAll()
         .executeTakeFirst();
       if (completed) {
@@ -49,6 +54,94 @@ export class BillingRepository {
       }
       return trx.selectFrom('checkout_sessions').selectAll().where('id', '=', id).executeTakeFirst();
     });
+  }
+
+  /**
+   * The owner accepts a proposal with its key: it becomes an open session (at its provider when
+   * `changes` names one), once. Undefined when it was no longer awaiting that key, or had expired.
+   */
+  acceptProposal(
+    id: string,
+    keyHash: string,
+    changes: Pick<CheckoutSessionRow, 'accepted_at' | 'owner_key_hash' | 'external_id' | 'external_url'>,
+    now: string,
+  ): Promise<CheckoutSessionRow | undefined> {
+    return this.database.write((trx) =>
+      trx
+        .updateTable('checkout_sessions')
+        .set({ status: 'open', ...changes })
+        .where('id', '=', id)
+        .where('status', '=', 'awaiting_owner')
+        .where('owner_key_hash', '=', keyHash)
+        .where('expires_at', '>', now)
+        .where('refunded_at', 'is', null)
+        .returningAll()
+        .executeTakeFirst(),
+    );
+  }
+
+  /** The owner declines a proposal with its key; undefined when it was no longer awaiting that key. */
+  declineProposal(id: string, keyHash: string): Promise<CheckoutSessionRow | undefined> {
+    return this.database.write((trx) =>
+      trx
+        .updateTable('checkout_sessions')
+        .set({ status: 'declined', owner_key_hash: null })
+        .where('id', '=', id)
+        .where('status', '=', 'awaiting_owner')
+        .where('owner_key_hash', '=', keyHash)
+        .returningAll()
+        .executeTakeFirst(),
+    );
+  }
+
+  /** How many proposals for the store were mailed to its owner since `since`. */
+  async proposalsMailedSince(shop: string, since: string): Promise<number> {
+    const row = await this.database.db
+      .selectFrom('checkout_sessions')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('shop', '=', shop)
+      .where('proposal_mailed_at', '>', since)
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
+  /** Paid proposals the owner declined or let expire, not yet refunded. */
+  undeliveredPaidProposals(providers: readonly string[], now: string, limit: number): Promise<CheckoutSessionRow[]> {
+    return this.database.db
+      .selectFrom('checkout_sessions')
+      .selectAll()
+      .where('provider', 'in', providers)
+      .where('refunded_at', 'is', null)
+      .where((eb) => eb.or([eb('status', '=', 'declined'), eb.and([eb('status', '=', 'awaiting_owner'), eb('expires_at', '<=', now)])]))
+      .orderBy('expires_at')
+      .limit(limit)
+      .execute();
+  }
+
+  /**
+   * Claims a paid proposal's refund: true only for the first to claim it, and only while it is
+   * declined or expired, so an acceptance and a refund never both happen.
+   */
+  async claimRefund(id: string, now: string): Promise<boolean> {
+    const claimed = await this.database.write((trx) =>
+      trx
+        .updateTable('checkout_sessions')
+        .set({ refunded_at: now })
+        .where('id', '=', id)
+        .where('refunded_at', 'is', null)
+        .where((eb) => eb.or([eb('status', '=', 'declined'), eb.and([eb('status', '=', 'awaiting_owner'), eb('expires_at', '<=', now)])]))
+        .executeTakeFirst(),
+    );
+    return Number(claimed.numUpdatedRows) === 1;
+  }
+
+  /** A refund that failed: claimable again by the next sweep. */
+  releaseRefund(id: string): Promise<unknown> {
+    return this.database.write((trx) => trx.updateTable('checkout_sessions').set({ refunded_at: null }).where('id', '=', id).execute());
+  }
+
+  markProposalMailed(id: string, now: string): Promise<unknown> {
+    return this.database.write((trx) => trx.updateTable('checkout_sessions').set({ proposal_mailed_at: now }).where('id', '=', id).execute());
   }
 
   /** The provider says the purchase went through (its own page): the session is complete. */
@@ -151,7 +244,13 @@ export class BillingRepository {
   private async applyWithin(trx: Trx, event: PlanEvent, now: string): Promise<string> {
     const query = trx.selectFrom('store_plans').selectAll().where('shop', '=', event.shop);
     const current = await lockRows(this.database, query).executeTakeFirst();
-    const next = nextPlanState(current, event, now);
+    // Whether the owner chose the purchase is read here, from the session it came through, so
+    // that no caller can vouch for an event by saying so.
+    const session = event.checkoutSessionId
+      ? await trx.selectFrom('checkout_sessions').select(['accepted_at', 'shop']).where('id', '=', event.checkoutSessionId).executeTakeFirst()
+      : undefined;
+    const ownerChose = session !== undefined && session.accepted_at !== null && session.shop === event.shop;
+    const next = nextPlanState(current, { ...event, ownerChose }, now);
     if ('ignored' in next) return `ignored: ${next.ignored}`;
     const { shop: _shop, ...changes } = next.row;
     await trx.insertInto('store_plans').values(next.row).onConflict((oc) => oc.column('shop').doUpdateSet(changes)).execute();

@@ -33,8 +33,9 @@ export function billingRoutes(service: BillingService) {
         operationId: 'checkoutPlan',
         summary: 'Create an agent checkout session for the starter or growth plan',
         description:
-          'Returns the URL of a page where the purchase is completed; the plan becomes active for the store once it is. ' +
-          'Without an access token, the request can pay for the starter plan itself (x402 or MPP, USD 9.99): the session is then complete at once.',
+          "Only the store's owner changes its plan. For an agent bound to the store (or the owner in the dashboard), returns the URL of a page where the purchase is completed; the plan becomes active once it is. " +
+          "For any other caller the session is a proposal (`awaiting_owner`): the store's owner is mailed a link to accept or decline it, and nothing is bought or charged until they accept. " +
+          "Without an access token, the request can pay for the starter plan with MPP (USD 9.99): the session is then a proposal paid for, activated when the owner accepts it and refunded otherwise; x402 cannot be refunded, so it is refused (see docs/plans.md).",
         tags: ['plans'],
         body: checkoutPlanBody,
         response: { 200: checkoutPlanResponse, ...problemResponses(400, 403, 409, 413, 415, 422, 503) },

@@ -22,7 +22,9 @@ export const checkoutSessionSchema = z
     sessionId: z.string(),
     plan: planIdSchema,
     shop: z.string(),
-    status: z.enum(['open', 'completed', 'expired']),
+    status: z
+      .enum(['awaiting_owner', 'open', 'completed', 'expired', 'declined'])
+      .describe("awaiting_owner: proposed by an agent not bound to the store, until the store's owner accepts it (then open) or declines it"),
     provider: z.string().describe('Where the purchase is completed: local (test mode), stripe, shopify; x402 or mpp when the request paid'),
     amount: z.number().describe('Price per month in the currency, e.g. 9.99'),
     currency: z.string(),

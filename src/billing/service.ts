@@ -1,11 +1,12 @@
 // Longer than most files on purpose: checkout at three providers and the plan states their events
 // produce are one lifecycle (the state machine itself is apart, in plan-state.ts).
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { isoAfter, nowIso } from '../core/clock.ts';
 import { newId } from '../core/ids.ts';
 import { canSee, ownStore, storeForWrite, type Caller } from '../core/http/caller.ts';
-import { Forbidden, NotFound, Problem } from '../core/problems.ts';
+import { Conflict, Forbidden, NotFound, Problem } from '../core/problems.ts';
 import type { PlanEvent } from './plan-state.ts';
-import { planIds, type Plan, type PlanCatalogue, type PlanId } from './plans.ts';
+import { formatPrice, planIds, type Plan, type PlanCatalogue, type PlanId } from './plans.ts';
 import type { CheckoutSession } from './schemas.ts';
 import type { BillingRepository, CheckoutSessionRow, StorePlanRow } from './repository.ts';
 import type { StripeBilling } from './stripe-billing.ts';
@@ -34,7 +35,14 @@ export interface BillingOptions {
   stripe?: StripeBilling;
   /** Tells a store's owner something about their plan (by e-mail). */
   tellMerchant?: (shop: string, subject: string, text: string) => Promise<void>;
+  /** The owner's address of an active store (undefined: no such store, so nobody can accept a proposal for it). */
+  ownerOf?: (shop: string) => Promise<string | undefined>;
+  /** Mails a store's owner a proposal to accept; the text carries their one-time key. */
+  askOwner?: (shop: string, owner: string, subject: string, text: string) => Promise<void>;
 }
+
+/** Gives back what was paid per request for a checkout session; true when nothing paid for it is left unrefunded. */
+export type RefundPayment = (sessionId: string) => Promise<boolean>;
 
 /** What a store's plan allows in the current billing period. */
 export interface Entitlement {
@@ -58,6 +66,24 @@ export interface QuotaGrant {
 /** A quota refusal is looked at again after this long: a plan bought meanwhile lifts it. */
 const RECHECK_MS = 3600_000;
 const BEFORE_ANY_PROVIDER_EVENT = new Date(0).toISOString();
+/** Proposals mailed to one store's owner per hour, whoever makes them: beyond it they wait unmailed. */
+const PROPOSAL_MAILS_PER_STORE_PER_HOUR = 5;
+/** Payments per request that can be given back (MPP's Stripe charge); x402 transfers cannot, so none pays for a proposal. */
+const REFUNDABLE = ['mpp'] as const;
+const REFUNDS_PER_SWEEP = 100;
+/** An owner key as handed out: 32 random bytes, base64url. */
+const OWNER_KEY = /^[A-Za-z0-9_-]{43}$/;
+
+/** What the hosted checkout page shows: the session, and whether its visitor holds the owner's key. */
+export interface CheckoutView {
+  session: CheckoutSession;
+  /** The key in the URL is the owner's: the page may offer to accept, decline or complete. */
+  owner: boolean;
+  /** The agent that proposed it, when it awaits the owner (null: the owner's own checkout). */
+  proposedBy: string | null;
+  /** The key to carry in the page's forms, when `owner`. */
+  key?: string;
+}
 
 /**
  * checkoutPlan and what follows it: the checkout providers (our hosted page in test mode, Stripe
@@ -69,12 +95,18 @@ export type Buyer = Pick<Caller, 'storeDomain'> & { agentId: string | null };
 
 export class BillingService {
   private shopify: ShopifyBillingProvider | undefined;
+  private refundPayment: RefundPayment | undefined;
 
   constructor(private readonly options: BillingOptions) {}
 
   /** The Shopify feature hands its billing over once it is built (it also needs this service). */
   useShopify(provider: ShopifyBillingProvider): void {
     this.shopify = provider;
+  }
+
+  /** The payments feature hands over its refunds once it is built (after this one). */
+  usePayments(refund: RefundPayment): void {
+    this.refundPayment = refund;
   }
 
   plan(id: PlanId): Plan {
@@ -99,22 +131,38 @@ export class BillingService {
   }
 
   /**
-   * checkoutPlan: a new checkout session for the plan and store, at the store's provider. When
-   * the request itself paid for the plan (pay per request), the session is complete at once.
+   * checkoutPlan: a new checkout session for the plan and store. Only the store's owner changes
+   * what the store gets: a caller bound to the store (an agent its owner claimed, the owner in
+   * the dashboard) starts the purchase at the store's provider; anyone else makes a proposal the
+   * owner must accept first (they are mailed a one-time link), and nothing is bought or charged
+   * until they do. A payment per request comes from a payer bound to no store: with MPP (whose
+   * Stripe charge can be given back) it pays for a proposal, refunded unless the owner accepts
+   * it; x402 (a transfer nobody can give back) is refused, so it is never settled.
    */
   async checkoutPlan(input: { plan: PlanId; shop: string }, caller: Buyer, paidWith?: 'x402' | 'mpp'): Promise<CheckoutSession> {
     if (storeForWrite(caller, input.shop).foreign) {
       throw new Forbidden(`This agent is bound to ${caller.storeDomain} and cannot buy a plan for ${input.shop}.`);
     }
+    const shop = input.shop.toLowerCase();
+    if (paidWith !== undefined && !(REFUNDABLE as readonly string[]).includes(paidWith)) {
+      throw new Forbidden(
+        `Only the owner of ${shop} changes its plan, so a plan paid per request is a proposal that is refunded unless the owner accepts it, and an ${paidWith} payment cannot be refunded: nothing was charged. ` +
+          'Pay with MPP instead, or register an agent (POST /api/agent/register) and call checkoutPlan with its token to propose the plan for free.',
+      );
+    }
     const now = new Date();
     const plan = this.plan(input.plan);
-    const shop = input.shop.toLowerCase();
+    // Paid per request: the payment is the purchase, so no provider takes part.
     const provider = paidWith ?? (await this.providerFor(shop));
+    const owner = await this.options.ownerOf?.(shop);
+    const byOwner = paidWith === undefined && caller.storeDomain === shop;
+    // The local page needs the owner's key to complete; a proposal needs it to be accepted.
+    const key = owner !== undefined && (provider === 'local' || !byOwner) ? ownerKey() : undefined;
     const row: CheckoutSessionRow = {
       id: newId('cs'),
       plan: input.plan,
       shop,
-      status: 'open',
+      status: byOwner ? 'open' : 'awaiting_owner',
       provider,
       amount_cents: plan.amountCents,
       currency: plan.currency,
@@ -124,17 +172,51 @@ export class BillingService {
       agent_id: caller.agentId,
       external_id: null,
       external_url: null,
+      accepted_at: byOwner ? now.toISOString() : null,
+      owner_key_hash: key === undefined ? null : hashKey(key),
+      owner_email: owner ?? null,
+      proposal_mailed_at: null,
+      refunded_at: null,
     };
-    if (paidWith) {
+    if (!byOwner) {
       await this.options.store.createSession(row);
-      return this.present((await this.options.store.completeSession(row.id, nowIso(), isoAfter(MONTH_MS))) ?? row);
+      if (owner !== undefined && key !== undefined) await this.askOwner(row, owner, key, plan);
+      return this.present(row);
     }
     // The provider first: a checkout it refused leaves no session of ours behind.
     const started = await this.startAtProvider(row, plan);
     const session = { ...row, external_id: started?.externalId ?? null, external_url: started?.url ?? null };
     await this.options.store.createSession(session);
     await this.recordPending(session, started?.externalId ?? row.id);
-    return this.present(session);
+    return this.withKey(this.present(session), session, key);
+  }
+
+  /**
+   * Mails the owner a proposal, at most PROPOSAL_MAILS_PER_STORE_PER_HOUR an hour per store so
+   * that proposals cannot flood them. A mail that fails leaves the proposal unmailed: it expires
+   * unaccepted, and the owner can still choose a plan in the dashboard.
+   */
+  private async askOwner(row: CheckoutSessionRow, owner: string, key: string, plan: Plan): Promise<void> {
+    const since = new Date(Date.now() - 3600_000).toISOString();
+    if ((await this.options.store.proposalsMailedSince(row.shop, since)) >= PROPOSAL_MAILS_PER_STORE_PER_HOUR) return;
+    const link = `${this.options.baseUrl}/checkout/${row.id}?owner_key=${key}`;
+    const mailProvider = plan.requiresOwnMailProvider
+      ? `\nThe ${plan.name} plan sends alerts only through your own e-mail provider: until you set one (dashboard Settings), your shoppers' alerts wait.\n`
+      : '';
+    const terms = isPaid(row)
+      ? `The proposer has paid its first month: accepting activates it at once; declining, or letting it expire, refunds them. You are charged nothing.\n`
+      : `Nothing changes and nothing is charged unless you accept it.\n`;
+    const text =
+      `An agent (${row.agent_id ?? 'unknown'}) proposes the Restock ${plan.name} plan (${formatPrice(plan.amountCents, plan.currency)} a month) for ${row.shop}.\n` +
+      `${terms}${mailProvider}\n` +
+      `Review the proposal, then accept or decline it (the link works until ${row.expires_at}):\n${link}\n\n` +
+      `If you did not expect this, ignore this e-mail or decline: your plan stays as it is.\n`;
+    try {
+      await this.options.askOwner?.(row.shop, owner, `Restock: accept the ${plan.name} plan for ${row.shop}?`, text);
+    } catch {
+      return;
+    }
+    await this.options.store.markProposalMailed(row.id, nowIso());
   }
 
   /** Without a caller: the hosted page, which anyone holding the session's URL may open. */
@@ -146,20 +228,137 @@ export class BillingService {
     return this.present(row);
   }
 
-  /** Completes a test-mode purchase on our hosted page; the store's plan becomes active. */
-  async completeTestCheckout(id: string): Promise<CheckoutSession> {
+  /**
+   * What the hosted page shows for `key` (from the page's URL): only the owner's key, for the
+   * owner who holds the store now, lets the page offer to accept, decline or complete.
+   */
+  async checkoutView(id: string, key: string | undefined): Promise<CheckoutView> {
+    const row = await this.options.store.findSession(id);
+    if (!row) throw new NotFound(`No checkout session ${id}.`);
+    const owner = key !== undefined && (await this.isOwnerKey(row, key));
+    return {
+      session: this.present(row),
+      owner,
+      proposedBy: row.accepted_at === null ? row.agent_id : null,
+      ...(owner ? { key } : {}),
+    };
+  }
+
+  /**
+   * The owner accepts a proposal with their key: the purchase starts at the store's provider,
+   * and the answer is where to go on: the provider's page, or ours with a fresh key (the one
+   * used is spent). Nothing was started at the provider before this.
+   */
+  async acceptProposal(id: string, key: string | undefined): Promise<string> {
+    const row = await this.proposalFor(id, key);
+    if (isPaid(row)) {
+      // Already paid for: accepting is the purchase, and the plan is active at once.
+      const completed = await this.options.store.completeSession(id, row.owner_key_hash!, nowIso(), isoAfter(MONTH_MS), true);
+      if (completed?.status !== 'completed') throw new Conflict(`Checkout session ${id} was accepted, declined or expired meanwhile.`);
+      return `${this.options.baseUrl}/checkout/${id}`;
+    }
+    const plan = this.plan(row.plan as PlanId);
+    const started = await this.startAtProvider(row, plan);
+    const next = row.provider === 'local' ? ownerKey() : undefined;
+    const now = nowIso();
+    const accepted = await this.options.store.acceptProposal(
+      id,
+      row.owner_key_hash!,
+      { accepted_at: now, owner_key_hash: next === undefined ? null : hashKey(next), external_id: started?.externalId ?? null, external_url: started?.url ?? null },
+      now,
+    );
+    if (!accepted) throw new Conflict(`Checkout session ${id} was accepted, declined or expired meanwhile.`);
+    await this.recordPending(accepted, started?.externalId ?? id);
+    return started?.url ?? `${this.options.baseUrl}/checkout/${id}?owner_key=${next}`;
+  }
+
+  /** The owner declines a proposal: it can no longer be accepted, and nothing changes. */
+  async declineProposal(id: string, key: string | undefined): Promise<CheckoutSession> {
+    const row = await this.proposalFor(id, key);
+    const declined = await this.options.store.declineProposal(id, row.owner_key_hash!);
+    if (!declined) throw new Conflict(`Checkout session ${id} was accepted, declined or expired meanwhile.`);
+    if (isPaid(declined)) await this.refund(declined.id);
+    return this.present(declined);
+  }
+
+  /**
+   * Refunds the proposals paid per request that their store's owner declined or let expire (a
+   * worker job; a decline also refunds at once). Each is claimed before its refund, so an
+   * acceptance and a refund never both happen, and none is refunded twice.
+   */
+  async refundUndelivered(now = new Date()): Promise<number> {
+    const rows = await this.options.store.undeliveredPaidProposals(REFUNDABLE, now.toISOString(), REFUNDS_PER_SWEEP);
+    let refunded = 0;
+    for (const row of rows) if (await this.refund(row.id, now)) refunded++;
+    return refunded;
+  }
+
+  /** One paid proposal's refund, if it is still due; a refund that fails is due again at the next sweep. */
+  private async refund(id: string, now = new Date()): Promise<boolean> {
+    if (!this.refundPayment || !(await this.options.store.claimRefund(id, now.toISOString()))) return false;
+    let done = false;
+    try {
+      done = await this.refundPayment(id);
+    } catch {
+      // Stripe out of reach: the claim is released below and the next sweep tries again.
+    }
+    if (!done) await this.options.store.releaseRefund(id);
+    return done;
+  }
+
+  /**
+   * Completes a test-mode purchase on our hosted page, for the owner's key only (which it uses
+   * up); the store's plan becomes active. Completing a completed session again is harmless.
+   */
+  async completeTestCheckout(id: string, key?: string): Promise<CheckoutSession> {
     const existing = await this.options.store.findSession(id);
     if (!existing) throw new NotFound(`No checkout session ${id}.`);
     if (existing.provider !== 'local') {
       throw new Problem('conflict', `Checkout session ${id} is completed at ${existing.provider}, not on this page.`);
     }
-    const row = await this.options.store.completeSession(id, nowIso(), isoAfter(MONTH_MS));
+    const current = this.present(existing);
+    if (current.status === 'completed') return current;
+    if (current.status === 'expired') throw new Problem('checkout-expired', `Checkout session ${id} expired at ${existing.expires_at}.`);
+    if (current.status === 'awaiting_owner') throw new Forbidden(`Checkout session ${id} is a proposal: only the store's owner can accept it, from the link Restock mailed them.`);
+    if (current.status === 'declined') throw new Conflict(`Checkout session ${id} was declined by the store's owner.`);
+    if (key === undefined || !(await this.isOwnerKey(existing, key))) {
+      throw new Forbidden(`Only the owner of ${existing.shop} completes this checkout, with the link they were given.`);
+    }
+    const row = await this.options.store.completeSession(id, hashKey(key), nowIso(), isoAfter(MONTH_MS));
     if (!row) throw new NotFound(`No checkout session ${id}.`);
     const session = this.present(row);
     if (session.status === 'expired') {
       throw new Problem('checkout-expired', `Checkout session ${id} expired at ${row.expires_at}.`);
     }
     return session;
+  }
+
+  /** A proposal the key may accept or decline: awaiting the owner, unexpired, and the key theirs. */
+  private async proposalFor(id: string, key: string | undefined): Promise<CheckoutSessionRow> {
+    const row = await this.options.store.findSession(id);
+    if (!row) throw new NotFound(`No checkout session ${id}.`);
+    const status = this.present(row).status;
+    if (status === 'expired') throw new Problem('checkout-expired', `Checkout session ${id} expired at ${row.expires_at}.`);
+    if (status !== 'awaiting_owner') throw new Conflict(`Checkout session ${id} is ${status}: there is no proposal left to answer.`);
+    if (key === undefined || !(await this.isOwnerKey(row, key))) {
+      throw new Forbidden(`Only the owner of ${row.shop} answers this proposal, with the link Restock mailed them.`);
+    }
+    return row;
+  }
+
+  /** The key is the session's, unspent, and made for the owner who holds the store now. */
+  private async isOwnerKey(row: CheckoutSessionRow, key: string): Promise<boolean> {
+    if (!row.owner_key_hash || !OWNER_KEY.test(key)) return false;
+    const given = Buffer.from(hashKey(key));
+    const expected = Buffer.from(row.owner_key_hash);
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return false;
+    return row.owner_email !== null && (await this.options.ownerOf?.(row.shop)) === row.owner_email;
+  }
+
+  /** The session as its creator gets it: the local page's URL carries the owner's key. */
+  private withKey(session: CheckoutSession, row: CheckoutSessionRow, key: string | undefined): CheckoutSession {
+    if (key === undefined || row.external_url !== null) return session;
+    return { ...session, checkoutUrl: `${session.checkoutUrl}?owner_key=${key}` };
   }
 
   /**
@@ -317,7 +516,7 @@ export class BillingService {
   }
 
   private present(row: CheckoutSessionRow): CheckoutSession {
-    const expired = row.status === 'open' && row.expires_at <= nowIso();
+    const expired = (row.status === 'open' || row.status === 'awaiting_owner') && row.expires_at <= nowIso();
     return {
       sessionId: row.id,
       plan: row.plan as PlanId,
@@ -332,6 +531,20 @@ export class BillingService {
       completedAt: row.completed_at,
     };
   }
+}
+
+/** A proposal paid per request: the payment is the purchase, given back unless the owner accepts. */
+function isPaid(row: CheckoutSessionRow): boolean {
+  return row.provider === 'x402' || row.provider === 'mpp';
+}
+
+/** A one-time owner key: only its hash is stored. */
+function ownerKey(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+function hashKey(key: string): string {
+  return createHash('sha256').update(key).digest('base64url');
 }
 
 /** Shopify's AppSubscriptionStatus in our four. */

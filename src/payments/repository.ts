@@ -69,6 +69,17 @@ export class PaymentRepository {
       .execute();
   }
 
+  /** The settled payments that bought `resultRef` through `operation`. */
+  settledFor(operation: string, resultRef: string): Promise<PaymentRow[]> {
+    return this.database.db
+      .selectFrom('payments')
+      .selectAll()
+      .where('operation', '=', operation)
+      .where('result_ref', '=', resultRef)
+      .where('status', '=', 'settled')
+      .execute();
+  }
+
   /** Settlements whose outcome is unknown and that nobody has looked at since `before`. */
   pending(before: string, limit: number): Promise<PaymentRow[]> {
     return this.database.db

@@ -1,3 +1,5 @@
+// Longer than most files on purpose: both protocols' acceptance, settlement, undo and
+// reconciliation over the one ledger, so the order of checks, claims and calls reads in one place.
 import type { SettleResponse, PaymentPayload, PaymentRequired as X402PaymentRequired } from '@x402/core/types';
 import type { Credential, Receipt } from 'mppx';
 import { nowIso } from '../core/clock.ts';
@@ -7,7 +9,7 @@ import { Problem } from '../core/problems.ts';
 import type { IssuedChallenge, MppAcceptance, MppPayment, Unavailable } from './mpp.ts';
 import { priceSheets, type PaidOperation } from './offers.ts';
 import type { PaymentRow, PaymentRepository } from './repository.ts';
-import type { X402Acceptance, X402Payment } from './x402.ts';
+import type { X402Acceptance, X402Check, X402Payment } from './x402.ts';
 
 /** What a 402 offers payment for: an operation, at the address its offers name as the resource. */
 export interface PaidResource {
@@ -38,6 +40,16 @@ export interface Refused {
 }
 
 export type Acceptance = { kind: 'accepted'; payment: AcceptedPayment } | Refused;
+
+/**
+ * A payer's requests per minute. `take` counts one and throws the 429 problem when it is over the
+ * limit; `check` throws it when none is left, counting nothing; `record` counts one already paid
+ * for and never refuses.
+ */
+export type PayerLimit = (protocol: AcceptedPayment['protocol'], payer: string, how: 'take' | 'check' | 'record') => Promise<void>;
+
+/** Longer payer names are not looked up before verification (they are the client's word until then). */
+const PAYER_KEY_MAX = 256;
 
 /**
  * The answer to a request that must be paid first: every offer of both protocols, the offers
@@ -109,10 +121,13 @@ export class PaymentService {
     return { kind: 'payment-required', x402, challenges, unavailable: this.gaps, reason };
   }
 
-  /** Takes a proof: offline checks, the claim in the ledger, then the network's verification. */
-  async accept(proof: PaymentProof, request: PaidRequest): Promise<Acceptance> {
+  /**
+   * Takes a proof: offline checks, the payer's limit (`payerLimit`, when the transport has one),
+   * the claim in the ledger, then the network's verification.
+   */
+  async accept(proof: PaymentProof, request: PaidRequest, payerLimit?: PayerLimit): Promise<Acceptance> {
     try {
-      const payment = proof.kind === 'x402' ? await this.acceptX402(proof.payload, request) : await this.acceptMpp(proof.credential, request);
+      const payment = proof.kind === 'x402' ? await this.acceptX402(proof.payload, request, payerLimit) : await this.acceptMpp(proof.credential, request, payerLimit);
       return { kind: 'accepted', payment };
     } catch (err) {
       if (err instanceof Problem) return { kind: 'refused', refusal: err };
@@ -128,6 +143,33 @@ export class PaymentService {
   /** After the handler failed: nothing is taken (x402), or it is given back (MPP). */
   undo(payment: AcceptedPayment): Promise<void> {
     return payment.protocol === 'x402' ? this.cancelX402(payment) : this.refundMpp(payment);
+  }
+
+  /**
+   * Gives back the MPP payments that bought `resultRef` through `operation` when what they bought
+   * was not delivered after all (billing: a plan proposal its store's owner declined or let
+   * expire). True when none of them is left unrefunded; a refund that fails keeps its row
+   * settled, with the error, for the caller to try again.
+   */
+  async refundResult(operation: PaidOperation, resultRef: string): Promise<boolean> {
+    let all = true;
+    for (const row of await this.store.settledFor(operation, resultRef)) {
+      const challengeId = row.proof_key.startsWith('mpp:') ? row.proof_key.slice('mpp:'.length) : undefined;
+      if (row.protocol !== 'mpp' || !row.reference || !challengeId) {
+        all = false;
+        continue;
+      }
+      try {
+        const payment = { challengeId, method: row.method, receipt: { reference: row.reference } as Receipt.Receipt } as MppPayment;
+        const refund = await this.mpp.refund(payment);
+        if (!refund) throw new Error(`the ${row.method} method cannot refund`);
+        await this.store.update(row.id, { status: 'refunded', error: `not delivered; refund ${refund}` }, nowIso());
+      } catch (err) {
+        all = false;
+        await this.store.update(row.id, { error: `not delivered; the refund failed: ${(err as Error).message}` }, nowIso());
+      }
+    }
+    return all;
   }
 
   /** Settlements left unknown (timeouts) asked again; the facilitator's answer on a reused nonce says it went through. */
@@ -166,8 +208,18 @@ export class PaymentService {
     return reason;
   }
 
-  private async acceptX402(payload: PaymentPayload, request: PaidRequest): Promise<AcceptedPayment> {
-    const checked = this.x402.check(payload, request.operation);
+  /**
+   * Offline checks first (signature, terms, window): a proof that fails them leaves no row and
+   * calls no one. Then the payer's limit, then a facilitator slot for the claim and the verification.
+   */
+  private async acceptX402(payload: PaymentPayload, request: PaidRequest, payerLimit: PayerLimit | undefined): Promise<AcceptedPayment> {
+    const checked = await this.x402.check(payload, request.operation);
+    // `from` is proven by the signature: counted at once.
+    await payerLimit?.('x402', checked.payer, 'take');
+    return this.x402.verifying(() => this.claimAndVerifyX402(checked, request));
+  }
+
+  private async claimAndVerifyX402(checked: X402Check, request: PaidRequest): Promise<AcceptedPayment> {
     const id = newId('pay');
     const now = nowIso();
     const claimed = await this.store.claim({
@@ -196,8 +248,15 @@ export class PaymentService {
     return { protocol: 'x402', id, payer: checked.payer, x402: { ...checked, amount: checked.requirements.amount } };
   }
 
-  private async acceptMpp(credential: Credential.Credential, request: PaidRequest): Promise<AcceptedPayment> {
+  /**
+   * The payer an MPP credential names is only its word until verification, which charges: a payer
+   * already over its limit is refused before that, and only verified payments count, so naming
+   * someone else cannot use up their limit.
+   */
+  private async acceptMpp(credential: Credential.Credential, request: PaidRequest, payerLimit: PayerLimit | undefined): Promise<AcceptedPayment> {
     this.mpp.precheck(credential, request.operation, this.mppSecret);
+    const named = credential.source && credential.source.length <= PAYER_KEY_MAX ? credential.source.toLowerCase() : undefined;
+    if (named) await payerLimit?.('mpp', named, 'check');
     const id = newId('pay');
     const now = nowIso();
     const challengeRequest = credential.challenge.request as { amount?: unknown; currency?: unknown };
@@ -220,6 +279,7 @@ export class PaymentService {
       throw err;
     }
     await this.store.update(id, { status: 'verified', reference: payment.receipt.reference ?? null }, nowIso());
+    if (named) await payerLimit?.('mpp', named, 'record');
     return { protocol: 'mpp', id, payer: payment.payer ?? `challenge:${payment.challengeId}`, mpp: payment };
   }
 
