@@ -3,10 +3,15 @@
 import path from 'node:path';
 import { z } from 'zod';
 import type { PlanSettings } from './billing/plans.ts';
+import { parseOutboundAllowList, type OutboundPolicy } from './core/net/outbound-guard.ts';
 import { decodeKey } from './core/sealed-secrets.ts';
+import { parsePostgresUrl, parseRedisUrl, ServiceUrlError } from './core/service-urls.ts';
 
 /** The batch policy a store follows until it sets its own (docs/dispatch.md says why). */
 export const DEFAULT_BATCH_POLICY: BatchPolicy = { batchMultiplier: 2, batchIntervalSeconds: 600, minStock: 1, frequencyCapMinutes: 60 };
+
+/** Also the bound of a database opened without the settings (the test command's template, say). */
+export const DEFAULT_PG_STATEMENT_TIMEOUT_MS = 5000;
 
 /**
  * Every setting the service reads, with the embedded defaults that let `npm start` run with
@@ -40,6 +45,11 @@ const envSchema = z.object({
   SQLITE_SYNCHRONOUS: z.enum(['FULL', 'NORMAL']).default('FULL'),
   SQLITE_BUSY_TIMEOUT_MS: z.coerce.number().int().min(0).default(1000),
   PG_POOL_MAX: z.coerce.number().int().min(1).default(10),
+  /**
+   * Longest a PostgreSQL statement may run before the server cancels it; a connection that stays
+   * silent a second longer is dropped, so a database lost without a reset answers 503, not never.
+   */
+  PG_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).default(DEFAULT_PG_STATEMENT_TIMEOUT_MS),
   /** How long an Idempotency-Key remembers its answer. */
   IDEMPOTENCY_TTL_HOURS: z.coerce.number().int().min(1).default(24),
   CHECKOUT_SESSION_TTL_MINUTES: z.coerce.number().int().min(1).default(60 * 24),
@@ -61,6 +71,8 @@ const envSchema = z.object({
   REGISTRATION_LIMIT_PER_HOUR: z.coerce.number().int().min(1).default(20),
   /** Subscriptions one client address may make through the storefront widget per hour. */
   STOREFRONT_LIMIT_PER_HOUR: z.coerce.number().int().min(1).default(60),
+  /** Availability reads of the widget per client address per minute (one per product page view). */
+  STOREFRONT_READ_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(300),
   /** Dashboard sign-in links one client address may ask for per hour (each is an e-mail). */
   SIGN_IN_LIMIT_PER_HOUR: z.coerce.number().int().min(1).default(10),
   /** How long a dashboard sign-in link works, and how long a signed-in session lasts. */
@@ -89,6 +101,11 @@ const envSchema = z.object({
   /** First retry delay after a transient failure; doubles each attempt, with jitter. */
   DISPATCH_RETRY_BASE_MS: z.coerce.number().int().min(1).default(30_000),
   DISPATCH_POLL_MS: z.coerce.number().int().min(10).default(1000),
+  /**
+   * Internal addresses a store's own mail server may nevertheless have (CIDR blocks, comma
+   * separated), e.g. a local mail sink in development. Unset: none, as in production.
+   */
+  TENANT_OUTBOUND_ALLOW: z.string().optional(),
   /** Pooled SMTP connections per transport. */
   SMTP_POOL_SIZE: z.coerce.number().int().min(1).max(100).default(5),
   /** How often stores with Admin API credentials are compared with the platform's stock. 0 = never. */
@@ -108,6 +125,10 @@ const envSchema = z.object({
   X402_FACILITATOR_URL: z.url().default('https://x402.org/facilitator'),
   /** x402: how long a payment authorisation may stay open. */
   X402_MAX_TIMEOUT_SECONDS: z.coerce.number().int().min(10).default(300),
+  /** x402: calls to the facilitator at once; verifications beyond it are refused with 503, settlements wait. */
+  X402_FACILITATOR_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(16),
+  /** Paid requests without a token one client address may make per minute, counted before the payment is looked at. */
+  PAYMENT_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(120),
   /** MPP `tempo`: the address paid on Tempo; without it, no tempo offer is made. */
   MPP_TEMPO_RECIPIENT: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'an address (0x and 40 hex digits)').optional(),
   /** MPP `tempo`: the Tempo RPC that verifies transfers (the SDK's public endpoint when unset). */
@@ -137,7 +158,7 @@ export type TrustedIssuer = z.infer<typeof trustedIssuerSchema>;
 
 export type DatabaseConfig =
   | { dialect: 'sqlite'; file: string; synchronous: 'FULL' | 'NORMAL'; busyTimeoutMs: number }
-  | { dialect: 'postgres'; url: string; poolMax: number };
+  | { dialect: 'postgres'; url: string; poolMax: number; statementTimeoutMs?: number };
 
 export interface Config {
   port: number;
@@ -155,6 +176,8 @@ export interface Config {
   mailFrom: string;
   redisUrl: string | undefined;
   smtpUrl: string | undefined;
+  /** Where the service may connect on a store's behalf (docs/security.md). */
+  tenantOutbound: OutboundPolicy;
   agents: AgentConfig;
   dashboard: DashboardConfig;
   tls: { port: number; certFile: string; keyFile: string } | undefined;
@@ -186,10 +209,13 @@ export interface PaymentsConfig {
     assetDecimals: number;
     facilitatorUrl: string;
     maxTimeoutSeconds: number;
+    facilitatorConcurrency: number;
   };
   stripe: { secretKey: string | undefined; apiUrl: string; networkId: string | undefined };
   tempo: { recipient: string | undefined; rpcUrl: string | undefined; currency: string | undefined };
   settleTimeoutMs: number;
+  /** Paid requests without a token per client address per minute. */
+  limitPerAddressPerMinute: number;
 }
 
 export interface BatchPolicy {
@@ -232,7 +258,7 @@ export interface AgentConfig {
 export interface DashboardConfig {
   signInLinkTtlMinutes: number;
   sessionHours: number;
-  rateLimits: { storefrontPerHour: number; signInPerHour: number };
+  rateLimits: { storefrontPerHour: number; storefrontReadsPerMinute: number; signInPerHour: number };
 }
 
 export class ConfigError extends Error {
@@ -261,8 +287,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     idempotencyTtlHours: e.IDEMPOTENCY_TTL_HOURS,
     checkoutSessionTtlMinutes: e.CHECKOUT_SESSION_TTL_MINUTES,
     mailFrom: e.MAIL_FROM,
-    redisUrl: e.REDIS_URL,
+    redisUrl: checkedUrl(e.REDIS_URL, parseRedisUrl),
     smtpUrl: e.SMTP_URL,
+    tenantOutbound: tenantOutbound(e.TENANT_OUTBOUND_ALLOW),
     agents: {
       accessTokenTtlSeconds: e.ACCESS_TOKEN_TTL_SECONDS,
       credentialTtlSeconds: e.AGENT_CREDENTIAL_TTL_SECONDS,
@@ -281,7 +308,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dashboard: {
       signInLinkTtlMinutes: e.SIGN_IN_LINK_TTL_MINUTES,
       sessionHours: e.DASHBOARD_SESSION_HOURS,
-      rateLimits: { storefrontPerHour: e.STOREFRONT_LIMIT_PER_HOUR, signInPerHour: e.SIGN_IN_LIMIT_PER_HOUR },
+      rateLimits: { storefrontPerHour: e.STOREFRONT_LIMIT_PER_HOUR, storefrontReadsPerMinute: e.STOREFRONT_READ_LIMIT_PER_MINUTE, signInPerHour: e.SIGN_IN_LIMIT_PER_HOUR },
     },
     tls: tlsConfig(e),
     trustProxy: e.TRUST_PROXY?.split(',').map((entry) => entry.trim()).filter(Boolean),
@@ -313,10 +340,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         assetDecimals: e.X402_ASSET_DECIMALS,
         facilitatorUrl: e.X402_FACILITATOR_URL.replace(/\/+$/, ''),
         maxTimeoutSeconds: e.X402_MAX_TIMEOUT_SECONDS,
+        facilitatorConcurrency: e.X402_FACILITATOR_CONCURRENCY,
       },
       stripe: { secretKey: e.STRIPE_SECRET_KEY, apiUrl: e.STRIPE_API_URL, networkId: e.STRIPE_NETWORK_ID },
       tempo: { recipient: e.MPP_TEMPO_RECIPIENT, rpcUrl: e.MPP_TEMPO_RPC_URL, currency: e.MPP_TEMPO_CURRENCY },
       settleTimeoutMs: e.PAYMENT_SETTLE_TIMEOUT_MS,
+      limitPerAddressPerMinute: e.PAYMENT_LIMIT_PER_MINUTE,
     },
     billing: billingConfig(e),
   };
@@ -365,6 +394,26 @@ function shopifyConfig(e: z.infer<typeof envSchema>): ShopifyConfig | undefined 
   };
 }
 
+/** A connection URL the client will be given typed values of (core/service-urls.ts), checked at start-up. */
+function checkedUrl(text: string | undefined, parse: (text: string) => unknown): string | undefined {
+  if (text === undefined) return undefined;
+  try {
+    parse(text);
+  } catch (err) {
+    if (!(err instanceof ServiceUrlError)) throw err;
+    throw new ConfigError(`Invalid configuration:\n  ${err.message}`);
+  }
+  return text;
+}
+
+function tenantOutbound(text: string | undefined): OutboundPolicy {
+  try {
+    return parseOutboundAllowList(text);
+  } catch (err) {
+    throw new ConfigError(`Invalid configuration:\n  TENANT_OUTBOUND_ALLOW: ${(err as Error).message}`);
+  }
+}
+
 function parseTrustedIssuers(text: string): TrustedIssuer[] {
   let value: unknown;
   try {
@@ -399,7 +448,7 @@ function databaseConfig(e: z.infer<typeof envSchema>, dataDir: string): Database
       busyTimeoutMs: e.SQLITE_BUSY_TIMEOUT_MS,
     };
   }
-  if (/^postgres(ql)?:\/\//.test(url)) return { dialect: 'postgres', url, poolMax: e.PG_POOL_MAX };
+  if (/^postgres(ql)?:\/\//.test(url)) return { dialect: 'postgres', url: checkedUrl(url, parsePostgresUrl)!, poolMax: e.PG_POOL_MAX, statementTimeoutMs: e.PG_STATEMENT_TIMEOUT_MS };
   if (url.startsWith('sqlite:')) {
     return {
       dialect: 'sqlite',

@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import { buildAgents } from './agents/feature.ts';
+import { buildAgents, unbindFormerOwnersAgents } from './agents/feature.ts';
 import { buildAlerts } from './alerts/feature.ts';
 import type { SubscriptionService } from './alerts/service.ts';
 import { buildBilling } from './billing/feature.ts';
@@ -11,7 +11,7 @@ import type { MailTransport } from './core/mail/transport.ts';
 import { loadServiceSecret } from './core/secrets.ts';
 import { TokenSigner } from './core/signed-token.ts';
 import { stripeClient } from './core/stripe-client.ts';
-import { buildDashboard } from './dashboard/feature.ts';
+import { buildDashboard, endFormerOwnerSessions } from './dashboard/feature.ts';
 import { buildDiscovery } from './discovery/feature.ts';
 import { buildDispatch, buildDispatchWorker } from './dispatch/feature.ts';
 import type { DispatchService } from './dispatch/service.ts';
@@ -25,7 +25,7 @@ import type { PaymentService } from './payments/service.ts';
 import { buildShopify, type ShopifyFeature } from './shopify/feature.ts';
 import { buildStorefront } from './storefront/feature.ts';
 import { buildStores } from './stores/feature.ts';
-import type { StoreService } from './stores/service.ts';
+import type { OwnerChangeListener, StoreService } from './stores/service.ts';
 
 /** The services of the product's features, shared by the HTTP app, the MCP tools and `restock worker`. */
 export interface Domain {
@@ -45,6 +45,16 @@ export interface DomainFeatures {
   built: Record<'stores' | 'inventory' | 'dispatch' | 'shopify' | 'alerts' | 'payments' | 'billing' | 'worker', Feature<unknown>>;
   /** All of them, in the order their routes register. */
   features: Feature<unknown>[];
+  /** Signs what the service hands out and must recognise later (unsubscribe links, known devices). */
+  signer: TokenSigner;
+}
+
+/**
+ * What ends when a store changes hands, whichever path changed it (the CLI, a Shopify
+ * reinstall): the former owner's bound agents, dashboard sessions and unused sign-in links.
+ */
+export function formerOwnerAccess(database: Database): OwnerChangeListener[] {
+  return [unbindFormerOwnersAgents(database), endFormerOwnerSessions(database)];
 }
 
 /**
@@ -57,8 +67,9 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
   const stripe = stripeKey ? stripeClient(stripeKey, stripeUrl, config.payments.settleTimeoutMs) : undefined;
 
   // The store routes show the plan, which billing (built below, on the stores) reports.
-  const stores = buildStores({ config, database, planUsage: (shop) => billing.service.planUsage(shop) });
-  const alerts = buildAlerts({ config, database, signer: new TokenSigner(serviceSecret) });
+  const stores = buildStores({ config, database, planUsage: (shop) => billing.service.planUsage(shop), onOwnerChange: formerOwnerAccess(database) });
+  const signer = new TokenSigner(serviceSecret);
+  const alerts = buildAlerts({ config, database, signer });
   const dispatch = buildDispatch({ database, alerts: alerts.service });
   const inventory = buildInventory({ database, stores: stores.service, restocks: dispatch.service });
   const billing = buildBilling({ config, database, mail, stores: stores.service, ...(stripe ? { stripe } : {}) });
@@ -75,6 +86,8 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
   });
   if (shopify.billing) billing.service.useShopify(shopify.billing);
   const payments = buildPayments(config, database, serviceSecret, log, stripe);
+  // A plan proposal paid per request is refunded unless the store's owner accepts it.
+  billing.service.usePayments((sessionId) => payments.service.refundResult('checkoutPlan', sessionId));
   // In the order their routes register (the API index lists operations so).
   const served = { stores, inventory, dispatch, shopify, alerts, payments, billing };
 
@@ -92,6 +105,7 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
   const built = { ...served, worker };
   return {
     built,
+    signer,
     features: Object.values(built),
     domain: {
       stores: stores.service,
@@ -113,7 +127,7 @@ export interface WebOptions {
 
 /** Every feature the HTTP app serves: the domain's, then those only the web has. */
 export async function buildWebFeatures(config: Config, database: Database, mail: MailTransport, log: FastifyBaseLogger, options: WebOptions = {}) {
-  const { domain, built } = await buildDomainFeatures(config, database, mail, log);
+  const { domain, built, signer } = await buildDomainFeatures(config, database, mail, log);
   const agents = await buildAgents({ config, database, mail, stores: domain.stores, ...(options.mtlsBaseUrl ? { mtlsBaseUrl: options.mtlsBaseUrl } : {}) });
   const storefront = await buildStorefront({ stores: domain.stores, inventory: domain.inventory, alerts: domain.alerts });
   const dashboard = buildDashboard({
@@ -125,6 +139,7 @@ export async function buildWebFeatures(config: Config, database: Database, mail:
     inventory: domain.inventory,
     dispatch: domain.dispatch,
     billing: domain.billing,
+    signer,
     ...(domain.shopify.shopOfSessionToken ? { shopOfSessionToken: domain.shopify.shopOfSessionToken } : {}),
   });
   return {

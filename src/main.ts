@@ -1,11 +1,11 @@
 import pino from 'pino';
-import { rotateSigningKey, unbindFormerOwnersAgents } from './agents/feature.ts';
+import { rotateSigningKey } from './agents/feature.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { Database } from './core/db/database.ts';
 import { openMailTransport } from './core/mail/transport.ts';
 import { ValidationFailed } from './core/problems.ts';
 import { dashboardSignIn } from './dashboard/feature.ts';
-import { buildDomainFeatures } from './features.ts';
+import { buildDomainFeatures, formerOwnerAccess } from './features.ts';
 import { startServer } from './server.ts';
 import { storeService } from './stores/feature.ts';
 
@@ -111,12 +111,9 @@ async function storeCommand(args: string[]): Promise<number> {
   }
   const config = loadConfig();
   try {
-    const { store, unbound } = await withDatabase(config, async (database) => {
-      const created = await storeService(config, database).createStore(domain, owner);
-      return { store: created, unbound: await unbindFormerOwnersAgents(database, created.domain, created.ownerEmail) };
-    });
+    const { store, ended } = await withDatabase(config, (database) => storeService(config, database, formerOwnerAccess(database)).transferStore(domain, owner));
     console.log(`Store ${store.domain} is owned by ${store.ownerEmail}.`);
-    if (unbound > 0) console.log(`${unbound} agent(s) bound by a former owner are no longer bound to it.`);
+    for (const line of ended) console.log(`${line}.`);
     return 0;
   } catch (err) {
     if (!(err instanceof ValidationFailed)) throw err;

@@ -91,7 +91,7 @@ for (const dialect of testDialects()) {
         alerts,
         inventory,
         stores,
-        senders: new NotificationSenders(transport, 'Restock <alerts@restock.test>', 1),
+        senders: new NotificationSenders(transport, 'Restock <alerts@restock.test>', 1, t.config.tenantOutbound),
         config: { ...t.config.dispatch, ...(options.pollMs === undefined ? {} : { pollMs: options.pollMs }) },
         log: t.app.log,
         jobs: [],
@@ -139,7 +139,7 @@ for (const dialect of testDialects()) {
       }
     });
 
-    it('a stopping worker gives back the allowance and the leases of alerts it never handed to the transport', async () => {
+    it('finding 14: a stopping worker gives back the allowance and the leases of alerts it never handed to the transport', async () => {
       // More than the 50 sends the worker keeps outstanding: the rest wait, composed and counted.
       const N = 60;
       const w = await waiting(N);

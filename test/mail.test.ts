@@ -272,7 +272,9 @@ describe('mail over SMTP when the server is not there', () => {
       database: unusedDatabase,
     });
     try {
-      assert.match((await sendError(transport)).message, /ECONNREFUSED/);
+      const err = await sendError(transport);
+      assert.match(err.message, /the mail server could not be reached/);
+      assert.match(String((err.cause as Error).message), /ECONNREFUSED/);
     } finally {
       await transport.close();
     }
@@ -291,7 +293,9 @@ describe('mail over SMTP when the server is not there', () => {
       const patientSend = patient.send(message()).finally(() => (patientSettled = true));
       patientSend.catch(() => {});
       await silent.connected(1);
-      assert.match((await sendError(hasty)).message, /Greeting never received/);
+      const err = await sendError(hasty);
+      assert.match(err.message, /the mail server did not answer in time/);
+      assert.match(String((err.cause as Error).message), /Greeting never received/);
       assert.equal(patientSettled, false, 'the send told to wait longer for the greeting still waits: the configured timeout decided');
     } finally {
       // Cutting the connections ends the patient send, which close() waits for.

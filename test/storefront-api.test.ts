@@ -150,16 +150,19 @@ for (const dialect of testDialects()) {
         assert.deepEqual((await availability(t, shop, productId)).json(), { shop, productId, soldOut: null, variants: [] });
       });
 
-      it('answers 404 problem for a store unknown or uninstalled', async () => {
+      it('finding 12: a store unknown or uninstalled answers exactly as a customer’s untracked product does', async () => {
+        const customer = await createStore(t);
         const uninstalled = await createStore(t);
         const productId = productGid();
         await t.app.restock.inventory.reportStock(uninstalled, [{ productId, variantId: variantGid(), available: 3 }], SOURCE);
         await t.app.restock.stores.uninstall(uninstalled);
+        const untracked = await availability(t, customer, productId);
         for (const shop of [newShop(), uninstalled]) {
           const res = await availability(t, shop, productId);
-          assertProblem(res, 404, 'not-found');
+          assert.equal(res.statusCode, untracked.statusCode);
+          assert.deepEqual(res.json(), { ...untracked.json(), shop });
           assert.equal(res.headers['access-control-allow-origin'], '*');
-          assert.doesNotMatch(String(res.headers['cache-control'] ?? ''), /public/, 'a refusal is not for caches to keep');
+          assert.equal(res.headers['cache-control'], untracked.headers['cache-control']);
         }
       });
 
@@ -474,6 +477,23 @@ for (const dialect of testDialects()) {
       assert.equal(third.headers['access-control-allow-origin'], '*', 'the widget can read how long to wait');
       assert.deepEqual(await t.tableDigests(), before);
       assert.equal((await availability(t, shop, productGid())).statusCode, 200, 'reading availability is not limited by it');
+    });
+  });
+
+  describe(`storefront availability rate limit on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
+    let t: TestApp;
+    before(async () => {
+      t = await startTestApp(dialect, { STOREFRONT_READ_LIMIT_PER_MINUTE: '3' });
+    });
+    after(() => t.close());
+
+    it('finding 12: availability reads are limited per address, known store or not, with 429 and Retry-After', async () => {
+      const shop = await createStore(t);
+      for (const asked of [shop, newShop(), shop]) assert.equal((await availability(t, asked, productGid())).statusCode, 200);
+      const fourth = await availability(t, newShop(), productGid());
+      assertProblem(fourth, 429, 'rate-limited');
+      assert.ok(Number(fourth.headers['retry-after']) > 0);
+      assert.equal(fourth.headers['access-control-allow-origin'], '*');
     });
   });
 }

@@ -83,7 +83,14 @@ export function rotateSigningKey(config: Config, database: Database): Promise<st
   return new SigningKeys(new AgentRepository(database), longestTokenMs(config.agents)).rotate();
 }
 
-/** After `restock store create` gives a store a new owner: agents its former owner bound no longer reach it. */
-export function unbindFormerOwnersAgents(database: Database, shop: string, owner: string): Promise<number> {
-  return new AgentRepository(database).unbindStoreAgents(shop, owner, storeScopes);
+/**
+ * When a store changes hands (stores' `OwnerChangeListener`): agents bound by anyone but the new
+ * owner lose the store and its scopes, at their next request (the gate reads the binding each time).
+ */
+export function unbindFormerOwnersAgents(database: Database) {
+  const repository = new AgentRepository(database);
+  return async (shop: string, newOwner: string): Promise<string | undefined> => {
+    const unbound = await repository.unbindStoreAgents(shop, newOwner, storeScopes);
+    return unbound > 0 ? `${unbound} agent(s) bound by a former owner are no longer bound to it` : undefined;
+  };
 }

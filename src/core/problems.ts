@@ -64,6 +64,12 @@ export const problemTypes = {
     title: 'A request with this Idempotency-Key is still being processed',
     description: 'Wait for the first request to finish, then retry with the same key to receive its answer.',
   },
+  'too-many-subscriptions': {
+    status: 409,
+    title: 'This agent holds as many waiting subscriptions for the store as it may',
+    description:
+      'An agent not bound to a store may hold a limited number of waiting subscriptions for it (`limit`): each alert they get is paid from the store’s allowance. Cancel some, wait until they are notified, or have the store’s owner claim the agent for the store.',
+  },
   'idempotency-key-reused': {
     status: 422,
     title: 'This Idempotency-Key was used for a different request',

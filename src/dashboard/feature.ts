@@ -1,9 +1,11 @@
 import type { SubscriptionService } from '../alerts/service.ts';
 import type { BillingService } from '../billing/service.ts';
 import type { Config } from '../config.ts';
+import { nowIso } from '../core/clock.ts';
 import type { Database } from '../core/db/database.ts';
 import type { Feature } from '../core/feature.ts';
 import type { MailTransport } from '../core/mail/transport.ts';
+import type { TokenSigner } from '../core/signed-token.ts';
 import type { DispatchService } from '../dispatch/service.ts';
 import type { InventoryService } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
@@ -23,12 +25,14 @@ export interface DashboardDeps {
   inventory: InventoryService;
   dispatch: DispatchService;
   billing: BillingService;
+  /** Signs the cookie that recognises a device its owner signed in from before. */
+  signer?: TokenSigner;
   /** The store an App Bridge session token is for (absent when the Shopify app is not configured). */
   shopOfSessionToken?: (token: string) => Promise<string>;
 }
 
 /** How a store's owner signs in: also what `restock dashboard link` uses, without the app. */
-export function dashboardSignIn(deps: Pick<DashboardDeps, 'config' | 'database' | 'mail' | 'stores' | 'shopOfSessionToken'>): DashboardSignIn {
+export function dashboardSignIn(deps: Pick<DashboardDeps, 'config' | 'database' | 'mail' | 'stores' | 'shopOfSessionToken' | 'signer'>): DashboardSignIn {
   const { config } = deps;
   return new DashboardSignIn({
     store: new DashboardRepository(deps.database),
@@ -37,8 +41,21 @@ export function dashboardSignIn(deps: Pick<DashboardDeps, 'config' | 'database' 
     baseUrl: config.baseUrl,
     linkTtlMinutes: config.dashboard.signInLinkTtlMinutes,
     sessionHours: config.dashboard.sessionHours,
+    ...(deps.signer ? { signer: deps.signer } : {}),
     ...(deps.shopOfSessionToken ? { shopOfSessionToken: deps.shopOfSessionToken } : {}),
   });
+}
+
+/**
+ * When a store changes hands (stores' `OwnerChangeListener`): the former owner's sessions end
+ * and the sign-in links not yet used stop working.
+ */
+export function endFormerOwnerSessions(database: Database) {
+  const repository = new DashboardRepository(database);
+  return async (shop: string): Promise<string | undefined> => {
+    const ended = await repository.endAccessTo(shop, nowIso());
+    return ended > 0 ? `${ended} dashboard session(s) and sign-in link(s) of the former owner ended` : undefined;
+  };
 }
 
 /** The merchant dashboard: sign-in (links by e-mail, Shopify session tokens) and its pages. */

@@ -62,6 +62,15 @@ export class DashboardRepository {
     );
   }
 
+  /** The store changed hands: every live session ends and every unused link stops working, in one transaction. */
+  endAccessTo(shop: string, now: string): Promise<number> {
+    return this.database.write(async (trx) => {
+      const sessions = await trx.updateTable('dashboard_sessions').set({ ended_at: now }).where('shop', '=', shop).where('ended_at', 'is', null).executeTakeFirst();
+      const links = await trx.updateTable('dashboard_sign_in_links').set({ used_at: now }).where('shop', '=', shop).where('used_at', 'is', null).executeTakeFirst();
+      return Number(sessions.numUpdatedRows) + Number(links.numUpdatedRows);
+    });
+  }
+
   /** Drops expired links and sessions; they can no longer sign anyone in. */
   async sweep(now: string): Promise<void> {
     await this.database.writeStatement((db) => db.deleteFrom('dashboard_sign_in_links').where('expires_at', '<=', now).execute());

@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { planIds } from '../billing/plans.ts';
 import { framedByShopifyAdmin, page, type SafeHtml } from '../core/html.ts';
-import { parseUrlEncodedForms } from '../core/http/form-posts.ts';
+import { parseUrlEncodedForms, postedFromAnotherSite } from '../core/http/form-posts.ts';
 import { Problem, ValidationFailed } from '../core/problems.ts';
 import { embedSnippet } from '../storefront/embed.ts';
 import { shopSchema } from '../stores/schemas.ts';
@@ -13,6 +13,8 @@ import { csrfTokenMatches, type DashboardSignIn, type OpenedSession, type OwnerS
 import * as views from './views.ts';
 
 const COOKIE = 'restock_dashboard';
+const DEVICE_COOKIE = 'restock_device';
+const DEVICE_COOKIE_SECONDS = 365 * 24 * 3600;
 const tokenParams = z.object({ token: z.string().regex(/^[A-Za-z0-9_-]{20,100}$/, 'must be a sign-in link') });
 const idParams = z.object({ id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be an id') });
 const form = z
@@ -42,6 +44,7 @@ export interface DashboardRouteOptions {
  */
 export function dashboardRoutes(service: DashboardService, signIn: DashboardSignIn, options: DashboardRouteOptions) {
   const secure = options.baseUrl.startsWith('https://');
+  const ownOrigin = new URL(options.baseUrl).origin;
 
   return async function (app: FastifyInstance) {
     parseUrlEncodedForms(app);
@@ -73,7 +76,7 @@ export function dashboardRoutes(service: DashboardService, signIn: DashboardSign
           const error = typed ? shop.error.issues[0]!.message.replace(/^must/, 'The store domain must') : 'Enter your store’s domain.';
           return sendPage(reply, 400, page('Sign in', views.signInBody({ error, typed, shopify: signIn.shopifyAvailable })));
         }
-        await signIn.requestLink(shop.data);
+        await signIn.requestLink(shop.data, cookieValue(request, DEVICE_COOKIE));
         return sendPage(reply, 200, page('Check your e-mail', views.linkSentBody(shop.data.toLowerCase())));
       },
     });
@@ -92,6 +95,11 @@ export function dashboardRoutes(service: DashboardService, signIn: DashboardSign
       config: { page: true },
       schema: { hide: true, params: tokenParams, body: form },
       handler: async (request, reply) => {
+        // Another site posting a link of its own would sign this browser in to the attacker's
+        // store (login CSRF): only our own confirmation page may use a link, and it stays unused.
+        if (postedFromAnotherSite(request.headers, ownOrigin)) {
+          return sendPage(reply, 403, page('Sign in', views.crossSiteSignInBody()));
+        }
         const opened = await signIn.useLink(request.params.token);
         if (!opened) return sendPage(reply, 410, page('Link expired', views.expiredLinkBody()));
         return startSession(reply, opened, secure, false);
@@ -290,16 +298,18 @@ function sendPage(reply: FastifyReply, status: number, body: string) {
 function startSession(reply: FastifyReply, opened: OpenedSession, secure: boolean, framed: boolean) {
   const maxAge = Math.max(0, Math.floor((Date.parse(opened.session.expiresAt) - Date.now()) / 1000));
   const sameSite = framed && secure ? 'SameSite=None; Partitioned' : 'SameSite=Lax';
-  reply.header('set-cookie', `${COOKIE}=${opened.secret}; Path=/dashboard; Max-Age=${maxAge}; HttpOnly; ${sameSite}${secure ? '; Secure' : ''}`);
+  const cookies = [`${COOKIE}=${opened.secret}; Path=/dashboard; Max-Age=${maxAge}; HttpOnly; ${sameSite}${secure ? '; Secure' : ''}`];
+  if (opened.deviceToken) cookies.push(`${DEVICE_COOKIE}=${opened.deviceToken}; Path=/dashboard; Max-Age=${DEVICE_COOKIE_SECONDS}; HttpOnly; ${sameSite}${secure ? '; Secure' : ''}`);
+  reply.header('set-cookie', cookies);
   return reply.redirect('/dashboard', 303);
 }
 
-function cookieValue(request: FastifyRequest): string | undefined {
+function cookieValue(request: FastifyRequest, cookie = COOKIE): string | undefined {
   const header = request.headers.cookie;
   if (!header) return undefined;
   for (const part of header.split(';')) {
     const [name, ...rest] = part.trim().split('=');
-    if (name === COOKIE) return rest.join('=') || undefined;
+    if (name === cookie) return rest.join('=') || undefined;
   }
   return undefined;
 }

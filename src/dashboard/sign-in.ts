@@ -1,6 +1,7 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { isoAfter, nowIso } from '../core/clock.ts';
 import type { MailTransport } from '../core/mail/transport.ts';
+import type { TokenSigner } from '../core/signed-token.ts';
 import { Problem } from '../core/problems.ts';
 import type { StoreService } from '../stores/service.ts';
 import type { DashboardRepository } from './repository.ts';
@@ -12,12 +13,15 @@ export interface SignInOptions {
   baseUrl: string;
   linkTtlMinutes: number;
   sessionHours: number;
+  /** Signs the known-device cookie; without it (the CLI) no device is recognised. */
+  signer?: TokenSigner;
   /** The shop a Shopify session token is for; throws a problem when the token is refused. Absent without the Shopify app. */
   shopOfSessionToken?: (token: string) => Promise<string>;
 }
 
 const HOUR_MS = 3_600_000;
 const LINKS_PER_STORE_PER_HOUR = 5;
+const DEVICE = 'dashboard-device';
 
 /** A signed-in owner: the store they may see, and the token their forms carry against cross-site posts. */
 export interface OwnerSession {
@@ -31,6 +35,8 @@ export interface OpenedSession {
   /** The cookie's secret; only its hash is stored. */
   secret: string;
   session: OwnerSession;
+  /** A long-lived cookie naming this browser as one the owner signed in from (see `requestLink`). */
+  deviceToken: string | undefined;
 }
 
 /**
@@ -47,13 +53,18 @@ export class DashboardSignIn {
   /**
    * Mails a sign-in link to the owner of `shop`. Says nothing about whether the store exists:
    * the page answers the same either way, so the form cannot be used to list customers. At most
-   * LINKS_PER_STORE_PER_HOUR mails an hour reach one owner, whatever the addresses asking, so
-   * the form cannot be used to flood them either.
+   * LINKS_PER_STORE_PER_HOUR mails an hour reach one owner from unknown browsers, so the form
+   * cannot be used to flood them either; a browser the current owner signed in from before
+   * (`deviceToken`) is not held to that budget, so strangers spending it cannot lock the owner
+   * out (the per-address limit of the route still applies to it).
    */
-  async requestLink(shop: string): Promise<void> {
+  async requestLink(shop: string, deviceToken?: string): Promise<void> {
+    const store = await this.options.stores.findStore(shop);
+    if (!store || store.status !== 'active') return;
     const since = new Date(Date.now() - HOUR_MS).toISOString();
-    if ((await this.options.store.linksSince(shop.toLowerCase(), since)) >= LINKS_PER_STORE_PER_HOUR) return;
-    const issued = await this.issueLink(shop);
+    const known = deviceToken !== undefined && this.options.signer?.verify(DEVICE, deviceToken) === deviceSubject(store.domain, store.owner_email);
+    if (!known && (await this.options.store.linksSince(store.domain, since)) >= LINKS_PER_STORE_PER_HOUR) return;
+    const issued = await this.issueLink(store.domain);
     if (!issued) return;
     await this.options.mail.send({
       to: issued.ownerEmail,
@@ -131,7 +142,9 @@ export class DashboardSignIn {
     const now = new Date();
     const expiresAt = isoAfter(this.options.sessionHours * 3600_000, now);
     await this.options.store.insertSession({ id_hash: hash(token), shop, via, created_at: now.toISOString(), expires_at: expiresAt, ended_at: null });
-    return { secret: token, session: { shop, via, csrfToken: csrfTokenOf(token), expiresAt } };
+    const owner = (await this.options.stores.findStore(shop))?.owner_email;
+    const deviceToken = owner !== undefined ? this.options.signer?.sign(DEVICE, deviceSubject(shop, owner)) : undefined;
+    return { secret: token, session: { shop, via, csrfToken: csrfTokenOf(token), expiresAt }, deviceToken };
   }
 }
 
@@ -141,6 +154,14 @@ export function csrfTokenMatches(session: OwnerSession, given: unknown): boolean
   const expected = Buffer.from(session.csrfToken);
   const actual = Buffer.from(given);
   return expected.length === actual.length && timingSafeEqual(expected, actual);
+}
+
+/**
+ * Bound to the owner too: once the store changes hands, the former owner's browsers are strangers
+ * again. A digest, so the cookie is cookie-safe and does not carry the owner's address.
+ */
+function deviceSubject(shop: string, ownerEmail: string): string {
+  return hash(`${shop}\n${ownerEmail}`);
 }
 
 function secret(): string {

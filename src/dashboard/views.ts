@@ -56,7 +56,11 @@ ${fresh ? widgetInstructions(snippet) : ''}
 ${dailyBarChart(o.sentPerDay, 'Alerts sent')}
 <h2>Plan</h2>
 ${planSummary(o.plan)}
-${o.heldByPlan > 0 ? html`<p class="error">${o.heldByPlan} alerts are waiting because this period's allowance of ${quota} is used up. <a href="/dashboard/plan">Change plan</a>.</p>` : ''}
+${o.heldByPlan > 0
+  ? o.plan.requiresOwnMailProvider && !o.store.ownSmtp
+    ? html`<p class="error">${o.heldByPlan} alerts are waiting because the ${o.plan.plan} plan sends only through your own e-mail provider, and none is set. <a href="/dashboard/settings">Set your SMTP server</a> or <a href="/dashboard/plan">change plan</a>.</p>`
+    : html`<p class="error">${o.heldByPlan} alerts are waiting because this period's allowance of ${quota} is used up. <a href="/dashboard/plan">Change plan</a>.</p>`
+  : ''}
 <h2>Most wanted</h2>
 ${o.demand.length ? demandTable(o.demand, 'Products with the most waiting subscribers') : html`<p>No one is waiting for a product yet.</p>`}
 <p><a href="/dashboard/demand">All demand</a></p>
@@ -280,3 +284,8 @@ export function expiredLinkBody(): SafeHtml {
 <p><a class="button" href="/dashboard/sign-in">Get a new link</a></p>`;
 }
 
+
+export function crossSiteSignInBody(): SafeHtml {
+  return html`<h1>Sign in from your own e-mail</h1>
+<p>This sign-in was sent from another website, so it was not used. Open the link from the e-mail Restock sent you and confirm there.</p>`;
+}

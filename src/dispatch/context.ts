@@ -1,5 +1,6 @@
 import { chunks } from '../core/chunks.ts';
-import type { MailTransport } from '../core/mail/transport.ts';
+import { addressKey } from '../core/email.ts';
+import type { MailAddress, MailTransport } from '../core/mail/transport.ts';
 import type { EffectiveSettings } from '../stores/settings.ts';
 import { productKey, restockAddressKey, type SendFacts } from './rules.ts';
 import type { NotificationRow } from './repository.ts';
@@ -23,7 +24,7 @@ export interface StoreClaim {
   ownMailProvider: boolean;
   products: Map<string, ProductDetails>;
   transport: MailTransport;
-  from: string | undefined;
+  from: MailAddress | undefined;
 }
 
 export type ContextDeps = Pick<WorkerDeps, 'store' | 'alerts' | 'stores' | 'inventory' | 'senders'>;
@@ -68,19 +69,22 @@ async function loadStore(
   };
 }
 
-/** What the store's ledger and suppressions say about the group's addresses. */
+/**
+ * What the store's ledger and suppressions say about the group's addresses, read and kept by
+ * `addressKey`, so every case of an address counts as that address.
+ */
 async function readAddresses(deps: ContextDeps, storeDomain: string, rows: NotificationRow[], frequencyCapMs: number, now: Date) {
   const lastSent = new Map<string, string>();
   const mailedForRestock = new Set<string>();
   const suppressed = new Map<string, string>();
   // With no cap, when an address was last mailed does not matter.
   const since = frequencyCapMs > 0 ? new Date(now.getTime() - frequencyCapMs).toISOString() : undefined;
-  for (const emails of chunks([...new Set(rows.map((row) => row.email))])) {
-    for (const sent of await deps.store.sentTo(storeDomain, emails)) {
-      mailedForRestock.add(restockAddressKey(sent));
-      if (since && sent.sent_at && sent.sent_at >= since) keepLatest(lastSent, sent.email, sent.sent_at);
+  for (const keys of chunks([...new Set(rows.map((row) => addressKey(row.email)))])) {
+    for (const sent of await deps.store.sentTo(storeDomain, keys)) {
+      mailedForRestock.add(restockAddressKey({ restock_id: sent.restock_id, email: sent.email_key }));
+      if (since && sent.sent_at && sent.sent_at >= since) keepLatest(lastSent, sent.email_key, sent.sent_at);
     }
-    for (const [email, reason] of await deps.store.suppressed(storeDomain, emails)) suppressed.set(email, reason);
+    for (const [key, reason] of await deps.store.suppressed(storeDomain, keys)) suppressed.set(key, reason);
   }
   return { lastSent, mailedForRestock, suppressed };
 }

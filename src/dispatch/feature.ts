@@ -45,7 +45,7 @@ export interface WorkerDeps {
 
 /** The dispatch worker with the stores' own mail transports; `close` stops it after the alerts in flight. */
 export function buildDispatchWorker(deps: WorkerDeps): Feature<DispatchWorker> {
-  const senders = new NotificationSenders(deps.mail, deps.config.mailFrom, deps.config.dispatch.smtpPoolSize);
+  const senders = new NotificationSenders(deps.mail, deps.config.mailFrom, deps.config.dispatch.smtpPoolSize, deps.config.tenantOutbound);
   const worker = new DispatchWorker({
     quota: deps.quota,
     store: deps.dispatch.store,

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { MailDeliveryError, type MailMessage, type MailTransport } from '../core/mail/transport.ts';
+import type { OutboundPolicy } from '../core/net/outbound-guard.ts';
+import { MailDeliveryError, type MailAddress, type MailMessage, type MailTransport } from '../core/mail/transport.ts';
 import { SmtpTransport } from '../core/mail/smtp-transport.ts';
 import { SmtpUrlError } from '../core/mail/smtp-url.ts';
 import type { EffectiveSettings } from '../stores/settings.ts';
@@ -15,6 +16,8 @@ export class NotificationSenders {
     private readonly fallback: MailTransport,
     private readonly defaultFrom: string,
     private readonly poolSize: number,
+    /** Where a store's own server may be: never an internal address unless the operator allows it. */
+    private readonly tenantOutbound: OutboundPolicy,
   ) {}
 
   /** `smtpUrl`: the store's own server, from its sending profile. */
@@ -42,18 +45,22 @@ export class NotificationSenders {
    */
   private openOwn(smtpUrl: string): MailTransport {
     try {
-      return new SmtpTransport(smtpUrl, this.defaultFrom, { poolSize: this.poolSize });
+      return new SmtpTransport(smtpUrl, this.defaultFrom, { poolSize: this.poolSize, tenant: this.tenantOutbound });
     } catch (err) {
       if (!(err instanceof SmtpUrlError)) throw err;
       return new RefusedTransport(`the store's SMTP URL is refused: ${err.message}`);
     }
   }
 
-  /** The From header: the store's sender name on the service's address. */
-  fromFor(settings: EffectiveSettings): string | undefined {
+  /**
+   * The From header: the store's sender name on the service's address, as an address object, so
+   * the mail library quotes and escapes the name (a name ending in a backslash once closed the
+   * quotes early and broke the header).
+   */
+  fromFor(settings: EffectiveSettings): MailAddress | undefined {
     if (!settings.senderName) return undefined;
     const address = /<([^>]+)>/.exec(this.defaultFrom)?.[1] ?? this.defaultFrom;
-    return `"${settings.senderName}" <${address}>`;
+    return { name: settings.senderName, address: address.trim() };
   }
 
   async close(): Promise<void> {

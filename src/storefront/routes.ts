@@ -17,12 +17,13 @@ export function storefrontRoutes(service: StorefrontService, widget: WidgetAsset
     app.get('/widget.js', { schema: { hide: true } }, async (request, reply) => sendWidget(request, reply, widget));
 
     api.get('/storefront/v1/availability', {
+      config: { rateLimitByAddress: 'storefront-read' },
       schema: {
         operationId: 'getStorefrontAvailability',
         summary: "Whether a product's variants are sold out (for the storefront widget)",
         tags: ['storefront'],
         querystring: availabilityQuery,
-        response: { 200: availabilityResponse, ...problemResponses(400, 404, 503) },
+        response: { 200: availabilityResponse, ...problemResponses(400, 429, 503) },
       },
       handler: async (request, reply) => {
         const answer = await service.availability(request.query.shop, request.query.productId);

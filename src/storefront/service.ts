@@ -12,8 +12,13 @@ export class StorefrontService {
     private readonly alerts: SubscriptionService,
   ) {}
 
+  /**
+   * The same answer for a store that is not a customer as for a product nobody knows, so the
+   * endpoint cannot be used to list the service's customers.
+   */
   async availability(shop: string, productId: string) {
-    const domain = await this.customerStore(shop);
+    const domain = await this.stores.activeStore(shop);
+    if (!domain) return { shop: shop.toLowerCase(), productId, soldOut: null, variants: [] };
     const rows = await this.inventory.availabilityOf(domain, productId);
     const variants = rows
       .filter((row) => row.variantId !== null)

@@ -52,7 +52,7 @@ export type StorePlanUsage = z.infer<typeof storeSchema>['plan'];
 /** The URL must parse as the mail transport will read it; the message never repeats the URL. */
 function refuseUnreadableSmtpUrl(value: string, context: z.RefinementCtx): void {
   try {
-    parseSmtpUrl(value);
+    parseSmtpUrl(value, { options: 'none' });
   } catch (err) {
     if (!(err instanceof SmtpUrlError)) throw err;
     context.addIssue({ code: 'custom', message: err.message });

@@ -3,6 +3,8 @@ import { nowIso } from '../core/clock.ts';
 import { emailSchema, normaliseEmail } from '../core/email.ts';
 import { ownStore, type Caller } from '../core/http/caller.ts';
 import { NotFound, ValidationFailed } from '../core/problems.ts';
+import { parseSmtpUrl } from '../core/mail/smtp-url.ts';
+import { isObviouslyInternalHost, STRICT_OUTBOUND, type OutboundPolicy } from '../core/net/outbound-guard.ts';
 import { SecretBox } from '../core/sealed-secrets.ts';
 import { shopSchema, type Store, type StoreSettingsPatch } from './schemas.ts';
 import { effectiveSettings, parseStoredSettings, storeSettingsSchema, type EffectiveSettings } from './settings.ts';
@@ -14,9 +16,26 @@ export interface SendingProfile {
   smtpUrl: string | undefined;
 }
 
+/**
+ * What another feature does when a store changes hands, given the store and its new owner:
+ * ends what the former owner could still use (sessions, links, bound agents). Returns a line for
+ * the operator when it ended something.
+ */
+export type OwnerChangeListener = (shop: string, newOwner: string) => Promise<string | undefined>;
+
+/** A store after `transferStore`, and what the former owner lost. */
+export interface Transfer {
+  store: Store;
+  ended: string[];
+}
+
 export interface StoreServiceOptions {
   secrets?: SecretBox;
   defaults?: BatchPolicy;
+  /** Where a store's own mail server may be; internal addresses are refused unless allowed here. */
+  tenantOutbound?: OutboundPolicy;
+  /** Run on every change of owner, by whatever path: the CLI, a Shopify (re)install. */
+  onOwnerChange?: OwnerChangeListener[];
 }
 
 /**
@@ -26,6 +45,8 @@ export interface StoreServiceOptions {
 export class StoreService {
   private readonly secrets: SecretBox;
   private readonly defaults: BatchPolicy;
+  private readonly tenantOutbound: OutboundPolicy;
+  private readonly onOwnerChange: OwnerChangeListener[];
 
   constructor(
     private readonly store: StoreRepository,
@@ -33,10 +54,17 @@ export class StoreService {
   ) {
     this.secrets = options.secrets ?? SecretBox.fromKey(undefined);
     this.defaults = options.defaults ?? DEFAULT_BATCH_POLICY;
+    this.tenantOutbound = options.tenantOutbound ?? STRICT_OUTBOUND;
+    this.onOwnerChange = options.onOwnerChange ?? [];
   }
 
   /** The operator's `restock store create`: creates the store or changes its owner. */
   async createStore(domain: string, ownerEmail: string): Promise<Store> {
+    return (await this.transferStore(domain, ownerEmail)).store;
+  }
+
+  /** `createStore`, telling what the former owner lost when the owner changed. */
+  async transferStore(domain: string, ownerEmail: string): Promise<Transfer> {
     const errors = [];
     const domainCheck = shopSchema.safeParse(domain);
     if (!domainCheck.success) errors.push({ pointer: '/domain', message: domainCheck.error.issues[0]!.message });
@@ -44,13 +72,32 @@ export class StoreService {
     if (!emailCheck.success) errors.push({ pointer: '/owner', message: emailCheck.error.issues[0]!.message });
     if (errors.length) throw new ValidationFailed(errors);
     const now = nowIso();
-    const row = await this.store.upsert({
-      domain: domain.toLowerCase(),
-      owner_email: normaliseEmail(ownerEmail),
-      created_at: now,
-      updated_at: now,
-    });
-    return this.present(row);
+    const owner = normaliseEmail(ownerEmail);
+    return this.changingOwner(domain.toLowerCase(), owner, async () =>
+      this.present(await this.store.upsert({ domain: domain.toLowerCase(), owner_email: owner, created_at: now, updated_at: now })),
+    );
+  }
+
+  /**
+   * The one ownership change every path goes through. When the owner differs, the listeners run
+   * before the new owner is written (a crash in between leaves the former owner locked out, not
+   * in) and again after it (a session or link opened in between is ended too).
+   */
+  private async changingOwner(domain: string, owner: string, write: () => Promise<Store>): Promise<Transfer> {
+    const before = await this.store.find(domain);
+    if (!before || before.owner_email === owner) return { store: await write(), ended: [] };
+    const ended = await this.endFormerOwnerAccess(domain, owner);
+    const store = await write();
+    return { store, ended: [...ended, ...(await this.endFormerOwnerAccess(domain, owner))] };
+  }
+
+  private async endFormerOwnerAccess(domain: string, owner: string): Promise<string[]> {
+    const lines: string[] = [];
+    for (const listener of this.onOwnerChange) {
+      const line = await listener(domain, owner);
+      if (line !== undefined) lines.push(line);
+    }
+    return lines;
   }
 
   findStore(domain: string): Promise<StoreRow | undefined> {
@@ -97,8 +144,18 @@ export class StoreService {
     return this.getStore(row.domain);
   }
 
-  /** The store's own SMTP server (its credentials sealed at rest); null goes back to the service's sender. */
+  /**
+   * The store's own SMTP server (its credentials sealed at rest); null goes back to the service's
+   * sender. A host that can only be internal is refused now; a name that resolves to an internal
+   * address is refused at every connection (core/net/outbound-guard.ts).
+   */
   async setSmtpUrl(domain: string, smtpUrl: string | null): Promise<Store> {
+    const host = smtpUrl === null ? undefined : hostOf(smtpUrl);
+    if (host !== undefined && isObviouslyInternalHost(host, this.tenantOutbound)) {
+      throw new ValidationFailed([
+        { pointer: '/body/smtpUrl', message: 'must name a mail server on the internet: loopback, private, link-local and internal hosts are refused' },
+      ]);
+    }
     const row = await this.mustFind(domain);
     const sealed = smtpUrl === null ? null : await this.secrets.seal(smtpUrl);
     await this.store.update(row.domain, { smtp_url_sealed: sealed, updated_at: nowIso() });
@@ -126,15 +183,21 @@ export class StoreService {
   /** A Shopify installation (OAuth or token exchange) completed: keep the store and its sealed offline token. */
   async installShopify(domain: string, install: { accessToken: string; scopes: string; ownerEmail: string }): Promise<Store> {
     const now = nowIso();
-    const row = await this.store.install({
-      domain: domain.toLowerCase(),
-      owner_email: normaliseEmail(install.ownerEmail),
-      created_at: now,
-      updated_at: now,
-      admin_token_sealed: await this.secrets.seal(install.accessToken),
-      admin_scopes: install.scopes,
-    });
-    return this.present(row);
+    const owner = normaliseEmail(install.ownerEmail);
+    const sealed = await this.secrets.seal(install.accessToken);
+    const transfer = await this.changingOwner(domain.toLowerCase(), owner, async () =>
+      this.present(
+        await this.store.install({
+          domain: domain.toLowerCase(),
+          owner_email: owner,
+          created_at: now,
+          updated_at: now,
+          admin_token_sealed: sealed,
+          admin_scopes: install.scopes,
+        }),
+      ),
+    );
+    return transfer.store;
   }
 
   /** The offline Admin API token, when the store is installed and connected. */
@@ -186,5 +249,14 @@ export class StoreService {
       ownSmtp: row.smtp_url_sealed !== null,
       settings: this.settingsIn(row),
     };
+  }
+}
+
+/** The host of a URL the settings schema already accepted (one stored earlier may not parse: the transport refuses it then). */
+function hostOf(smtpUrl: string): string | undefined {
+  try {
+    return parseSmtpUrl(smtpUrl, { options: 'none' }).host;
+  } catch {
+    return undefined;
   }
 }

@@ -58,7 +58,7 @@ export interface Tables {
 /** The API's `subscriptionStatusSchema` values (alerts/schemas.ts): the alerts store writes those into this column, so the compiler keeps them together. */
 export type SubscriptionStatus = 'active' | 'notified' | 'unsubscribed' | 'cancelled' | 'expired';
 /** An expired session is `open` past its `expires_at`: expiry is computed, not stored. */
-export type CheckoutSessionStatus = 'open' | 'completed';
+export type CheckoutSessionStatus = 'open' | 'completed' | 'awaiting_owner' | 'declined';
 export type StorePlanStatus = 'pending' | 'active' | 'past_due' | 'cancelled';
 export type IdempotencyKeyState = 'processing' | 'completed';
 export type StoreStatus = 'active' | 'uninstalled';
@@ -77,6 +77,14 @@ export interface SubscriptionsTable {
   updated_at: string;
   /** The language the shopper subscribed in (the storefront widget's); null: the store's. */
   locale: string | null;
+  /**
+   * `email` as compared (core/email.ts `addressKey`): NFC, lower-cased. Written with every row;
+   * migration 0008 filled the older ones (the column is nullable only because SQLite cannot add a
+   * NOT NULL column without a default).
+   */
+  email_key: string;
+  /** 1: made by an agent not bound to the store (planned after the store's own shoppers, capped per agent); 0: the storefront or the store's own agents. */
+  third_party: number;
 }
 
 export interface CheckoutSessionsTable {
@@ -95,6 +103,16 @@ export interface CheckoutSessionsTable {
   external_id: string | null;
   /** The provider's page where the purchase is completed. */
   external_url: string | null;
+  /** When the store's owner chose this purchase (null: a proposal not accepted, or a session older than 0009). */
+  accepted_at: string | null;
+  /** SHA-256 of the owner's one-time key for the hosted page; null once used, or when there is no owner to hold one. */
+  owner_key_hash: string | null;
+  /** The owner the key was made for: a key stops working when the store changes hands. */
+  owner_email: string | null;
+  /** When the owner was mailed this proposal (proposals mailed per store are limited). */
+  proposal_mailed_at: string | null;
+  /** When a proposal paid per request, declined or expired, was refunded (claimed before the refund, so it happens once). */
+  refunded_at: string | null;
 }
 
 export interface StorePlansTable {
@@ -314,6 +332,9 @@ export interface RestocksTable {
   planned: number;
   cursor_created_at: string | null;
   cursor_id: string | null;
+  /** The same cursor over third-party subscribers, who are planned after the store's own. */
+  third_party_cursor_created_at: string | null;
+  third_party_cursor_id: string | null;
   next_batch_at: string;
   lease_owner: string | null;
   lease_until: string | null;
@@ -352,11 +373,18 @@ export interface NotificationsTable {
    * it are the queue's "held by the plan".
    */
   held_by_plan: number;
+  /** `email` as compared (`addressKey`): the per-restock dedupe and the frequency cap read the ledger by it. */
+  email_key: string;
+  /** 1 when the subscription is third-party: such alerts take the store's allowance only after its own shoppers'. */
+  third_party: number;
 }
 
 export interface SuppressionsTable {
   store_domain: string;
+  /** As it was reported (the domain lower-cased). */
   email: string;
+  /** What suppression compares (`addressKey`); one row per store and key. */
+  email_key: string;
   /** bounce | complaint | manual */
   reason: string;
   detail: string | null;

@@ -29,3 +29,16 @@ export function parseUrlEncodedForms(app: FastifyInstance): void {
     done(null, fields);
   });
 }
+
+/**
+ * Whether a browser sent this form post from another site: `Sec-Fetch-Site` when the browser
+ * sends it (all current ones do), else `Origin` against our own. A post with neither comes from
+ * a program, not a page, and no one's cookies ride along with it unasked.
+ */
+export function postedFromAnotherSite(headers: Record<string, string | string[] | undefined>, ownOrigin: string): boolean {
+  const site = headers['sec-fetch-site'];
+  if (typeof site === 'string') return site !== 'same-origin' && site !== 'none';
+  const origin = headers.origin;
+  if (typeof origin === 'string') return origin !== ownOrigin;
+  return false;
+}

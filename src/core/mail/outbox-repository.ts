@@ -2,7 +2,7 @@ import { nowIso } from '../clock.ts';
 import type { Database } from '../db/database.ts';
 import type { MailOutboxTable } from '../db/schema.ts';
 import { newId } from '../ids.ts';
-import type { MailMessage } from './transport.ts';
+import { CREDENTIAL_PURPOSES, type MailMessage } from './transport.ts';
 
 export interface OutboxMessage extends MailMessage {
   id: string;
@@ -41,12 +41,16 @@ export class MailOutboxRepository {
     return row && fromRow(row);
   }
 
-  /** A store's mail, newest first. */
+  /**
+   * A store's mail, newest first, but never a mail that carries a credential (a sign-in link, a
+   * claim code): whoever can read a store's outbox must not become its owner by reading it.
+   */
   async listForStore(storeDomain: string, limit: number): Promise<OutboxMessage[]> {
     const rows = await this.database.db
       .selectFrom('mail_outbox')
       .selectAll()
       .where('store_domain', '=', storeDomain)
+      .where('purpose', 'not in', CREDENTIAL_PURPOSES)
       .orderBy('created_at', 'desc')
       .orderBy('id', 'desc')
       .limit(limit)
@@ -55,7 +59,13 @@ export class MailOutboxRepository {
   }
 
   async findForStore(storeDomain: string, id: string): Promise<OutboxMessage | undefined> {
-    const row = await this.database.db.selectFrom('mail_outbox').selectAll().where('id', '=', id).where('store_domain', '=', storeDomain).executeTakeFirst();
+    const row = await this.database.db
+      .selectFrom('mail_outbox')
+      .selectAll()
+      .where('id', '=', id)
+      .where('store_domain', '=', storeDomain)
+      .where('purpose', 'not in', CREDENTIAL_PURPOSES)
+      .executeTakeFirst();
     return row && fromRow(row);
   }
 

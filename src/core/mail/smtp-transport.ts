@@ -1,6 +1,7 @@
 import net from 'node:net';
 import nodemailer from 'nodemailer';
 import type SMTPPool from 'nodemailer/lib/smtp-pool/index.js';
+import { connectGuarded, ForbiddenDestination, type OutboundPolicy } from '../net/outbound-guard.ts';
 import { parseSmtpUrl, type SmtpServer } from './smtp-url.ts';
 import type { MailMessage, MailTransport } from './transport.ts';
 
@@ -23,6 +24,15 @@ export class MailDeliveryError extends Error {
   }
 }
 
+export interface SmtpTransportOptions {
+  poolSize?: number;
+  /**
+   * Set for a server a tenant named (a store's own): the URL may carry no options at all, and
+   * every connection is checked against this policy (no loopback, private or metadata address).
+   */
+  tenant?: OutboundPolicy;
+}
+
 /** Sends through an SMTP server over a small pool of reused connections. */
 export class SmtpTransport implements MailTransport {
   readonly kind = 'smtp' as const;
@@ -33,9 +43,10 @@ export class SmtpTransport implements MailTransport {
   constructor(
     smtpUrl: string,
     private readonly from: string,
-    options: { poolSize?: number } = {},
+    options: SmtpTransportOptions = {},
   ) {
-    this.transporter = nodemailer.createTransport(poolOptions(parseSmtpUrl(smtpUrl), options.poolSize));
+    const server = parseSmtpUrl(smtpUrl, { options: options.tenant ? 'none' : 'operator' });
+    this.transporter = nodemailer.createTransport(poolOptions(server, options));
     // Failures reach the caller through sendMail's promise; an unhandled 'error' would end the process.
     this.transporter.on('error', () => {});
   }
@@ -58,7 +69,7 @@ export class SmtpTransport implements MailTransport {
     } catch (err) {
       const { responseCode, command } = err as { responseCode?: unknown; command?: unknown };
       const code = typeof responseCode === 'number' ? responseCode : undefined;
-      throw new MailDeliveryError(`SMTP server did not take the mail: ${(err as Error).message}`, {
+      throw new MailDeliveryError(`SMTP server did not take the mail: ${summarise(err, code)}`, {
         cause: err,
         ...(code !== undefined && { responseCode: code }),
         recipientRefused: command === 'RCPT TO' && code !== undefined && code >= 500 && code < 600,
@@ -75,6 +86,28 @@ export class SmtpTransport implements MailTransport {
     await Promise.allSettled([...this.inFlight]);
     this.transporter.close();
   }
+}
+
+/**
+ * What went wrong, in our words: what a remote server answered, or which of our internal ports
+ * refused a connection, is never repeated to whoever reads the outcome (a store's own server is
+ * the store's choice, and its banner or error text would turn the setting into a port scanner).
+ * The library's error stays as the `cause`, for the service's own logs.
+ */
+function summarise(err: unknown, responseCode: number | undefined): string {
+  if (err instanceof ForbiddenDestination) return 'the mail server is on an internal network address, which is refused';
+  const { code, command } = err as { code?: unknown; command?: unknown };
+  if (responseCode !== undefined) {
+    const step = command === 'RCPT TO' ? 'the recipient' : command === 'MAIL FROM' ? 'the sender' : code === 'EAUTH' ? 'the login' : 'the message';
+    return `the mail server refused ${step} (reply code ${responseCode})`;
+  }
+  if (code === 'EAUTH') return 'the mail server refused the login';
+  if (code === 'ETIMEDOUT') return 'the mail server did not answer in time';
+  if (code === 'ETLS') return 'the secure (TLS) connection to the mail server failed';
+  if (code === 'EDNS') return 'the mail server host name could not be resolved';
+  if (code === 'ECONNECTION' || code === 'ESOCKET') return 'the mail server could not be reached';
+  if (code === 'EPROTOCOL') return 'the mail server does not speak SMTP as expected';
+  return 'the connection to the mail server failed';
 }
 
 /**
@@ -102,8 +135,23 @@ function socketWithoutDelay(
   });
 }
 
+/**
+ * A tenant's server: every connection, implicit TLS included (the library upgrades the socket
+ * it is handed), goes through the outbound guard. The socket is handed over while it connects,
+ * so a refusal or a connection error reaches the library through the socket itself and fails the
+ * mails waiting for it (an error given to the pool's callback instead is not passed on to them),
+ * and the library never connects by itself.
+ */
+function guardedSocket(policy: OutboundPolicy) {
+  return (options: { host?: string; port?: number }, callback: (err: null, socketOptions: { connection: net.Socket }) => void): void => {
+    callback(null, { connection: connectGuarded(options.host ?? '', options.port ?? 25, policy, { noDelay: true }) });
+  };
+}
+
 /** Every option spelled out from typed values: nothing of the URL reaches the library as text. */
-function poolOptions(server: SmtpServer, poolSize: number | undefined): SMTPPool.Options {
+function poolOptions(server: SmtpServer, options: SmtpTransportOptions): SMTPPool.Options {
+  const { poolSize, tenant } = options;
+  const getSocket = tenant ? guardedSocket(tenant) : !server.secure ? socketWithoutDelay : undefined;
   return {
     pool: true,
     ...(poolSize !== undefined && { maxConnections: poolSize }),
@@ -115,6 +163,6 @@ function poolOptions(server: SmtpServer, poolSize: number | undefined): SMTPPool
     connectionTimeout: server.connectionTimeoutMs,
     greetingTimeout: server.greetingTimeoutMs,
     socketTimeout: server.socketTimeoutMs,
-    ...(!server.secure && { getSocket: socketWithoutDelay as SMTPPool.Options['getSocket'] }),
+    ...(getSocket && { getSocket: getSocket as SMTPPool.Options['getSocket'] }),
   };
 }

@@ -35,7 +35,13 @@ export class SmtpUrlError extends Error {
   }
 }
 
-export function parseSmtpUrl(text: string): SmtpServer {
+/**
+ * `operator`: the service's own SMTP_URL, which may carry `name` and the timeouts.
+ * `none`: a server a tenant named (a store's own): host, port, security and credentials only.
+ */
+export type SmtpUrlOptions = 'operator' | 'none';
+
+export function parseSmtpUrl(text: string, accept: { options: SmtpUrlOptions } = { options: 'operator' }): SmtpServer {
   let url: URL;
   try {
     url = new URL(text);
@@ -53,6 +59,9 @@ export function parseSmtpUrl(text: string): SmtpServer {
 
   const timeouts = { ...DEFAULT_TIMEOUTS };
   let clientName: string | undefined;
+  if (accept.options === 'none' && url.search !== '') {
+    throw new SmtpUrlError("a store's SMTP URL takes no options (nothing after ?): only host, port, smtp:// or smtps://, user and password");
+  }
   for (const [key, value] of url.searchParams) {
     if (key === 'name') clientName = parseClientName(value);
     else if (Object.hasOwn(TIMEOUT_KEYS, key)) timeouts[TIMEOUT_KEYS[key as keyof typeof TIMEOUT_KEYS]] = parseTimeout(key, value);

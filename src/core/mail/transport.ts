@@ -4,6 +4,19 @@ import { SmtpTransport } from './smtp-transport.ts';
 
 export { MailDeliveryError } from './smtp-transport.ts';
 
+/**
+ * Mail whose text is a credential: whoever reads it can act as the recipient. Never listed in a
+ * store's outbox (API or dashboard); the operator reads them with `restock dashboard link` or
+ * from the database.
+ */
+export const CREDENTIAL_PURPOSES = ['dashboard-sign-in', 'agent-claim-code', 'plan-confirmation'] as const;
+
+/** A From address as the mail library takes it: the name is quoted and escaped by the library, never by us. */
+export interface MailAddress {
+  name: string;
+  address: string;
+}
+
 export interface MailMessage {
   to: string;
   subject: string;
@@ -15,7 +28,7 @@ export interface MailMessage {
   /** The store the mail is sent for, if any (the outbox lists a store's mail to its agents). */
   storeDomain?: string;
   /** Overrides the transport's default From (a store's sender name). */
-  from?: string;
+  from?: MailAddress;
 }
 
 export interface MailTransport {

@@ -7,6 +7,8 @@ import { payments } from './0004_payments.ts';
 import { billing } from './0005_billing.ts';
 import { storefrontDashboard } from './0006_storefront_dashboard.ts';
 import { heldByPlan } from './0007_held_by_plan.ts';
+import { addressKeys } from './0008_address_keys.ts';
+import { planAcceptance } from './0009_plan_acceptance.ts';
 
 export interface DialectMigration {
   up(db: Kysely<any>, dialect: Dialect): Promise<void>;
@@ -21,4 +23,6 @@ export const migrations: Record<string, DialectMigration> = {
   '0005_billing': billing,
   '0006_storefront_dashboard': storefrontDashboard,
   '0007_held_by_plan': heldByPlan,
+  '0008_address_keys': addressKeys,
+  '0009_plan_acceptance': planAcceptance,
 };

@@ -1,0 +1,69 @@
+/**
+ * Finding 1's class, across the operator's settings: no URL-shaped setting is handed whole to a
+ * client library, whose options its query string would become. Each is parsed into typed values
+ * (or, for plain HTTP endpoints, used as a URL and nothing else), and a new one fails here until
+ * it says which.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { ConfigError, loadConfig } from '../../src/config.ts';
+import { openMailTransport } from '../../src/core/mail/transport.ts';
+import { parsePostgresUrl, parseRedisUrl } from '../../src/core/service-urls.ts';
+import { describe, it } from '../fixtures/suites.ts';
+
+/** How each URL-shaped setting reaches its library. */
+const URL_SETTINGS: Record<string, string> = {
+  BASE_URL: 'ours: links and the OAuth issuer, never given to a library',
+  DATABASE_URL: 'typed: core/service-urls.ts parsePostgresUrl (sslmode, application_name only)',
+  REDIS_URL: 'typed: core/service-urls.ts parseRedisUrl (no options)',
+  SMTP_URL: 'typed: core/mail/smtp-url.ts (name and three timeouts only)',
+  STRIPE_API_URL: 'typed: core/stripe-client.ts takes host, port and protocol',
+  X402_FACILITATOR_URL: 'an HTTP endpoint the facilitator client posts to; no options',
+  MPP_TEMPO_RPC_URL: 'an HTTP endpoint the RPC transport posts to; no options',
+};
+
+const base = { DATA_DIR: '/tmp', LOG_LEVEL: 'silent' };
+
+describe('finding 1: option injection in the operator’s URL-shaped settings', () => {
+  it('finding 1: every URL-shaped setting says how it reaches its library', () => {
+    const source = readFileSync(path.resolve(import.meta.dirname, '../../src/config.ts'), 'utf8');
+    const declared = [...source.matchAll(/^ {2}([A-Z0-9_]+_(?:URL|URI|HOST|ENDPOINT)): z\./gm)].map((match) => match[1]!).sort();
+    assert.deepEqual(declared, Object.keys(URL_SETTINGS).sort());
+  });
+
+  it('finding 1: REDIS_URL options are refused at start-up, and what is accepted is typed', () => {
+    for (const injected of ['redis://127.0.0.1:6379/?enableOfflineQueue=true', 'redis://127.0.0.1/?tls=true', 'redis://127.0.0.1/?sentinels=x', 'redis://127.0.0.1/not-a-db']) {
+      assert.throws(() => loadConfig({ ...base, REDIS_URL: injected }), (err: Error) => err instanceof ConfigError && !err.message.includes('127.0.0.1'), injected);
+    }
+    assert.deepEqual(parseRedisUrl('rediss://u%40x:p%3Ass@cache.example.com:6380/2'), {
+      host: 'cache.example.com',
+      port: 6380,
+      username: 'u@x',
+      password: 'p:ss',
+      db: 2,
+      tls: true,
+    });
+  });
+
+  it('finding 1: DATABASE_URL options other than sslmode and application_name are refused', () => {
+    for (const injected of ['postgres://db.example.com/app?sslcert=/etc/shadow', 'postgres://db.example.com/app?options=-c%20statement_timeout%3D0', 'postgres://db.example.com/app?host=/tmp', 'postgres://db.example.com/app?sslmode=prefer']) {
+      assert.throws(() => parsePostgresUrl(injected), /not supported/, injected);
+    }
+    assert.deepEqual(parsePostgresUrl('postgresql://app:s%2Fecret@db.example.com:6543/restock?sslmode=verify-full&application_name=restock-web'), {
+      host: 'db.example.com',
+      port: 6543,
+      user: 'app',
+      password: 's/ecret',
+      database: 'restock',
+      ssl: 'verify-full',
+      applicationName: 'restock-web',
+    });
+  });
+
+  it('finding 1: SMTP_URL keeps its short allow-list: a library option is refused', () => {
+    for (const injected of ['smtp://mail.example.com/?sendmail=true&path=/bin/sh', 'smtp://mail.example.com/?pool=false', 'smtp://mail.example.com/?tls.rejectUnauthorized=false']) {
+      assert.throws(() => openMailTransport({ smtpUrl: injected, from: 'a@example.com', database: undefined as never }), /not supported/, injected);
+    }
+  });
+});
