@@ -3,6 +3,7 @@ import { isoAfter, nowIso } from '../core/clock.ts';
 import type { MailTransport } from '../core/mail/transport.ts';
 import type { TokenSigner } from '../core/signed-token.ts';
 import { Problem } from '../core/problems.ts';
+import type { StoreRow } from '../stores/repository.ts';
 import type { StoreService } from '../stores/service.ts';
 import type { DashboardRepository } from './repository.ts';
 
@@ -29,6 +30,12 @@ export interface OwnerSession {
   via: 'email' | 'shopify';
   csrfToken: string;
   expiresAt: string;
+}
+
+export interface IssuedLink {
+  link: string;
+  shop: string;
+  ownerEmail: string;
 }
 
 export interface OpenedSession {
@@ -64,8 +71,7 @@ export class DashboardSignIn {
     const since = new Date(Date.now() - HOUR_MS).toISOString();
     const known = deviceToken !== undefined && this.options.signer?.verify(DEVICE, deviceToken) === deviceSubject(store.domain, store.owner_email);
     if (!known && (await this.options.store.linksSince(store.domain, since)) >= LINKS_PER_STORE_PER_HOUR) return;
-    const issued = await this.issueLink(store.domain);
-    if (!issued) return;
+    const issued = await this.linkFor(store);
     await this.options.mail.send({
       to: issued.ownerEmail,
       subject: `Sign in to Restock for ${issued.shop}`,
@@ -79,9 +85,13 @@ export class DashboardSignIn {
   }
 
   /** A new one-time link for an active store (the operator's `restock dashboard link` prints it). */
-  async issueLink(shop: string): Promise<{ link: string; shop: string; ownerEmail: string } | undefined> {
+  async issueLink(shop: string): Promise<IssuedLink | undefined> {
     const store = await this.options.stores.findStore(shop);
     if (!store || store.status !== 'active') return undefined;
+    return this.linkFor(store);
+  }
+
+  private async linkFor(store: StoreRow): Promise<IssuedLink> {
     const token = secret();
     const now = new Date();
     await this.options.store.insertLink({

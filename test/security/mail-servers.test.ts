@@ -136,7 +136,7 @@ for (const dialect of testDialects()) {
       expectStatus(await call(t.app, 'PATCH', `/api/v1/stores/${store.domain}`, { token: store.token, body: { smtpUrl: null } }), 200);
     });
 
-    it('finding 2: a name that resolves to an internal address is refused when connecting, and nothing reaches the server', async () => {
+    it('finding 2: a name that resolves to an internal address is refused when connecting, plain or implicit TLS, and nothing reaches the server', async () => {
       const accepted: net.Socket[] = [];
       const server = net.createServer((socket) => {
         accepted.push(socket);
@@ -145,12 +145,14 @@ for (const dialect of testDialects()) {
       await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
       try {
         const { port } = server.address() as net.AddressInfo;
-        const shop = await storeWithAgent(t.app, t.database, 'rebind');
-        // As a row written before the check, or a name whose DNS answer changed since: `localhost` resolves to loopback.
-        await sealDirectly(t, shop.domain, `smtp://localhost:${port}`);
-        const outcome = await restockAndOutcome(t, shop);
-        assert.match(outcome, /internal network address/);
-        assert.doesNotMatch(outcome, /banner|127\.0\.0\.1|::1|localhost/);
+        for (const scheme of ['smtp', 'smtps']) {
+          const shop = await storeWithAgent(t.app, t.database, 'rebind');
+          // As a row written before the check, or a name whose DNS answer changed since: `localhost` resolves to loopback.
+          await sealDirectly(t, shop.domain, `${scheme}://localhost:${port}`);
+          const outcome = await restockAndOutcome(t, shop);
+          assert.match(outcome, /internal network address/, scheme);
+          assert.doesNotMatch(outcome, /banner|127\.0\.0\.1|::1|localhost/);
+        }
         assert.equal(accepted.length, 0, 'no connection reached the internal server');
       } finally {
         await new Promise((resolve) => server.close(resolve));

@@ -8,7 +8,6 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import net from 'node:net';
 import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from '@x402/core/http';
 import type { PaymentRequired, PaymentRequirements } from '@x402/core/types';
 import { generatePrivateKey, privateKeyToAccount, type LocalAccount } from 'viem/accounts';
@@ -16,6 +15,7 @@ import { after, before, describe, it } from '../fixtures/suites.ts';
 import { uniqueEmail } from '../fixtures/agents.ts';
 import { dialectSkip, testDialects } from '../fixtures/app.ts';
 import { failOnLeakedHandles } from '../fixtures/leaks.ts';
+import { TcpProxy } from '../fixtures/tcp-proxy.ts';
 import { startListeningApp, type ListeningApp } from '../fixtures/oauth.ts';
 import { startX402Chain, x402Payment, type X402Chain } from '../fixtures/x402-chain.ts';
 
@@ -26,56 +26,16 @@ const PRICE = 50_000n;
 const PER_ADDRESS = 5;
 const PER_PAYER = 3;
 
-/** A loopback relay in front of the facilitator: connections and bytes that reached it. */
-class CountingRelay {
-  private readonly server = net.createServer((client) => this.pipe(client));
-  private readonly sockets = new Set<net.Socket>();
-  connections = 0;
-  bytes = 0;
-  port = 0;
 
-  constructor(private readonly target: URL) {}
-
-  async start(): Promise<this> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    this.port = (this.server.address() as net.AddressInfo).port;
-    return this;
-  }
-
-  /** What has reached the facilitator so far. */
-  seen(): string {
-    return `${this.connections} connections, ${this.bytes} bytes`;
-  }
-
-  async close(): Promise<void> {
-    for (const socket of this.sockets) socket.destroy();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
-  }
-
-  private pipe(client: net.Socket) {
-    this.connections++;
-    const upstream = net.connect(Number(this.target.port), this.target.hostname);
-    for (const socket of [client, upstream]) {
-      this.sockets.add(socket);
-      socket.on('error', () => {});
-      socket.on('close', () => {
-        this.sockets.delete(socket);
-        client.destroy();
-        upstream.destroy();
-      });
-    }
-    client.on('data', (chunk: Buffer) => {
-      this.bytes += chunk.length;
-      upstream.write(chunk);
-    });
-    upstream.pipe(client);
-  }
+/** What has reached the facilitator through the proxy in front of it. */
+function seen(relay: TcpProxy): string {
+  return `${relay.connections} connections, ${relay.sent.length} bytes`;
 }
 
 for (const dialect of testDialects()) {
   describe(`payers on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
     let chain: X402Chain;
-    let relay: CountingRelay;
+    let relay: TcpProxy;
     let service: ListeningApp;
     let address = 0;
     /** Each request from an address of its own, unless the test is about one address. */
@@ -83,7 +43,8 @@ for (const dialect of testDialects()) {
 
     before(async () => {
       chain = await startX402Chain();
-      relay = await new CountingRelay(new URL(chain.facilitatorUrl)).start();
+      const facilitator = new URL(chain.facilitatorUrl);
+      relay = await new TcpProxy(facilitator.hostname, Number(facilitator.port)).start();
       service = await startListeningApp(dialect, {
         X402_PAY_TO: chain.payTo.address,
         X402_NETWORK: chain.network,
@@ -128,7 +89,7 @@ for (const dialect of testDialects()) {
     /** Refused with a 402 and fresh offers, before any ledger row and without a byte to the facilitator. */
     async function refusedOffline(header: string, type: RegExp, reason: string) {
       const rows = await paymentRows();
-      const reached = relay.seen();
+      const reached = seen(relay);
       const verifyCalls = chain.facilitator.verifyCalls;
       const res = await pay(header);
       const body = res.json();
@@ -137,7 +98,7 @@ for (const dialect of testDialects()) {
       assert.equal(body.reason, reason);
       assert.ok(res.headers['payment-required'], 'fresh offers come with the refusal');
       assert.equal(await paymentRows(), rows, 'no ledger row');
-      assert.equal(relay.seen(), reached, 'nothing reached the facilitator');
+      assert.equal(seen(relay), reached, 'nothing reached the facilitator');
       assert.equal(chain.facilitator.verifyCalls, verifyCalls);
     }
 
@@ -172,14 +133,14 @@ for (const dialect of testDialects()) {
         payload.signature = `0x${'11'.repeat(65)}`;
       });
       for (let i = 0; i < PER_ADDRESS; i++) assert.equal((await pay(forged, from)).statusCode, 402);
-      const reached = relay.seen();
+      const reached = seen(relay);
       const genuine = await signed({});
       const refused = await pay(genuine, from);
       assert.equal(refused.statusCode, 429, refused.body);
       assert.match(refused.headers['content-type'] as string, /^application\/problem\+json/);
       assert.ok(Number(refused.headers['retry-after']) >= 1);
       assert.equal(refused.headers['ratelimit-policy'], `${PER_ADDRESS};w=60`);
-      assert.equal(relay.seen(), reached, 'nothing reached the facilitator');
+      assert.equal(seen(relay), reached, 'nothing reached the facilitator');
       assert.equal((await pay(genuine, '198.51.100.78')).statusCode, 200, 'another address has its own count');
     });
 
@@ -192,12 +153,12 @@ for (const dialect of testDialects()) {
         assert.equal(res.json().type, 'https://paymentauth.org/problems/payment-insufficient');
       }
       const rows = await paymentRows();
-      const reached = relay.seen();
+      const reached = seen(relay);
       const refused = await pay(await signed({}, account));
       assert.equal(refused.statusCode, 429, refused.body);
       assert.match(refused.json().detail, new RegExp(`payer:x402:${account.address.toLowerCase()}`));
       assert.equal(await paymentRows(), rows, 'no ledger row');
-      assert.equal(relay.seen(), reached, 'nothing reached the facilitator');
+      assert.equal(seen(relay), reached, 'nothing reached the facilitator');
     });
 
     it('finding 7: calls to the facilitator are bounded: over the bound, 503 with Retry-After before any ledger row', { timeout: 60_000 }, async () => {
