@@ -87,7 +87,7 @@ export class AdminApi {
 
   /** The address Shopify has for the store: its owner's, for install and data requests. */
   async shopEmail(shop: string, accessToken: string): Promise<string> {
-    const data = await this.request(shop, accessToken, 'Reading the shop', SHOP_EMAIL, {}, z.object({ shop: z.object({ email: z.string().min(3) }) }));
+    const data = await this.query(shop, accessToken, 'Reading the shop', SHOP_EMAIL, {}, z.object({ shop: z.object({ email: z.string().min(3) }) }));
     return data.shop.email;
   }
 
@@ -101,7 +101,7 @@ export class AdminApi {
     });
     for (const topic of SUBSCRIBED_TOPICS) {
       // callbackUrl rather than the newer uri: it is accepted by every API version the library supports.
-      const data = await this.request(shop, accessToken, `Subscribing to ${topic}`, REGISTER_WEBHOOK, { topic, webhookSubscription: { callbackUrl, format: 'JSON' } }, answer);
+      const data = await this.query(shop, accessToken, `Subscribing to ${topic}`, REGISTER_WEBHOOK, { topic, webhookSubscription: { callbackUrl, format: 'JSON' } }, answer);
       const errors = (data.webhookSubscriptionCreate?.userErrors ?? []).filter((error) => !/already (been )?taken|already exists/i.test(error.message));
       if (errors.length > 0) throw new UpstreamError(`Subscribing to ${topic}: ${errors.map((error) => error.message).join('; ')}`);
     }
@@ -118,7 +118,7 @@ export class AdminApi {
     charge: { name: string; amount: number; currencyCode: string; returnUrl: string; test: boolean },
   ): Promise<{ id: string; confirmationUrl: string }> {
     const lineItems = [{ plan: { appRecurringPricingDetails: { price: { amount: charge.amount, currencyCode: charge.currencyCode }, interval: 'EVERY_30_DAYS' } } }];
-    const data = await this.request(shop, accessToken, 'Creating the app subscription', APP_SUBSCRIPTION_CREATE, { name: charge.name, lineItems, returnUrl: charge.returnUrl, test: charge.test }, appSubscriptionAnswer);
+    const data = await this.query(shop, accessToken, 'Creating the app subscription', APP_SUBSCRIPTION_CREATE, { name: charge.name, lineItems, returnUrl: charge.returnUrl, test: charge.test }, appSubscriptionAnswer);
     const created = data.appSubscriptionCreate;
     const errors = created?.userErrors ?? [];
     if (!created?.appSubscription || !created.confirmationUrl || errors.length > 0) {
@@ -129,13 +129,13 @@ export class AdminApi {
 
   /** The variant (and its product) an inventory item belongs to; undefined when Shopify has none. */
   async variantOfInventoryItem(shop: string, accessToken: string, inventoryItemId: string): Promise<AdminItemVariant | undefined> {
-    const data = await this.request(shop, accessToken, 'Looking up an inventory item', INVENTORY_ITEM_VARIANT, { id: inventoryItemId }, inventoryItemAnswer);
+    const data = await this.query(shop, accessToken, 'Looking up an inventory item', INVENTORY_ITEM_VARIANT, { id: inventoryItemId }, inventoryItemAnswer);
     return data.inventoryItem?.variant ?? undefined;
   }
 
   /** Products with their variants' stock; deleted products are left out. */
   async products(shop: string, accessToken: string, ids: string[]): Promise<AdminProduct[]> {
-    const data = await this.request(shop, accessToken, 'Reading products', PRODUCTS, { ids }, productsAnswer);
+    const data = await this.query(shop, accessToken, 'Reading products', PRODUCTS, { ids }, productsAnswer);
     const products: AdminProduct[] = [];
     for (const node of data.nodes) {
       if (node === null || node.id === undefined) continue;
@@ -146,7 +146,8 @@ export class AdminApi {
     return products;
   }
 
-  private async request<T>(
+  /** One GraphQL operation with the store's token; the answer is checked against `shape` before anyone reads it. */
+  async query<T>(
     shop: string,
     accessToken: string,
     what: string,
