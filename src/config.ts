@@ -111,9 +111,12 @@ const envSchema = z.object({
   /** How often stores with Admin API credentials are compared with the platform's stock. 0 = never. */
   RECONCILE_INTERVAL_MINUTES: z.coerce.number().int().min(0).default(15),
   SHOPIFY_API_VERSION: z.string().default('2026-07'),
-  SHOPIFY_SCOPES: z.string().default('read_products,read_inventory'),
-  /** Shopify Billing charges are test charges (no money moves) until this is false: set it for a listed app. */
-  SHOPIFY_BILLING_TEST: z.enum(['true', 'false']).default('true'),
+  SHOPIFY_SCOPES: z.string().default('read_products,read_inventory,read_publications,write_app_proxy'),
+  /**
+   * `true` makes every Shopify Billing charge a test charge (no money moves), e.g. for a staging
+   * app. Unset, only a development store's charges are test charges, as Shopify reports the store.
+   */
+  SHOPIFY_BILLING_TEST: z.enum(['true', 'false']).default('false'),
   /** x402: the address paid. Without it, no x402 offer is made (never a placeholder address). */
   X402_PAY_TO: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'an EVM address (0x and 40 hex digits)').optional(),
   /** x402: CAIP-2 network, asset (ERC-20 with EIP-3009) and its EIP-712 domain. Defaults: USDC on Base. */
@@ -241,7 +244,8 @@ export interface ShopifyConfig {
   apiSecret: string;
   apiVersion: string;
   scopes: string[];
-  billingTest: boolean;
+  /** Every Shopify Billing charge is a test charge, whatever the store (SHOPIFY_BILLING_TEST=true). */
+  alwaysTestCharges: boolean;
 }
 
 export interface AgentConfig {
@@ -390,7 +394,7 @@ function shopifyConfig(e: z.infer<typeof envSchema>): ShopifyConfig | undefined 
     apiSecret: e.SHOPIFY_API_SECRET,
     apiVersion: e.SHOPIFY_API_VERSION,
     scopes: e.SHOPIFY_SCOPES.split(',').map((scope) => scope.trim()).filter(Boolean),
-    billingTest: e.SHOPIFY_BILLING_TEST === 'true',
+    alwaysTestCharges: e.SHOPIFY_BILLING_TEST === 'true',
   };
 }
 

@@ -23,7 +23,7 @@ import { buildMcp } from './mcp/feature.ts';
 import { buildPayments } from './payments/feature.ts';
 import type { PaymentService } from './payments/service.ts';
 import { buildShopify, type ShopifyFeature } from './shopify/feature.ts';
-import { buildStorefront } from './storefront/feature.ts';
+import { buildStorefront, storefrontService } from './storefront/feature.ts';
 import { buildStores } from './stores/feature.ts';
 import type { OwnerChangeListener, StoreService } from './stores/service.ts';
 
@@ -83,11 +83,14 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
     alerts: alerts.service,
     dispatch: dispatch.service,
     billing: billing.service,
+    storefront: storefrontService({ stores: stores.service, inventory: inventory.service, alerts: alerts.service }),
   });
   if (shopify.billing) billing.service.useShopify(shopify.billing);
   const payments = buildPayments(config, database, serviceSecret, log, stripe);
   // A plan proposal paid per request is refunded unless the store's owner accepts it.
   billing.service.usePayments((sessionId) => payments.service.refundResult('checkoutPlan', sessionId));
+  // A store installed as the Shopify app pays only through Shopify Billing: refused before any charge.
+  payments.service.checkBeforeCharge('checkoutPlan', (input) => billing.service.requireShopifyBilling(input.shop, 'a plan paid per request'));
   // In the order their routes register (the API index lists operations so).
   const served = { stores, inventory, dispatch, shopify, alerts, payments, billing };
 

@@ -26,6 +26,12 @@ describe('configuration', () => {
     assert.deepEqual(config.database, { dialect: 'postgres', url: 'postgresql://u@db:5432/restock', poolMax: 4, statementTimeoutMs: 5000 });
   });
 
+  it('Shopify Billing charges are real unless SHOPIFY_BILLING_TEST=true (development stores are told apart at checkout)', () => {
+    const app = { SHOPIFY_API_KEY: 'key', SHOPIFY_API_SECRET: 'secret', RESTOCK_ENCRYPTION_KEY: Buffer.alloc(32, 1).toString('base64') };
+    assert.equal(loadConfig(app).shopify?.alwaysTestCharges, false);
+    assert.equal(loadConfig({ ...app, SHOPIFY_BILLING_TEST: 'true' }).shopify?.alwaysTestCharges, true);
+  });
+
   it('BASE_URL loses its trailing slash; empty variables mean the default', () => {
     assert.equal(loadConfig({ BASE_URL: 'https://restock.example/', PORT: '' }).baseUrl, 'https://restock.example');
   });

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { after, before, describe, it } from './fixtures/suites.ts';
 import type { LightMyRequestResponse } from 'fastify';
 import { MailOutboxRepository } from '../src/core/mail/outbox-repository.ts';
@@ -762,27 +762,38 @@ for (const dialect of testDialects()) {
     });
 
     const framedBy = (shop: string) => `frame-ancestors https://${shop} https://admin.shopify.com`;
-    const openFromAdmin = async (shop: string, token: string) =>
-      t.app.inject({ method: 'GET', url: `/dashboard/shopify?${new URLSearchParams({ id_token: token, shop })}`, headers: BROWSER });
+    const APP_BRIDGE = `<meta name="shopify-api-key" content="${API_KEY}">\n<script src="https://cdn.shopify.com/shopifycloud/app-bridge.js"></script>`;
+    const hostOf = (shop: string) => Buffer.from(`admin.shopify.com/store/${shop.replace('.myshopify.com', '')}`).toString('base64url');
+    /** A page's address as the admin opens it: Shopify's parameters, and the session token when given. */
+    const inAdmin = (path: string, shop: string, token?: string) => {
+      const url = new URL(path, 'http://restock.test');
+      url.searchParams.set('embedded', '1');
+      url.searchParams.set('shop', shop);
+      url.searchParams.set('host', hostOf(shop));
+      if (token) url.searchParams.set('id_token', token);
+      return `${url.pathname}${url.search}`;
+    };
+    const PAGES = ['/dashboard', '/dashboard/demand', '/dashboard/alerts', '/dashboard/audience', '/dashboard/plan', '/dashboard/settings', '/dashboard/outbox'];
 
-    it('the session token of an installed store signs in, and the pages may be framed by its admin only', async () => {
+    it('a session token of an installed store opens every page: framed by its admin only, App Bridge first, no cookie, no sign-out', async () => {
       const shop = `dash-${unique()}.myshopify.com`;
       await installByTokenExchange(t, shopify, shop);
-      const res = await openFromAdmin(shop, await shopify.sessionToken(shop));
-      assert.equal(res.statusCode, 303, res.body);
-      assert.equal(res.headers.location, '/dashboard');
-      assert.equal(res.headers['content-security-policy'], framedBy(shop));
-      const cookie = sessionCookie(res);
-      assert.ok(cookie);
-      const row = await t.database.db.selectFrom('dashboard_sessions').selectAll().where('shop', '=', shop).executeTakeFirstOrThrow();
-      assert.equal(row.via, 'shopify');
-
-      for (const url of ['/dashboard', '/dashboard/plan', '/dashboard/settings']) {
-        const page = await getPage(t, url, cookie);
-        assertHtml(page, 200);
-        assert.equal(page.headers['content-security-policy'], framedBy(shop), url);
+      const before = await t.tableDigests();
+      for (const path of PAGES) {
+        const res = await getPage(t, inAdmin(path, shop, await shopify.sessionToken(shop)));
+        assertHtml(res, 200);
+        assert.equal(res.headers['content-security-policy'], framedBy(shop), path);
+        assert.equal(res.headers['set-cookie'], undefined, `${path} sets no cookie`);
+        const head = res.body.slice(0, res.body.indexOf('</head>'));
+        assert.ok(head.includes(APP_BRIDGE), `${path} loads App Bridge with the app's key`);
+        assert.equal(res.body.indexOf('<script'), res.body.indexOf('<script src="https://cdn.shopify.com/shopifycloud/app-bridge.js">'), `${path}: App Bridge is the first script`);
+        assert.match(head, /<script src="\/dashboard\/admin-frame\.js" defer><\/script>/);
+        assert.doesNotMatch(res.body, /Sign out|name="csrf"/, `${path}: the admin is the sign-in`);
       }
-      assert.match((await getPage(t, '/dashboard', cookie)).body, new RegExp(`<h1>${shop.replace(/\./g, '\\.')}</h1>`));
+      assert.match((await getPage(t, inAdmin('/dashboard', shop, await shopify.sessionToken(shop)))).body, new RegExp(`<h1>${shop.replace(/\./g, '\\.')}</h1>`));
+      const fetched = await t.app.inject({ method: 'GET', url: '/dashboard/settings', headers: { ...BROWSER, authorization: `Bearer ${await shopify.sessionToken(shop)}` } });
+      assertHtml(fetched, 200);
+      assert.deepEqual(await t.tableDigests(), before, 'no session is stored');
       assert.match((await getPage(t, SIGN_IN)).body, /Open Restock from your Shopify admin/);
     });
 
@@ -790,38 +801,51 @@ for (const dialect of testDialects()) {
       const shop = `dash-${unique()}.myshopify.com`;
       await installByTokenExchange(t, shopify, shop, `owner@${shop}`);
       const cookie = await signIn(t, shop, `owner@${shop}`);
-      assert.equal((await getPage(t, '/dashboard', cookie)).headers['content-security-policy'], framedBy(shop));
+      const res = await getPage(t, '/dashboard', cookie);
+      assert.equal(res.headers['content-security-policy'], framedBy(shop));
+      assert.doesNotMatch(res.body, /<script/, 'outside the admin the pages run no script');
     });
 
-    it('the app URL in the admin installs, then leads into the dashboard signed in', async () => {
+    it('the app URL in the admin installs, then leads into the dashboard with Shopify\'s parameters and the same token', async () => {
       const shop = `dash-${unique()}.myshopify.com`;
       shopify.addShop(shop, { email: `embedded@${shop}` });
       const token = await shopify.sessionToken(shop);
-      const query = new URLSearchParams({ embedded: '1', id_token: token, shop, timestamp: String(Math.floor(Date.now() / 1000)) });
+      const query = new URLSearchParams({ embedded: '1', host: hostOf(shop), id_token: token, shop, timestamp: String(Math.floor(Date.now() / 1000)) });
       const opened = await t.app.inject({ method: 'GET', url: `/shopify/install?${query}`, headers: BROWSER });
       assert.equal(opened.statusCode, 303, opened.body);
-      const next = new URL(opened.headers.location as string, 'http://restock.test');
-      assert.equal(next.pathname, '/dashboard/shopify');
-      assert.equal(next.searchParams.get('shop'), shop);
-      assert.equal(next.searchParams.get('id_token'), token);
-      const res = await t.app.inject({ method: 'GET', url: `${next.pathname}${next.search}`, headers: BROWSER });
-      assert.equal(res.statusCode, 303, res.body);
-      assertHtml(await getPage(t, '/dashboard', sessionCookie(res)), 200);
+      assert.equal(opened.headers.location, inAdmin('/dashboard', shop, token));
+      const res = await getPage(t, opened.headers.location as string);
+      assertHtml(res, 200);
+      assert.equal(res.headers['set-cookie'], undefined);
     });
 
-    it('refuses a token for another store than the one the admin names with 401, opening no session', async () => {
+    it('the app URL opened without a token for a connected store shows a page that loads App Bridge and leads into the dashboard in the admin', async () => {
+      const shop = `dash-${unique()}.myshopify.com`;
+      await installByTokenExchange(t, shopify, shop);
+      const fields = { embedded: '1', host: hostOf(shop), shop, timestamp: String(Math.floor(Date.now() / 1000)) };
+      const message = new URLSearchParams(Object.entries(fields).sort(([a], [b]) => a.localeCompare(b))).toString();
+      const res = await getPage(t, `/shopify/install?${message}&hmac=${createHmac('sha256', API_SECRET).update(message).digest('hex')}`);
+      assertHtml(res, 200);
+      assert.match(res.body, /Restock is connected/);
+      assert.ok(res.body.includes(APP_BRIDGE), 'every page inside the admin loads App Bridge');
+      assert.ok(res.body.includes(`href="${inAdmin('/dashboard', shop).replace(/&/g, '&#38;')}"`), res.body);
+      assert.equal(res.headers['content-security-policy'], framedBy(shop));
+    });
+
+    it('refuses a token for another store than the one the admin names with 401, showing neither', async () => {
       const shop = `dash-${unique()}.myshopify.com`;
       const other = `dash-${unique()}.myshopify.com`;
       await installByTokenExchange(t, shopify, shop);
       await installByTokenExchange(t, shopify, other);
       const before = await t.tableDigests();
-      const res = await openFromAdmin(shop, await shopify.sessionToken(other));
-      assert.deepEqual(await t.tableDigests(), before, 'no session, for either store');
-      assert.equal(sessionCookie(res), undefined);
+      const res = await getPage(t, inAdmin('/dashboard', shop, await shopify.sessionToken(other)));
       assert.equal(res.statusCode, 401, `${res.statusCode} ${res.headers.location ?? res.body}`);
+      assert.doesNotMatch(res.body, /<h1>dash-|Waiting subscribers/);
+      assert.equal(res.headers['set-cookie'], undefined);
+      assert.deepEqual(await t.tableDigests(), before);
     });
 
-    it('refuses a token signed by another app, with a foreign issuer, expired, or garbage with 401, opening no session', async () => {
+    it('refuses a token signed by another app, with a foreign issuer, expired, or garbage with 401, changing nothing', async () => {
       const shop = `dash-${unique()}.myshopify.com`;
       const other = `dash-${unique()}.myshopify.com`;
       await installByTokenExchange(t, shopify, shop);
@@ -834,19 +858,88 @@ for (const dialect of testDialects()) {
       ];
       const before = await t.tableDigests();
       for (const [what, token] of cases) {
-        const res = await t.app.inject({ method: 'GET', url: `/dashboard/shopify?${new URLSearchParams({ id_token: token, shop })}`, headers: { accept: 'application/json' } });
-        assert.equal(res.statusCode, 401, `${what}: ${res.statusCode} ${res.body}`);
+        const res = await t.app.inject({ method: 'GET', url: `/dashboard?${new URLSearchParams({ id_token: token, shop })}`, headers: { accept: 'application/json' } });
         assertProblem(res, 401, 'invalid-token');
-        assert.equal(sessionCookie(res), undefined, what);
+        const posted = await t.app.inject({ method: 'POST', url: inAdmin('/dashboard/settings', shop), headers: FORM, payload: new URLSearchParams({ id_token: token, senderName: 'Forged' }).toString() });
+        assert.equal(posted.statusCode, 401, `${what}: ${posted.statusCode} ${posted.body}`);
       }
       assert.deepEqual(await t.tableDigests(), before);
     });
 
-    it('a store that has not installed the app gets a 404 problem and no session', async () => {
+    it('inside the admin a page load without a token, or with an expired one, goes to the bounce page, which loads App Bridge and leads back', async () => {
+      const shop = `dash-${unique()}.myshopify.com`;
+      await installByTokenExchange(t, shopify, shop);
+      const now = Math.floor(Date.now() / 1000);
+      const expired = await shopify.sessionToken(shop, { exp: now - 120, iat: now - 180, nbf: now - 180 });
+      const back = `http://restock.test${inAdmin('/dashboard/alerts?status=sent', shop)}`;
+      for (const url of [inAdmin('/dashboard/alerts?status=sent', shop), inAdmin('/dashboard/alerts?status=sent', shop, expired)]) {
+        const res = await getPage(t, url);
+        assert.equal(res.statusCode, 303, res.body);
+        const bounce = new URL(res.headers.location as string, 'http://restock.test');
+        assert.equal(bounce.pathname, '/dashboard/session-token');
+        assert.equal(bounce.searchParams.get('shopify-reload'), back, 'back to the same page, without the old token');
+        assert.equal(bounce.searchParams.get('shop'), shop);
+
+        const page = await getPage(t, `${bounce.pathname}${bounce.search}`);
+        assertHtml(page, 200);
+        assert.ok(page.body.includes(APP_BRIDGE));
+        assert.equal(page.headers['content-security-policy'], framedBy(shop));
+        assert.doesNotMatch(page.body, /Waiting subscribers|<nav/, 'the bounce page shows nothing of the store');
+      }
+      const elsewhere = await getPage(t, `/dashboard/session-token?${new URLSearchParams({ shop, 'shopify-reload': 'https://evil.example/dashboard' })}`);
+      assert.equal(elsewhere.statusCode, 400, 'App Bridge is never sent to another site');
+      const fetched = await t.app.inject({ method: 'GET', url: '/dashboard', headers: { accept: 'application/json', authorization: `Bearer ${expired}` } });
+      assertProblem(fetched, 401, 'invalid-token');
+    });
+
+    it('a form posted inside the admin is proven by its session token instead of a CSRF token, and the next page stays in the admin', async () => {
+      const shop = `dash-${unique()}.myshopify.com`;
+      await installByTokenExchange(t, shopify, shop);
+      const before = await t.tableDigests();
+      const withoutToken = await t.app.inject({ method: 'POST', url: inAdmin('/dashboard/settings', shop), headers: { ...FORM, ...BROWSER }, payload: 'senderName=Nobody' });
+      assert.equal(withoutToken.statusCode, 401, withoutToken.body);
+      assert.deepEqual(await t.tableDigests(), before, 'nothing saved without a token');
+
+      const saved = await t.app.inject({
+        method: 'POST',
+        url: inAdmin('/dashboard/settings', shop),
+        headers: { ...FORM, ...BROWSER },
+        payload: new URLSearchParams({ senderName: 'From the admin', id_token: await shopify.sessionToken(shop) }).toString(),
+      });
+      assert.equal(saved.statusCode, 303, saved.body);
+      assert.equal(saved.headers.location, inAdmin('/dashboard/settings?saved=1', shop));
+      assert.equal((await t.app.restock.stores.findStore(shop))?.settings.includes('From the admin'), true);
+
+      const fetched = await t.app.inject({
+        method: 'POST',
+        url: '/dashboard/suppressions',
+        headers: { ...FORM, ...BROWSER, authorization: `Bearer ${await shopify.sessionToken(shop)}` },
+        payload: 'email=blocked%40example.com',
+      });
+      assert.equal(fetched.statusCode, 303, fetched.body);
+    });
+
+    it('choosing a plan inside the admin leads out of the frame to Shopify\'s page approving the charge', async () => {
+      const shop = `dash-${unique()}.myshopify.com`;
+      await installByTokenExchange(t, shopify, shop);
+      const res = await t.app.inject({
+        method: 'POST',
+        url: inAdmin('/dashboard/plan/checkout', shop),
+        headers: { ...FORM, ...BROWSER },
+        payload: new URLSearchParams({ plan: 'starter', id_token: await shopify.sessionToken(shop) }).toString(),
+      });
+      assertHtml(res, 200);
+      const leave = /<a class="button" href="([^"]+)" target="_top" data-leave-admin-frame>/.exec(res.body);
+      assert.ok(leave, res.body);
+      assert.match(leave[1]!.replace(/&amp;/g, '&'), new RegExp(`^https://${shop.replace(/\./g, '\\.')}/admin/charges/`));
+      assert.ok(res.body.includes(APP_BRIDGE));
+    });
+
+    it('a store that has not installed the app gets a 404 problem and nothing is stored', async () => {
       const shop = `dash-${unique()}.myshopify.com`;
       shopify.addShop(shop, { email: `owner@${shop}` });
       const before = await t.tableDigests();
-      const res = await t.app.inject({ method: 'GET', url: `/dashboard/shopify?${new URLSearchParams({ id_token: await shopify.sessionToken(shop), shop })}`, headers: { accept: 'application/json' } });
+      const res = await t.app.inject({ method: 'GET', url: `/dashboard?${new URLSearchParams({ id_token: await shopify.sessionToken(shop), shop })}`, headers: { accept: 'application/json' } });
       assertProblem(res, 404, 'not-found');
       assert.equal(sessionCookie(res), undefined);
       assert.deepEqual(await t.tableDigests(), before);
@@ -860,10 +953,12 @@ for (const dialect of testDialects()) {
     });
     after(() => t.close());
 
-    it('answers a session token with 501 not-configured, and the sign-in page does not offer the admin', async () => {
-      const res = await t.app.inject({ method: 'GET', url: '/dashboard/shopify?id_token=abc&shop=x.myshopify.com', headers: { accept: 'application/json' } });
-      assert.equal(res.statusCode, 501, res.body);
-      assert.equal(res.json().type, 'http://restock.test/problems/not-configured');
+    it('answers a session token, or the bounce page, with 501 not-configured, and the sign-in page does not offer the admin', async () => {
+      for (const url of ['/dashboard?id_token=abc&shop=x.myshopify.com', '/dashboard/session-token?shop=x.myshopify.com&shopify-reload=http%3A%2F%2Frestock.test%2Fdashboard']) {
+        const res = await t.app.inject({ method: 'GET', url, headers: { accept: 'application/json' } });
+        assert.equal(res.statusCode, 501, res.body);
+        assert.equal(res.json().type, 'http://restock.test/problems/not-configured');
+      }
       assert.doesNotMatch((await getPage(t, SIGN_IN)).body, /Shopify admin/);
     });
   });

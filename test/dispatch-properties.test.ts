@@ -201,7 +201,7 @@ function assertShape(res: LightMyRequestResponse, what: string) {
 // ---------------------------------------------------------------------------------------------
 
 /** The columns of a variant's stored stock that a report decides. */
-type KnownStock = Omit<InventoryVariantsTable, 'store_domain' | 'product_id' | 'variant_id' | 'inventory_item_id' | 'updated_at'>;
+type KnownStock = Omit<InventoryVariantsTable, 'store_domain' | 'product_id' | 'variant_id' | 'inventory_item_id' | 'updated_at' | 'purchasable_without_stock'>;
 
 const stockKey = (productId: string, variantId: string | null | undefined) => `${productId}|${variantId ?? ''}`;
 const MIN_STOCK = 1;

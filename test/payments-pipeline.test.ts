@@ -63,6 +63,11 @@ class RecordingPayments {
   async undo(): Promise<void> {
     this.steps.push('undo');
   }
+
+  /** No feature here refuses an input before the charge. */
+  async refusalBeforeCharge(): Promise<Problem | undefined> {
+    return undefined;
+  }
 }
 
 function pipelineOver(payments: RecordingPayments): PaymentPipeline {

@@ -2,17 +2,25 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from './fixtures/suites.ts';
 import type { LightMyRequestResponse } from 'fastify';
-import { agentOf, call, expectProblem, expectStatus } from './fixtures/agents.ts';
+import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from '@x402/core/http';
+import type { PaymentPayload, PaymentRequired } from '@x402/core/types';
+import { Challenge, Credential } from 'mppx';
+import { agentOf, call, createStore, expectProblem, expectStatus, registerAnonymousAgent } from './fixtures/agents.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { dialectSkip, startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
 import { deliverWebhook, installByTokenExchange, signWebhook } from './fixtures/shopify-app.ts';
 import { startShopifyAdmin, type AppSubscriptionStatus, type AppSubscriptionWebhook, type ShopifyAdminStandIn } from './fixtures/shopify-admin.ts';
+import { startStripeApi, type StripeApi } from './fixtures/stripe-api.ts';
+import { startX402Chain, x402Payment, type X402Chain } from './fixtures/x402-chain.ts';
 
 /**
  * Buying a plan for a store installed as the Shopify app: checkoutPlan creates an app
  * subscription through Shopify Billing, and Shopify's `app_subscriptions/update` webhooks move the
  * store's plan (pending → active → past_due → cancelled), each event applied once and in order
- * of Shopify's `updated_at`, whatever order the deliveries arrive in.
+ * of Shopify's `updated_at`, whatever order the deliveries arrive in. Such a store pays only
+ * through Shopify Billing: any caller's checkout goes to Shopify, whose confirmation page in the
+ * merchant's admin is the owner's consent; Stripe Checkout, x402 and MPP are refused before any
+ * money moves; charges are tests only on development stores, or when the operator says so.
  */
 
 failOnLeakedHandles();
@@ -20,7 +28,7 @@ failOnLeakedHandles();
 const API_KEY = 'restock-plans-test-app';
 const API_SECRET = `shpss_${randomBytes(16).toString('hex')}`;
 const SCOPES = 'read_products,read_inventory';
-// SHOPIFY_BILLING_TEST is left unset: its default (test charges) is part of what is checked.
+// SHOPIFY_BILLING_TEST is left unset: its default (real charges, tests on development stores) is part of what is checked.
 const ENV = {
   SHOPIFY_API_KEY: API_KEY,
   SHOPIFY_API_SECRET: API_SECRET,
@@ -56,6 +64,26 @@ async function deliverQueued(t: TestApp, shop: string, payload: AppSubscriptionW
  */
 function asEvent(payload: AppSubscriptionWebhook, status: AppSubscriptionStatus, updatedAt: number): AppSubscriptionWebhook {
   return { app_subscription: { ...payload.app_subscription, status, updated_at: new Date(updatedAt).toISOString().replace(/\.\d{3}Z$/, '+00:00') } };
+}
+
+const JSON_BODY = { 'content-type': 'application/json' };
+const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
+const PROPOSAL_LINK = /http:\/\/restock\.test(\/checkout\/cs_[0-9a-z]+)\?owner_key=([A-Za-z0-9_-]{43})/;
+
+/** The MPP challenge of `method` among those a 402 answer offers. */
+function mppChallenge(unpaid: LightMyRequestResponse, method: string): Challenge.Challenge {
+  const headers = new Headers();
+  for (const value of [unpaid.headers['www-authenticate']].flat()) if (value) headers.append('www-authenticate', String(value));
+  const challenge = Challenge.fromResponseList(new Response(null, { status: 402, headers })).find((offered) => offered.method === method);
+  assert.ok(challenge, `an MPP ${method} challenge is offered`);
+  return challenge;
+}
+
+/** Installs the app on a development store (`shop.plan.partnerDevelopment`), by token exchange. */
+async function installDevelopmentStore(t: TestApp, shopify: ShopifyAdminStandIn, shop: string): Promise<void> {
+  shopify.addShop(shop, { email: `owner@${shop}`, development: true });
+  const res = await t.app.inject({ method: 'POST', url: '/shopify/token-exchange', headers: { authorization: `Bearer ${await shopify.sessionToken(shop)}` } });
+  assert.equal(res.statusCode, 200, res.body);
 }
 
 /** Installs the app for the shop; returns its owner's address. */
@@ -144,7 +172,7 @@ for (const dialect of testDialects()) {
       return { shop, sessionId, starter, ...activated };
     }
 
-    it('checkoutPlan for an installed store creates a test app subscription at Shopify and a pending plan', async () => {
+    it('checkoutPlan for an installed store creates a real app subscription at Shopify and a pending plan', async () => {
       const shop = newShop();
       const owner = await install(t, shopify, shop);
       // The store's own agent buys here, as a merchant's agent would.
@@ -152,14 +180,14 @@ for (const dialect of testDialects()) {
       const res = await call(t.app, 'POST', CHECKOUT, { token: agent.token, body: { plan: 'starter', shop } });
       const { checkoutUrl, sessionId } = expectStatus(res, 200);
 
-      // Exactly one subscription was created, with the starter plan's name and price, as a test charge.
+      // Exactly one subscription was created, with the starter plan's name and price, as a real charge.
       assert.equal(shopify.requests.filter((request) => request.shop === shop && request.field === 'appSubscriptionCreate').length, 1);
       const subscriptions = shopify.appSubscriptions(shop);
       assert.equal(subscriptions.length, 1);
       const [subscription] = subscriptions;
       assert.match(subscription!.name, /Starter/);
       assert.equal(subscription!.status, 'PENDING');
-      assert.equal(subscription!.test, true, 'SHOPIFY_BILLING_TEST defaults to test charges');
+      assert.equal(subscription!.test, false, 'a store on a paid plan is charged for real: SHOPIFY_BILLING_TEST is off by default');
       assert.equal(subscription!.returnUrl, `http://restock.test/checkout/${sessionId}`);
       assert.deepEqual(
         subscription!.lineItems.map((item) => item.plan.pricingDetails),
@@ -359,6 +387,196 @@ for (const dialect of testDialects()) {
       await checkout(shop, 'starter');
       assert.equal(shopify.appSubscriptions(shop).length, 1);
       assert.equal((await planRow(t, shop))?.status, 'pending');
+    });
+
+    it("any agent's checkout answers Shopify's confirmation page; the merchant approving it there is the owner's choice", async () => {
+      const { shop, starter } = await storeWithActiveStarter();
+      await checkout(shop, 'growth');
+      const { eventId: growthEvent } = await approveAndReport(shop, lastSubscription(shop).id);
+      assert.equal(await outcomeOf(t, growthEvent), 'active → active');
+      assert.equal((await planRow(t, shop))?.plan, 'growth');
+
+      // An agent bound to no store: no proposal of ours, no mail; Shopify asks the merchant.
+      const stranger = await registerAnonymousAgent(t.app);
+      const answer = expectStatus(await call(t.app, 'POST', CHECKOUT, { token: stranger.token, body: { plan: 'starter', shop } }), 200);
+      const subscription = lastSubscription(shop);
+      assert.notEqual(subscription.id, starter.id);
+      assert.equal(subscription.status, 'PENDING');
+      assert.equal(answer.approval, 'shopify', 'the answer says the approval happens at Shopify');
+      const url = new URL(answer.checkoutUrl);
+      assert.equal(url.hostname, shop, "Shopify's page, in the merchant's own admin");
+      assert.equal(CONFIRMATION_PATH.exec(url.pathname)?.[1], subscription.id.split('/').pop());
+      const session = expectStatus(await call(t.app, 'GET', `${CHECKOUT}/${answer.sessionId}`, { token: stranger.token }), 200);
+      assert.equal(session.status, 'open');
+      assert.equal(session.provider, 'shopify');
+      const mailed = await t.database.db.selectFrom('mail_outbox').select('id').where('purpose', '=', 'plan-confirmation').where('store_domain', '=', shop).execute();
+      assert.deepEqual(mailed, [], 'no proposal is mailed: Shopify asks the merchant');
+      assert.equal((await planRow(t, shop))?.plan, 'growth', 'nothing changes before the merchant approves');
+
+      // The merchant approves the lower plan in their admin: their choice replaces growth.
+      const { eventId } = await approveAndReport(shop, subscription.id);
+      assert.equal(await outcomeOf(t, eventId), 'active → active');
+      const row = await planRow(t, shop);
+      assert.equal(row?.plan, 'starter');
+      assert.equal(row?.external_id, subscription.id);
+      assert.equal(expectStatus(await call(t.app, 'GET', `${CHECKOUT}/${answer.sessionId}`, { token: stranger.token }), 200).status, 'completed');
+    });
+
+    it('charges a development store with test charges, as Shopify reports the store at checkout', async () => {
+      const shop = newShop();
+      await installDevelopmentStore(t, shopify, shop);
+      const { sessionId } = await checkout(shop, 'starter');
+      const [subscription] = shopify.appSubscriptions(shop);
+      assert.equal(subscription?.test, true, 'a development store cannot pay real charges');
+      assert.equal(subscription?.returnUrl, `http://restock.test/checkout/${sessionId}`);
+      const asked = shopify.requests.filter((request) => request.shop === shop && request.path.endsWith('/graphql.json')).map((request) => request.field);
+      assert.deepEqual(asked.slice(-2), ['shop', 'appSubscriptionCreate'], "the shop's plan is read at checkout time, before the charge");
+    });
+
+    it('SHOPIFY_BILLING_TEST=true makes every charge a test charge, on any store', async () => {
+      const staging = await startTestApp(dialect, { ...ENV, SHOPIFY_BILLING_TEST: 'true' });
+      try {
+        const shop = newShop();
+        await installByTokenExchange(staging, shopify, shop);
+        const agent = await agentOf(staging.app, staging.database, shop, `owner@${shop}`);
+        expectStatus(await call(staging.app, 'POST', CHECKOUT, { token: agent.token, body: { plan: 'growth', shop } }), 200);
+        assert.deepEqual(shopify.appSubscriptions(shop).map((subscription) => subscription.test), [true]);
+      } finally {
+        await staging.close();
+      }
+    });
+  });
+
+  describe(`a store installed as the Shopify app pays no other way, on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
+    let chain: X402Chain;
+    let stripe: StripeApi;
+    let t: TestApp;
+    const installed = newShop();
+    /** Proposed at Stripe (by an agent bound to no store) before the store installed the app. */
+    const proposed = newShop();
+    let proposal: { path: string; key: string };
+
+    before(async () => {
+      chain = await startX402Chain();
+      stripe = await startStripeApi();
+      t = await startTestApp(dialect, {
+        ...ENV,
+        CHECKOUT_PROVIDER: 'stripe',
+        STRIPE_SECRET_KEY: stripe.secretKey,
+        STRIPE_API_URL: `http://127.0.0.1:${stripe.port}`,
+        STRIPE_WEBHOOK_SECRET: `whsec_${randomBytes(16).toString('hex')}`,
+        STRIPE_NETWORK_ID: 'profile_restock_shopify',
+        X402_PAY_TO: chain.payTo.address,
+        X402_NETWORK: chain.network,
+        X402_ASSET: chain.usdc,
+        X402_FACILITATOR_URL: chain.facilitatorUrl,
+      });
+      await createStore(t.database, proposed, `owner@${proposed}`);
+      const stranger = await registerAnonymousAgent(t.app);
+      const { sessionId } = expectStatus(await call(t.app, 'POST', CHECKOUT, { token: stranger.token, body: { plan: 'growth', shop: proposed } }), 200);
+      const mails = await t.database.db.selectFrom('mail_outbox').select('text_body').where('purpose', '=', 'plan-confirmation').where('store_domain', '=', proposed).execute();
+      const link = mails.map((mail) => PROPOSAL_LINK.exec(mail.text_body)).find((found) => found?.[1] === `/checkout/${sessionId}`);
+      assert.ok(link, 'the owner is mailed the proposal');
+      proposal = { path: link[1]!, key: link[2]! };
+      // Shopify's servers are needed only to install: while the stand-in runs, nothing else is reachable.
+      const shopify = await startShopifyAdmin({ apiKey: API_KEY, apiSecret: API_SECRET, scopes: SCOPES });
+      try {
+        await installByTokenExchange(t, shopify, installed);
+        await installByTokenExchange(t, shopify, proposed);
+      } finally {
+        await shopify.close();
+      }
+    });
+    after(async () => {
+      await t.close();
+      await stripe.close();
+      await chain.close();
+    });
+
+    /** What the payment networks have seen and moved so far. */
+    const money = async () => ({
+      facilitatorVerifies: chain.facilitator.verifyCalls,
+      facilitatorSettles: chain.facilitator.settleCalls,
+      payerUsdc: await chain.usdcBalance(chain.payer.address),
+      stripePaymentIntents: stripe.paymentIntents.size,
+      stripeCheckoutSessions: stripe.checkoutSessions.size,
+    });
+    /** Rows left for the store: payments in the ledger, checkout sessions, plans. */
+    const rowsFor = async (shop: string) => ({
+      payments: await t.database.db.selectFrom('payments').select('id').where('store_domain', '=', shop).execute(),
+      sessions: await t.database.db.selectFrom('checkout_sessions').select('id').where('shop', '=', shop).execute(),
+      plans: await planRow(t, shop),
+    });
+
+    function expectShopifyBillingRequired(problem: { detail: string }) {
+      assert.match(problem.detail, /only through Shopify Billing/);
+      assert.match(problem.detail, /nothing was charged/);
+      assert.match(problem.detail, /checkoutPlan with an access token/, 'it says where to go instead');
+    }
+
+    it("Stripe Checkout: the owner's acceptance of a proposal made before the install opens no Checkout Session", async () => {
+      const before = await money();
+      const digests = await t.tableDigests();
+      const res = await t.app.inject({ method: 'POST', url: `${proposal.path}/accept?owner_key=${proposal.key}`, headers: FORM, payload: '' });
+      const problem = expectProblem(res, 409, 'shopify-billing-required');
+      expectShopifyBillingRequired(problem);
+      assert.match(problem.detail, /bought at stripe/);
+      assert.deepEqual(await money(), before, 'nothing at Stripe');
+      assert.deepEqual(await t.tableDigests(), digests, 'the proposal is left as it was, to expire');
+    });
+
+    it('x402 and MPP over HTTP: refused before the payment is verified, settled or charged', async () => {
+      const body = JSON.stringify({ plan: 'starter', shop: installed });
+      // The offers come before the body is read, so before the store is known. A plan offers no
+      // x402 (a transfer cannot be refunded): the x402 payment is a genuine one, made for an alert.
+      const offers = await t.app.inject({ method: 'POST', url: CHECKOUT, payload: body, headers: JSON_BODY });
+      expectStatus(offers, 402);
+      const mpp = Credential.serialize(Credential.from({ challenge: mppChallenge(offers, 'stripe'), payload: { spt: stripe.grantToken({ maxAmount: 999 }).id } }));
+      const alertOffers = await t.app.inject({ method: 'POST', url: '/api/v1/alerts/subscribe', payload: JSON.stringify({ productId: 'gid://shopify/Product/1', email: `shopper@${installed}` }), headers: JSON_BODY });
+      const x402 = encodePaymentSignatureHeader(await x402Payment(chain, decodePaymentRequiredHeader(String(alertOffers.headers['payment-required']))));
+      const before = await money();
+      for (const [protocol, headers] of [['x402', { 'payment-signature': x402 }], ['mpp', { authorization: mpp }]] as const) {
+        const res = await t.app.inject({ method: 'POST', url: CHECKOUT, payload: body, headers: { ...JSON_BODY, ...headers } });
+        const problem = expectProblem(res, 409, 'shopify-billing-required');
+        expectShopifyBillingRequired(problem);
+        assert.equal(problem.shop, installed, protocol);
+        assert.equal(res.headers['payment-response'], undefined, `${protocol}: no settlement`);
+        assert.equal(res.headers['payment-receipt'], undefined, `${protocol}: no receipt`);
+      }
+      assert.deepEqual(await money(), before, 'the facilitator verified and settled nothing, no USDC and no Stripe charge moved');
+      assert.deepEqual(await rowsFor(installed), { payments: [], sessions: [], plans: undefined });
+    });
+
+    it('the paid MCP tool checkout_plan: refused at once, and with either payment, before any charge', async () => {
+      const callTool = async (name: string, args: Record<string, unknown>, meta?: Record<string, unknown>) => {
+        const params = { name, arguments: args, ...(meta ? { _meta: meta } : {}) };
+        const res = await t.app.inject({
+          method: 'POST',
+          url: '/mcp',
+          headers: { ...JSON_BODY, accept: 'application/json, text/event-stream' },
+          payload: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params }),
+        });
+        return expectStatus(res, 200).result as { isError?: boolean; structuredContent: Record<string, unknown>; _meta?: Record<string, unknown> };
+      };
+      // Offers for a store that is not the Shopify app's, to build genuine payments from (x402's
+      // from an alert's: a plan offers none).
+      const elsewhere = await callTool('checkout_plan', { plan: 'starter', shop: newShop() });
+      assert.equal(elsewhere.isError, true);
+      const alert = await callTool('subscribe_alert', { productId: 'gid://shopify/Product/1', email: `shopper@${installed}` });
+      const payment: PaymentPayload = await x402Payment(chain, alert.structuredContent as unknown as PaymentRequired);
+      const challenges = (elsewhere._meta?.['org.paymentauth/payment-required'] as { challenges: Challenge.Challenge[] }).challenges;
+      const credential = Credential.from({ challenge: challenges.find((c) => c.method === 'stripe')!, payload: { spt: stripe.grantToken({ maxAmount: 999 }).id } });
+
+      const before = await money();
+      for (const [how, meta] of [['unpaid', undefined], ['x402', { 'x402/payment': payment }], ['mpp', { 'org.paymentauth/credential': credential }]] as const) {
+        const result = await callTool('checkout_plan', { plan: 'starter', shop: installed }, meta);
+        assert.equal(result.isError, true, how);
+        assert.equal(result.structuredContent.type, 'shopify-billing-required', `${how}: ${JSON.stringify(result.structuredContent)}`);
+        assert.equal(result.structuredContent.status, 409, how);
+        expectShopifyBillingRequired(result.structuredContent as { detail: string });
+      }
+      assert.deepEqual(await money(), before, 'no payment verified, settled or charged');
+      assert.deepEqual(await rowsFor(installed), { payments: [], sessions: [], plans: undefined });
     });
   });
 }

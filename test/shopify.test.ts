@@ -3,6 +3,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { after, before, describe, it } from './fixtures/suites.ts';
 import type { LightMyRequestResponse } from 'fastify';
 import { buildShopify } from '../src/shopify/feature.ts';
+import { storefrontService } from '../src/storefront/feature.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { dialectSkip, startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
 import { deliverWebhook, installByTokenExchange, signWebhook, type ShopifyDelivery } from './fixtures/shopify-app.ts';
@@ -76,6 +77,13 @@ async function subscribe(t: TestApp, product: FakeProduct, email: string, shop?:
   return res.json().subscriptionId as string;
 }
 
+/** A store with the app installed: Shopify sends webhooks only for those, and the worker may read its products. */
+async function installedShop(t: TestApp, shopify: ShopifyAdminStandIn): Promise<string> {
+  const shop = newShop();
+  await installByTokenExchange(t, shopify, shop);
+  return shop;
+}
+
 async function events(t: TestApp, shop: string) {
   return t.database.db.selectFrom('shopify_webhook_events').selectAll().where('store_domain', '=', shop).orderBy('received_at').execute();
 }
@@ -129,7 +137,8 @@ for (const dialect of testDialects()) {
       assert.equal(jobs[1]!.everyMs, 60_000, 'due stores are looked for every minute');
       const { stores, inventory, alerts, dispatch, billing } = t.app.restock;
       const mail = { kind: 'outbox' as const, send: async () => {}, close: async () => {} };
-      const deps = { database: t.database, log: t.app.log, mail, stores, inventory, alerts, dispatch, billing };
+      const storefront = storefrontService({ stores, inventory, alerts });
+      const deps = { database: t.database, log: t.app.log, mail, stores, inventory, alerts, dispatch, billing, storefront };
       const never = buildShopify({ ...deps, config: { ...t.config, dispatch: { ...t.config.dispatch, reconcileIntervalMinutes: 0 } } });
       assert.deepEqual(never.jobs.map((job) => job.name), ['shopify-webhooks']);
       assert.deepEqual(buildShopify({ ...deps, config: { ...t.config, shopify: undefined } }).jobs, []);
@@ -169,8 +178,9 @@ for (const dialect of testDialects()) {
       });
 
       it('queues a valid delivery and answers 200 at once, doing no stock work in the request', async () => {
-        const shop = newShop();
+        const shop = await installedShop(t, shopify);
         const product = fakeProduct({}, 5);
+        shopify.setProduct(shop, product);
         const stockBefore = (await t.counts()).inventory_variants;
         const shopifyCalls = shopify.requests.length;
         const res = await deliver(t, { topic: 'products/update', shop, payload: productUpdate(product, new Date().toISOString()), eventId: 'ev-queued-1' });
@@ -241,8 +251,9 @@ for (const dialect of testDialects()) {
 
     describe('products/update', () => {
       it('deduplicates by event id: the same event delivered twice is one row and one restock', async () => {
-        const shop = newShop();
-        const product = fakeProduct();
+        const shop = await installedShop(t, shopify);
+        const product = fakeProduct({}, 5);
+        shopify.setProduct(shop, product);
         await subscribe(t, product, `dup-${unique()}@example.com`);
         const eventId = `ev-${unique()}`;
         const payload = productUpdate(product, new Date().toISOString(), 5);
@@ -256,14 +267,18 @@ for (const dialect of testDialects()) {
       });
 
       it('a variant going from 0 to 5 with a waiting subscriber makes one restock', async () => {
-        const shop = newShop();
+        const shop = await installedShop(t, shopify);
         const product = fakeProduct();
+        shopify.setProduct(shop, product);
         await subscribe(t, product, `restock-${unique()}@example.com`);
-        await deliver(t, { topic: 'products/update', shop, payload: productUpdate(product, '2025-01-01T10:00:00Z', 0) });
+        await deliver(t, { topic: 'products/update', shop, payload: productUpdate(product, new Date().toISOString(), 0) });
         await t.runWorker();
         assert.equal((await stock(t, shop, product))?.available, 0);
         assert.equal(await restocks(t, product), 0);
-        await deliver(t, { topic: 'products/update', shop, payload: productUpdate(product, '2025-01-01T11:00:00Z', 5) });
+        // Shopify has the new stock when it says so; the worker reads it before alerting anyone.
+        product.variants[0]!.inventoryQuantity = 5;
+        shopify.setProduct(shop, product);
+        await deliver(t, { topic: 'products/update', shop, payload: productUpdate(product, new Date(Date.now() + 1000).toISOString(), 5) });
         await t.runWorker();
         const row = await stock(t, shop, product);
         assert.equal(row?.available, 5);
@@ -275,12 +290,14 @@ for (const dialect of testDialects()) {
       });
 
       it('drops a stale update: an older updated_at than one applied changes nothing', async () => {
-        const shop = newShop();
+        const shop = await installedShop(t, shopify);
         const product = fakeProduct();
+        shopify.setProduct(shop, product);
         await subscribe(t, product, `stale-${unique()}@example.com`);
-        await deliver(t, { topic: 'products/update', shop, payload: productUpdate(product, '2025-02-01T12:00:00Z', 0) });
+        const now = Date.now();
+        await deliver(t, { topic: 'products/update', shop, payload: productUpdate(product, new Date(now).toISOString(), 0) });
         await t.runWorker();
-        await deliver(t, { topic: 'products/update', shop, payload: productUpdate(product, '2025-02-01T11:00:00Z', 9) });
+        await deliver(t, { topic: 'products/update', shop, payload: productUpdate(product, new Date(now - 3600_000).toISOString(), 9) });
         await t.runWorker();
         assert.equal((await stock(t, shop, product))?.available, 0);
         assert.equal(await restocks(t, product), 0);
@@ -288,8 +305,9 @@ for (const dialect of testDialects()) {
       });
 
       it('an unpublished or draft product is not on sale, so its stock is no restock', async () => {
-        const shop = newShop();
-        const product = fakeProduct({ status: 'DRAFT' });
+        const shop = await installedShop(t, shopify);
+        const product = fakeProduct({ status: 'DRAFT' }, 5);
+        shopify.setProduct(shop, product);
         await subscribe(t, product, `draft-${unique()}@example.com`);
         await deliver(t, { topic: 'products/update', shop, payload: productUpdate(product, '2025-03-01T10:00:00Z', 5) });
         await t.runWorker();
@@ -308,14 +326,16 @@ for (const dialect of testDialects()) {
     });
 
     describe('installation', () => {
-      it('token exchange installs the store with a sealed token and subscribes the four topics', async () => {
+      /** Webhooks are declared in the app's configuration: installing subscribes nothing by API. */
+      const subscriptionCalls = (shop: string) => shopify.requests.filter((request) => request.shop === shop && request.field === 'webhookSubscriptionCreate').length;
+
+      it('token exchange installs the store with a sealed token and subscribes nothing (webhooks are in the app configuration)', async () => {
         const shop = newShop();
         const res = await installByTokenExchange(t, shopify, shop, 'Owner@Example.COM');
         assert.deepEqual(res.json(), {
           shop,
           status: 'installed',
           scopes: SCOPES,
-          webhookTopics: ['PRODUCTS_UPDATE', 'INVENTORY_LEVELS_UPDATE', 'APP_UNINSTALLED', 'APP_SUBSCRIPTIONS_UPDATE'],
         });
         const row = await storeRow(t, shop);
         const token = shopify.accessToken(shop)!;
@@ -327,16 +347,12 @@ for (const dialect of testDialects()) {
         assert.ok(row?.admin_token_sealed);
         assert.ok(!row.admin_token_sealed.includes(token), 'the token is sealed');
         assert.ok(!row.admin_token_sealed.includes(token.slice(6)), 'not even its random part is visible');
-        assert.deepEqual(
-          shopify.webhookSubscriptions(shop).map((sub) => sub.topic).sort(),
-          ['APP_SUBSCRIPTIONS_UPDATE', 'APP_UNINSTALLED', 'INVENTORY_LEVELS_UPDATE', 'PRODUCTS_UPDATE'],
-        );
-        assert.ok(shopify.webhookSubscriptions(shop).every((sub) => sub.callbackUrl === 'http://restock.test/webhooks/shopify'));
+        assert.equal(subscriptionCalls(shop), 0);
 
-        // Opening the app again exchanges again; subscriptions that exist are fine.
+        // Opening the app again exchanges again.
         const again = await t.app.inject({ method: 'POST', url: '/shopify/token-exchange', headers: { authorization: `Bearer ${await shopify.sessionToken(shop)}` } });
         assert.equal(again.statusCode, 200, again.body);
-        assert.equal(shopify.webhookSubscriptions(shop).length, 4);
+        assert.equal(subscriptionCalls(shop), 0);
       });
 
       it('refuses a session token not signed for this app, without calling Shopify', async () => {
@@ -364,7 +380,6 @@ for (const dialect of testDialects()) {
         const steps: Array<[string, (request: RecordedRequest) => boolean]> = [
           ['the token exchange', (request) => request.path === '/admin/oauth/access_token'],
           ['reading the shop', (request) => request.field === 'shop'],
-          ['subscribing to webhooks', (request) => request.field === 'webhookSubscriptionCreate'],
         ];
         for (const [step, when] of steps) {
           const shop = newShop();
@@ -403,7 +418,7 @@ for (const dialect of testDialects()) {
         assert.equal(row?.status, 'active');
         assert.equal(row?.owner_email, `oauth@${shop}`);
         assert.ok(row?.admin_token_sealed && !row.admin_token_sealed.includes(shopify.accessToken(shop)!));
-        assert.equal(shopify.webhookSubscriptions(shop).length, 4);
+        assert.equal(subscriptionCalls(shop), 0);
       });
 
       it('OAuth: a callback with a wrong signature, a wrong state or no cookie installs nothing', async () => {
@@ -435,18 +450,14 @@ for (const dialect of testDialects()) {
           `/shopify/install?${new URLSearchParams({ embedded: '1', host: Buffer.from(`admin.shopify.com/store/${shop}`).toString('base64url'), id_token: await shopify.sessionToken(tokenShop), shop, timestamp: String(Math.floor(Date.now() / 1000)) })}`;
         const first = await t.app.inject({ method: 'GET', url: await appUrl(), headers: BROWSER });
         assert.equal(first.statusCode, 303, first.body);
-        assert.match(first.headers.location as string, /^\/dashboard\/shopify\?shop=[^&]+&id_token=/, 'inside the admin the app is the dashboard');
+        assert.match(first.headers.location as string, /^\/dashboard\?embedded=1&shop=[^&]+&host=[^&]+&id_token=/, 'inside the admin the app is the dashboard');
         assert.equal(first.headers['content-security-policy'], `frame-ancestors https://${shop} https://admin.shopify.com`);
-        const signedIn = await t.app.inject({ method: 'GET', url: first.headers.location as string, headers: BROWSER });
-        assert.equal(signedIn.statusCode, 303, signedIn.body);
-        assert.equal(signedIn.headers.location, '/dashboard');
-        const cookie = String(signedIn.headers['set-cookie']).split(';')[0]!;
-        const dashboard = await t.app.inject({ method: 'GET', url: '/dashboard', headers: { ...BROWSER, cookie } });
+        const dashboard = await t.app.inject({ method: 'GET', url: first.headers.location as string, headers: BROWSER });
         assert.equal(dashboard.statusCode, 200, dashboard.body);
         assert.match(dashboard.body, new RegExp(shop.replace(/\./g, '\\.')));
         assert.equal(dashboard.headers['content-security-policy'], `frame-ancestors https://${shop} https://admin.shopify.com`);
         assert.equal((await storeRow(t, shop))?.status, 'active');
-        assert.equal(shopify.webhookSubscriptions(shop).length, 4);
+        assert.equal(subscriptionCalls(shop), 0);
 
         const exchanges = () => shopify.requests.filter((request) => request.shop === shop && request.path === '/admin/oauth/access_token').length;
         const before = exchanges();
@@ -532,8 +543,9 @@ for (const dialect of testDialects()) {
       });
 
       it('retakes an event whose worker never finished once its lease has run out', async () => {
-        const shop = newShop();
-        const product = fakeProduct();
+        const shop = await installedShop(t, shopify);
+        const product = fakeProduct({}, 3);
+        shopify.setProduct(shop, product);
         await deliver(t, { topic: 'products/update', shop, payload: productUpdate(product, new Date().toISOString(), 3) });
         const [queued] = await events(t, shop);
         // As a worker that claimed it and died would leave it.
@@ -636,6 +648,7 @@ for (const dialect of testDialects()) {
         const shop = newShop();
         await installByTokenExchange(t, shopify, shop);
         const product = fakeProduct();
+        shopify.setProduct(shop, product);
         await subscribe(t, product, `shopper-${unique()}@example.com`, shop);
         await deliver(t, { topic: 'products/update', shop, payload: productUpdate(product, new Date().toISOString(), 0) });
         await t.runWorker();

@@ -14,6 +14,8 @@ export interface WatchTarget {
   email: string;
   /** The shopper's language, when the storefront widget knew it. */
   locale?: string | null;
+  /** The shopper's country, when the storefront knew it. */
+  country?: string | null;
 }
 
 /**
@@ -112,6 +114,8 @@ export interface WaitingQuery {
   /** Signup-order cursor: only subscriptions after this one. */
   after: { createdAt: string; id: string } | null;
   limit: number;
+  /** Countries where the product is not on sale: their shoppers wait on. */
+  exceptCountries?: string[];
 }
 
 export type WaitingSubscriber = Pick<SubscriptionRow, 'id' | 'email' | 'product_id' | 'variant_id' | 'created_at' | 'store_domain' | 'locale'>;
@@ -144,6 +148,8 @@ export class WaitingRepository {
       const variantId = query.variantId;
       select = select.where((eb) => eb.or([eb('variant_id', '=', variantId), eb('variant_id', 'is', null)]));
     }
+    const except = query.exceptCountries ?? [];
+    if (except.length > 0) select = select.where((eb) => eb.or([eb('country', 'is', null), eb('country', 'not in', except)]));
     select = query.includeUnowned
       ? select.where((eb) => eb.or([eb('store_domain', '=', query.storeDomain), eb('store_domain', 'is', null)]))
       : select.where('store_domain', '=', query.storeDomain);
@@ -253,6 +259,23 @@ export class WaitingRepository {
     return rows.map((row) => row.product_id);
   }
 
+  /** The countries the store's shoppers waiting for these products gave, at most `limit`. */
+  async waitingCountries(storeDomain: string, productIds: string[], limit: number): Promise<string[]> {
+    if (productIds.length === 0) return [];
+    const rows = await this.database.db
+      .selectFrom('subscriptions')
+      .select('country')
+      .distinct()
+      .where('store_domain', '=', storeDomain)
+      .where('product_id', 'in', productIds)
+      .where('status', '=', 'active')
+      .where('country', 'is not', null)
+      .orderBy('country')
+      .limit(limit)
+      .execute();
+    return rows.map((row) => row.country!);
+  }
+
   /** A store's subscriptions of one address (GDPR data request), by its key: every case of it. */
   ofCustomer(storeDomain: string, emailKey: string): Promise<SubscriptionRow[]> {
     return this.database.db.selectFrom('subscriptions').selectAll().where('store_domain', '=', storeDomain).where('email_key', '=', emailKey).execute();
@@ -306,5 +329,6 @@ function newRow(target: WatchTarget, owner: SubscriptionOwner, now: string): Sub
     created_at: now,
     updated_at: now,
     locale: target.locale ?? null,
+    country: target.country ?? null,
   };
 }

@@ -23,6 +23,12 @@ export const subscriptionIdSchema = z
   .regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be a subscription id such as sub_...')
   .describe('Identifier of the subscription');
 
+/** ISO 3166-1 alpha-2, as storefronts and Shopify's markets name countries. */
+export const countrySchema = z
+  .string()
+  .regex(/^[A-Z]{2}$/, 'must be a two-letter country code such as US')
+  .describe("The shopper's country (ISO 3166-1 alpha-2), when known: the alert goes only once the product is on sale there");
+
 export const subscribeAlertBody = z
   .object({
     productId: productIdSchema,
@@ -31,6 +37,7 @@ export const subscribeAlertBody = z
     shop: shopSchema
       .optional()
       .describe("The merchant's store the product belongs to; an agent bound to a store subscribes for that store"),
+    country: countrySchema.optional(),
   })
   .describe('Alert subscription request');
 

@@ -56,7 +56,7 @@ export class SubscriptionService {
   async subscribeAlert(input: SubscribeAlertInput, caller: Caller): Promise<{ subscriptionId: string; status: 'active' }> {
     const { store, foreign } = storeForWrite(caller, input.shop);
     if (foreign) throw new Forbidden(`This agent is bound to ${caller.storeDomain} and cannot subscribe for ${input.shop}.`);
-    const target = { productId: input.productId, variantId: input.variantId ?? null, email: normaliseEmail(input.email) };
+    const target = { productId: input.productId, variantId: input.variantId ?? null, email: normaliseEmail(input.email), country: input.country ?? null };
     // storeForWrite puts a bound agent on its own store: only an unbound one is third-party.
     if (caller.storeDomain !== null) {
       const row = await this.store.subscribe(target, { storeDomain: store, agentId: caller.agentId, thirdParty: false }, nowIso());
@@ -79,9 +79,17 @@ export class SubscriptionService {
    * A shopper subscribing through the storefront widget: no agent, the store named by the page
    * (which the storefront checked is a customer).
    */
-  async subscribeShopper(input: { shop: string; productId: string; variantId?: string | null; email: string; locale?: string | null }): Promise<SubscriptionRow> {
+  async subscribeShopper(input: {
+    shop: string;
+    productId: string;
+    variantId?: string | null;
+    email: string;
+    locale?: string | null;
+    country?: string | null;
+  }): Promise<SubscriptionRow> {
+    const target = { productId: input.productId, variantId: input.variantId ?? null, email: normaliseEmail(input.email), locale: input.locale ?? null, country: input.country ?? null };
     return this.store.subscribe(
-      { productId: input.productId, variantId: input.variantId ?? null, email: normaliseEmail(input.email), locale: input.locale ?? null },
+      target,
       { storeDomain: input.shop, agentId: null, thirdParty: false },
       nowIso(),
     );
@@ -176,6 +184,11 @@ export class SubscriptionService {
 
   waitingProducts(storeDomain: string, limit = 250): Promise<string[]> {
     return this.waitingStore.waitingProducts(storeDomain, limit);
+  }
+
+  /** Countries of shoppers waiting for these products (where the platform must say whether it is on sale). */
+  waitingCountries(storeDomain: string, productIds: string[], limit = 20): Promise<string[]> {
+    return this.waitingStore.waitingCountries(storeDomain, productIds, limit);
   }
 
   /** What the service holds about one customer of a store (GDPR data request). */

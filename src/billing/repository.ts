@@ -144,10 +144,19 @@ export class BillingRepository {
     return this.database.write((trx) => trx.updateTable('checkout_sessions').set({ proposal_mailed_at: now }).where('id', '=', id).execute());
   }
 
-  /** The provider says the purchase went through (its own page): the session is complete. */
-  markCompleted(id: string, now: string): Promise<unknown> {
+  /**
+   * The provider says the purchase went through (its own page): the session is complete.
+   * `approvedByOwner`: the provider's page was the owner's to approve (Shopify's, in the
+   * merchant's admin), so the purchase counts as the owner's choice from now on.
+   */
+  markCompleted(id: string, now: string, { approvedByOwner = false } = {}): Promise<unknown> {
     return this.database.write((trx) =>
-      trx.updateTable('checkout_sessions').set({ status: 'completed', completed_at: now }).where('id', '=', id).where('status', '=', 'open').execute(),
+      trx
+        .updateTable('checkout_sessions')
+        .set((eb) => ({ status: 'completed', completed_at: now, ...(approvedByOwner ? { accepted_at: eb.fn.coalesce('accepted_at', eb.val(now)) } : {}) }))
+        .where('id', '=', id)
+        .where('status', '=', 'open')
+        .execute(),
     );
   }
 

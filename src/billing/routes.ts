@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { problemResponses } from '../core/http/openapi-responses.ts';
 import {
+  checkoutPlanAnswer,
   checkoutPlanBody,
   checkoutPlanResponse,
   checkoutSessionParams,
@@ -35,14 +36,15 @@ export function billingRoutes(service: BillingService) {
         description:
           "Only the store's owner changes its plan. For an agent bound to the store (or the owner in the dashboard), returns the URL of a page where the purchase is completed; the plan becomes active once it is. " +
           "For any other caller the session is a proposal (`awaiting_owner`): the store's owner is mailed a link to accept or decline it, and nothing is bought or charged until they accept. " +
-          "Without an access token, the request can pay for the starter plan with MPP (USD 9.99): the session is then a proposal paid for, activated when the owner accepts it and refunded otherwise; x402 cannot be refunded, so it is refused (see docs/plans.md).",
+          "A store that installed the Shopify app pays through Shopify Billing only: for any caller, `checkoutUrl` is Shopify's confirmation page (`approval: shopify`), where the merchant approves the charge in their own Shopify admin; that approval is the owner's consent. " +
+          "Without an access token, the request can pay for the starter plan with MPP (USD 9.99): the session is then a proposal paid for, activated when the owner accepts it and refunded otherwise; x402 cannot be refunded, so it is refused; neither is taken for a store that pays through Shopify (409 shopify-billing-required, before any charge; see docs/plans.md).",
         tags: ['plans'],
         body: checkoutPlanBody,
-        response: { 200: checkoutPlanResponse, ...problemResponses(400, 403, 409, 413, 415, 422, 503) },
+        response: { 200: checkoutPlanResponse, ...problemResponses(400, 403, 409, 413, 415, 422, 502, 503) },
       },
       handler: async (request) => {
         const session = await service.checkoutPlan(request.body, request.caller!, request.payment?.protocol);
-        return { checkoutUrl: session.checkoutUrl, sessionId: session.sessionId };
+        return checkoutPlanAnswer(session);
       },
     });
 

@@ -10,6 +10,12 @@ export const checkoutPlanResponse = z
   .object({
     checkoutUrl: z.url().describe('Page where the merchant completes the purchase'),
     sessionId: z.string().describe('Identifier of the checkout session'),
+    approval: z
+      .literal('shopify')
+      .optional()
+      .describe(
+        "Present when the store pays through Shopify Billing (it installed the Shopify app): checkoutUrl is Shopify's confirmation page in the merchant's own Shopify admin, where the store's owner approves or declines the charge, whoever started the checkout",
+      ),
   })
   .describe('A created checkout session');
 
@@ -50,3 +56,8 @@ export const planSchema = z.object({
 export const planListSchema = z.object({ plans: z.array(planSchema) }).describe('The plans on sale');
 
 export type CheckoutSession = z.infer<typeof checkoutSessionSchema>;
+
+/** checkoutPlan's answer for the session it made, over HTTP and MCP alike. */
+export function checkoutPlanAnswer(session: CheckoutSession): z.infer<typeof checkoutPlanResponse> {
+  return { checkoutUrl: session.checkoutUrl, sessionId: session.sessionId, ...(session.provider === 'shopify' ? { approval: 'shopify' as const } : {}) };
+}

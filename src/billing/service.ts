@@ -135,15 +135,19 @@ export class BillingService {
    * what the store gets: a caller bound to the store (an agent its owner claimed, the owner in
    * the dashboard) starts the purchase at the store's provider; anyone else makes a proposal the
    * owner must accept first (they are mailed a one-time link), and nothing is bought or charged
-   * until they do. A payment per request comes from a payer bound to no store: with MPP (whose
-   * Stripe charge can be given back) it pays for a proposal, refunded unless the owner accepts
-   * it; x402 (a transfer nobody can give back) is refused, so it is never settled.
+   * until they do. A store installed as the Shopify app is the exception: its purchase starts at
+   * Shopify whoever asks, because the merchant approves the charge in their own Shopify admin,
+   * which is the owner's consent. A payment per request comes from a payer bound to no store:
+   * with MPP (whose Stripe charge can be given back) it pays for a proposal, refunded unless the
+   * owner accepts it; x402 (a transfer nobody can give back) is refused, so it is never settled;
+   * neither is taken for a store that pays through Shopify.
    */
   async checkoutPlan(input: { plan: PlanId; shop: string }, caller: Buyer, paidWith?: 'x402' | 'mpp'): Promise<CheckoutSession> {
     if (storeForWrite(caller, input.shop).foreign) {
       throw new Forbidden(`This agent is bound to ${caller.storeDomain} and cannot buy a plan for ${input.shop}.`);
     }
     const shop = input.shop.toLowerCase();
+    if (paidWith !== undefined) await this.requireShopifyBilling(shop, `a plan paid per request with ${paidWith}`);
     if (paidWith !== undefined && !(REFUNDABLE as readonly string[]).includes(paidWith)) {
       throw new Forbidden(
         `Only the owner of ${shop} changes its plan, so a plan paid per request is a proposal that is refunded unless the owner accepts it, and an ${paidWith} payment cannot be refunded: nothing was charged. ` +
@@ -156,13 +160,15 @@ export class BillingService {
     const provider = paidWith ?? (await this.providerFor(shop));
     const owner = await this.options.ownerOf?.(shop);
     const byOwner = paidWith === undefined && caller.storeDomain === shop;
+    // Shopify asks the merchant to approve the charge: no proposal of ours needs to come first.
+    const startsNow = byOwner || provider === 'shopify';
     // The local page needs the owner's key to complete; a proposal needs it to be accepted.
-    const key = owner !== undefined && (provider === 'local' || !byOwner) ? ownerKey() : undefined;
+    const key = owner !== undefined && (provider === 'local' || !startsNow) ? ownerKey() : undefined;
     const row: CheckoutSessionRow = {
       id: newId('cs'),
       plan: input.plan,
       shop,
-      status: byOwner ? 'open' : 'awaiting_owner',
+      status: startsNow ? 'open' : 'awaiting_owner',
       provider,
       amount_cents: plan.amountCents,
       currency: plan.currency,
@@ -178,7 +184,7 @@ export class BillingService {
       proposal_mailed_at: null,
       refunded_at: null,
     };
-    if (!byOwner) {
+    if (!startsNow) {
       await this.options.store.createSession(row);
       if (owner !== undefined && key !== undefined) await this.askOwner(row, owner, key, plan);
       return this.present(row);
@@ -251,6 +257,8 @@ export class BillingService {
    */
   async acceptProposal(id: string, key: string | undefined): Promise<string> {
     const row = await this.proposalFor(id, key);
+    // Made before the store installed the Shopify app: it may no longer be bought this way.
+    await this.requireShopifyBilling(row.shop, `a plan ${isPaid(row) ? `paid per request with ${row.provider}` : `bought at ${row.provider}`}`);
     if (isPaid(row)) {
       // Already paid for: accepting is the purchase, and the plan is active at once.
       const completed = await this.options.store.completeSession(id, row.owner_key_hash!, nowIso(), isoAfter(MONTH_MS), true);
@@ -466,7 +474,8 @@ export class BillingService {
     if (!plan) return this.options.store.applyEvent('shopify', eventId, 'app_subscriptions/update', undefined, now, `an app subscription not bought through Restock (${subscription.name ?? 'unnamed'})`);
     const status = shopifyStatus(subscription.status);
     const at = subscription.updated_at ? new Date(subscription.updated_at).toISOString() : now;
-    if (status === 'active' && session) await this.options.store.markCompleted(session.id, now);
+    // Active means the merchant approved the charge in their Shopify admin: the owner's choice.
+    if (status === 'active' && session) await this.options.store.markCompleted(session.id, now, { approvedByOwner: true });
     const event: PlanEvent = {
       shop,
       plan,
@@ -481,8 +490,28 @@ export class BillingService {
     return this.options.store.applyEvent('shopify', eventId, 'app_subscriptions/update', event, now);
   }
 
+  /**
+   * A store installed as the Shopify app pays for its plans through Shopify Billing only, as the
+   * Shopify App Store requires: `how` (any other way of paying) is refused before anything is
+   * charged, with where to go instead.
+   */
+  async requireShopifyBilling(shop: string, how: string): Promise<void> {
+    if (!(await this.installedAsShopifyApp(shop))) return;
+    throw new Problem(
+      'shopify-billing-required',
+      `${shop} installed Restock as a Shopify app, so its plan is paid only through Shopify Billing, not as ${how}: nothing was charged. ` +
+        "Call checkoutPlan with an access token (any agent's, POST /api/agent/register): it answers Shopify's confirmation page, where the merchant approves the charge in their Shopify admin. " +
+        'The merchant can also choose a plan in Restock inside their Shopify admin.',
+      { extensions: { shop, provider: 'shopify' } },
+    );
+  }
+
+  private async installedAsShopifyApp(shop: string): Promise<boolean> {
+    return this.shopify !== undefined && (await this.shopify.installed(shop.toLowerCase()));
+  }
+
   private async providerFor(shop: string): Promise<string> {
-    if (this.shopify && (await this.shopify.installed(shop))) return 'shopify';
+    if (await this.installedAsShopifyApp(shop)) return 'shopify';
     return this.options.checkoutProvider;
   }
 

@@ -28,12 +28,26 @@ export interface PageOptions {
   wide?: boolean;
   /** Shown at the top of the page, beside the name (the dashboard's navigation). */
   header?: SafeHtml;
+  /** A page shown inside the Shopify admin: it loads App Bridge, then its own script. */
+  appBridge?: AppBridgePage;
+}
+
+/** Shopify's App Bridge, which every page of an app shown in the Shopify admin loads from Shopify's CDN. */
+export const APP_BRIDGE_URL = 'https://cdn.shopify.com/shopifycloud/app-bridge.js';
+
+export interface AppBridgePage {
+  /** The app's client id (SHOPIFY_API_KEY), which App Bridge reads from the `shopify-api-key` meta tag. */
+  apiKey: string;
+  /** The page's own script on our origin, run after App Bridge (deferred, so App Bridge stays the first script). */
+  script?: string;
 }
 
 /**
  * The one layout of every page people see (unsubscribe, claim, checkout, the dashboard), so
  * they look alike. No scripts and no external assets: the pages work with scripts off and leak
- * nothing to third parties. Colours meet WCAG AA contrast in both light and dark schemes.
+ * nothing to third parties. The exception is a page shown inside the Shopify admin, which Shopify
+ * requires to load App Bridge from its CDN, and which cannot work without it anyway.
+ * Colours meet WCAG AA contrast in both light and dark schemes.
  */
 export function page(title: string, body: SafeHtml, options: PageOptions = {}): string {
   return html`<!doctype html>
@@ -42,7 +56,7 @@ export function page(title: string, body: SafeHtml, options: PageOptions = {}): 
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="robots" content="noindex">
-<title>${title} · Restock</title>
+${options.appBridge ? appBridgeTags(options.appBridge) : ''}<title>${title} · Restock</title>
 <style>${PAGE_STYLE}</style>
 </head>
 <body class="${options.wide ? 'wide' : 'narrow'}">
@@ -117,6 +131,18 @@ const PAGE_STYLE = new SafeHtml(`
 export function prefersHtml(request: FastifyRequest): boolean {
   const accept = request.headers.accept ?? '';
   return accept.includes('text/html') && !accept.startsWith('application/');
+}
+
+/**
+ * App Bridge as Shopify's getting-started asks: the API key in a meta tag and the CDN script in the
+ * head, before any other script, neither async nor deferred nor a module (App Bridge refuses to
+ * start otherwise). The page's own script follows, deferred.
+ */
+function appBridgeTags(bridge: AppBridgePage): SafeHtml {
+  return html`<meta name="shopify-api-key" content="${bridge.apiKey}">
+<script src="${APP_BRIDGE_URL}"></script>
+${bridge.script ? html`<script src="${bridge.script}" defer></script>
+` : ''}`;
 }
 
 /** CSP that lets only a store's Shopify admin frame a page (the embedded app). */

@@ -70,6 +70,12 @@ export const problemTypes = {
     description:
       'An agent not bound to a store may hold a limited number of waiting subscriptions for it (`limit`): each alert they get is paid from the store’s allowance. Cancel some, wait until they are notified, or have the store’s owner claim the agent for the store.',
   },
+  'shopify-billing-required': {
+    status: 409,
+    title: 'This store pays for its plan through Shopify Billing only',
+    description:
+      'The store installed Restock as a Shopify app, and Shopify requires such apps to charge merchants only through Shopify Billing. Nothing was charged. Call checkoutPlan with an access token: it answers Shopify’s confirmation page, where the merchant approves the charge in their Shopify admin.',
+  },
   'idempotency-key-reused': {
     status: 422,
     title: 'This Idempotency-Key was used for a different request',
@@ -89,6 +95,12 @@ export const problemTypes = {
     status: 401,
     title: 'The webhook signature is not valid',
     description: 'The delivery is not signed with the shared secret (for Shopify: `X-Shopify-Hmac-Sha256` over the raw body). Nothing was recorded.',
+  },
+  'invalid-proxy-signature': {
+    status: 401,
+    title: 'The app proxy signature is not valid',
+    description:
+      'The `/shopify/proxy` routes answer only requests forwarded by Shopify’s app proxy, which signs their query (`signature`, `timestamp`) with the app secret. The signature was missing or wrong, or more than 90 seconds old. Nothing was changed.',
   },
   'not-configured': {
     status: 501,

@@ -58,7 +58,7 @@ export function endFormerOwnerSessions(database: Database) {
   };
 }
 
-/** The merchant dashboard: sign-in (links by e-mail, Shopify session tokens) and its pages. */
+/** The merchant dashboard: sign-in by e-mailed link, its pages, and the same pages inside the Shopify admin. */
 export function buildDashboard(deps: DashboardDeps): Feature<DashboardService> {
   const { config, stores } = deps;
   const signIn = dashboardSignIn(deps);
@@ -73,6 +73,7 @@ export function buildDashboard(deps: DashboardDeps): Feature<DashboardService> {
   const routes = dashboardRoutes(service, signIn, {
     baseUrl: config.baseUrl,
     isShopifyApp: async (shop) => (await stores.findStore(shop))?.platform === 'shopify',
+    shopifyApiKey: config.shopify?.apiKey,
   });
   return {
     service,

@@ -7,9 +7,9 @@ import { parseUrlEncodedForms, postedFromAnotherSite } from '../core/http/form-p
 import { Problem, ValidationFailed } from '../core/problems.ts';
 import { embedSnippet } from '../storefront/embed.ts';
 import { shopSchema } from '../stores/schemas.ts';
-import type { Caller } from '../core/http/caller.ts';
 import { ownerCaller, type DashboardService } from './service.ts';
-import { csrfTokenMatches, type DashboardSignIn, type OpenedSession, type OwnerSession } from './sign-in.ts';
+import { AdminFrames } from './embedded.ts';
+import { csrfTokenMatches, type DashboardSignIn, type OpenedSession } from './sign-in.ts';
 import * as views from './views.ts';
 
 const COOKIE = 'restock_dashboard';
@@ -22,29 +22,24 @@ const form = z
   .nullish()
   .transform((fields) => fields ?? {});
 
-/** The signed-in owner, and the caller they are to the services. */
-type SignedInOwner = OwnerSession & { caller: Caller };
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    owner?: SignedInOwner;
-  }
-}
-
 export interface DashboardRouteOptions {
   baseUrl: string;
   /** Shops installed as the Shopify app, whose admin may frame the dashboard. */
   isShopifyApp(shop: string): Promise<boolean>;
+  /** The Shopify app's client id, which App Bridge reads from the pages (absent without the app). */
+  shopifyApiKey: string | undefined;
 }
 
 /**
  * The merchant dashboard: server-rendered pages for a store's owner, signed in by a one-time
- * link or from the Shopify admin. Every page needs a session of the store it shows; every form
- * carries the session's CSRF token.
+ * link (a cookie session, whose forms carry its CSRF token), or shown inside the Shopify admin,
+ * where every request carries a fresh App Bridge session token instead (links, forms and fetches
+ * alike) and no cookie is used.
  */
 export function dashboardRoutes(service: DashboardService, signIn: DashboardSignIn, options: DashboardRouteOptions) {
   const secure = options.baseUrl.startsWith('https://');
   const ownOrigin = new URL(options.baseUrl).origin;
+  const adminFrames = new AdminFrames(signIn, { baseUrl: options.baseUrl, apiKey: options.shopifyApiKey });
 
   return async function (app: FastifyInstance) {
     parseUrlEncodedForms(app);
@@ -102,22 +97,11 @@ export function dashboardRoutes(service: DashboardService, signIn: DashboardSign
         }
         const opened = await signIn.useLink(request.params.token);
         if (!opened) return sendPage(reply, 410, page('Link expired', views.expiredLinkBody()));
-        return startSession(reply, opened, secure, false);
+        return startSession(reply, opened, secure);
       },
     });
 
-    // The embedded app's URL in the Shopify admin: Shopify adds the session token as `id_token`.
-    pages.get('/dashboard/shopify', {
-      config: { page: true },
-      schema: { hide: true, querystring: z.object({ id_token: z.string().min(1).max(8192) }).catchall(z.string().max(2048)) },
-      handler: async (request, reply) => {
-        if (!signIn.shopifyAvailable) throw new Problem('not-configured', 'The Shopify app is not configured on this service.');
-        const opened = await signIn.useShopifySessionToken(request.query.id_token, request.query.shop);
-        if (!opened) throw new Problem('not-found', 'This store has not installed Restock. Install the app from the Shopify admin first.');
-        reply.header('content-security-policy', framedByShopifyAdmin(opened.session.shop));
-        return startSession(reply, opened, secure, true);
-      },
-    });
+    adminFrames.routes(app);
 
     pages.post('/dashboard/sign-out', {
       config: { page: true },
@@ -136,17 +120,20 @@ export function dashboardRoutes(service: DashboardService, signIn: DashboardSign
     const owned = { config: { page: true }, preHandler: requireOwner } as const;
 
     async function requireOwner(request: FastifyRequest, reply: FastifyReply) {
+      const fromAdmin = await adminFrames.ownerOf(request, reply);
+      if (fromAdmin === 'bounced') return reply;
+      if (fromAdmin === 'owner') return;
       const session = await signIn.sessionFor(cookieValue(request));
       if (!session) return reply.redirect('/dashboard/sign-in', 303);
       if (request.method === 'POST' && !csrfTokenMatches(session, (request.body as Record<string, string> | undefined)?.csrf)) {
         throw new Problem('forbidden', 'This form is out of date or came from another site. Reload the page and try again.');
       }
-      request.owner = { ...session, caller: ownerCaller(session.shop) };
+      request.owner = { shop: session.shop, caller: ownerCaller(session.shop), csrfToken: session.csrfToken };
       if (session.via === 'shopify' || (await options.isShopifyApp(session.shop))) reply.header('content-security-policy', framedByShopifyAdmin(session.shop));
     }
 
     const show = (reply: FastifyReply, request: FastifyRequest, title: string, current: views.SectionPath, body: SafeHtml, status = 200) =>
-      sendPage(reply, status, views.dashboardPage(title, request.owner!, current, body, service.embeddedMail));
+      sendPage(reply, status, views.dashboardPage(title, request.owner!, current, body, service.embeddedMail, adminFrames.appBridgeFor(request.owner!)));
 
     pages.get('/dashboard', {
       ...owned,
@@ -206,7 +193,7 @@ export function dashboardRoutes(service: DashboardService, signIn: DashboardSign
           const body = views.audienceBody(await service.audience(owner.caller, owner.shop), owner.csrfToken, err.errors, request.body.email ?? '');
           return show(reply, request, 'Unsubscribes', '/dashboard/audience', body, 400);
         }
-        return reply.redirect('/dashboard/audience', 303);
+        return reply.redirect(adminFrames.nextPage(owner, '/dashboard/audience'), 303);
       },
     });
 
@@ -214,9 +201,9 @@ export function dashboardRoutes(service: DashboardService, signIn: DashboardSign
       ...owned,
       schema: { hide: true, body: form },
       handler: async (request, reply) => {
-        const { caller, shop } = request.owner!;
-        if (request.body.email) await service.unsuppress(caller, shop, request.body.email);
-        return reply.redirect('/dashboard/audience', 303);
+        const owner = request.owner!;
+        if (request.body.email) await service.unsuppress(owner.caller, owner.shop, request.body.email);
+        return reply.redirect(adminFrames.nextPage(owner, '/dashboard/audience'), 303);
       },
     });
 
@@ -235,9 +222,11 @@ export function dashboardRoutes(service: DashboardService, signIn: DashboardSign
       handler: async (request, reply) => {
         const plan = z.enum(planIds).safeParse(request.body.plan);
         if (!plan.success) throw new ValidationFailed([{ pointer: '/plan', message: `must be one of ${planIds.join(', ')}` }]);
-        const { caller, shop } = request.owner!;
-        const session = await service.checkout(caller, shop, plan.data);
-        return reply.redirect(session.checkoutUrl, 303);
+        const owner = request.owner!;
+        const session = await service.checkout(owner.caller, owner.shop, plan.data);
+        if (!owner.frame) return reply.redirect(session.checkoutUrl, 303);
+        // Shopify's page approving the charge cannot be framed: it opens in the admin's window.
+        return sendPage(reply, 200, adminFrames.leavePage(owner, session.checkoutUrl, 'Approve the charge in Shopify'));
       },
     });
 
@@ -263,7 +252,7 @@ export function dashboardRoutes(service: DashboardService, signIn: DashboardSign
           const errors = err instanceof ValidationFailed ? err.errors : [{ pointer: '/', message: err.detail }];
           return show(reply, request, 'Settings', '/dashboard/settings', views.settingsBody(await service.store(owner.caller, owner.shop), owner.csrfToken, errors), 400);
         }
-        return reply.redirect('/dashboard/settings?saved=1', 303);
+        return reply.redirect(adminFrames.nextPage(owner, '/dashboard/settings?saved=1'), 303);
       },
     });
 
@@ -291,15 +280,11 @@ function sendPage(reply: FastifyReply, status: number, body: string) {
   return reply.code(status).type('text/html; charset=utf-8').send(body);
 }
 
-/**
- * Sets the session cookie and goes to the dashboard. Inside the Shopify admin the dashboard is a
- * third-party frame: its cookie must be `SameSite=None; Secure; Partitioned` to be kept at all.
- */
-function startSession(reply: FastifyReply, opened: OpenedSession, secure: boolean, framed: boolean) {
+/** Sets the session cookie and goes to the dashboard. */
+function startSession(reply: FastifyReply, opened: OpenedSession, secure: boolean) {
   const maxAge = Math.max(0, Math.floor((Date.parse(opened.session.expiresAt) - Date.now()) / 1000));
-  const sameSite = framed && secure ? 'SameSite=None; Partitioned' : 'SameSite=Lax';
-  const cookies = [`${COOKIE}=${opened.secret}; Path=/dashboard; Max-Age=${maxAge}; HttpOnly; ${sameSite}${secure ? '; Secure' : ''}`];
-  if (opened.deviceToken) cookies.push(`${DEVICE_COOKIE}=${opened.deviceToken}; Path=/dashboard; Max-Age=${DEVICE_COOKIE_SECONDS}; HttpOnly; ${sameSite}${secure ? '; Secure' : ''}`);
+  const cookies = [`${COOKIE}=${opened.secret}; Path=/dashboard; Max-Age=${maxAge}; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`];
+  if (opened.deviceToken) cookies.push(`${DEVICE_COOKIE}=${opened.deviceToken}; Path=/dashboard; Max-Age=${DEVICE_COOKIE_SECONDS}; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`);
   reply.header('set-cookie', cookies);
   return reply.redirect('/dashboard', 303);
 }

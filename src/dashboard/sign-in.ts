@@ -2,7 +2,7 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
 import { isoAfter, nowIso } from '../core/clock.ts';
 import type { MailTransport } from '../core/mail/transport.ts';
 import type { TokenSigner } from '../core/signed-token.ts';
-import { Problem } from '../core/problems.ts';
+import { NotConfigured, Problem } from '../core/problems.ts';
 import type { StoreRow } from '../stores/repository.ts';
 import type { StoreService } from '../stores/service.ts';
 import type { DashboardRepository } from './repository.ts';
@@ -27,6 +27,7 @@ const DEVICE = 'dashboard-device';
 /** A signed-in owner: the store they may see, and the token their forms carry against cross-site posts. */
 export interface OwnerSession {
   shop: string;
+  /** `shopify`: a session opened from the Shopify admin before its pages took session tokens instead. */
   via: 'email' | 'shopify';
   csrfToken: string;
   expiresAt: string;
@@ -48,7 +49,8 @@ export interface OpenedSession {
 
 /**
  * How a store's owner signs in to the dashboard: a one-time link mailed to the store's owner
- * address, or, inside the Shopify admin, the session token Shopify hands the embedded app.
+ * address, which opens a cookie session; inside the Shopify admin, each request instead carries the
+ * session token Shopify hands the embedded app.
  */
 export class DashboardSignIn {
   constructor(private readonly options: SignInOptions) {}
@@ -114,22 +116,23 @@ export class DashboardSignIn {
   /** Uses a link (once) and opens a session for its store. */
   async useLink(token: string): Promise<OpenedSession | undefined> {
     const link = await this.options.store.useLink(hash(token), nowIso());
-    return link && this.open(link.shop, 'email');
+    return link && this.open(link.shop);
   }
 
   /**
-   * Signs in from inside the Shopify admin with the session token of the embedded app. The token
-   * must be for the store the admin says it opened (`shop`), as the install route also checks.
+   * The store a request from inside the Shopify admin speaks for, by the App Bridge session token
+   * it carries. Checked on every request and nothing is kept: inside the admin's frame a session
+   * cookie would be a third-party cookie, which browsers drop. The token must be for the store the
+   * admin says it opened (`named`), and that store must have the app installed (else undefined).
    */
-  async useShopifySessionToken(token: string, named: string | undefined): Promise<OpenedSession | undefined> {
-    if (!this.options.shopOfSessionToken) return undefined;
+  async shopOfSessionToken(token: string, named: string | undefined): Promise<string | undefined> {
+    if (!this.options.shopOfSessionToken) throw new NotConfigured('The Shopify app is not configured on this service.');
     const shop = await this.options.shopOfSessionToken(token);
     if (named !== undefined && named.toLowerCase() !== shop) {
       throw new Problem('invalid-token', 'The Shopify session token was refused: it is for another store. Send a fresh one from App Bridge.');
     }
     const store = await this.options.stores.findStore(shop);
-    if (!store || store.status !== 'active') return undefined;
-    return this.open(store.domain, 'shopify');
+    return store?.status === 'active' && store.platform === 'shopify' ? store.domain : undefined;
   }
 
   async sessionFor(cookieSecret: string | undefined): Promise<OwnerSession | undefined> {
@@ -147,7 +150,9 @@ export class DashboardSignIn {
     return this.options.store.sweep(nowIso());
   }
 
-  private async open(shop: string, via: OwnerSession['via']): Promise<OpenedSession> {
+  /** A cookie session, opened by a mailed link (the only way now: the admin's pages take session tokens). */
+  private async open(shop: string): Promise<OpenedSession> {
+    const via = 'email';
     const token = secret();
     const now = new Date();
     const expiresAt = isoAfter(this.options.sessionHours * 3600_000, now);

@@ -1,13 +1,12 @@
 import type { SubscriptionRow } from '../alerts/repository.ts';
 import { formatPrice } from '../billing/plans.ts';
 import type { BillingService, Entitlement } from '../billing/service.ts';
-import { html, page, SafeHtml } from '../core/html.ts';
+import { html, page, SafeHtml, type AppBridgePage } from '../core/html.ts';
 import type { OutboxMessage } from '../core/mail/outbox-repository.ts';
 import type { NotificationRow, RestockRow, SuppressionRow } from '../dispatch/repository.ts';
 import type { Store } from '../stores/schemas.ts';
 import { dailyBarChart, inlineBar } from './charts.ts';
 import { productKey, type DashboardService, type Demand, type ProductTitles } from './service.ts';
-import type { OwnerSession } from './sign-in.ts';
 
 /** The dashboard's sections, in navigation order. */
 export const SECTIONS = [
@@ -27,15 +26,32 @@ type PlanUsage = Entitlement & { used: number };
 type PlanOffer = ReturnType<BillingService['listPlans']>[number];
 export type FieldErrors = Array<{ pointer: string; message: string }>;
 
-/** A page of the signed-in dashboard: navigation, the store's name and sign-out. */
-export function dashboardPage(title: string, session: OwnerSession, current: SectionPath, body: SafeHtml, embeddedMail: boolean): string {
+/** Who a page is for: the store, and the CSRF token of a cookie session (none inside the Shopify admin). */
+export interface PageOwner {
+  shop: string;
+  csrfToken?: string;
+}
+
+/**
+ * A page of the signed-in dashboard: navigation, the store's name and sign-out. Inside the Shopify
+ * admin (`appBridge`) there is nothing to sign out of: the admin is the sign-in.
+ */
+export function dashboardPage(title: string, owner: PageOwner, current: SectionPath, body: SafeHtml, embeddedMail: boolean, appBridge?: AppBridgePage): string {
   const links = SECTIONS.filter((section) => !('embeddedOnly' in section) || embeddedMail).map(
     (section) =>
       html`<li><a href="${section.path}"${section.path === current ? html` aria-current="page"` : ''}>${section.label}</a></li>`,
   );
+  const signOut = appBridge
+    ? ''
+    : html`<form method="post" action="/dashboard/sign-out">${csrfField(owner.csrfToken)}<button class="quiet" type="submit">Sign out of ${owner.shop}</button></form>`;
   const header = html`<nav aria-label="Dashboard"><ul>${links}</ul></nav>
-<form method="post" action="/dashboard/sign-out"><input type="hidden" name="csrf" value="${session.csrfToken}"><button class="quiet" type="submit">Sign out of ${session.shop}</button></form>`;
-  return page(title, body, { wide: true, header });
+${signOut}`;
+  return page(title, body, { wide: true, header, ...(appBridge ? { appBridge } : {}) });
+}
+
+/** A cookie session's forms prove they are ours with its CSRF token; inside the admin the session token does. */
+function csrfField(csrf: string | undefined): SafeHtml {
+  return csrf === undefined ? html`` : html`<input type="hidden" name="csrf" value="${csrf}">`;
 }
 
 export function overviewBody(o: Overview, snippet: string): SafeHtml {
@@ -143,13 +159,13 @@ ${
 <p><a href="/dashboard/alerts">All alerts</a></p>`;
 }
 
-export function audienceBody(audience: { unsubscribes: SubscriptionRow[]; suppressions: SuppressionRow[] }, csrf: string, errors: FieldErrors = [], typed = ''): SafeHtml {
+export function audienceBody(audience: { unsubscribes: SubscriptionRow[]; suppressions: SuppressionRow[] }, csrf: string | undefined, errors: FieldErrors = [], typed = ''): SafeHtml {
   const unsubscribed = audience.unsubscribes.map(
     (row) => html`<tr><td>${row.email}</td><td>${row.product_id}${row.variant_id ? html`<br><span class="muted">${row.variant_id}</span>` : ''}</td><td>${when(row.updated_at)}</td></tr>`,
   );
   const suppressed = audience.suppressions.map(
     (row) => html`<tr><td>${row.email}</td><td>${row.reason}${row.detail ? html`<br><span class="muted">${row.detail}</span>` : ''}</td><td>${when(row.created_at)}</td>
-<td><form method="post" action="/dashboard/suppressions/remove"><input type="hidden" name="csrf" value="${csrf}"><input type="hidden" name="email" value="${row.email}"><button class="quiet" type="submit" aria-label="Mail ${row.email} again">Mail again</button></form></td></tr>`,
+<td><form method="post" action="/dashboard/suppressions/remove">${csrfField(csrf)}<input type="hidden" name="email" value="${row.email}"><button class="quiet" type="submit" aria-label="Mail ${row.email} again">Mail again</button></form></td></tr>`,
   );
   const emailError = errors.find((e) => e.pointer === '/email');
   return html`<h1>Unsubscribes and suppressions</h1>
@@ -159,7 +175,7 @@ ${unsubscribed.length ? html`<div class="table-scroll"><table><caption class="vi
 <p>Never mailed by this store: hard bounces, complaints, and addresses you add.</p>
 ${suppressed.length ? html`<div class="table-scroll"><table><caption class="visually-hidden">Suppressed addresses</caption><thead><tr><th scope="col">E-mail</th><th scope="col">Reason</th><th scope="col">Since</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead><tbody>${suppressed}</tbody></table></div>` : html`<p>No address is suppressed.</p>`}
 <form method="post" action="/dashboard/suppressions" novalidate>
-<input type="hidden" name="csrf" value="${csrf}">
+${csrfField(csrf)}
 <label for="suppress-email">Stop mailing an address</label>
 <input id="suppress-email" name="email" type="email" autocomplete="off" value="${typed}"${emailError ? html` aria-invalid="true" aria-describedby="suppress-error"` : ''}>
 ${emailError ? html`<p id="suppress-error" class="error">${emailError.message}</p>` : ''}
@@ -167,11 +183,11 @@ ${emailError ? html`<p id="suppress-error" class="error">${emailError.message}</
 </form>`;
 }
 
-export function planBody(usage: PlanUsage, plans: PlanOffer[], csrf: string): SafeHtml {
+export function planBody(usage: PlanUsage, plans: PlanOffer[], csrf: string | undefined): SafeHtml {
   const offers = plans.map(
     (plan) => html`<tr><td><strong>${plan.name}</strong><br><span class="muted">${plan.description}</span></td>
 <td>${formatPrice(Math.round(plan.amount * 100), plan.currency)} / ${plan.interval}</td><td class="num">${plan.monthlyAlertQuota}</td>
-<td>${usage.plan === plan.plan && usage.status === 'active' ? html`<strong>Current plan</strong>` : html`<form method="post" action="/dashboard/plan/checkout"><input type="hidden" name="csrf" value="${csrf}"><input type="hidden" name="plan" value="${plan.plan}"><button type="submit" aria-label="Choose the ${plan.name} plan">Choose</button></form>`}</td></tr>`,
+<td>${usage.plan === plan.plan && usage.status === 'active' ? html`<strong>Current plan</strong>` : html`<form method="post" action="/dashboard/plan/checkout">${csrfField(csrf)}<input type="hidden" name="plan" value="${plan.plan}"><button type="submit" aria-label="Choose the ${plan.name} plan">Choose</button></form>`}</td></tr>`,
   );
   return html`<h1>Plan and quota</h1>
 ${planSummary(usage)}
@@ -196,7 +212,7 @@ function widgetInstructions(snippet: string): SafeHtml {
 <pre><code>${snippet}</code></pre>`;
 }
 
-export function settingsBody(store: Store, csrf: string, errors: FieldErrors = [], saved = false, snippet?: string): SafeHtml {
+export function settingsBody(store: Store, csrf: string | undefined, errors: FieldErrors = [], saved = false, snippet?: string): SafeHtml {
   const s = store.settings;
   const error = (field: string) => errors.find((e) => e.pointer === `/${field}`);
   // `extra` holds attributes written here, never input.
@@ -213,7 +229,7 @@ ${saved ? html`<p role="status" class="status-sent">Saved.</p>` : ''}
 ${errors.length ? html`<p role="alert" class="error">Nothing was saved: ${errors.length === 1 ? 'one field needs' : `${errors.length} fields need`} attention.</p>` : ''}
 ${general.map((e) => html`<p class="error">${e.pointer}: ${e.message}</p>`)}
 <form method="post" action="/dashboard/settings" novalidate>
-<input type="hidden" name="csrf" value="${csrf}">
+${csrfField(csrf)}
 <h2>Batch policy</h2>
 ${field('batchMultiplier', 'Subscribers per unit in stock', s.batchMultiplier, 'Each batch mails at most stock × this many subscribers. Leave empty for the default.', 'number', 'step="0.1" min="0.1" max="100"')}
 ${field('batchIntervalSeconds', 'Seconds between batches', s.batchIntervalSeconds, 'Stock is checked again before every batch.', 'number', 'min="0"')}
@@ -288,4 +304,10 @@ export function expiredLinkBody(): SafeHtml {
 export function crossSiteSignInBody(): SafeHtml {
   return html`<h1>Sign in from your own e-mail</h1>
 <p>This sign-in was sent from another website, so it was not used. Open the link from the e-mail Restock sent you and confirm there.</p>`;
+}
+
+/** The bounce page's few words while App Bridge fetches a session token and reloads. */
+export function openingBody(): SafeHtml {
+  return html`<h1>Opening Restock</h1>
+<p role="status">Loading your store’s dashboard…</p>`;
 }

@@ -42,7 +42,7 @@ export class BatchPlanner {
     const { inventory, stores } = this.deps;
     const { sending, settings } = await stores.sendingProfile(restock.store_domain);
     // A store that stopped sending is not asked for its stock.
-    const stock = sending ? await inventory.stockOf(restock.store_domain, restock.product_id, restock.variant_id) : { available: 0, published: false };
+    const stock = sending ? await inventory.stockOf(restock.store_domain, restock.product_id, restock.variant_id) : { available: 0, published: false, unlimited: false };
     const verdict = planVerdict(sending, stock, settings);
     if (verdict.kind === 'stop') return this.stop(restock, now, verdict.status, verdict.reason);
 
@@ -51,6 +51,7 @@ export class BatchPlanner {
       includeUnowned: restock.include_unowned === 1,
       productId: restock.product_id,
       variantId: restock.variant_id,
+      exceptCountries: await inventory.unlistedCountries(restock.store_domain, restock.product_id),
     };
     const own = await this.deps.alerts.waitingSubscribers({
       ...query,

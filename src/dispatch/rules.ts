@@ -32,13 +32,17 @@ export type PlanVerdict =
   | { kind: 'batch'; size: number };
 
 /** Whether a restock gets a next batch, and how large: stock × multiplier, at least 1. */
+/** A batch of a variant sold whatever its stock (backorders, pre-order): no stock to size it by. */
+const UNLIMITED_BATCH = 100;
+
 export function planVerdict(
   storeSending: boolean,
-  stock: { available: number; published: boolean },
+  stock: { available: number; published: boolean; unlimited?: boolean },
   settings: Pick<EffectiveSettings, 'minStock' | 'batchMultiplier'>,
 ): PlanVerdict {
   if (!storeSending) return { kind: 'stop', status: 'stopped', reason: WHY.uninstalled };
   if (!stock.published) return { kind: 'stop', status: 'unpublished', reason: WHY.unpublished };
+  if (stock.unlimited) return { kind: 'batch', size: Math.max(UNLIMITED_BATCH, Math.floor(stock.available * settings.batchMultiplier)) };
   if (stock.available < settings.minStock) return { kind: 'stop', status: 'sold_out', reason: WHY.belowMinimum(stock.available, settings.minStock) };
   return { kind: 'batch', size: Math.max(1, Math.floor(stock.available * settings.batchMultiplier)) };
 }

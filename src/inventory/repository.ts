@@ -6,7 +6,7 @@ export type VariantStockRow = InventoryVariantsTable;
 export type LevelRow = InventoryLevelsTable;
 
 /** Storage of known stock; the only code that touches `inventory_variants` and `inventory_levels`. */
-export type Availability = Pick<VariantStockRow, 'variant_id' | 'available' | 'published'>;
+export type Availability = Pick<VariantStockRow, 'variant_id' | 'available' | 'published' | 'purchasable_without_stock'>;
 
 export class InventoryRepository {
   /** Built once: every storefront page view asks it. */
@@ -16,7 +16,7 @@ export class InventoryRepository {
     this.availability = database.preparedReadAll<Availability>(2, (db, storeDomain, productId) =>
       db
         .selectFrom('inventory_variants')
-        .select(['variant_id', 'available', 'published'])
+        .select(['variant_id', 'available', 'published', 'purchasable_without_stock'])
         .where('store_domain', '=', storeDomain!)
         .where('product_id', '=', productId!)
         .orderBy('variant_id'),
@@ -116,10 +116,33 @@ export class InventoryRepository {
     return known.length === 0 ? null : known.reduce((sum, row) => sum + Math.max(0, Number(row.available)), 0);
   }
 
+  async setUnlistedCountries(storeDomain: string, productId: string, countries: string[], now: string): Promise<void> {
+    await this.database.write(async (trx) => {
+      await trx.deleteFrom('inventory_unlisted_countries').where('store_domain', '=', storeDomain).where('product_id', '=', productId).execute();
+      if (countries.length === 0) return;
+      await trx
+        .insertInto('inventory_unlisted_countries')
+        .values(countries.map((country) => ({ store_domain: storeDomain, product_id: productId, country, updated_at: now })))
+        .execute();
+    });
+  }
+
+  async unlistedCountries(storeDomain: string, productId: string): Promise<string[]> {
+    const rows = await this.database.db
+      .selectFrom('inventory_unlisted_countries')
+      .select('country')
+      .where('store_domain', '=', storeDomain)
+      .where('product_id', '=', productId)
+      .orderBy('country')
+      .execute();
+    return rows.map((row) => row.country);
+  }
+
   async forgetStore(storeDomain: string): Promise<void> {
     await this.database.write(async (trx) => {
       await trx.deleteFrom('inventory_variants').where('store_domain', '=', storeDomain).execute();
       await trx.deleteFrom('inventory_levels').where('store_domain', '=', storeDomain).execute();
+      await trx.deleteFrom('inventory_unlisted_countries').where('store_domain', '=', storeDomain).execute();
     });
   }
 }

@@ -1,3 +1,4 @@
+// Longer than most files on purpose: every stock source passes through one place that decides what a restock is (sellable, stale, confirmed), and splitting it would split that rule.
 import { nowIso } from '../core/clock.ts';
 import { ownStore, type Caller } from '../core/http/caller.ts';
 import type { StoreService } from '../stores/service.ts';
@@ -11,6 +12,11 @@ export interface StockReport {
   available?: number | null;
   /** Whether the product is published (on sale); absent leaves it as it is (new: published). */
   published?: boolean;
+  /**
+   * Sold whatever its stock (backorders, untracked inventory, pre-order): never sold out. Absent
+   * leaves it as it is (new: no). Only platforms that say so set it; agents report stock.
+   */
+  purchasableWithoutStock?: boolean;
   inventoryItemId?: string | null;
   productTitle?: string | null;
   variantTitle?: string | null;
@@ -41,6 +47,9 @@ export interface DetectedRestock {
   source: StockSource;
 }
 
+/** Reads products again from the platform itself: the reports to take instead of those that would restock them. */
+export type ConfirmRestock = (productIds: string[]) => Promise<StockReport[]>;
+
 /** Where restocks go: the dispatch feature. */
 export interface RestockSink {
   startRestock(restock: DetectedRestock): Promise<{ restockId: string; created: boolean }>;
@@ -54,6 +63,8 @@ export interface StockOutcome {
   variantId: string | null;
   available: number | null;
   published: boolean;
+  /** Sold whatever its stock: never sold out. */
+  purchasableWithoutStock?: boolean;
   /** stale: older than what is known, nothing changed. */
   ignored?: 'stale';
   /** Set when this report made the variant sellable again and its alerts are being dispatched. */
@@ -92,12 +103,27 @@ export class InventoryService {
     return this.reportStock(store, reports, { kind: 'inventory-api', ref: caller.agentId, verified: false });
   }
 
-  /** Stock from any source the service trusts to name the store (webhooks, reconciliation, `reportInventory`). */
-  async reportStock(storeDomain: string, reports: StockReport[], source: StockSource): Promise<StockOutcome[]> {
+  /**
+   * Stock from any source the service trusts to name the store (webhooks, reconciliation,
+   * `reportInventory`). With `confirm`, reports that would restock a variant are first replaced
+   * by what `confirm` reads for their products (the platform's own answer), so a hint alone
+   * never starts a restock.
+   */
+  async reportStock(storeDomain: string, reports: StockReport[], source: StockSource, options: { confirm?: ConfirmRestock } = {}): Promise<StockOutcome[]> {
+    const taken = options.confirm ? await this.confirmed(storeDomain, reports, options.confirm) : reports;
     const outcomes: StockOutcome[] = [];
     const { minStock } = await this.stores.settingsOf(storeDomain);
-    for (const report of reports) outcomes.push(await this.applyReport(storeDomain, report, source, minStock));
+    for (const report of taken) outcomes.push(await this.applyReport(storeDomain, report, source, minStock));
     return outcomes;
+  }
+
+  /** The reports, with every product one of them would restock read again through `confirm`. */
+  private async confirmed(storeDomain: string, reports: StockReport[], confirm: ConfirmRestock): Promise<StockReport[]> {
+    const doubtful = await this.needingConfirmation(storeDomain, reports);
+    if (doubtful.length === 0) return reports;
+    const products = new Set(doubtful.map((report) => report.productId));
+    const read = await confirm([...products]);
+    return [...reports.filter((report) => !products.has(report.productId)), ...read];
   }
 
   /**
@@ -109,6 +135,7 @@ export class InventoryService {
     storeDomain: string,
     level: { inventoryItemId: string; locationId: string; available: number | null; updatedAt?: string | null },
     source: StockSource,
+    options: { confirm?: ConfirmRestock } = {},
   ): Promise<StockOutcome | undefined> {
     const known = await this.store.level(storeDomain, level.inventoryItemId, level.locationId);
     if (isStale(level.updatedAt, known?.source_updated_at)) {
@@ -126,12 +153,9 @@ export class InventoryService {
     const variant = await this.store.byItem(storeDomain, level.inventoryItemId);
     if (!variant) return undefined;
     const total = await this.totalAfterLevel(storeDomain, variant, known?.available ?? null, level.available);
-    const [outcome] = await this.reportStock(
-      storeDomain,
-      [{ productId: variant.product_id, variantId: variantOf(variant.variant_id), available: total }],
-      source,
-    );
-    return outcome;
+    const variantId = variantOf(variant.variant_id);
+    const outcomes = await this.reportStock(storeDomain, [{ productId: variant.product_id, variantId, available: total }], source, options);
+    return outcomes.find((outcome) => outcome.productId === variant.product_id && outcome.variantId === variantId);
   }
 
   /**
@@ -152,16 +176,46 @@ export class InventoryService {
    * What is in stock now for a restock of (product, variant); for a whole product, the sum of
    * its variants (or its own product-level number), published if any is.
    */
-  async stockOf(storeDomain: string, productId: string, variantId: string | null): Promise<{ available: number; published: boolean }> {
+  async stockOf(storeDomain: string, productId: string, variantId: string | null): Promise<RestockStock> {
     if (variantId !== null) {
       const row = await this.store.find(storeDomain, productId, variantId);
-      return { available: Math.max(0, row?.available ?? 0), published: row ? row.published === 1 : false };
+      return row ? stockOfRow(row) : { available: 0, published: false, unlimited: false };
     }
     const rows = await this.store.ofProduct(storeDomain, productId);
     const whole = rows.find((row) => row.variant_id === '');
-    if (whole) return { available: Math.max(0, whole.available ?? 0), published: whole.published === 1 };
+    if (whole) return stockOfRow(whole);
     const published = rows.filter((row) => row.published === 1);
-    return { available: published.reduce((sum, row) => sum + Math.max(0, row.available ?? 0), 0), published: published.length > 0 };
+    return {
+      available: published.reduce((sum, row) => sum + Math.max(0, row.available ?? 0), 0),
+      published: published.length > 0,
+      unlimited: published.some((row) => row.purchasable_without_stock === 1),
+    };
+  }
+
+  /**
+   * The reports a source whose numbers are not the whole truth (a webhook's total counts stock in
+   * shops that do not sell online) has confirmed before they count: those about a variant first
+   * heard of, and those that would restock one.
+   */
+  private async needingConfirmation(storeDomain: string, reports: StockReport[]): Promise<StockReport[]> {
+    const { minStock } = await this.stores.settingsOf(storeDomain);
+    const doubtful: StockReport[] = [];
+    for (const report of reports) {
+      const known = await this.store.find(storeDomain, report.productId, report.variantId ?? '');
+      if (known && isStale(report.updatedAt, known.source_updated_at)) continue;
+      if (!known || startsRestock(known, mergedRow(storeDomain, report, known), minStock)) doubtful.push(report);
+    }
+    return doubtful;
+  }
+
+  /** The countries where a product is not on sale (markets it is not published to), replacing what was known. */
+  setUnlistedCountries(storeDomain: string, productId: string, countries: string[]): Promise<void> {
+    return this.store.setUnlistedCountries(storeDomain, productId, countries, nowIso());
+  }
+
+  /** Countries where a product is not on sale: shoppers there are not alerted by its restocks. */
+  unlistedCountries(storeDomain: string, productId: string): Promise<string[]> {
+    return this.store.unlistedCountries(storeDomain, productId);
   }
 
   /** Product details for an alert e-mail: the variant's, else any known for the product. */
@@ -173,9 +227,17 @@ export class InventoryService {
   }
 
   /** What a storefront may show of a product: per variant (null: the product as a whole), its stock and whether it is on sale. */
-  async availabilityOf(storeDomain: string, productId: string): Promise<Array<{ variantId: string | null; available: number | null; published: boolean }>> {
+  async availabilityOf(
+    storeDomain: string,
+    productId: string,
+  ): Promise<Array<{ variantId: string | null; available: number | null; published: boolean; purchasableWithoutStock: boolean }>> {
     const rows = await this.store.availability(storeDomain, productId);
-    return rows.map((row) => ({ variantId: variantOf(row.variant_id), available: row.available, published: Boolean(row.published) }));
+    return rows.map((row) => ({
+      variantId: variantOf(row.variant_id),
+      available: row.available,
+      published: Boolean(row.published),
+      purchasableWithoutStock: Boolean(row.purchasable_without_stock),
+    }));
   }
 
   /** Stock status of every known variant of these products (one read per few hundred products), for a caller bound to the store. */
@@ -199,24 +261,11 @@ export class InventoryService {
     const known = await this.store.find(storeDomain, report.productId, variantKey);
     if (known && isStale(report.updatedAt, known.source_updated_at)) return { ...describe(known), ignored: 'stale' };
 
-    const row: VariantStockRow = {
-      store_domain: storeDomain,
-      product_id: report.productId,
-      variant_id: variantKey,
-      inventory_item_id: pick(report.inventoryItemId, known?.inventory_item_id),
-      available: report.available ?? known?.available ?? null,
-      published: report.published === undefined ? (known?.published ?? 1) : report.published ? 1 : 0,
-      product_title: pick(report.productTitle, known?.product_title),
-      variant_title: pick(report.variantTitle, known?.variant_title),
-      image_url: pick(report.imageUrl, known?.image_url),
-      product_url: pick(report.productUrl, known?.product_url),
-      source_updated_at: report.updatedAt ?? known?.source_updated_at ?? null,
-      updated_at: nowIso(),
-    };
+    const row = mergedRow(storeDomain, report, known);
     await this.store.save(row);
 
     const outcome: StockOutcome = describeOutcome(row);
-    if (!sellable(known, minStock) && sellable(row, minStock)) {
+    if (startsRestock(known, row, minStock)) {
       const { restockId } = await this.restocks.startRestock({
         storeDomain,
         productId: row.product_id,
@@ -230,8 +279,55 @@ export class InventoryService {
   }
 }
 
-function sellable(row: Pick<VariantStockRow, 'available' | 'published'> | undefined, minStock: number): boolean {
-  return row !== undefined && row.published === 1 && row.available !== null && row.available >= minStock;
+/** What a restock sends against: the stock, and whether stock limits it at all. */
+export interface RestockStock {
+  available: number;
+  published: boolean;
+  /** Sold whatever its stock: the batches are not sized by it. */
+  unlimited: boolean;
+}
+
+/** A shopper can buy it: on sale, and in stock (at least the store's minimum) unless stock does not matter. */
+function sellable(row: Pick<VariantStockRow, 'available' | 'published' | 'purchasable_without_stock'> | undefined, minStock: number): boolean {
+  if (row === undefined || row.published !== 1) return false;
+  return row.purchasable_without_stock === 1 || (row.available !== null && row.available >= minStock);
+}
+
+/**
+ * A shopper could not buy it and now can. A variant never heard of counts as not sellable, since
+ * shoppers wait for it because it was sold out; but one first heard of as sold whatever its
+ * stock never was sold out.
+ */
+function startsRestock(known: VariantStockRow | undefined, row: VariantStockRow, minStock: number): boolean {
+  if (known === undefined && row.purchasable_without_stock === 1) return false;
+  return !sellable(known, minStock) && sellable(row, minStock);
+}
+
+/** The known row with a report laid over it: what the report leaves out stays as it was. */
+function mergedRow(storeDomain: string, report: StockReport, known: VariantStockRow | undefined): VariantStockRow {
+  return {
+    store_domain: storeDomain,
+    product_id: report.productId,
+    variant_id: report.variantId ?? '',
+    inventory_item_id: pick(report.inventoryItemId, known?.inventory_item_id),
+    available: report.available ?? known?.available ?? null,
+    published: flag(report.published, known?.published ?? 1),
+    purchasable_without_stock: flag(report.purchasableWithoutStock, known?.purchasable_without_stock ?? 0),
+    product_title: pick(report.productTitle, known?.product_title),
+    variant_title: pick(report.variantTitle, known?.variant_title),
+    image_url: pick(report.imageUrl, known?.image_url),
+    product_url: pick(report.productUrl, known?.product_url),
+    source_updated_at: report.updatedAt ?? known?.source_updated_at ?? null,
+    updated_at: nowIso(),
+  };
+}
+
+function flag(given: boolean | undefined, known: number): number {
+  return given === undefined ? known : given ? 1 : 0;
+}
+
+function stockOfRow(row: VariantStockRow): RestockStock {
+  return { available: Math.max(0, row.available ?? 0), published: row.published === 1, unlimited: row.purchasable_without_stock === 1 };
 }
 
 /** Reports without a time are never stale: the inventory API's callers speak for the present. */
@@ -249,7 +345,9 @@ function variantOf(key: string): string | null {
 }
 
 function describeOutcome(row: VariantStockRow): StockOutcome {
-  return { productId: row.product_id, variantId: variantOf(row.variant_id), available: row.available, published: row.published === 1 };
+  const outcome: StockOutcome = { productId: row.product_id, variantId: variantOf(row.variant_id), available: row.available, published: row.published === 1 };
+  if (row.purchasable_without_stock === 1) outcome.purchasableWithoutStock = true;
+  return outcome;
 }
 
 function describe(row: VariantStockRow): StockStatus {

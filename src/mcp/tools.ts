@@ -1,7 +1,7 @@
 import { McpServer, requireScopes } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { subscribeAlertBody, subscribeAlertResponse, subscriptionIdSchema, subscriptionSchema } from '../alerts/schemas.ts';
-import { checkoutPlanBody, checkoutPlanResponse } from '../billing/schemas.ts';
+import { checkoutPlanAnswer, checkoutPlanBody, checkoutPlanResponse } from '../billing/schemas.ts';
 import type { Scope } from '../agents/scopes.ts';
 import { API_VERSION } from '../discovery/openapi.ts';
 import { alertQueueSchema } from '../dispatch/schemas.ts';
@@ -76,10 +76,7 @@ export function restockTools(domain: Domain, serviceName: string) {
       paid: 'checkoutPlan',
       input: checkoutPlanBody,
       output: checkoutPlanResponse,
-      run: async (input, caller, paidWith) => {
-        const session = await domain.billing.checkoutPlan(input, caller, paidWith);
-        return { checkoutUrl: session.checkoutUrl, sessionId: session.sessionId };
-      },
+      run: async (input, caller, paidWith) => checkoutPlanAnswer(await domain.billing.checkoutPlan(input, caller, paidWith)),
     }),
     tool({
       name: 'get_health',

@@ -37,6 +37,9 @@ interface Results {
 
 type Declarations = { [O in PaidOperation]: PaidOperationDeclaration<Inputs[O], Results[O]> };
 
+/** The validated input of a paid operation. */
+export type PaidInput<O extends PaidOperation> = Inputs[O];
+
 const anyInput = (): true => true;
 
 export const paidOperations: Declarations = {

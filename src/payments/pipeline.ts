@@ -59,8 +59,9 @@ export interface Served<T> {
 /**
  * Pay per request, the one lifecycle every paid operation goes through whatever its transport:
  * - demand: no proof, so every offer;
- * - accept: the operation's declaration admits the input (before any charge), the proof is
- *   claimed in the ledger and verified; a refused proof gets fresh offers and the reason;
+ * - accept: the operation's declaration admits the input and its feature's rule allows it
+ *   (before any charge), the proof is claimed in the ledger and verified; a refused proof gets
+ *   fresh offers and the reason;
  * - the handler runs as the payer;
  * - finish: settled with a receipt if the handler succeeded, otherwise nothing is taken or it is
  *   given back; a settlement refused turns the answer into fresh offers.
@@ -82,6 +83,8 @@ export class PaymentPipeline {
     const declaration = declarationOf(call.operation);
     const admitted = declaration.admits(call.input);
     if (admitted !== true) return { kind: 'refused', problem: new ValidationFailed([admitted]) };
+    const refused = await this.refusedBeforeCharge(call);
+    if (refused) return refused;
     if (proof.kind === 'unreadable') return this.refusal(call, proof.refusal);
     const acceptance = await this.service.accept(proof, ledgerRequest(call, declaration), payerLimits.get(this.service));
     if (acceptance.kind === 'refused') return this.refusal(call, acceptance.refusal);
@@ -97,7 +100,8 @@ export class PaymentPipeline {
 
   /** The whole lifecycle around `handler`, for a transport that runs the handler itself. A handler's failure is thrown once the payment is undone. */
   async pay<T>(call: PaidCall, proof: TransportProof | undefined, handler: (payer: Caller, paidWith: AcceptedPayment['protocol']) => Promise<T>): Promise<Served<T> | PaymentRequired | Refused> {
-    if (!proof) return this.demand(call);
+    // The input is at hand before any offer here: a call no payment could buy is told so first.
+    if (!proof) return (await this.refusedBeforeCharge(call)) ?? this.demand(call);
     const accepted = await this.accept(call, proof);
     if (accepted.kind !== 'accepted') return accepted;
     let result: T;
@@ -110,6 +114,12 @@ export class PaymentPipeline {
     const settled = await this.settle(accepted, result);
     if (settled.kind === 'payment-required') return settled;
     return { kind: 'served', result, settlement: settled };
+  }
+
+  /** The serving feature's own refusal of the input, made before any proof is looked at. */
+  private async refusedBeforeCharge(call: PaidCall): Promise<Refused | undefined> {
+    const problem = await this.service.refusalBeforeCharge(call.operation, call.input);
+    return problem && { kind: 'refused', problem };
   }
 
   private async settle(accepted: Accepted, result: unknown): Promise<Taken | PaymentRequired> {

@@ -8,6 +8,7 @@ import { newId } from '../core/ids.ts';
 import { Problem } from '../core/problems.ts';
 import type { IssuedChallenge, MppAcceptance, MppPayment, Unavailable } from './mpp.ts';
 import { priceSheets, type PaidOperation } from './offers.ts';
+import type { PaidInput } from './paid-operations.ts';
 import type { PaymentRow, PaymentRepository } from './repository.ts';
 import type { X402Acceptance, X402Check, X402Payment } from './x402.ts';
 
@@ -79,6 +80,9 @@ export type Settlement =
 
 const RECONCILE_BATCH = 100;
 
+/** Another feature's rule about a paid call's input: throws the problem that refuses it. */
+type ChargeCheck = (input: unknown) => Promise<void>;
+
 /**
  * Pay per request, over both protocols at once, on proofs its transports decoded: the offers of
  * a 402, the acceptance of a proof (claimed in the ledger before anything runs, so one proof pays
@@ -91,6 +95,7 @@ export class PaymentService {
   /** The plain 402's reason per operation: the offers and the gaps are fixed at start-up. */
   private readonly howTo = new Map<string, Problem>();
   private readonly gaps: Unavailable[];
+  private readonly checksBeforeCharge = new Map<PaidOperation, ChargeCheck>();
 
   constructor(
     private readonly store: PaymentRepository,
@@ -119,6 +124,26 @@ export class PaymentService {
     const challenges = await this.mpp.challenges(resource.operation);
     const reason = refusal ?? this.howToPay(resource.operation, x402.accepts.length + challenges.length > 0);
     return { kind: 'payment-required', x402, challenges, unavailable: this.gaps, reason };
+  }
+
+  /**
+   * A rule of the feature that serves `operation`, run on each paid call's input before anything
+   * is charged or verified (billing: a store installed as the Shopify app pays only through
+   * Shopify). One per operation.
+   */
+  checkBeforeCharge<O extends PaidOperation>(operation: O, check: (input: PaidInput<O>) => Promise<void>): void {
+    this.checksBeforeCharge.set(operation, check as ChargeCheck);
+  }
+
+  /** The problem the operation's rule refuses this input with; undefined when it may be paid for. */
+  async refusalBeforeCharge(operation: PaidOperation, input: unknown): Promise<Problem | undefined> {
+    try {
+      await this.checksBeforeCharge.get(operation)?.(input);
+      return undefined;
+    } catch (err) {
+      if (err instanceof Problem) return err;
+      throw err;
+    }
   }
 
   /**

@@ -8,8 +8,12 @@ import type { MailTransport } from '../core/mail/transport.ts';
 import { NotConfigured } from '../core/problems.ts';
 import type { WorkerJob } from '../dispatch/jobs.ts';
 import type { InventoryService } from '../inventory/service.ts';
+import type { StorefrontService } from '../storefront/service.ts';
 import type { StoreService } from '../stores/service.ts';
+import { AccessTokens } from './access-tokens.ts';
 import { AdminApi } from './admin-api.ts';
+import { APP_PROXY_PATH, appProxyRoutes } from './app-proxy-routes.ts';
+import { shopifyBilling } from './billing.ts';
 import { CALLBACK_PATH, ShopifyInstaller } from './install.ts';
 import { installRoutes } from './install-routes.ts';
 import { reconcileJob } from './reconcile.ts';
@@ -31,6 +35,8 @@ export interface ShopifyDeps {
     eraseStore(storeDomain: string): Promise<void>;
   };
   billing: ShopifyBillingSink;
+  /** Answers the widget's calls that come through the app proxy. */
+  storefront: StorefrontService;
 }
 
 export interface ShopifyFeature extends Feature<undefined> {
@@ -55,9 +61,9 @@ export function buildShopify(deps: ShopifyDeps): ShopifyFeature {
 
   const log = deps.log.child({ feature: 'shopify' });
   const shopify = createShopifyApi(app, config.baseUrl, log);
-  const admin = new AdminApi(shopify);
+  const admin = new AdminApi(shopify, new AccessTokens(shopify, deps.stores, log));
   const events = new WebhookEventRepository(deps.database);
-  const installer = new ShopifyInstaller(shopify, admin, deps.stores, `${config.baseUrl}${WEBHOOK_PATH}`, log);
+  const installer = new ShopifyInstaller(shopify, admin, deps.stores, log);
 
   const jobs: WorkerJob[] = [
     webhookJob({
@@ -82,10 +88,14 @@ export function buildShopify(deps: ShopifyDeps): ShopifyFeature {
   return {
     service: undefined,
     jobs,
-    billing: shopifyBilling(deps.stores, admin, app.billingTest),
+    billing: shopifyBilling(deps.stores, admin, app.alwaysTestCharges),
     shopOfSessionToken: (token) => installer.shopOfSessionToken(token),
     // Each in a plugin of its own: the webhook route reads raw bodies, the others do not.
-    routes: [webhookRoutes({ shopify, events, baseUrl: config.baseUrl }), installRoutes({ installer, apiKey: app.apiKey })],
+    routes: [
+      webhookRoutes({ shopify, events, baseUrl: config.baseUrl }),
+      installRoutes({ installer, apiKey: app.apiKey }),
+      appProxyRoutes({ shopify, storefront: deps.storefront }),
+    ],
   };
 }
 
@@ -102,25 +112,6 @@ async function notConfiguredRoutes(app: FastifyInstance): Promise<void> {
   app.get('/shopify/install', { ...hidden, config: { page: true } });
   app.get(CALLBACK_PATH, { ...hidden, config: { page: true } });
   app.post('/shopify/token-exchange', hidden);
-}
-
-/** Shopify Billing through the Admin API, for stores that installed the app. */
-function shopifyBilling(stores: StoreService, admin: AdminApi, test: boolean): ShopifyBillingProvider {
-  return {
-    async installed(shop) {
-      return (await stores.adminToken(shop)) !== undefined;
-    },
-    async createSubscription(shop, plan, returnUrl) {
-      const token = await stores.adminToken(shop);
-      if (!token) throw new Error(`${shop} has no Admin API access`);
-      const created = await admin.createAppSubscription(shop, token, {
-        name: `Restock ${plan.name}`,
-        amount: plan.amountCents / 100,
-        currencyCode: plan.currency,
-        returnUrl,
-        test,
-      });
-      return { externalId: created.id, url: created.confirmationUrl };
-    },
-  };
+  app.get(`${APP_PROXY_PATH}/availability`, hidden);
+  app.post(`${APP_PROXY_PATH}/subscriptions`, hidden);
 }

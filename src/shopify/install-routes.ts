@@ -28,14 +28,13 @@ export function installRoutes(options: { installer: ShopifyInstaller; apiKey: st
         const shop = request.query.shop.toLowerCase();
         if (request.query.id_token) {
           await installer.openEmbedded(request.query.id_token, shop);
-          // Inside the admin the app is the store's dashboard, signed in by the same token.
-          const query = new URLSearchParams({ shop, id_token: request.query.id_token });
-          return reply.header('content-security-policy', framedByShopifyAdmin(shop)).redirect(`/dashboard/shopify?${query}`, 303);
+          // Inside the admin the app is the store's dashboard, whose pages take the same token.
+          return reply.header('content-security-policy', framedByShopifyAdmin(shop)).redirect(`/dashboard?${adminQuery(shop, request.query)}`, 303);
         }
         // The app URL is also where Shopify sends the merchant after the callback: beginning
         // OAuth again there would go round in circles.
         if ((await installer.isSignedByShopify(request.query)) && (await installer.isConnected(shop))) {
-          return connectedPage(reply, shop);
+          return connectedPage(reply, shop, apiKey, request.query.host);
         }
         return sendCaptured(reply, await installer.beginOAuth(shop, request.raw));
       },
@@ -61,23 +60,35 @@ export function installRoutes(options: { installer: ShopifyInstaller; apiKey: st
           shop: installed.shop,
           status: 'installed',
           scopes: installed.scopes,
-          webhookTopics: installed.webhookTopics,
         });
       },
     });
   };
 }
 
-/** What the merchant sees when the app opens in their admin; framed only by their admin. */
-function connectedPage(reply: FastifyReply, shop: string) {
+/** What the admin put on the app's URL that the dashboard's pages carry on: `embedded`, `shop`, `host`, `id_token`. */
+function adminQuery(shop: string, query: Record<string, string | undefined>): URLSearchParams {
+  const carried = new URLSearchParams({ embedded: '1', shop });
+  if (query.host) carried.set('host', query.host);
+  if (query.id_token) carried.set('id_token', query.id_token);
+  return carried;
+}
+
+/**
+ * What the merchant sees when the app opens in their admin without a session token; framed only by
+ * their admin, and loading App Bridge like every page there. Its link opens the dashboard inside
+ * the admin, where App Bridge supplies the token.
+ */
+function connectedPage(reply: FastifyReply, shop: string, apiKey: string, host: string | undefined) {
+  const dashboard = `/dashboard?${adminQuery(shop, { host })}`;
   const body = html`<h1>Restock is connected</h1>
 <p>${shop} is connected. Shoppers who ask to hear about a sold-out product are e-mailed when it is back in stock.</p>
-<p><a class="button" href="/dashboard/sign-in">Open the dashboard</a></p>`;
+<p><a class="button" href="${dashboard}">Open the dashboard</a></p>`;
   return reply
     .header('content-security-policy', framedByShopifyAdmin(shop))
     .header('cache-control', 'no-store')
     .type('text/html; charset=utf-8')
-    .send(page('Restock', body));
+    .send(page('Restock', body, { appBridge: { apiKey } }));
 }
 
 function bearerToken(header: string | undefined): string {

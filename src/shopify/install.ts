@@ -15,14 +15,13 @@ import { Problem } from '../core/problems.ts';
 import { shopSchema } from '../stores/schemas.ts';
 import type { StoreService } from '../stores/service.ts';
 import type { AdminApi } from './admin-api.ts';
-import { callShopify, UpstreamError, upstreamProblem, type ShopifyApi } from './shopify-api.ts';
+import { callShopify, offlineTokenOf, UpstreamError, upstreamProblem, type ShopifyApi } from './shopify-api.ts';
 
 export const CALLBACK_PATH = '/shopify/callback';
 
 export interface InstallResult {
   shop: string;
   scopes: string;
-  webhookTopics: string[];
 }
 
 /**
@@ -57,16 +56,16 @@ export class CapturedResponse {
 
 /**
  * Installing the app on a store, by OAuth or by token exchange, through the library. Either way
- * ends the same: the owner's address and the webhook subscriptions are obtained from Shopify
- * first, and the store and its sealed token are stored last, so a failure at Shopify leaves
- * nothing behind.
+ * asks for an expiring offline token (required of public apps) and ends the same: the owner's
+ * address is obtained from Shopify first, and the store with its sealed tokens is stored last,
+ * so a failure at Shopify leaves nothing behind. Webhooks are declared in the app's
+ * configuration, not subscribed per store.
  */
 export class ShopifyInstaller {
   constructor(
     private readonly shopify: ShopifyApi,
     private readonly admin: AdminApi,
     private readonly stores: StoreService,
-    private readonly webhookUrl: string,
     private readonly log: FastifyBaseLogger,
   ) {}
 
@@ -79,13 +78,13 @@ export class ShopifyInstaller {
 
   /**
    * OAuth step 2: the library checks the state cookie and the HMAC Shopify put on the query,
-   * then trades the code for an offline token. `response` receives the cookie it clears.
+   * then trades the code for an expiring offline token. `response` receives the cookie it clears.
    */
   async installWithOAuth(rawRequest: IncomingMessage, response: CapturedResponse): Promise<InstallResult> {
     const { session } = await this.upstream(() =>
       callShopify('Completing OAuth', async () => {
         try {
-          return await this.shopify.auth.callback({ rawRequest, rawResponse: response });
+          return await this.shopify.auth.callback({ rawRequest, rawResponse: response, expiring: true });
         } catch (err) {
           if (isOAuthRejection(err)) {
             throw new Problem('forbidden', 'This install callback could not be verified (its state cookie or signature is missing, expired or wrong). Start the install again.');
@@ -106,10 +105,15 @@ export class ShopifyInstaller {
     if (!(await this.isConnected(shop))) await this.installWithTokenExchange(sessionToken);
   }
 
-  /** Connected: active, with a token that holds every scope the app asks for. */
+  /**
+   * Connected: active, with an expiring token that Shopify has not refused and that holds every
+   * scope the app asks for. Opening the app otherwise gets a new token: that is how a refused
+   * refresh token is recovered, and how a non-expiring token is replaced without waiting for
+   * its first use.
+   */
   async isConnected(shop: string): Promise<boolean> {
     const store = await this.stores.findStore(shop);
-    if (store?.status !== 'active' || !store.admin_token_sealed) return false;
+    if (store?.status !== 'active' || !store.admin_token_sealed || !store.refresh_token_sealed || store.reauthorization_required_at) return false;
     return new AuthScopes(store.admin_scopes ?? '').has(this.shopify.config.scopes);
   }
 
@@ -122,12 +126,12 @@ export class ShopifyInstaller {
     }
   }
 
-  /** An embedded app's session token (App Bridge) traded for an offline token, without a redirect. */
+  /** An embedded app's session token (App Bridge) traded for an expiring offline token, without a redirect. */
   async installWithTokenExchange(sessionToken: string): Promise<InstallResult> {
     const shop = await this.shopOfSessionToken(sessionToken);
     const { session } = await this.upstream(() =>
       callShopify('Exchanging the session token', () =>
-        this.shopify.auth.tokenExchange({ shop, sessionToken, requestedTokenType: RequestedTokenType.OfflineAccessToken }),
+        this.shopify.auth.tokenExchange({ shop, sessionToken, requestedTokenType: RequestedTokenType.OfflineAccessToken, expiring: true }),
       ),
     );
     return this.completeInstall(session);
@@ -135,23 +139,14 @@ export class ShopifyInstaller {
 
   private async completeInstall(session: Session): Promise<InstallResult> {
     const shop = shopSchema.safeParse(session.shop.toLowerCase());
-    if (!shop.success || !session.accessToken || session.isOnline) {
+    const token = offlineTokenOf(session);
+    if (!shop.success || !token) {
       throw new Problem('upstream-failed', 'Shopify did not hand over an offline token for a myshopify.com store. Nothing was stored.');
     }
-    const accessToken = session.accessToken;
-    const scopes = session.scope ?? '';
-    const { ownerEmail, webhookTopics } = await this.upstream(async () => ({
-      ownerEmail: await this.admin.shopEmail(shop.data, accessToken),
-      webhookTopics: await this.registerWebhooks(shop.data, accessToken),
-    }));
-    await this.stores.installShopify(shop.data, { accessToken, scopes, ownerEmail });
-    this.log.info({ shop: shop.data, scopes }, 'Shopify app installed');
-    return { shop: shop.data, scopes, webhookTopics };
-  }
-
-  /** Product, inventory and uninstall events to our one endpoint. */
-  registerWebhooks(shop: string, accessToken: string): Promise<string[]> {
-    return this.admin.registerWebhooks(shop, accessToken, this.webhookUrl);
+    const ownerEmail = await this.upstream(() => this.admin.shopEmail(shop.data, token.accessToken));
+    await this.stores.installShopify(shop.data, { ...token, ownerEmail });
+    this.log.info({ shop: shop.data, scopes: token.scopes, expiring: token.expiring !== undefined }, 'Shopify app installed');
+    return { shop: shop.data, scopes: token.scopes };
   }
 
   /**

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { StockReport } from '../inventory/service.ts';
-import type { AdminItemVariant, AdminProduct, AdminProductFields } from './admin-api.ts';
+import { onSaleOnline, purchasableWithoutStock, type ProductState } from './catalog.ts';
 
 /** Topics as the library names them (`products/update` → `PRODUCTS_UPDATE`). */
 export const HANDLED_TOPICS = [
@@ -36,6 +36,8 @@ export const productUpdatePayload = z.object({
         title: z.string().nullish(),
         inventory_item_id: numericId.nullish(),
         inventory_quantity: z.number().int().nullish(),
+        inventory_policy: z.string().nullish(),
+        inventory_management: z.string().nullish(),
       }),
     )
     .default([]),
@@ -62,7 +64,14 @@ export function gid(type: 'InventoryItem' | 'Location', id: number | string): st
   return `gid://shopify/${type}/${id}`;
 }
 
-/** Each variant of a `products/update` payload, stamped with the product's `updated_at`. */
+/**
+ * Each variant of a `products/update` payload, stamped with the product's `updated_at`. The
+ * payload hints rather than tells: its quantity counts every location, shops that do not sell
+ * online included, and it says nothing of selling plans. So a variant is marked as sold
+ * whatever its stock only when the payload says so outright (policy `continue`, or no inventory
+ * management), and a report that would restock a variant is confirmed through the Admin API
+ * before it counts (see the webhook worker).
+ */
 export function productUpdateReports(shop: string, product: z.infer<typeof productUpdatePayload>): StockReport[] {
   const imageGiven = product.image !== undefined || product.images !== undefined;
   const image = product.image?.src ?? product.images?.[0]?.src ?? null;
@@ -80,51 +89,48 @@ export function productUpdateReports(shop: string, product: z.infer<typeof produ
     variantId: variant.admin_graphql_api_id,
     ...(variant.inventory_item_id != null ? { inventoryItemId: gid('InventoryItem', variant.inventory_item_id) } : {}),
     available: variant.inventory_quantity ?? null,
+    ...(soldWhateverStock(variant) ? { purchasableWithoutStock: true } : {}),
     variantTitle: variantTitle(variant.title),
   }));
 }
 
-/** The variant an inventory item lookup found, as Shopify has it now. */
-export function itemVariantReport(shop: string, inventoryItemId: string, variant: AdminItemVariant, asOf: string): StockReport {
-  return {
-    ...adminProductFields(shop, variant.product, asOf),
-    variantId: variant.id,
-    inventoryItemId,
-    available: variant.inventoryQuantity ?? null,
-    variantTitle: variantTitle(variant.title),
-  };
-}
-
-/** Every variant of a product read from the Admin API, as Shopify has it now. */
-export function adminProductReports(shop: string, product: AdminProduct, asOf: string): StockReport[] {
-  const common = adminProductFields(shop, product, asOf);
-  return product.variants.nodes.map((variant) => ({
-    ...common,
-    variantId: variant.id,
-    ...(variant.inventoryItem ? { inventoryItemId: variant.inventoryItem.id } : {}),
-    available: variant.inventoryQuantity ?? null,
-    variantTitle: variantTitle(variant.title),
-  }));
+function soldWhateverStock(variant: { inventory_policy?: string | null; inventory_management?: string | null }): boolean {
+  return variant.inventory_policy?.toLowerCase() === 'continue' || variant.inventory_management === null;
 }
 
 /**
- * `asOf` is when the Admin API was asked: its answer is the state at that moment, so webhook
- * events from before it (delivered late) are stale against it.
+ * Every variant of a product read from the Admin API, as Shopify has it now. `asOf` is when it
+ * was asked: webhook events from before it (delivered late) are stale against it.
  */
-function adminProductFields(shop: string, product: AdminProductFields, asOf: string) {
-  return {
+export function productStateReports(shop: string, product: ProductState, asOf: string): StockReport[] {
+  const common = {
     productId: product.id,
-    published: isPublished(product.status?.toLowerCase(), product.publishedAt),
+    published: onSaleOnline(product),
     productTitle: product.title ?? null,
-    imageUrl: product.featuredImage?.url ?? null,
+    imageUrl: product.featuredMedia?.preview?.image?.url ?? null,
     productUrl: productUrl(shop, product.handle),
     updatedAt: asOf,
   };
+  return product.variants.nodes.map((variant) => ({
+    ...common,
+    variantId: variant.id,
+    inventoryItemId: variant.inventoryItem.id,
+    available: variant.sellableOnlineQuantity,
+    purchasableWithoutStock: purchasableWithoutStock(product, variant),
+    variantTitle: variantTitle(variant.title),
+  }));
 }
 
-/** On sale: active (not draft or archived) and published to the online store. */
+/** The countries asked about where the product is not on sale. */
+export function unlistedCountries(product: ProductState): string[] {
+  return Object.entries(product.publishedIn)
+    .filter(([, published]) => !published)
+    .map(([country]) => country);
+}
+
+/** On sale: active or unlisted (not draft or archived) and published to the online store. */
 function isPublished(status: string | undefined, publishedAt: string | null | undefined): boolean {
-  return (status ?? 'active') === 'active' && publishedAt != null;
+  return (status === undefined || status === 'active' || status === 'unlisted') && publishedAt != null;
 }
 
 function productUrl(shop: string, handle: string | null | undefined): string | null {

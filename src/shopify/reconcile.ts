@@ -5,15 +5,15 @@ import { nowIso } from '../core/clock.ts';
 import type { WorkerJob } from '../dispatch/jobs.ts';
 import type { InventoryService } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
+import type { StockReport } from '../inventory/service.ts';
 import type { AdminApi } from './admin-api.ts';
-import { adminProductReports } from './payloads.ts';
+import { PRODUCTS_PER_QUERY, readProductStates } from './catalog.ts';
+import { productStateReports, unlistedCountries } from './payloads.ts';
 
 /** Stores looked at per run. */
 const STORES_PER_RUN = 50;
 /** Products with waiting shoppers compared per store and run. */
 const PRODUCTS_PER_STORE = 250;
-/** Products per Admin API query: each may bring 100 variants, and a query may cost at most 1000 points. */
-const PRODUCTS_PER_QUERY = 4;
 /** How often the job looks for stores that are due, so that many stores are spread out over the interval. */
 const LOOK_EVERY_MS = 60_000;
 
@@ -59,18 +59,40 @@ export async function reconcileDueStores(deps: ReconcileDeps, intervalMs: number
 
 /** Reports the store's waiting products as the Admin API has them now; returns how many were read. */
 export async function reconcileStore(deps: ReconcileDeps, shop: string): Promise<number> {
-  const token = await deps.stores.adminToken(shop);
+  const token = await deps.admin.tokens.current(shop);
   if (!token) return 0;
   const productIds = await deps.alerts.waitingProducts(shop, PRODUCTS_PER_STORE);
   let read = 0;
   for (const ids of chunks(productIds, PRODUCTS_PER_QUERY)) {
-    const asOf = nowIso();
-    const products = await deps.admin.products(shop, token, ids);
-    const reports = products.flatMap((product) => adminProductReports(shop, product, asOf));
+    const reports = await readProductReports(deps, shop, token, ids);
     if (reports.length > 0) {
-      await deps.inventory.reportStock(shop, reports, { kind: 'reconciliation', ref: `reconciliation ${asOf}`, verified: true });
+      await deps.inventory.reportStock(shop, reports, { kind: 'reconciliation', ref: `reconciliation ${reports[0]!.updatedAt}`, verified: true });
     }
-    read += products.length;
+    read += new Set(reports.map((report) => report.productId)).size;
   }
   return read;
+}
+
+/**
+ * The products as Shopify has them now, as stock reports stamped with the time of asking. Where
+ * shoppers waiting for them gave their country, and the store let the app read publications,
+ * the countries where a product is not on sale are recorded too.
+ */
+export async function readProductReports(deps: Pick<ReconcileDeps, 'stores' | 'alerts' | 'inventory' | 'admin'>, shop: string, token: string, productIds: string[]): Promise<StockReport[]> {
+  const countries = (await mayReadPublications(deps, shop)) ? await deps.alerts.waitingCountries(shop, productIds) : [];
+  const reports: StockReport[] = [];
+  for (const ids of chunks(productIds, PRODUCTS_PER_QUERY)) {
+    const asOf = nowIso();
+    for (const product of await readProductStates(deps.admin, shop, token, ids, countries)) {
+      if (countries.length > 0) await deps.inventory.setUnlistedCountries(shop, product.id, unlistedCountries(product));
+      reports.push(...productStateReports(shop, product, asOf));
+    }
+  }
+  return reports;
+}
+
+/** `publishedInContext` needs `read_publications`; a store installed before the app asked for it has not granted it. */
+async function mayReadPublications(deps: Pick<ReconcileDeps, 'stores'>, shop: string): Promise<boolean> {
+  const scopes = ((await deps.stores.findStore(shop))?.admin_scopes ?? '').split(',').map((scope) => scope.trim());
+  return scopes.includes('read_publications') || scopes.includes('write_publications');
 }

@@ -11,6 +11,7 @@ import {
 import type { FastifyBaseLogger } from 'fastify';
 import type { ShopifyConfig } from '../config.ts';
 import { Problem } from '../core/problems.ts';
+import type { OfflineToken } from '../stores/service.ts';
 
 export type ShopifyApi = Shopify;
 
@@ -53,6 +54,22 @@ export function offlineSession(shopify: ShopifyApi, shop: string, accessToken: s
   return new Session({ id: shopify.session.getOfflineId(shop), shop, state: '', isOnline: false, accessToken });
 }
 
+/**
+ * The offline token a session from the library holds (OAuth, token exchange, refresh or
+ * migration), with its refresh token when it expires; undefined for an online session or none.
+ */
+export function offlineTokenOf(session: Session): OfflineToken | undefined {
+  if (session.isOnline || !session.accessToken) return undefined;
+  const { expires, refreshToken, refreshTokenExpires } = session;
+  return {
+    accessToken: session.accessToken,
+    scopes: session.scope ?? '',
+    ...(expires &&
+      refreshToken &&
+      refreshTokenExpires && { expiring: { expiresAt: expires.toISOString(), refreshToken, refreshTokenExpiresAt: refreshTokenExpires.toISOString() } }),
+  };
+}
+
 /** A failed call to Shopify (its answer, its GraphQL errors, the network, a timeout): callers answer 502 or retry. */
 export class UpstreamError extends Error {
   override name = 'UpstreamError';
@@ -81,6 +98,11 @@ export async function callShopify<T>(what: string, work: (signal: AbortSignal) =
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** Shopify answered 401: the access token is expired, revoked or unknown to it. */
+export function isUnauthorized(err: unknown): boolean {
+  return err instanceof UpstreamError && err.cause instanceof HttpResponseError && err.cause.response.code === 401;
 }
 
 /** The 502 answered when Shopify's API failed; nothing was stored. */

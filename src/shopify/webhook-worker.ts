@@ -7,12 +7,13 @@ import type { WorkerJob } from '../dispatch/jobs.ts';
 import type { InventoryService, StockSource } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
 import type { AdminApi } from './admin-api.ts';
+import { productOfInventoryItem } from './catalog.ts';
+import { readProductReports } from './reconcile.ts';
 import {
   customerPayload,
   gid,
   inventoryLevelPayload,
   isHandledTopic,
-  itemVariantReport,
   productUpdatePayload,
   productUpdateReports,
   shopDomainPayload,
@@ -137,7 +138,11 @@ async function processEvent(deps: WebhookWorkerDeps, event: WebhookEventRow): Pr
   await handlers[event.topic]();
 }
 
-/** Every variant of the product, as of the payload's `updated_at` (older news is dropped as stale). */
+/**
+ * Every variant of the product, as of the payload's `updated_at` (older news is dropped as
+ * stale). A variant the payload would restock is read from the Admin API first, which knows
+ * what sells online.
+ */
 export async function processProductUpdate(
   deps: WebhookWorkerDeps,
   shop: string,
@@ -145,7 +150,7 @@ export async function processProductUpdate(
   source: StockSource,
 ): Promise<void> {
   const reports = productUpdateReports(shop, product);
-  if (reports.length > 0) await deps.inventory.reportStock(shop, reports, source);
+  if (reports.length > 0) await deps.inventory.reportStock(shop, reports, source, { confirm: (ids) => readFromShopify(deps, shop, ids) });
 }
 
 /**
@@ -163,23 +168,39 @@ export async function processInventoryLevel(
     shop,
     { inventoryItemId, locationId: gid('Location', level.location_id), available: level.available ?? null, updatedAt: level.updated_at ?? null },
     source,
+    { confirm: (ids) => readFromShopify(deps, shop, ids) },
   );
   if (outcome === undefined) await mapInventoryItem(deps, shop, inventoryItemId, source);
 }
 
+/**
+ * The products as the Admin API has them now, for a restock that a payload suggested. A level
+ * or a total may count stock in a shop that does not sell online; Shopify's own answer decides.
+ */
+async function readFromShopify(deps: WebhookWorkerDeps, shop: string, productIds: string[]) {
+  const token = await tokenOrRetry(deps, shop);
+  return token ? readProductReports(deps, shop, token, productIds) : [];
+}
+
+/** The store's token; none for an uninstalled store (nothing to do), a retry while an install completes. */
+async function tokenOrRetry(deps: WebhookWorkerDeps, shop: string): Promise<string | undefined> {
+  const token = await deps.admin.tokens.current(shop);
+  if (token) return token;
+  const store = await deps.stores.findStore(shop);
+  // An uninstalled store has no token any more and will not get one back by waiting.
+  if (store?.status === 'uninstalled') return undefined;
+  // The install may still be completing (Shopify sends events as soon as it is granted).
+  throw new Error('No Admin API token for the store yet; cannot read its products');
+}
+
+/** An item never seen: its product is looked up, and every variant of it reported as Shopify has it. */
 async function mapInventoryItem(deps: WebhookWorkerDeps, shop: string, inventoryItemId: string, source: StockSource): Promise<void> {
-  const token = await deps.stores.adminToken(shop);
-  if (!token) {
-    const store = await deps.stores.findStore(shop);
-    // An uninstalled store has no token any more and will not get one back by waiting.
-    if (store?.status === 'uninstalled') return;
-    // The install may still be completing (Shopify sends events as soon as it is granted).
-    throw new Error('No Admin API token for the store yet; cannot map the inventory item');
-  }
-  const asOf = nowIso();
-  const variant = await deps.admin.variantOfInventoryItem(shop, token, inventoryItemId);
-  if (!variant) return;
-  await deps.inventory.reportStock(shop, [itemVariantReport(shop, inventoryItemId, variant, asOf)], source);
+  const token = await tokenOrRetry(deps, shop);
+  if (!token) return;
+  const productId = await productOfInventoryItem(deps.admin, shop, token, inventoryItemId);
+  if (!productId) return;
+  const reports = await readProductReports(deps, shop, token, [productId]);
+  if (reports.length > 0) await deps.inventory.reportStock(shop, reports, source);
 }
 
 /** Sends the store owner what is held about the customer; Shopify expects the merchant to answer them. */

@@ -12,8 +12,13 @@ export interface StorefrontDeps {
   alerts: SubscriptionService;
 }
 
+/** What the widget's calls answer, also through Shopify's app proxy (the Shopify feature's routes). */
+export function storefrontService({ stores, inventory, alerts }: StorefrontDeps): StorefrontService {
+  return new StorefrontService(stores, inventory, alerts);
+}
+
 /** The widget script and the public calls it makes (minified once, at start). */
-export async function buildStorefront({ stores, inventory, alerts }: StorefrontDeps): Promise<Feature<StorefrontService>> {
-  const service = new StorefrontService(stores, inventory, alerts);
+export async function buildStorefront(deps: StorefrontDeps): Promise<Feature<StorefrontService>> {
+  const service = storefrontService(deps);
   return { service, routes: [storefrontRoutes(service, await loadWidgetAsset())] };
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { productIdSchema, variantIdSchema } from '../alerts/schemas.ts';
+import { countrySchema, productIdSchema, variantIdSchema } from '../alerts/schemas.ts';
 import { emailSchema } from '../core/email.ts';
 import { shopSchema } from '../stores/schemas.ts';
 import { localeSchema } from '../stores/settings.ts';
@@ -26,6 +26,7 @@ export const shopperSubscribeBody = z
     variantId: variantIdSchema.nullish().describe('The variant the shopper had selected; null for the whole product'),
     email: emailSchema,
     locale: localeSchema.nullish().describe('The language the widget spoke; the alert is written in it (else in the store’s language)'),
+    country: countrySchema.nullish(),
   })
   .describe("A shopper's request to hear when a product is back");
 

@@ -44,7 +44,10 @@ export class StorefrontService {
   }
 }
 
-/** Unpublished counts as sold out: the shopper cannot buy it, and dispatch waits for it to return. */
-function soldOut(row: { available: number | null; published: boolean }): boolean {
-  return !row.published || (row.available ?? 0) <= 0;
+/**
+ * Unpublished counts as sold out: the shopper cannot buy it, and dispatch waits for it to return.
+ * A variant sold whatever its stock (backorders, pre-order) is never sold out.
+ */
+function soldOut(row: { available: number | null; published: boolean; purchasableWithoutStock: boolean }): boolean {
+  return !row.published || (!row.purchasableWithoutStock && (row.available ?? 0) <= 0);
 }

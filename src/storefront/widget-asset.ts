@@ -13,6 +13,13 @@ export interface WidgetAsset {
 }
 
 /**
+ * The same minified script shipped in the theme app extension, which Shopify serves to stores from
+ * its CDN. Written by `node --import tsx bin/build-theme-extension.ts`; a test fails when it differs
+ * from what `loadWidgetAsset` makes.
+ */
+export const THEME_EXTENSION_WIDGET = new URL('../../extensions/restock-notify/assets/restock-widget.js', import.meta.url);
+
+/**
  * The storefront script, minified once at start-up: the readable source is what we keep in the
  * repository, the small one is what every product page downloads.
  */

@@ -87,6 +87,24 @@
   let touched = false;
   let origin;
 
+  // The theme block names Shopify's app proxy on the store's own origin, which signs each call
+  // with the store; the pasted tag calls the service it was loaded from, naming the store.
+  const endpoints = (data) => {
+    if (!data.proxy) {
+      return {
+        availability: (w) => origin + '/storefront/v1/availability?' + new URLSearchParams({ shop: w.shop, productId: w.product }),
+        subscribe: origin + '/storefront/v1/subscribe',
+        shop: true,
+      };
+    }
+    const base = new URL(data.proxy, location.href).href.replace(/\/$/, '');
+    return {
+      availability: (w) => base + '/availability?' + new URLSearchParams({ productId: w.product }),
+      subscribe: base + '/subscriptions',
+      shop: false,
+    };
+  };
+
   const gid = (kind, id) => {
     id = id == null ? '' : String(id).trim();
     if (/^\d+$/.test(id)) return 'gid://shopify/' + kind + '/' + id;
@@ -124,13 +142,14 @@
   };
 
   // What the page itself knows (a theme renders `data-variants` from its own stock): it wins over
-  // Restock's records, which only know products reported to them.
+  // Restock's records, which only know products reported to them. A variant sold by a selling
+  // plan (a pre-order) can be bought, so it is not sold out.
   const pageVariants = (json) => {
     try {
       const list = JSON.parse(json || 'null');
       if (!Array.isArray(list)) return null;
       const variants = list
-        .map((v) => ({ variantId: gid('ProductVariant', v && v.id), soldOut: !(v && v.available) }))
+        .map((v) => ({ variantId: gid('ProductVariant', v && v.id), soldOut: !(v && (v.available || v.sellingPlan)) }))
         .filter((v) => v.variantId);
       return variants.length ? variants : null;
     } catch (e) {
@@ -154,6 +173,9 @@
     if (!shop || !product) return;
     const host = place(document.createElement('restock-widget'));
 
+    const api = endpoints(data);
+    // The shopper's country as the store knows it, so the alert waits until the variant sells there.
+    const country = /^[A-Z]{2}$/.test(data.country || '') ? data.country : null;
     const lang = (data.locale || document.documentElement.lang || '').split('-')[0].toLowerCase();
     // Sent only when the page told us: otherwise the store's own alert language applies.
     const pageLocale = STRINGS[lang] ? lang : null;
@@ -195,6 +217,7 @@
     const w = {
       shop,
       product,
+      api,
       variant: gid('ProductVariant', data.variant),
       data: null,
       sending: false,
@@ -233,11 +256,14 @@
       const known = w.known();
       message.textContent = '';
       busy(true);
-      fetch(origin + '/storefront/v1/subscribe', {
+      const body = { productId: product, variantId: known ? w.variant : null, email, locale: pageLocale };
+      if (api.shop) body.shop = shop;
+      if (country) body.country = country;
+      fetch(api.subscribe, {
         method: 'POST',
         credentials: 'omit',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ shop, productId: product, variantId: known ? w.variant : null, email, locale: pageLocale }),
+        body: JSON.stringify(body),
       })
         .then((res) => {
           if (res.ok) return;
@@ -290,12 +316,10 @@
 
       const requests = {};
       const loads = widgets.map((w) => {
-        const key = w.shop + ' ' + w.product;
+        const key = w.api.availability(w);
         requests[key] =
           requests[key] ||
-          fetch(origin + '/storefront/v1/availability?' + new URLSearchParams({ shop: w.shop, productId: w.product }), {
-            credentials: 'omit',
-          }).then((res) => {
+          fetch(key, { credentials: 'omit' }).then((res) => {
             if (!res.ok) throw new Error('availability answered ' + res.status);
             return res.json();
           });

@@ -30,7 +30,9 @@ export const storeSchema = z
     status: z.enum(['active', 'uninstalled']).describe('uninstalled: the Shopify app was removed and nothing is sent'),
     platform: z.enum(['shopify']).nullable().describe('shopify when installed as a Shopify app'),
     installedAt: z.string().nullable(),
-    adminApiConnected: z.boolean().describe('The service holds an Admin API token for reconciliation and lookups'),
+    adminApiConnected: z
+      .boolean()
+      .describe('The service holds a working Admin API token for reconciliation and lookups; false once Shopify refused to refresh it, until the merchant opens the app from their Shopify admin again'),
     ownSmtp: z.boolean().describe("Alerts go through the store's own SMTP server"),
     settings: effectiveSettingsSchema,
     plan: z

@@ -1,5 +1,5 @@
 import { DEFAULT_BATCH_POLICY, type BatchPolicy } from '../config.ts';
-import { nowIso } from '../core/clock.ts';
+import { isoAfter, nowIso } from '../core/clock.ts';
 import { emailSchema, normaliseEmail } from '../core/email.ts';
 import { ownStore, type Caller } from '../core/http/caller.ts';
 import { NotFound, ValidationFailed } from '../core/problems.ts';
@@ -8,7 +8,7 @@ import { isObviouslyInternalHost, STRICT_OUTBOUND, type OutboundPolicy } from '.
 import { SecretBox } from '../core/sealed-secrets.ts';
 import { shopSchema, type Store, type StoreSettingsPatch } from './schemas.ts';
 import { effectiveSettings, parseStoredSettings, storeSettingsSchema, type EffectiveSettings } from './settings.ts';
-import type { StoreRow, StoreRepository } from './repository.ts';
+import type { AdminTokenColumns, StoreRow, StoreRepository, TokenRefreshClaim } from './repository.ts';
 
 export interface SendingProfile {
   sending: boolean;
@@ -22,6 +22,25 @@ export interface SendingProfile {
  * the operator when it ended something.
  */
 export type OwnerChangeListener = (shop: string, newOwner: string) => Promise<string | undefined>;
+
+/**
+ * An offline Admin API token as Shopify handed it over. An expiring one lasts an hour and
+ * comes with a refresh token; one without `expiring` never expires (stores installed before
+ * expiring tokens hold one until it is migrated).
+ */
+export interface OfflineToken {
+  accessToken: string;
+  scopes: string;
+  expiring?: { expiresAt: string; refreshToken: string; refreshTokenExpiresAt: string };
+}
+
+/** The store's offline token as stored, opened. */
+export interface StoredOfflineToken extends OfflineToken {
+  /** Shopify refused the refresh token: nothing may be asked of Shopify until the merchant opens the app again. */
+  reauthorizationRequired: boolean;
+  /** Different for every token stored (it is the sealed token): what a refresh of this token claims. */
+  version: string;
+}
 
 /** A store after `transferStore`, and what the former owner lost. */
 export interface Transfer {
@@ -181,36 +200,70 @@ export class StoreService {
   }
 
   /** A Shopify installation (OAuth or token exchange) completed: keep the store and its sealed offline token. */
-  async installShopify(domain: string, install: { accessToken: string; scopes: string; ownerEmail: string }): Promise<Store> {
+  async installShopify(domain: string, install: OfflineToken & { ownerEmail: string }): Promise<Store> {
     const now = nowIso();
     const owner = normaliseEmail(install.ownerEmail);
-    const sealed = await this.secrets.seal(install.accessToken);
+    const token = await this.sealToken(install);
     const transfer = await this.changingOwner(domain.toLowerCase(), owner, async () =>
-      this.present(
-        await this.store.install({
-          domain: domain.toLowerCase(),
-          owner_email: owner,
-          created_at: now,
-          updated_at: now,
-          admin_token_sealed: sealed,
-          admin_scopes: install.scopes,
-        }),
-      ),
+      this.present(await this.store.install({ domain: domain.toLowerCase(), owner_email: owner, created_at: now, updated_at: now, ...token })),
     );
     return transfer.store;
   }
 
-  /** The offline Admin API token, when the store is installed and connected. */
-  async adminToken(domain: string): Promise<string | undefined> {
+  /** The store's offline token, when the store is installed and connected; undefined otherwise. */
+  async offlineToken(domain: string): Promise<StoredOfflineToken | undefined> {
     const row = await this.store.find(domain.toLowerCase());
     if (!row || row.status !== 'active' || !row.admin_token_sealed) return undefined;
-    return this.secrets.open(row.admin_token_sealed);
+    const expiring =
+      row.admin_token_expires_at && row.refresh_token_sealed && row.refresh_token_expires_at
+        ? { expiresAt: row.admin_token_expires_at, refreshToken: await this.secrets.open(row.refresh_token_sealed), refreshTokenExpiresAt: row.refresh_token_expires_at }
+        : undefined;
+    return {
+      accessToken: await this.secrets.open(row.admin_token_sealed),
+      scopes: row.admin_scopes ?? '',
+      ...(expiring && { expiring }),
+      reauthorizationRequired: row.reauthorization_required_at !== null,
+      version: row.admin_token_sealed,
+    };
   }
 
-  /** `app/uninstalled`: stop sending and drop the token (the store's data stays until `shop/redact`). */
+  /** Takes the lease to refresh the token `version` for `leaseMs`; see StoreRepository.claimTokenRefresh. */
+  claimTokenRefresh(domain: string, version: string, leaseMs: number): Promise<TokenRefreshClaim> {
+    return this.store.claimTokenRefresh(domain.toLowerCase(), version, nowIso(), isoAfter(leaseMs));
+  }
+
+  /** The token that replaces `version` (refreshed or migrated), stored as one write; the lease ends. */
+  async replaceOfflineToken(domain: string, version: string, token: OfflineToken): Promise<void> {
+    await this.store.endTokenRefresh(domain.toLowerCase(), version, await this.sealToken(token), nowIso());
+  }
+
+  /** A refresh of `version` that came to nothing (Shopify did not answer): the lease ends, the token stays. */
+  releaseTokenRefresh(domain: string, version: string): Promise<void> {
+    return this.store.endTokenRefresh(domain.toLowerCase(), version, {}, nowIso());
+  }
+
+  /**
+   * Shopify refused to refresh the token `version`: the store stays installed with its data, and
+   * nothing is asked of Shopify for it until the merchant opens the app again (a new token).
+   */
+  markReauthorizationRequired(domain: string, version: string): Promise<void> {
+    const now = nowIso();
+    return this.store.endTokenRefresh(domain.toLowerCase(), version, { reauthorization_required_at: now }, now);
+  }
+
+  /** `app/uninstalled`: stop sending and drop the tokens (the store's data stays until `shop/redact`). */
   async uninstall(domain: string): Promise<void> {
     const now = nowIso();
-    await this.store.update(domain.toLowerCase(), { status: 'uninstalled', admin_token_sealed: null, uninstalled_at: now, updated_at: now });
+    await this.store.update(domain.toLowerCase(), {
+      status: 'uninstalled',
+      admin_token_sealed: null,
+      admin_token_expires_at: null,
+      refresh_token_sealed: null,
+      refresh_token_expires_at: null,
+      token_refresh_lease_until: null,
+      uninstalled_at: now,
+      updated_at: now,
+    });
   }
 
   /** `shop/redact`: the store row goes (its subscriptions and alerts are erased by their features). */
@@ -231,6 +284,16 @@ export class StoreService {
     return effectiveSettings(row ? parseStoredSettings(row.settings) : {}, this.defaults);
   }
 
+  private async sealToken(token: OfflineToken): Promise<AdminTokenColumns> {
+    return {
+      admin_token_sealed: await this.secrets.seal(token.accessToken),
+      admin_scopes: token.scopes,
+      admin_token_expires_at: token.expiring?.expiresAt ?? null,
+      refresh_token_sealed: token.expiring ? await this.secrets.seal(token.expiring.refreshToken) : null,
+      refresh_token_expires_at: token.expiring?.refreshTokenExpiresAt ?? null,
+    };
+  }
+
   private async mustFind(domain: string): Promise<StoreRow> {
     const row = await this.findStore(domain);
     if (!row) throw new NotFound(`No store ${domain}.`);
@@ -245,7 +308,7 @@ export class StoreService {
       status: row.status,
       platform: row.platform as Store['platform'],
       installedAt: row.installed_at,
-      adminApiConnected: row.admin_token_sealed !== null,
+      adminApiConnected: row.admin_token_sealed !== null && row.reauthorization_required_at === null,
       ownSmtp: row.smtp_url_sealed !== null,
       settings: this.settingsIn(row),
     };

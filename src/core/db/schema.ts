@@ -43,6 +43,7 @@ export interface Tables {
   inventory_variants: InventoryVariantsTable;
   /** inventory */
   inventory_levels: InventoryLevelsTable;
+  inventory_unlisted_countries: InventoryUnlistedCountriesTable;
   /** shopify */
   shopify_webhook_events: ShopifyWebhookEventsTable;
   /** dispatch */
@@ -85,6 +86,8 @@ export interface SubscriptionsTable {
   email_key: string;
   /** 1: made by an agent not bound to the store (planned after the store's own shoppers, capped per agent); 0: the storefront or the store's own agents. */
   third_party: number;
+  /** The shopper's country (ISO 3166-1 alpha-2) when the storefront knew it: alerted only where the product is on sale. */
+  country: string | null;
 }
 
 export interface CheckoutSessionsTable {
@@ -180,6 +183,15 @@ export interface StoresTable {
   platform: string | null;
   /** The offline Admin API token, sealed with RESTOCK_ENCRYPTION_KEY. */
   admin_token_sealed: string | null;
+  /** When the access token expires; null for a non-expiring token (installed before expiring tokens). */
+  admin_token_expires_at: string | null;
+  /** The refresh token that goes with an expiring access token, sealed; Shopify replaces it at every refresh. */
+  refresh_token_sealed: string | null;
+  refresh_token_expires_at: string | null;
+  /** Held by the process refreshing the token, so that no other refreshes at the same time. */
+  token_refresh_lease_until: string | null;
+  /** Shopify refused the refresh token: no Admin API call until the merchant opens the app again. */
+  reauthorization_required_at: string | null;
   admin_scopes: string | null;
   installed_at: string | null;
   uninstalled_at: string | null;
@@ -279,6 +291,8 @@ export interface InventoryVariantsTable {
   available: number | null;
   /** 1 when the product is published (sellable), 0 otherwise. */
   published: number;
+  /** 1 when the variant is sold whatever its stock (backorders, untracked, pre-order): never sold out. */
+  purchasable_without_stock: number;
   product_title: string | null;
   variant_title: string | null;
   image_url: string | null;
@@ -438,4 +452,13 @@ export interface DashboardSessionsTable {
   expires_at: string;
   /** Set at sign-out. */
   ended_at: string | null;
+}
+
+/** A country where a product is not on sale (a market it is not published to). */
+export interface InventoryUnlistedCountriesTable {
+  store_domain: string;
+  product_id: string;
+  /** ISO 3166-1 alpha-2. */
+  country: string;
+  updated_at: string;
 }

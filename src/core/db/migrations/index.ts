@@ -9,6 +9,8 @@ import { storefrontDashboard } from './0006_storefront_dashboard.ts';
 import { heldByPlan } from './0007_held_by_plan.ts';
 import { addressKeys } from './0008_address_keys.ts';
 import { planAcceptance } from './0009_plan_acceptance.ts';
+import { expiringTokens } from './0010_expiring_tokens.ts';
+import { sellableWhere } from './0011_sellable_where.ts';
 
 export interface DialectMigration {
   up(db: Kysely<any>, dialect: Dialect): Promise<void>;
@@ -25,4 +27,6 @@ export const migrations: Record<string, DialectMigration> = {
   '0007_held_by_plan': heldByPlan,
   '0008_address_keys': addressKeys,
   '0009_plan_acceptance': planAcceptance,
+  '0010_expiring_tokens': expiringTokens,
+  '0011_sellable_where': sellableWhere,
 };
