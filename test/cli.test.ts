@@ -166,7 +166,7 @@ describe('the restock command', () => {
     try {
       assert.equal((await fetch(`${base}${signIn[0]}`)).status, 200);
       await fetch(`${base}/unsubscribe/sub_secretpart.signature-secret`);
-      await fetch(`${base}/dashboard/shopify?shop=logs-shop.myshopify.com&id_token=eyJsecret.payload.sig`);
+      await fetch(`${base}/dashboard?embedded=1&shop=logs-shop.myshopify.com&id_token=eyJsecret.payload.sig`);
       const registered = await fetch(`${base}/api/agent/register`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },

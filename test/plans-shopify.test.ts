@@ -8,7 +8,7 @@ import { Challenge, Credential } from 'mppx';
 import { agentOf, call, createStore, expectProblem, expectStatus, registerAnonymousAgent } from './fixtures/agents.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { dialectSkip, startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
-import { deliverWebhook, installByTokenExchange, signWebhook } from './fixtures/shopify-app.ts';
+import { deliverWebhook, installByTokenExchange, shopifyTestApp, signWebhook } from './fixtures/shopify-app.ts';
 import { startShopifyAdmin, type AppSubscriptionStatus, type AppSubscriptionWebhook, type ShopifyAdminStandIn } from './fixtures/shopify-admin.ts';
 import { startStripeApi, type StripeApi } from './fixtures/stripe-api.ts';
 import { startX402Chain, x402Payment, type X402Chain } from './fixtures/x402-chain.ts';
@@ -25,16 +25,8 @@ import { startX402Chain, x402Payment, type X402Chain } from './fixtures/x402-cha
 
 failOnLeakedHandles();
 
-const API_KEY = 'restock-plans-test-app';
-const API_SECRET = `shpss_${randomBytes(16).toString('hex')}`;
-const SCOPES = 'read_products,read_inventory';
 // SHOPIFY_BILLING_TEST is left unset: its default (real charges, tests on development stores) is part of what is checked.
-const ENV = {
-  SHOPIFY_API_KEY: API_KEY,
-  SHOPIFY_API_SECRET: API_SECRET,
-  SHOPIFY_SCOPES: SCOPES,
-  RESTOCK_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
-};
+const { apiKey: API_KEY, apiSecret: API_SECRET, scopes: SCOPES, env: ENV } = shopifyTestApp('restock-plans-test-app');
 const CHECKOUT = '/api/v1/plans/checkout';
 const TOPIC = 'app_subscriptions/update';
 const DAY_MS = 24 * 3600 * 1000;

@@ -6,19 +6,15 @@
  * Shopify sends them, the worker, the Admin API stand-in answering on Shopify's 2026-07 schema.
  */
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from './fixtures/suites.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { dialectSkip, startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
-import { deliverWebhook, installByTokenExchange } from './fixtures/shopify-app.ts';
+import { deliverWebhook, installByTokenExchange, productUpdatePayload, shopifyTestApp } from './fixtures/shopify-app.ts';
 import { startShopifyAdmin, type FakeProduct, type FakeVariant, type ShopifyAdminStandIn } from './fixtures/shopify-admin.ts';
 
 failOnLeakedHandles();
 
-const API_KEY = 'restock-rules-app';
-const API_SECRET = `shpss_${randomBytes(16).toString('hex')}`;
-const SCOPES = 'read_products,read_inventory,read_publications';
-const ENV = { SHOPIFY_API_KEY: API_KEY, SHOPIFY_API_SECRET: API_SECRET, SHOPIFY_SCOPES: SCOPES, RESTOCK_ENCRYPTION_KEY: randomBytes(32).toString('base64') };
+const { apiKey: API_KEY, apiSecret: API_SECRET, scopes: SCOPES, env: ENV } = shopifyTestApp('restock-rules-app', 'read_products,read_inventory,read_publications');
 
 let counter = 0;
 const unique = () => `${Date.now() % 1_000_000}${++counter}`;
@@ -34,27 +30,6 @@ function fakeProduct(variant: Partial<FakeVariant> = {}, product: Partial<FakePr
     publishedAt: '2024-01-01T00:00:00Z',
     variants: [{ id: newId(), title: 'Size 42', inventoryItemId: newId(), inventoryQuantity: 0, ...variant }],
     ...product,
-  };
-}
-
-/** `products/update` as Shopify sends it: quantities over every location, the policy in lower case. */
-function productUpdate(product: FakeProduct, updatedAt: string) {
-  return {
-    id: product.id,
-    admin_graphql_api_id: `gid://shopify/Product/${product.id}`,
-    title: product.title,
-    handle: product.handle,
-    status: product.status.toLowerCase(),
-    published_at: product.publishedAt,
-    updated_at: updatedAt,
-    variants: product.variants.map((variant) => ({
-      id: variant.id,
-      admin_graphql_api_id: `gid://shopify/ProductVariant/${variant.id}`,
-      title: variant.title,
-      inventory_item_id: variant.inventoryItemId,
-      inventory_quantity: variant.inventoryQuantity,
-      inventory_policy: (variant.inventoryPolicy ?? 'DENY').toLowerCase(),
-    })),
   };
 }
 
@@ -95,7 +70,7 @@ for (const dialect of testDialects()) {
     /** Shopify's state changes, then it says so by `products/update` (and the worker runs). */
     async function productChanged(shop: string, product: FakeProduct) {
       shopify.setProduct(shop, product);
-      const res = await deliverWebhook(t, API_SECRET, { topic: 'products/update', shop, payload: productUpdate(product, new Date().toISOString()) });
+      const res = await deliverWebhook(t, API_SECRET, { topic: 'products/update', shop, payload: productUpdatePayload(product, new Date().toISOString()) });
       assert.equal(res.statusCode, 200, res.body);
       await t.runWorker();
     }
@@ -123,30 +98,34 @@ for (const dialect of testDialects()) {
       return res.json().soldOut;
     }
 
-    it('a CONTINUE variant is never sold out: stock arriving alerts nobody, and the storefront offers no form', async () => {
+    /**
+     * A shopper waits for a variant as Shopify first has it, then stock arrives (`quantity` at a
+     * shop that fulfils online orders) and Shopify says so by `products/update`.
+     */
+    async function stockArrivesForAShopper(variant: Partial<FakeVariant>, product: Partial<FakeProduct>, quantity: number) {
       const shop = await installedShop();
-      const product = fakeProduct({ inventoryPolicy: 'CONTINUE', inventoryQuantity: -3, sellableOnlineQuantity: -3 });
-      await productChanged(shop, product);
-      const email = await subscribe(shop, product);
-      product.variants[0]!.inventoryQuantity = 5;
-      product.variants[0]!.sellableOnlineQuantity = 5;
-      await productChanged(shop, product);
-      assert.equal(await restocks(product), 0);
-      assert.equal(await alerted(email), 0);
-      assert.equal(await soldOutOnStorefront(shop, product), false);
-    });
+      const waited = fakeProduct(variant, product);
+      await productChanged(shop, waited);
+      const email = await subscribe(shop, waited);
+      waited.variants[0]!.inventoryQuantity = quantity;
+      waited.variants[0]!.sellableOnlineQuantity = quantity;
+      await productChanged(shop, waited);
+      return { shop, product: waited, email };
+    }
 
-    it('an untracked variant is never sold out, even when the payload does not say so', async () => {
-      const shop = await installedShop();
-      const product = fakeProduct({ tracked: false, inventoryQuantity: 0 });
-      await productChanged(shop, product);
-      const email = await subscribe(shop, product);
-      product.variants[0]!.inventoryQuantity = 4;
-      await productChanged(shop, product);
-      assert.equal(await restocks(product), 0);
-      assert.equal(await alerted(email), 0);
-      assert.equal(await soldOutOnStorefront(shop, product), false);
-    });
+    const neverSoldOut = [
+      { what: 'a CONTINUE variant', variant: { inventoryPolicy: 'CONTINUE', inventoryQuantity: -3, sellableOnlineQuantity: -3 } },
+      // The payload says nothing of tracking: only the Admin API read tells.
+      { what: 'an untracked variant', variant: { tracked: false, inventoryQuantity: 0 } },
+    ] as const;
+    for (const { what, variant } of neverSoldOut) {
+      it(`${what} is never sold out: stock arriving alerts nobody, and the storefront offers no form`, async () => {
+        const { shop, product, email } = await stockArrivesForAShopper(variant, {}, 5);
+        assert.equal(await restocks(product), 0);
+        assert.equal(await alerted(email), 0);
+        assert.equal(await soldOutOnStorefront(shop, product), false);
+      });
+    }
 
     it('a variant sold by a pre-order selling plan is not sold out for the widget', async () => {
       const shop = await installedShop();
@@ -192,24 +171,14 @@ for (const dialect of testDialects()) {
     });
 
     it('an UNLISTED product is on sale (reachable by its link): its restock alerts', async () => {
-      const shop = await installedShop();
-      const product = fakeProduct({ inventoryQuantity: 0 }, { status: 'UNLISTED' });
-      await productChanged(shop, product);
-      const email = await subscribe(shop, product);
-      product.variants[0]!.inventoryQuantity = 2;
-      await productChanged(shop, product);
+      const { product, email } = await stockArrivesForAShopper({ inventoryQuantity: 0 }, { status: 'UNLISTED' }, 2);
       assert.equal(await restocks(product), 1);
       await t.runWorker();
       assert.equal(await alerted(email), 1);
     });
 
     it('a product not published to the online store is not on sale: its stock alerts nobody', async () => {
-      const shop = await installedShop();
-      const product = fakeProduct({ inventoryQuantity: 0 }, { publishedAt: null });
-      await productChanged(shop, product);
-      const email = await subscribe(shop, product);
-      product.variants[0]!.inventoryQuantity = 5;
-      await productChanged(shop, product);
+      const { product, email } = await stockArrivesForAShopper({ inventoryQuantity: 0 }, { publishedAt: null }, 5);
       assert.equal(await restocks(product), 0);
       assert.equal(await alerted(email), 0);
     });

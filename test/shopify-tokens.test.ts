@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.ts';
 import { Database } from '../src/core/db/database.ts';
@@ -10,20 +9,12 @@ import type { StoreService } from '../src/stores/service.ts';
 import { dialectSkip, startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { startShopifyAdmin, type ShopifyAdminStandIn } from './fixtures/shopify-admin.ts';
-import { deliverWebhook, installByOAuth, installByTokenExchange } from './fixtures/shopify-app.ts';
+import { deliverWebhook, installByOAuth, installByTokenExchange, shopifyTestApp } from './fixtures/shopify-app.ts';
 import { after, afterEach, before, describe, it } from './fixtures/suites.ts';
 
 failOnLeakedHandles();
 
-const API_KEY = 'restock-token-test-app';
-const API_SECRET = `shpss_${randomBytes(16).toString('hex')}`;
-const SCOPES = 'read_products,read_inventory';
-const ENV = {
-  SHOPIFY_API_KEY: API_KEY,
-  SHOPIFY_API_SECRET: API_SECRET,
-  SHOPIFY_SCOPES: SCOPES,
-  RESTOCK_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
-};
+const { apiKey: API_KEY, apiSecret: API_SECRET, scopes: SCOPES, env: ENV } = shopifyTestApp('restock-token-test-app');
 const MINUTE = 60_000;
 const BROWSER = { 'user-agent': 'Mozilla/5.0 (Macintosh; Intel Mac OS X 14_5) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Safari/605.1.15' };
 

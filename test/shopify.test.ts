@@ -1,25 +1,17 @@
 import assert from 'node:assert/strict';
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import { after, before, describe, it } from './fixtures/suites.ts';
 import type { LightMyRequestResponse } from 'fastify';
 import { buildShopify } from '../src/shopify/feature.ts';
 import { storefrontService } from '../src/storefront/feature.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { dialectSkip, startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
-import { deliverWebhook, installByTokenExchange, signWebhook, type ShopifyDelivery } from './fixtures/shopify-app.ts';
+import { deliverWebhook, installByTokenExchange, productUpdatePayload, shopifyTestApp, signWebhook, type ShopifyDelivery } from './fixtures/shopify-app.ts';
 import { startShopifyAdmin, type FakeProduct, type RecordedRequest, type ShopifyAdminStandIn } from './fixtures/shopify-admin.ts';
 
 failOnLeakedHandles();
 
-const API_KEY = 'restock-test-app';
-const API_SECRET = `shpss_${randomBytes(16).toString('hex')}`;
-const SCOPES = 'read_products,read_inventory';
-const ENV = {
-  SHOPIFY_API_KEY: API_KEY,
-  SHOPIFY_API_SECRET: API_SECRET,
-  SHOPIFY_SCOPES: SCOPES,
-  RESTOCK_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
-};
+const { apiKey: API_KEY, apiSecret: API_SECRET, scopes: SCOPES, env: ENV } = shopifyTestApp('restock-test-app');
 const WEBHOOKS = '/webhooks/shopify';
 /** The library answers OAuth requests from bots (by User-Agent) with 410; a merchant uses a browser. */
 const BROWSER = { 'user-agent': 'Mozilla/5.0 (Macintosh; Intel Mac OS X 14_5) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Safari/605.1.15' };
@@ -44,27 +36,6 @@ function fakeProduct(overrides: Partial<FakeProduct> = {}, quantity = 0): FakePr
     imageUrl: `https://cdn.example.com/${id}.jpg`,
     variants: [{ id: newId(), title: 'Size 42', inventoryItemId: newId(), inventoryQuantity: quantity }],
     ...overrides,
-  };
-}
-
-/** The `products/update` body Shopify sends for the product (REST shape). */
-function productUpdate(product: FakeProduct, updatedAt: string, quantity?: number) {
-  return {
-    id: product.id,
-    admin_graphql_api_id: `gid://shopify/Product/${product.id}`,
-    title: product.title,
-    handle: product.handle,
-    status: product.status.toLowerCase(),
-    published_at: product.publishedAt,
-    updated_at: updatedAt,
-    image: product.imageUrl ? { src: product.imageUrl } : null,
-    variants: product.variants.map((variant) => ({
-      id: variant.id,
-      admin_graphql_api_id: `gid://shopify/ProductVariant/${variant.id}`,
-      title: variant.title,
-      inventory_item_id: variant.inventoryItemId,
-      inventory_quantity: quantity ?? variant.inventoryQuantity,
-    })),
   };
 }
 
@@ -148,7 +119,7 @@ for (const dialect of testDialects()) {
       it('refuses a forged, a missing or a foreign-secret HMAC with 401 and stores nothing', async () => {
         const shop = newShop();
         const before = await t.tableDigests();
-        const payload = productUpdate(fakeProduct({}, 5), new Date().toISOString());
+        const payload = productUpdatePayload(fakeProduct({}, 5), new Date().toISOString());
         const forged = await deliver(t, { topic: 'products/update', shop, payload, hmac: sign('something else') });
         assertProblem(forged, 401, 'invalid-webhook');
         assertProblem(await deliver(t, { topic: 'products/update', shop, payload, hmac: null }), 401, 'invalid-webhook');
@@ -183,7 +154,7 @@ for (const dialect of testDialects()) {
         shopify.setProduct(shop, product);
         const stockBefore = (await t.counts()).inventory_variants;
         const shopifyCalls = shopify.requests.length;
-        const res = await deliver(t, { topic: 'products/update', shop, payload: productUpdate(product, new Date().toISOString()), eventId: 'ev-queued-1' });
+        const res = await deliver(t, { topic: 'products/update', shop, payload: productUpdatePayload(product, new Date().toISOString()), eventId: 'ev-queued-1' });
         assert.equal(res.statusCode, 200, res.body);
         assert.deepEqual(res.json(), { status: 'queued' });
         // Answered before any work: the event is untouched by a worker and nobody asked Shopify anything.
@@ -203,9 +174,9 @@ for (const dialect of testDialects()) {
       it('checks the bytes as sent, whatever the Content-Type says', async () => {
         const shop = newShop();
         const product = fakeProduct();
-        const res = await deliver(t, { topic: 'products/update', shop, payload: productUpdate(product, new Date().toISOString()), headers: { 'content-type': 'text/plain; charset=utf-8' } });
+        const res = await deliver(t, { topic: 'products/update', shop, payload: productUpdatePayload(product, new Date().toISOString()), headers: { 'content-type': 'text/plain; charset=utf-8' } });
         assert.equal(res.statusCode, 200, res.body);
-        const body = `  ${JSON.stringify(productUpdate(product, new Date().toISOString()))}\n`;
+        const body = `  ${JSON.stringify(productUpdatePayload(product, new Date().toISOString()))}\n`;
         const spaced = await deliver(t, { topic: 'products/update', shop, payload: body });
         assert.equal(spaced.statusCode, 200, 'whitespace a JSON parser would drop is part of what was signed');
         await t.runWorker();
@@ -213,7 +184,7 @@ for (const dialect of testDialects()) {
 
       it('keys by the webhook id when a delivery has no event id', async () => {
         const shop = newShop();
-        const res = await deliver(t, { topic: 'products/update', shop, payload: productUpdate(fakeProduct(), new Date().toISOString()), eventId: null, webhookId: 'wh-only-1' });
+        const res = await deliver(t, { topic: 'products/update', shop, payload: productUpdatePayload(fakeProduct(), new Date().toISOString()), eventId: null, webhookId: 'wh-only-1' });
         assert.equal(res.statusCode, 200);
         assert.equal((await events(t, shop))[0]!.event_id, 'wh-only-1');
         await t.runWorker();
@@ -223,7 +194,7 @@ for (const dialect of testDialects()) {
         const shop = newShop();
         const product = fakeProduct();
         product.variants = Array.from({ length: 100 }, (_, i) => ({ id: newId(), title: `Size ${i} ${'x'.repeat(200)}`, inventoryItemId: newId(), inventoryQuantity: 0 }));
-        const payload = productUpdate(product, new Date().toISOString());
+        const payload = productUpdatePayload(product, new Date().toISOString());
         assert.ok(JSON.stringify(payload).length > t.config.bodyLimitBytes);
         assert.equal((await deliver(t, { topic: 'products/update', shop, payload })).statusCode, 200);
         const tooLarge = await deliver(t, { topic: 'products/update', shop, payload: { padding: 'x'.repeat(1024 * 1024) } });
@@ -256,7 +227,7 @@ for (const dialect of testDialects()) {
         shopify.setProduct(shop, product);
         await subscribe(t, product, `dup-${unique()}@example.com`);
         const eventId = `ev-${unique()}`;
-        const payload = productUpdate(product, new Date().toISOString(), 5);
+        const payload = productUpdatePayload(product, new Date().toISOString(), 5);
         assert.deepEqual((await deliver(t, { topic: 'products/update', shop, payload, eventId })).json(), { status: 'queued' });
         assert.deepEqual((await deliver(t, { topic: 'products/update', shop, payload, eventId })).json(), { status: 'duplicate' });
         await t.runWorker();
@@ -271,14 +242,14 @@ for (const dialect of testDialects()) {
         const product = fakeProduct();
         shopify.setProduct(shop, product);
         await subscribe(t, product, `restock-${unique()}@example.com`);
-        await deliver(t, { topic: 'products/update', shop, payload: productUpdate(product, new Date().toISOString(), 0) });
+        await deliver(t, { topic: 'products/update', shop, payload: productUpdatePayload(product, new Date().toISOString(), 0) });
         await t.runWorker();
         assert.equal((await stock(t, shop, product))?.available, 0);
         assert.equal(await restocks(t, product), 0);
         // Shopify has the new stock when it says so; the worker reads it before alerting anyone.
         product.variants[0]!.inventoryQuantity = 5;
         shopify.setProduct(shop, product);
-        await deliver(t, { topic: 'products/update', shop, payload: productUpdate(product, new Date(Date.now() + 1000).toISOString(), 5) });
+        await deliver(t, { topic: 'products/update', shop, payload: productUpdatePayload(product, new Date(Date.now() + 1000).toISOString(), 5) });
         await t.runWorker();
         const row = await stock(t, shop, product);
         assert.equal(row?.available, 5);
@@ -295,9 +266,9 @@ for (const dialect of testDialects()) {
         shopify.setProduct(shop, product);
         await subscribe(t, product, `stale-${unique()}@example.com`);
         const now = Date.now();
-        await deliver(t, { topic: 'products/update', shop, payload: productUpdate(product, new Date(now).toISOString(), 0) });
+        await deliver(t, { topic: 'products/update', shop, payload: productUpdatePayload(product, new Date(now).toISOString(), 0) });
         await t.runWorker();
-        await deliver(t, { topic: 'products/update', shop, payload: productUpdate(product, new Date(now - 3600_000).toISOString(), 9) });
+        await deliver(t, { topic: 'products/update', shop, payload: productUpdatePayload(product, new Date(now - 3600_000).toISOString(), 9) });
         await t.runWorker();
         assert.equal((await stock(t, shop, product))?.available, 0);
         assert.equal(await restocks(t, product), 0);
@@ -309,7 +280,7 @@ for (const dialect of testDialects()) {
         const product = fakeProduct({ status: 'DRAFT' }, 5);
         shopify.setProduct(shop, product);
         await subscribe(t, product, `draft-${unique()}@example.com`);
-        await deliver(t, { topic: 'products/update', shop, payload: productUpdate(product, '2025-03-01T10:00:00Z', 5) });
+        await deliver(t, { topic: 'products/update', shop, payload: productUpdatePayload(product, '2025-03-01T10:00:00Z', 5) });
         await t.runWorker();
         assert.equal((await stock(t, shop, product))?.published, 0);
         assert.equal(await restocks(t, product), 0);
@@ -546,7 +517,7 @@ for (const dialect of testDialects()) {
         const shop = await installedShop(t, shopify);
         const product = fakeProduct({}, 3);
         shopify.setProduct(shop, product);
-        await deliver(t, { topic: 'products/update', shop, payload: productUpdate(product, new Date().toISOString(), 3) });
+        await deliver(t, { topic: 'products/update', shop, payload: productUpdatePayload(product, new Date().toISOString(), 3) });
         const [queued] = await events(t, shop);
         // As a worker that claimed it and died would leave it.
         await t.database.db
@@ -650,7 +621,7 @@ for (const dialect of testDialects()) {
         const product = fakeProduct();
         shopify.setProduct(shop, product);
         await subscribe(t, product, `shopper-${unique()}@example.com`, shop);
-        await deliver(t, { topic: 'products/update', shop, payload: productUpdate(product, new Date().toISOString(), 0) });
+        await deliver(t, { topic: 'products/update', shop, payload: productUpdatePayload(product, new Date().toISOString(), 0) });
         await t.runWorker();
         assert.ok(await stock(t, shop, product));
         await deliver(t, { topic: 'shop/redact', shop, payload: { shop_id: 1, shop_domain: shop } });

@@ -63,8 +63,6 @@ export interface StockOutcome {
   variantId: string | null;
   available: number | null;
   published: boolean;
-  /** Sold whatever its stock: never sold out. */
-  purchasableWithoutStock?: boolean;
   /** stale: older than what is known, nothing changed. */
   ignored?: 'stale';
   /** Set when this report made the variant sellable again and its alerts are being dispatched. */
@@ -110,16 +108,27 @@ export class InventoryService {
    * never starts a restock.
    */
   async reportStock(storeDomain: string, reports: StockReport[], source: StockSource, options: { confirm?: ConfirmRestock } = {}): Promise<StockOutcome[]> {
-    const taken = options.confirm ? await this.confirmed(storeDomain, reports, options.confirm) : reports;
-    const outcomes: StockOutcome[] = [];
     const { minStock } = await this.stores.settingsOf(storeDomain);
-    for (const report of taken) outcomes.push(await this.applyReport(storeDomain, report, source, minStock));
+    const known = new KnownRows(this.store, storeDomain);
+    const taken = options.confirm ? await this.confirmed(storeDomain, reports, known, minStock, options.confirm) : reports;
+    const outcomes: StockOutcome[] = [];
+    for (const report of taken) outcomes.push(await this.applyReport(storeDomain, report, source, minStock, known));
     return outcomes;
   }
 
-  /** The reports, with every product one of them would restock read again through `confirm`. */
-  private async confirmed(storeDomain: string, reports: StockReport[], confirm: ConfirmRestock): Promise<StockReport[]> {
-    const doubtful = await this.needingConfirmation(storeDomain, reports);
+  /**
+   * The reports, with every product read again through `confirm` that a report is doubtful
+   * about: a source whose numbers are not the whole truth (a webhook's total counts stock in
+   * shops that do not sell online) has those confirmed before they count, namely reports about a
+   * variant first heard of and reports that would restock one.
+   */
+  private async confirmed(storeDomain: string, reports: StockReport[], known: KnownRows, minStock: number, confirm: ConfirmRestock): Promise<StockReport[]> {
+    const doubtful: StockReport[] = [];
+    for (const report of reports) {
+      const row = await known.of(report);
+      if (row && isStale(report.updatedAt, row.source_updated_at)) continue;
+      if (!row || startsRestock(row, mergedRow(storeDomain, report, row), minStock)) doubtful.push(report);
+    }
     if (doubtful.length === 0) return reports;
     const products = new Set(doubtful.map((report) => report.productId));
     const read = await confirm([...products]);
@@ -192,22 +201,6 @@ export class InventoryService {
     };
   }
 
-  /**
-   * The reports a source whose numbers are not the whole truth (a webhook's total counts stock in
-   * shops that do not sell online) has confirmed before they count: those about a variant first
-   * heard of, and those that would restock one.
-   */
-  private async needingConfirmation(storeDomain: string, reports: StockReport[]): Promise<StockReport[]> {
-    const { minStock } = await this.stores.settingsOf(storeDomain);
-    const doubtful: StockReport[] = [];
-    for (const report of reports) {
-      const known = await this.store.find(storeDomain, report.productId, report.variantId ?? '');
-      if (known && isStale(report.updatedAt, known.source_updated_at)) continue;
-      if (!known || startsRestock(known, mergedRow(storeDomain, report, known), minStock)) doubtful.push(report);
-    }
-    return doubtful;
-  }
-
   /** The countries where a product is not on sale (markets it is not published to), replacing what was known. */
   setUnlistedCountries(storeDomain: string, productId: string, countries: string[]): Promise<void> {
     return this.store.setUnlistedCountries(storeDomain, productId, countries, nowIso());
@@ -256,13 +249,13 @@ export class InventoryService {
     return this.store.forgetStore(storeDomain);
   }
 
-  private async applyReport(storeDomain: string, report: StockReport, source: StockSource, minStock: number): Promise<StockOutcome> {
-    const variantKey = report.variantId ?? '';
-    const known = await this.store.find(storeDomain, report.productId, variantKey);
+  private async applyReport(storeDomain: string, report: StockReport, source: StockSource, minStock: number, knownRows: KnownRows): Promise<StockOutcome> {
+    const known = await knownRows.of(report);
     if (known && isStale(report.updatedAt, known.source_updated_at)) return { ...describe(known), ignored: 'stale' };
 
     const row = mergedRow(storeDomain, report, known);
     await this.store.save(row);
+    knownRows.saved(row);
 
     const outcome: StockOutcome = describeOutcome(row);
     if (startsRestock(known, row, minStock)) {
@@ -277,6 +270,30 @@ export class InventoryService {
     }
     return outcome;
   }
+}
+
+/** The variants one batch of reports is about, each read once however many of its reports look at it. */
+class KnownRows {
+  private readonly rows = new Map<string, VariantStockRow | undefined>();
+
+  constructor(
+    private readonly store: InventoryRepository,
+    private readonly storeDomain: string,
+  ) {}
+
+  async of(report: Pick<StockReport, 'productId' | 'variantId'>): Promise<VariantStockRow | undefined> {
+    const key = rowKey(report.productId, report.variantId ?? '');
+    if (!this.rows.has(key)) this.rows.set(key, await this.store.find(this.storeDomain, report.productId, report.variantId ?? ''));
+    return this.rows.get(key);
+  }
+
+  saved(row: VariantStockRow): void {
+    this.rows.set(rowKey(row.product_id, row.variant_id), row);
+  }
+}
+
+function rowKey(productId: string, variantKey: string): string {
+  return `${productId}\n${variantKey}`;
 }
 
 /** What a restock sends against: the stock, and whether stock limits it at all. */
@@ -345,9 +362,7 @@ function variantOf(key: string): string | null {
 }
 
 function describeOutcome(row: VariantStockRow): StockOutcome {
-  const outcome: StockOutcome = { productId: row.product_id, variantId: variantOf(row.variant_id), available: row.available, published: row.published === 1 };
-  if (row.purchasable_without_stock === 1) outcome.purchasableWithoutStock = true;
-  return outcome;
+  return { productId: row.product_id, variantId: variantOf(row.variant_id), available: row.available, published: row.published === 1 };
 }
 
 function describe(row: VariantStockRow): StockStatus {

@@ -36,11 +36,6 @@ export class AccessTokens {
     private readonly log: FastifyBaseLogger,
   ) {}
 
-  /** Whether the store holds an Admin API token (installed, not uninstalled); asks nothing of Shopify. */
-  async hasAccess(shop: string): Promise<boolean> {
-    return (await this.stores.offlineToken(shop)) !== undefined;
-  }
-
   /**
    * A token to call the Admin API with now: refreshed first when it expires within the margin,
    * migrated to an expiring one first when it never expires (Shopify refuses those from

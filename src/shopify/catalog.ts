@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { AdminApi } from './admin-api.ts';
+import { UpstreamError } from './shopify-api.ts';
 
 /**
  * What Shopify says a shopper can buy, read through the Admin API: the truth that webhook
@@ -84,7 +85,7 @@ export async function readProductStates(admin: AdminApi, shop: string, accessTok
   for (const node of data.nodes) {
     if (node === null || node.id === undefined) continue;
     const parsed = productState.safeParse(node);
-    if (!parsed.success) throw new Error(`Reading products: Shopify's answer lacks ${parsed.error.issues[0]?.path.join('.')}`);
+    if (!parsed.success) throw new UpstreamError(`Reading products: Shopify's answer lacks ${parsed.error.issues[0]?.path.join('.')}`);
     const publishedIn: Record<string, boolean> = {};
     countries.forEach((country, i) => (publishedIn[country] = node[`m${i}`] === true));
     products.push({ ...parsed.data, publishedIn });

@@ -153,7 +153,6 @@ export class ShopifyInstaller {
    * The store a session token speaks for. The library checks the signature (the app's secret),
    * expiry and audience (the app's key); the issuer must be the same store's admin.
    */
-  /** The store a session token from App Bridge is for, once its signature, audience and expiry check out. */
   async shopOfSessionToken(sessionToken: string): Promise<string> {
     let payload: Awaited<ReturnType<ShopifyApi['session']['decodeSessionToken']>>;
     try {

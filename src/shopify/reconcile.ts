@@ -61,16 +61,10 @@ export async function reconcileDueStores(deps: ReconcileDeps, intervalMs: number
 export async function reconcileStore(deps: ReconcileDeps, shop: string): Promise<number> {
   const token = await deps.admin.tokens.current(shop);
   if (!token) return 0;
-  const productIds = await deps.alerts.waitingProducts(shop, PRODUCTS_PER_STORE);
-  let read = 0;
-  for (const ids of chunks(productIds, PRODUCTS_PER_QUERY)) {
-    const reports = await readProductReports(deps, shop, token, ids);
-    if (reports.length > 0) {
-      await deps.inventory.reportStock(shop, reports, { kind: 'reconciliation', ref: `reconciliation ${reports[0]!.updatedAt}`, verified: true });
-    }
-    read += new Set(reports.map((report) => report.productId)).size;
-  }
-  return read;
+  const reports = await readProductReports(deps, shop, token, await deps.alerts.waitingProducts(shop, PRODUCTS_PER_STORE));
+  if (reports.length === 0) return 0;
+  await deps.inventory.reportStock(shop, reports, { kind: 'reconciliation', ref: `reconciliation ${reports[0]!.updatedAt}`, verified: true });
+  return new Set(reports.map((report) => report.productId)).size;
 }
 
 /**
