@@ -5,6 +5,7 @@ import { z } from 'zod';
 import type { PlanSettings } from './billing/plans.ts';
 import { parseOutboundAllowList, type OutboundPolicy } from './core/net/outbound-guard.ts';
 import { decodeKey } from './core/sealed-secrets.ts';
+import { DEFAULT_RETRY_SCHEDULE, retrySchedulePattern, webhookConfig, type WebhookConfig } from './webhooks/settings.ts';
 import { parsePostgresUrl, parseRedisUrl, ServiceUrlError } from './core/service-urls.ts';
 
 /** The batch policy a store follows until it sets its own (docs/dispatch.md says why). */
@@ -111,7 +112,7 @@ const envSchema = z.object({
   /** How often stores with Admin API credentials are compared with the platform's stock. 0 = never. */
   RECONCILE_INTERVAL_MINUTES: z.coerce.number().int().min(0).default(15),
   SHOPIFY_API_VERSION: z.string().default('2026-07'),
-  SHOPIFY_SCOPES: z.string().default('read_products,read_inventory,read_publications,write_app_proxy'),
+  SHOPIFY_SCOPES: z.string().default('read_products,read_inventory,read_publications,write_app_proxy,read_orders'),
   /**
    * `true` makes every Shopify Billing charge a test charge (no money moves), e.g. for a staging
    * app. Unset, only a development store's charges are test charges, as Shopify reports the store.
@@ -147,6 +148,15 @@ const envSchema = z.object({
   FREE_ALERTS_PER_MONTH: z.coerce.number().int().min(0).default(100),
   /** How long a settlement (x402 facilitator, Stripe) may take before it is recorded as pending and reconciled. */
   PAYMENT_SETTLE_TIMEOUT_MS: z.coerce.number().int().min(100).default(15_000),
+  /** Outgoing webhooks: the longest one HTTP exchange with a store's endpoint may take. */
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
+  /** Attempts of one webhook delivery before it is given up. */
+  WEBHOOK_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(10),
+  /** Delays before each retry (units ms, s, m, h), jittered by ±10%; the last repeats. */
+  WEBHOOK_RETRY_SCHEDULE: z.string().regex(retrySchedulePattern, 'durations such as 5s,5m,2h, comma separated').default(DEFAULT_RETRY_SCHEDULE),
+  /** An endpoint is disabled after this many consecutive failed attempts that have gone on for WEBHOOK_DISABLE_AFTER_HOURS. */
+  WEBHOOK_DISABLE_AFTER_FAILURES: z.coerce.number().int().min(1).default(20),
+  WEBHOOK_DISABLE_AFTER_HOURS: z.coerce.number().int().min(0).default(24),
   /** Optional HTTPS listener that asks for client certificates (mtls credentials). */
   TLS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   TLS_CERT_FILE: z.string().optional(),
@@ -192,6 +202,8 @@ export interface Config {
   shopify: ShopifyConfig | undefined;
   payments: PaymentsConfig;
   billing: BillingConfig;
+  /** Outgoing webhooks' delivery (src/webhooks). */
+  webhooks: WebhookConfig;
 }
 
 export interface BillingConfig {
@@ -352,6 +364,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       limitPerAddressPerMinute: e.PAYMENT_LIMIT_PER_MINUTE,
     },
     billing: billingConfig(e),
+    webhooks: webhookConfig(e),
   };
 }
 

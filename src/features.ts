@@ -11,6 +11,8 @@ import type { MailTransport } from './core/mail/transport.ts';
 import { loadServiceSecret } from './core/secrets.ts';
 import { TokenSigner } from './core/signed-token.ts';
 import { stripeClient } from './core/stripe-client.ts';
+import { buildConversions } from './conversions/feature.ts';
+import type { ConversionService } from './conversions/service.ts';
 import { buildDashboard, endFormerOwnerSessions } from './dashboard/feature.ts';
 import { buildDiscovery } from './discovery/feature.ts';
 import { buildDispatch, buildDispatchWorker } from './dispatch/feature.ts';
@@ -20,12 +22,14 @@ import { buildHealth } from './health/feature.ts';
 import { buildInventory } from './inventory/feature.ts';
 import type { InventoryService } from './inventory/service.ts';
 import { buildMcp } from './mcp/feature.ts';
+import { buildNotices } from './notices/feature.ts';
 import { buildPayments } from './payments/feature.ts';
 import type { PaymentService } from './payments/service.ts';
 import { buildShopify, type ShopifyFeature } from './shopify/feature.ts';
 import { buildStorefront, storefrontService } from './storefront/feature.ts';
 import { buildStores } from './stores/feature.ts';
 import type { OwnerChangeListener, StoreService } from './stores/service.ts';
+import { buildWebhooks, type WebhookService } from './webhooks/feature.ts';
 
 /** The services of the product's features, shared by the HTTP app, the MCP tools and `restock worker`. */
 export interface Domain {
@@ -37,12 +41,15 @@ export interface Domain {
   billing: BillingService;
   payments: PaymentService;
   worker: DispatchWorker;
+  conversions: ConversionService;
+  /** The sink features announce a store's events to (outgoing webhooks). */
+  events: WebhookService;
 }
 
 export interface DomainFeatures {
   domain: Domain;
   /** Each feature by name, for the web to place its own among them. */
-  built: Record<'stores' | 'inventory' | 'dispatch' | 'shopify' | 'alerts' | 'payments' | 'billing' | 'worker', Feature<unknown>>;
+  built: Record<'stores' | 'inventory' | 'dispatch' | 'shopify' | 'alerts' | 'payments' | 'billing' | 'worker' | 'webhooks' | 'conversions' | 'notices', Feature<unknown>>;
   /** All of them, in the order their routes register. */
   features: Feature<unknown>[];
   /** Signs what the service hands out and must recognise later (unsubscribe links, known devices). */
@@ -68,10 +75,32 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
 
   // The store routes show the plan, which billing (built below, on the stores) reports.
   const stores = buildStores({ config, database, planUsage: (shop) => billing.service.planUsage(shop), onOwnerChange: formerOwnerAccess(database) });
+  const webhooks = buildWebhooks({ config, database, mail, log, stores: stores.service });
   const signer = new TokenSigner(serviceSecret);
   const alerts = buildAlerts({ config, database, signer });
   const dispatch = buildDispatch({ database, alerts: alerts.service });
   const inventory = buildInventory({ database, stores: stores.service, restocks: dispatch.service });
+  const conversions = buildConversions({
+    config,
+    database,
+    signer,
+    alerts: alerts.service,
+    dispatch: dispatch.service,
+    inventory: inventory.service,
+    stores: stores.service,
+    events: webhooks.service,
+    log,
+  });
+  const notices = buildNotices({
+    config,
+    database,
+    mail,
+    stores: stores.service,
+    alerts: alerts.service,
+    events: webhooks.service,
+    figures: (shop, from, to) => conversions.service.digestFigures(shop, from, to),
+    titles: (shop, productId, variantId) => inventory.service.describeProduct(shop, productId, variantId),
+  });
   const billing = buildBilling({ config, database, mail, stores: stores.service, ...(stripe ? { stripe } : {}) });
   const shopify = buildShopify({
     config,
@@ -83,6 +112,7 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
     alerts: alerts.service,
     dispatch: dispatch.service,
     billing: billing.service,
+    orders: conversions.service,
     storefront: storefrontService({ stores: stores.service, inventory: inventory.service, alerts: alerts.service }),
   });
   if (shopify.billing) billing.service.useShopify(shopify.billing);
@@ -92,7 +122,7 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
   // A store installed as the Shopify app pays only through Shopify Billing: refused before any charge.
   payments.service.checkBeforeCharge('checkoutPlan', (input) => billing.service.requireShopifyBilling(input.shop, 'a plan paid per request'));
   // In the order their routes register (the API index lists operations so).
-  const served = { stores, inventory, dispatch, shopify, alerts, payments, billing };
+  const served = { stores, webhooks, inventory, dispatch, conversions, notices, shopify, alerts, payments, billing };
 
   const worker = buildDispatchWorker({
     config,
@@ -103,6 +133,8 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
     inventory: inventory.service,
     stores: stores.service,
     quota: billing.service,
+    followUp: conversions.service,
+    events: webhooks.service,
     jobs: Object.values(served).flatMap((feature: Feature<unknown>) => feature.jobs ?? []),
   });
   const built = { ...served, worker };
@@ -119,6 +151,8 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
       billing: billing.service,
       payments: payments.service,
       worker: worker.service,
+      conversions: conversions.service,
+      events: webhooks.service,
     },
   };
 }
@@ -152,8 +186,10 @@ export async function buildWebFeatures(config: Config, database: Database, mail:
       buildHealth({ config, database }),
       agents,
       built.stores,
+      built.webhooks,
       built.inventory,
       built.dispatch,
+      built.conversions,
       built.shopify,
       built.alerts,
       storefront,

@@ -46,6 +46,8 @@ function facts(overrides: Partial<SendFacts> = {}): SendFacts {
     mailedForRestock: new Set(),
     lastSent: new Map(),
     sellable: new Set([productKey(alert()), productKey(alert({ product_id: 'p2' }))]),
+    notified: new Set(),
+    ordered: new Set(),
     ...overrides,
   };
 }

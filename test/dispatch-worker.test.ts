@@ -83,9 +83,11 @@ for (const dialect of testDialects()) {
 
     /** A worker over the app's services, sending through `transport`. */
     function workerWith(transport: MailTransport, options: { store?: DispatchRepository; pollMs?: number } = {}): DispatchWorker {
-      const { billing, dispatch, alerts, inventory, stores } = t.app.restock;
+      const { billing, dispatch, alerts, inventory, stores, conversions, events } = t.app.restock;
       return new DispatchWorker({
         quota: billing,
+        followUp: conversions,
+        events,
         store: options.store ?? new DispatchRepository(t.database),
         dispatch,
         alerts,

@@ -118,6 +118,8 @@ async function seed(database: Database): Promise<void> {
     locale: null,
     held_by_plan: i % 10 === 6 && i % 20 === 6 ? 1 : 0,
     third_party: i % 7 === 0 ? 1 : 0,
+    kind: i % 11 === 0 ? 'reminder' : 'alert',
+    reminder_of: null,
   }));
   const restocks: RestockRow[] = Array.from({ length: 300 }, (_, i) => ({
     id: `rst_${i}`,

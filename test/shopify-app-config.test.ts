@@ -19,8 +19,10 @@ import { loadConfig } from '../src/config.ts';
 import { APP_PROXY_PATH } from '../src/shopify/app-proxy-routes.ts';
 import { WEBHOOK_PATH } from '../src/shopify/feature.ts';
 import { CALLBACK_PATH } from '../src/shopify/install.ts';
+import { orderCancelledPayload, orderCreatePayload, refundCreatePayload } from '../src/shopify/order-payloads.ts';
 import { HANDLED_TOPICS } from '../src/shopify/payloads.ts';
 import { loadWidgetAsset, THEME_EXTENSION_WIDGET } from '../src/storefront/widget-asset.ts';
+import { coversAny, loadAdminGraphql } from './fixtures/shopify-admin-schema.ts';
 import { describe, it } from './fixtures/suites.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -165,6 +167,45 @@ function safeUrl(value: string): URL | undefined {
 /** Topics as the webhook worker names them (the library's spelling): products/update → PRODUCTS_UPDATE. */
 const libraryTopic = (topic: string) => topic.toUpperCase().replace(/\//g, '_');
 
+/** The schema each order topic's payload is parsed with: its subscription asks Shopify for exactly those fields. */
+const PARSED_FIELDS: Record<string, z.ZodType> = {
+  'orders/create': orderCreatePayload,
+  'orders/cancelled': orderCancelledPayload,
+  'refunds/create': refundCreatePayload,
+};
+
+/**
+ * The `include_fields` a schema reads, written as Shopify writes them ("line_items.id" for a
+ * field of each line, https://shopify.dev/docs/apps/build/webhooks/customize/modify-payloads):
+ * top-level fields, and one level into arrays of objects; deeper objects come whole.
+ */
+function includeFieldsOf(schema: z.ZodType, prefix = ''): string[] {
+  const shape = objectShape(schema);
+  if (!shape) return [];
+  return Object.entries(shape).flatMap(([key, field]) => {
+    const element = prefix === '' ? arrayElement(field) : undefined;
+    const nested = element && objectShape(element) ? includeFieldsOf(element, `${key}.`) : [];
+    return nested.length > 0 ? nested : [`${prefix}${key}`];
+  });
+}
+
+/** Past optional, nullable and default wrappers to the schema they wrap. */
+function unwrapped(schema: z.ZodType): z.core.$ZodType {
+  let inner: z.core.$ZodType = schema;
+  while ('innerType' in inner._zod.def) inner = (inner._zod.def as { innerType: z.core.$ZodType }).innerType;
+  return inner;
+}
+
+function objectShape(schema: z.ZodType): Record<string, z.ZodType> | undefined {
+  const inner = unwrapped(schema);
+  return inner instanceof z.ZodObject ? (inner.shape as Record<string, z.ZodType>) : undefined;
+}
+
+function arrayElement(schema: z.ZodType): z.ZodType | undefined {
+  const inner = unwrapped(schema);
+  return inner instanceof z.ZodArray ? (inner.element as z.ZodType) : undefined;
+}
+
 const defaults = loadConfig({ SHOPIFY_API_KEY: 'key', SHOPIFY_API_SECRET: 'secret', RESTOCK_ENCRYPTION_KEY: Buffer.alloc(32).toString('base64') }).shopify!;
 
 describe('shopify.app.toml', () => {
@@ -194,6 +235,28 @@ describe('shopify.app.toml', () => {
     const declared = subscriptions.flatMap((subscription) => [...(subscription.topics ?? []), ...(subscription.compliance_topics ?? [])]);
     assert.deepEqual(declared.map(libraryTopic).sort(), [...HANDLED_TOPICS].sort());
     assert.deepEqual(subscriptions.flatMap((subscription) => subscription.compliance_topics ?? []).sort(), [...COMPLIANCE_TOPICS].sort());
+  });
+
+  it('asks for a scope that covers every topic, as Shopify’s schema names the topic’s scopes', () => {
+    const { webhookTopics } = loadAdminGraphql();
+    const granted = new Set(defaults.scopes);
+    for (const topic of (config.webhooks.subscriptions ?? []).flatMap((subscription) => subscription.topics ?? [])) {
+      const known = webhookTopics.get(libraryTopic(topic));
+      assert.ok(known, `${topic} is not a topic of the Admin API ${defaults.apiVersion}`);
+      assert.equal(known.restName, topic);
+      assert.ok(known.anyOf.length === 0 || coversAny(known.anyOf, granted), `${topic} needs one of ${known.anyOf.join(', ')}`);
+    }
+  });
+
+  it('has Shopify send each order topic exactly the fields its payload schema reads, in a subscription of its own', () => {
+    const subscriptions = config.webhooks.subscriptions ?? [];
+    for (const [topic, schema] of Object.entries(PARSED_FIELDS)) {
+      const subscription = subscriptions.find((candidate) => candidate.topics?.includes(topic));
+      assert.deepEqual(subscription?.topics, [topic], `${topic}: a subscription of its own, so its fields are its own`);
+      assert.deepEqual([...(subscription.include_fields ?? [])].sort(), includeFieldsOf(schema).sort(), topic);
+    }
+    const unfiltered = subscriptions.filter((subscription) => subscription.include_fields === undefined).flatMap((subscription) => subscription.topics ?? []);
+    assert.deepEqual(unfiltered.filter((topic) => topic in PARSED_FIELDS), [], 'no order topic arrives whole');
   });
 
   it('points every URL at the service’s routes on one origin', () => {

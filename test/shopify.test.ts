@@ -106,10 +106,10 @@ for (const dialect of testDialects()) {
       assert.deepEqual(jobs.map((job) => job.name), ['shopify-webhooks', 'shopify-reconcile']);
       assert.equal(jobs[0]!.everyMs, undefined, 'the queue is looked at on every turn');
       assert.equal(jobs[1]!.everyMs, 60_000, 'due stores are looked for every minute');
-      const { stores, inventory, alerts, dispatch, billing } = t.app.restock;
+      const { stores, inventory, alerts, dispatch, billing, conversions } = t.app.restock;
       const mail = { kind: 'outbox' as const, send: async () => {}, close: async () => {} };
       const storefront = storefrontService({ stores, inventory, alerts });
-      const deps = { database: t.database, log: t.app.log, mail, stores, inventory, alerts, dispatch, billing, storefront };
+      const deps = { database: t.database, log: t.app.log, mail, stores, inventory, alerts, dispatch, billing, storefront, orders: conversions };
       const never = buildShopify({ ...deps, config: { ...t.config, dispatch: { ...t.config.dispatch, reconcileIntervalMinutes: 0 } } });
       assert.deepEqual(never.jobs.map((job) => job.name), ['shopify-webhooks']);
       assert.deepEqual(buildShopify({ ...deps, config: { ...t.config, shopify: undefined } }).jobs, []);

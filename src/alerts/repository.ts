@@ -1,3 +1,5 @@
+// Longer than most files on purpose: every query of the subscriptions table in one place, where its
+// indexes are chosen together.
 import { sql } from 'kysely';
 import type { Database, Db, Trx } from '../core/db/database.ts';
 import type { SubscriptionsTable } from '../core/db/schema.ts';
@@ -161,10 +163,15 @@ export class WaitingRepository {
   }
 
   /** Of these subscriptions, the ids still active. */
-  async stillActive(ids: string[]): Promise<Set<string>> {
+  stillActive(ids: string[]): Promise<Set<string>> {
+    return this.withStatus(ids, 'active');
+  }
+
+  /** Of these subscriptions, the ids in this status. */
+  async withStatus(ids: string[], status: SubscriptionStatus): Promise<Set<string>> {
     const out = new Set<string>();
     for (const chunk of chunks(ids)) {
-      const rows = await this.database.db.selectFrom('subscriptions').select('id').where('id', 'in', chunk).where('status', '=', 'active').execute();
+      const rows = await this.database.db.selectFrom('subscriptions').select('id').where('id', 'in', chunk).where('status', '=', status).execute();
       for (const row of rows) out.add(row.id);
     }
     return out;
@@ -221,6 +228,38 @@ export class WaitingRepository {
       .groupBy(['product_id', 'variant_id']);
     if (order === 'most-wanted') query = query.orderBy('waiting', 'desc');
     return query.orderBy('product_id').orderBy('variant_id').limit(limit).execute();
+  }
+
+  /** Waitlists of a store with at least `threshold` waiting, in (product, variant) order after `after`; the whole product ('') first. */
+  waitingAtLeast(storeDomain: string, threshold: number, after: { productId: string; variantKey: string } | null, limit: number): Promise<Array<{ product_id: string; variant_id: string | null; waiting: number }>> {
+    const variantKey = sql<string>`coalesce(variant_id, '')`;
+    let query = this.database.db.selectFrom('subscriptions').select(['product_id', 'variant_id', (eb) => eb.fn.countAll<number>().as('waiting')]);
+    query = query.where('store_domain', '=', storeDomain).where('status', '=', 'active');
+    if (after) query = query.where((eb) => eb.or([eb('product_id', '>', after.productId), eb.and([eb('product_id', '=', after.productId), eb(variantKey, '>', after.variantKey)])]));
+    return query.groupBy(['product_id', 'variant_id']).having((eb) => eb(eb.fn.countAll(), '>=', threshold)).orderBy('product_id').orderBy(variantKey).limit(limit).execute();
+  }
+
+  /** Subscriptions made for the store in [from, to): the sign-ups of a digest. */
+  async countCreated(storeDomain: string, from: string, to: string): Promise<number> {
+    const row = await this.database.db
+      .selectFrom('subscriptions')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('store_domain', '=', storeDomain)
+      .where('created_at', '>=', from)
+      .where('created_at', '<', to)
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
+  /** One page of a store's subscriptions in creation order, after the cursor: exports read it page by page. */
+  subscriptionPage(storeDomain: string, after: { createdAt: string; id: string } | undefined, limit: number): Promise<SubscriptionRow[]> {
+    let query = this.database.db.selectFrom('subscriptions').selectAll().where('store_domain', '=', storeDomain);
+    if (after) {
+      query = query.where((eb) =>
+        eb.or([eb('created_at', '>', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('id', '>', after.id)])]),
+      );
+    }
+    return query.orderBy('created_at').orderBy('id').limit(limit).execute();
   }
 
   /** A store's subscriptions in one status, most recently changed first. */

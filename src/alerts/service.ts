@@ -1,4 +1,5 @@
 import { nowIso } from '../core/clock.ts';
+import { inPages } from '../core/db/pages.ts';
 import type { Trx } from '../core/db/database.ts';
 import { addressKey, normaliseEmail } from '../core/email.ts';
 import { canSee, ownStore, storeForWrite, type Caller } from '../core/http/caller.ts';
@@ -121,13 +122,14 @@ export class SubscriptionService {
   }
 
   /**
-   * One-click unsubscribe. The shopper's word is final whatever the state: a waiting alert stops;
-   * one already sent or cancelled stays as it is. Returns undefined for a forged token.
+   * One-click unsubscribe. The shopper's word is final whatever the state: a waiting alert stops,
+   * and so does the reminder of one already sent (notified → unsubscribed); a cancelled one stays
+   * as it is. Returns undefined for a forged token.
    */
   async unsubscribe(token: string): Promise<SubscriptionRow | undefined> {
     const id = this.signer.verify(UNSUBSCRIBE, token);
     if (id === undefined) return undefined;
-    return this.store.transition(id, ['active'], 'unsubscribed', nowIso());
+    return this.store.transition(id, ['active', 'notified'], 'unsubscribed', nowIso());
   }
 
   /** The one-click unsubscribe address of a subscription (for e-mails and their List-Unsubscribe header). */
@@ -142,6 +144,11 @@ export class SubscriptionService {
 
   stillActive(subscriptionIds: string[]): Promise<Set<string>> {
     return this.waitingStore.stillActive(subscriptionIds);
+  }
+
+  /** Of these subscriptions, those alerted and not unsubscribed since: a reminder may follow. */
+  stillNotified(subscriptionIds: string[]): Promise<Set<string>> {
+    return this.waitingStore.withStatus(subscriptionIds, 'notified');
   }
 
   /** Their alert was sent: active → notified, within the caller's transaction (see WaitingRepository). */
@@ -160,6 +167,16 @@ export class SubscriptionService {
     return rows.map((row) => ({ productId: row.product_id, variantId: row.variant_id, waiting: Number(row.waiting) }));
   }
 
+  /**
+   * Waitlists (a product's, or one variant's) with at least `threshold` subscribers waiting, a
+   * page at a time in (product, variant) order after `after`; whole-product first per product.
+   */
+  async waitingAtLeast(storeDomain: string, threshold: number, after: { productId: string; variantId: string | null } | null, limit = 500): Promise<WaitingCount[]> {
+    const cursor = after && { productId: after.productId, variantKey: after.variantId ?? '' };
+    const rows = await this.waitingStore.waitingAtLeast(storeDomain, threshold, cursor, limit);
+    return rows.map((row) => ({ productId: row.product_id, variantId: row.variant_id, waiting: Number(row.waiting) }));
+  }
+
   /** The demand (`waitingCounts`), for a caller bound to the store. */
   async demandOf(caller: Caller, domain: string, limit = 1000, order: WaitingOrder = 'product'): Promise<WaitingCount[]> {
     return this.waitingCounts(ownStore(caller, domain), limit, order);
@@ -168,6 +185,17 @@ export class SubscriptionService {
   /** Shoppers who unsubscribed from a store's alerts, most recent first. */
   async recentUnsubscribes(caller: Caller, domain: string, limit = 50): Promise<SubscriptionRow[]> {
     return this.waitingStore.inStatus(ownStore(caller, domain), 'unsubscribed', limit);
+  }
+
+  /** Sign-ups for the store in [from, to). */
+  signupsBetween(storeDomain: string, from: string, to: string): Promise<number> {
+    return this.waitingStore.countCreated(storeDomain, from, to);
+  }
+
+  /** The store's subscriptions, oldest first, read a page at a time (exports). Tenancy is decided at the call, before anything streams. */
+  subscriberRows(caller: Caller, domain: string): AsyncGenerator<SubscriptionRow> {
+    const store = ownStore(caller, domain);
+    return inPages<SubscriptionRow, { createdAt: string; id: string }>((after, limit) => this.waitingStore.subscriptionPage(store, after, limit), (row) => ({ createdAt: row.created_at, id: row.id }));
   }
 
   /** A store's subscriptions per status (active, notified, unsubscribed, ...). */

@@ -13,6 +13,12 @@ export const problemTypes = {
     title: 'The request could not be read',
     description: 'The body is not well-formed JSON, or a header is malformed.',
   },
+  'forbidden-webhook-destination': {
+    status: 400,
+    title: 'The webhook URL is not one the service delivers to',
+    description:
+      'A webhook endpoint must be an http:// or https:// URL without credentials in it, on a host of the internet: loopback, private, link-local (cloud metadata) and other internal addresses, and names that only mean an internal host, are refused. `errors` points at the field. Nothing was stored.',
+  },
   unauthorized: {
     status: 401,
     title: 'Authentication required',

@@ -12,27 +12,33 @@ export interface Outgoing {
   message: Parameters<MailTransport['send']>[0];
   /** The billing period whose allowance this alert was counted against. */
   quotaPeriod: string;
+  /** The store's reminder delay when this alert was composed (null: no reminder). */
+  reminderDelayHours: number | null;
 }
 
 /** The alert's mail: the store's template or locale, its sender name, and one-click unsubscribe. */
-export function composeAlert(row: NotificationRow, claim: StoreClaim, unsubscribeUrl: string, quotaPeriod: string): Outgoing {
+export function composeAlert(row: NotificationRow, claim: StoreClaim, links: { unsubscribeUrl: string; clickUrl: string }, quotaPeriod: string): Outgoing {
   const product = claim.products.get(productKey(row))!;
+  const { unsubscribeUrl } = links;
   const content = renderNotification(
     {
       shop: claim.storeDomain,
       productTitle: product.title,
       variantTitle: product.variantTitle,
-      productUrl: product.url,
+      // Our redirect, which records the click and lands on the product page with the store's UTM parameters.
+      productUrl: links.clickUrl,
       imageUrl: product.imageUrl,
       unsubscribeUrl,
       email: row.email,
     },
     { template: claim.settings.template, locale: alertLocale(row.locale, claim.settings.locale) },
+    row.kind,
   );
   return {
     row,
     transport: claim.transport,
     quotaPeriod,
+    reminderDelayHours: row.kind === 'alert' ? claim.settings.reminderDelayHours : null,
     message: {
       to: row.email,
       ...content,

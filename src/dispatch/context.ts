@@ -2,7 +2,7 @@ import { chunks } from '../core/chunks.ts';
 import { addressKey } from '../core/email.ts';
 import type { MailAddress, MailTransport } from '../core/mail/transport.ts';
 import type { EffectiveSettings } from '../stores/settings.ts';
-import { productKey, restockAddressKey, type SendFacts } from './rules.ts';
+import { orderedKey, productKey, restockAddressKey, type SendFacts } from './rules.ts';
 import type { NotificationRow } from './repository.ts';
 import type { WorkerDeps } from './worker.ts';
 
@@ -27,7 +27,7 @@ export interface StoreClaim {
   from: MailAddress | undefined;
 }
 
-export type ContextDeps = Pick<WorkerDeps, 'store' | 'alerts' | 'stores' | 'inventory' | 'senders'>;
+export type ContextDeps = Pick<WorkerDeps, 'store' | 'alerts' | 'stores' | 'inventory' | 'senders' | 'followUp'>;
 
 /**
  * Every read a claimed group needs before anything goes out, in one place: subscriptions still
@@ -39,9 +39,11 @@ export async function loadClaim(deps: ContextDeps, claimed: NotificationRow[], n
   const subscriptions = claimed.map((row) => row.subscription_id);
   const waiting = await deps.alerts.stillActive(subscriptions);
   const alerted = await deps.store.alreadySent(subscriptions);
+  const reminded = claimed.filter((row) => row.kind === 'reminder').map((row) => row.subscription_id);
+  const notified = reminded.length > 0 ? await deps.alerts.stillNotified(reminded) : new Set<string>();
   const claims: StoreClaim[] = [];
   for (const [storeDomain, rows] of groupBy(claimed, (row) => row.store_domain)) {
-    claims.push(await loadStore(deps, storeDomain, rows, { waiting, alerted }, now));
+    claims.push(await loadStore(deps, storeDomain, rows, { waiting, alerted, notified }, now));
   }
   return claims;
 }
@@ -50,17 +52,18 @@ async function loadStore(
   deps: ContextDeps,
   storeDomain: string,
   rows: NotificationRow[],
-  subscriptions: { waiting: Set<string>; alerted: Set<string> },
+  subscriptions: { waiting: Set<string>; alerted: Set<string>; notified: Set<string> },
   now: Date,
 ): Promise<StoreClaim> {
   const { sending, settings, smtpUrl } = await deps.stores.sendingProfile(storeDomain);
   const frequencyCapMs = settings.frequencyCapMinutes * 60_000;
   const addresses = await readAddresses(deps, storeDomain, rows, frequencyCapMs, now);
   const { sellable, products } = await readProducts(deps, storeDomain, rows, settings.minStock);
+  const ordered = await readPurchases(deps, storeDomain, rows);
   return {
     storeDomain,
     rows,
-    facts: { now: now.getTime(), storeSending: sending, frequencyCapMs, ...subscriptions, ...addresses, sellable },
+    facts: { now: now.getTime(), storeSending: sending, frequencyCapMs, ...subscriptions, ...addresses, sellable, ordered },
     settings,
     ownMailProvider: smtpUrl !== undefined && smtpUrl !== null,
     products,
@@ -81,12 +84,22 @@ async function readAddresses(deps: ContextDeps, storeDomain: string, rows: Notif
   const since = frequencyCapMs > 0 ? new Date(now.getTime() - frequencyCapMs).toISOString() : undefined;
   for (const keys of chunks([...new Set(rows.map((row) => addressKey(row.email)))])) {
     for (const sent of await deps.store.sentTo(storeDomain, keys)) {
-      mailedForRestock.add(restockAddressKey({ restock_id: sent.restock_id, email: sent.email_key }));
+      mailedForRestock.add(restockAddressKey({ restock_id: sent.restock_id, email: sent.email_key, kind: sent.kind }));
       if (since && sent.sent_at && sent.sent_at >= since) keepLatest(lastSent, sent.email_key, sent.sent_at);
     }
     for (const [key, reason] of await deps.store.suppressed(storeDomain, keys)) suppressed.set(key, reason);
   }
   return { lastSent, mailedForRestock, suppressed };
+}
+
+/** Whether each reminder's shopper bought the product since its alert (the reminder row is written when the alert is sent). */
+async function readPurchases(deps: ContextDeps, storeDomain: string, rows: NotificationRow[]): Promise<Set<string>> {
+  const reminders = rows.filter((row) => row.kind === 'reminder');
+  if (reminders.length === 0) return new Set();
+  return deps.followUp.orderedSince(
+    storeDomain,
+    reminders.map((row) => ({ key: orderedKey(row), email: row.email, productId: row.product_id, variantId: row.variant_id, since: row.created_at })),
+  );
 }
 
 function keepLatest(latest: Map<string, string>, email: string, at: string): void {

@@ -2,6 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { SubscriptionService } from '../alerts/service.ts';
 import type { Config } from '../config.ts';
 import type { Database } from '../core/db/database.ts';
+import type { EventSink } from '../core/events.ts';
 import type { Feature } from '../core/feature.ts';
 import { MailOutboxRepository } from '../core/mail/outbox-repository.ts';
 import type { MailTransport } from '../core/mail/transport.ts';
@@ -12,7 +13,7 @@ import { dispatchRoutes } from './routes.ts';
 import { NotificationSenders } from './senders.ts';
 import { DispatchService } from './service.ts';
 import { DispatchRepository } from './repository.ts';
-import { DispatchWorker, type NotificationQuota } from './worker.ts';
+import { DispatchWorker, type AlertFollowUp, type NotificationQuota } from './worker.ts';
 
 export interface DispatchDeps {
   database: Database;
@@ -39,6 +40,9 @@ export interface WorkerDeps {
   stores: StoreService;
   /** The plan allowance (the billing feature). */
   quota: NotificationQuota;
+  /** Alert links and purchases since an alert (the conversions feature). */
+  followUp: AlertFollowUp;
+  events: EventSink;
   /** Every other feature's background work. */
   jobs: WorkerJob[];
 }
@@ -48,6 +52,8 @@ export function buildDispatchWorker(deps: WorkerDeps): Feature<DispatchWorker> {
   const senders = new NotificationSenders(deps.mail, deps.config.mailFrom, deps.config.dispatch.smtpPoolSize, deps.config.tenantOutbound);
   const worker = new DispatchWorker({
     quota: deps.quota,
+    followUp: deps.followUp,
+    events: deps.events,
     store: deps.dispatch.store,
     dispatch: deps.dispatch.service,
     alerts: deps.alerts,

@@ -96,6 +96,8 @@ export class BatchPlanner {
       locale: subscriber.locale,
       held_by_plan: 0,
       third_party: i >= own.length ? 1 : 0,
+      kind: 'alert',
+      reminder_of: null,
     }));
     const lastOwn = own[own.length - 1];
     const lastThirdParty = thirdParty[thirdParty.length - 1];

@@ -10,6 +10,7 @@ import type { NotificationsTable, RestocksTable, SuppressionsTable } from '../co
 export type RestockRow = RestocksTable;
 export type NotificationRow = NotificationsTable;
 export type SuppressionRow = SuppressionsTable;
+export type SentAlertRow = Pick<NotificationRow, 'id' | 'product_id' | 'variant_id' | 'kind'> & { sent_at: string };
 
 /**
  * Storage of restocks, the notification ledger and suppressions; the only code that touches
@@ -222,14 +223,77 @@ export class DispatchRepository {
    * (notifications_by_address_key): naming the restock too made SQLite walk the restock's every
    * row (notifications_once_per_restock) instead, a whole batch for each claim.
    */
-  sentTo(storeDomain: string, emailKeys: string[]): Promise<Array<Pick<NotificationRow, 'email_key' | 'restock_id' | 'sent_at'>>> {
+  sentTo(storeDomain: string, emailKeys: string[]): Promise<Array<Pick<NotificationRow, 'email_key' | 'restock_id' | 'sent_at' | 'kind'>>> {
     return this.database.db
       .selectFrom('notifications')
-      .select(['email_key', 'restock_id', 'sent_at'])
+      .select(['email_key', 'restock_id', 'sent_at', 'kind'])
       .where('store_domain', '=', storeDomain)
       .where('email_key', 'in', emailKeys)
       .where('status', '=', 'sent')
       .execute();
+  }
+
+  /** What the store sent one address about these products (notifications_by_address_key): what attribution credits. */
+  sentToAddressFor(storeDomain: string, emailKey: string, productIds: string[]): Promise<SentAlertRow[]> {
+    return this.database.db
+      .selectFrom('notifications')
+      .select(['id', 'product_id', 'variant_id', 'sent_at', 'kind'])
+      .where('store_domain', '=', storeDomain)
+      .where('email_key', '=', emailKey)
+      .where('status', '=', 'sent')
+      .where('product_id', 'in', productIds)
+      .$narrowType<{ sent_at: string }>()
+      .execute();
+  }
+
+  /** An alert by id alone: its click link names it. */
+  findAlert(id: string): Promise<NotificationRow | undefined> {
+    return this.database.db.selectFrom('notifications').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  /** Queues the reminders of alerts just sent, in the transaction that records them sent. */
+  async queueReminders(trx: Trx, rows: NotificationRow[]): Promise<void> {
+    for (const chunk of chunks(rows)) {
+      await trx.insertInto('notifications').values(chunk).onConflict((oc) => oc.doNothing()).execute();
+    }
+  }
+
+  /** Alerts (not reminders) sent in [from, to). */
+  async countSent(storeDomain: string, from: string, to: string): Promise<number> {
+    const row = await this.database.db
+      .selectFrom('notifications')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('store_domain', '=', storeDomain)
+      .where('status', '=', 'sent')
+      .where('sent_at', '>=', from)
+      .where('sent_at', '<', to)
+      .where('kind', '=', sql.lit('alert'))
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
+  /** Sent alerts and reminders per product since `since`. */
+  async sentPerProduct(storeDomain: string, since: string): Promise<Array<{ product_id: string; variant_id: string | null; kind: string; n: number }>> {
+    const rows = await this.database.db
+      .selectFrom('notifications')
+      .select(['product_id', 'variant_id', 'kind', (eb) => eb.fn.countAll<number>().as('n')])
+      .where('store_domain', '=', storeDomain)
+      .where('status', '=', 'sent')
+      .where('sent_at', '>=', since)
+      .groupBy(['product_id', 'variant_id', 'kind'])
+      .execute();
+    return rows.map((row) => ({ ...row, n: Number(row.n) }));
+  }
+
+  /** One page of the store's ledger in creation order, after the cursor: exports read it page by page. */
+  ledgerPage(storeDomain: string, after: { createdAt: string; id: string } | undefined, limit: number): Promise<NotificationRow[]> {
+    let query = this.database.db.selectFrom('notifications').selectAll().where('store_domain', '=', storeDomain);
+    if (after) {
+      query = query.where((eb) =>
+        eb.or([eb('created_at', '>', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('id', '>', after.id)])]),
+      );
+    }
+    return query.orderBy('created_at').orderBy('id').limit(limit).execute();
   }
 
   /** The suppressed among these address keys, with the reason. */
@@ -308,6 +372,7 @@ export class DispatchRepository {
       .where('store_domain', '=', storeDomain)
       .where('status', '=', 'sent')
       .where('sent_at', '>=', since)
+      .where('kind', '=', sql.lit('alert'))
       .groupBy(day)
       .execute();
     return new Map(rows.map((row) => [row.day, Number(row.n)]));

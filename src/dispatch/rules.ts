@@ -2,6 +2,7 @@ import { addressKey } from '../core/email.ts';
 import { MailDeliveryError } from '../core/mail/transport.ts';
 import type { EffectiveSettings } from '../stores/settings.ts';
 import { OVER_ALLOWANCE } from './service.ts';
+import type { NotificationKind } from '../core/db/schema.ts';
 import type { NotificationRow } from './repository.ts';
 
 /**
@@ -23,6 +24,9 @@ export const WHY = {
   soldOut: 'sold out (or unpublished) before this alert went out; the subscription keeps waiting',
   frequencyCap: 'waiting for the frequency cap',
   heldByPlan: (reason: string | undefined) => `${OVER_ALLOWANCE}${reason ?? 'the plan allows no more alerts now'}`,
+  reminderUnsubscribed: 'no reminder: the shopper unsubscribed (or the subscription was cancelled) after the alert',
+  reminderSoldOut: 'no reminder: sold out (or unpublished) again since the alert',
+  reminderOrdered: 'no reminder: the shopper ordered it after the alert',
 } as const;
 
 // --- planning ------------------------------------------------------------------------------
@@ -50,7 +54,10 @@ export function planVerdict(
 // --- before sending ------------------------------------------------------------------------
 
 /** The fields of a ledger row the sending rules look at. */
-export type NotificationRef = Pick<NotificationRow, 'subscription_id' | 'email' | 'restock_id' | 'product_id' | 'variant_id'>;
+export type NotificationRef = Pick<NotificationRow, 'subscription_id' | 'email' | 'restock_id' | 'product_id' | 'variant_id'> & {
+  /** alert when absent. */
+  kind?: NotificationKind;
+};
 
 /** What one claimed group's reads found about its store: all the sending rules look at. */
 export interface SendFacts {
@@ -72,6 +79,10 @@ export interface SendFacts {
   lastSent: ReadonlyMap<string, string>;
   /** Products still sellable (published and at least the minimum stock), as `productKey`. */
   sellable: ReadonlySet<string>;
+  /** Subscriptions alerted and not unsubscribed since (a reminder's subscription must be one). */
+  notified: ReadonlySet<string>;
+  /** Reminder rows whose shopper ordered the product since the alert, as `orderedKey`. */
+  ordered: ReadonlySet<string>;
 }
 
 export type Skip = { kind: 'skipped'; why: string; notified: boolean };
@@ -91,12 +102,18 @@ interface GroupState {
 
 type Rule = (row: NotificationRef, facts: SendFacts, group: GroupState) => Skip | Defer | undefined;
 
+const isReminder = (row: NotificationRef): boolean => row.kind === 'reminder';
+
 const storeSends: Rule = (_row, facts) => (facts.storeSending ? undefined : skip(WHY.uninstalled, false));
 
+/** A reminder follows an alert by design; the ledger's unique index keeps it to one per alert. */
 const notAlertedYet: Rule = (row, facts, group) =>
-  facts.alerted.has(row.subscription_id) || group.subscriptions.has(row.subscription_id) ? skip(WHY.alreadyAlerted, true) : undefined;
+  !isReminder(row) && (facts.alerted.has(row.subscription_id) || group.subscriptions.has(row.subscription_id)) ? skip(WHY.alreadyAlerted, true) : undefined;
 
-const stillWaiting: Rule = (row, facts) => (facts.waiting.has(row.subscription_id) ? undefined : skip(WHY.noLongerWaits, false));
+const stillWaiting: Rule = (row, facts) => {
+  if (isReminder(row)) return facts.notified.has(row.subscription_id) ? undefined : skip(WHY.reminderUnsubscribed, false);
+  return facts.waiting.has(row.subscription_id) ? undefined : skip(WHY.noLongerWaits, false);
+};
 
 const notSuppressed: Rule = (row, facts) => {
   const reason = facts.suppressed.get(addressKey(row.email));
@@ -110,7 +127,13 @@ const notMailedForRestock: Rule = (row, facts, group) => {
 };
 
 /** A batch stops when the product sells out; its subscribers keep waiting for the next restock. */
-const stillSellable: Rule = (row, facts) => (facts.sellable.has(productKey(row)) ? undefined : skip(WHY.soldOut, false));
+const stillSellable: Rule = (row, facts) => {
+  if (facts.sellable.has(productKey(row))) return undefined;
+  return skip(isReminder(row) ? WHY.reminderSoldOut : WHY.soldOut, false);
+};
+
+/** A reminder is for shoppers who have not bought what they waited for. */
+const notOrdered: Rule = (row, facts) => (isReminder(row) && facts.ordered.has(orderedKey(row)) ? skip(WHY.reminderOrdered, false) : undefined);
 
 const withinFrequencyCap: Rule = (row, facts, group) => {
   const key = addressKey(row.email);
@@ -121,7 +144,7 @@ const withinFrequencyCap: Rule = (row, facts, group) => {
 };
 
 /** In this order: the first that objects decides, which fixes the reason recorded. */
-const SENDING_RULES: Rule[] = [storeSends, notAlertedYet, stillWaiting, notSuppressed, notMailedForRestock, stillSellable, withinFrequencyCap];
+const SENDING_RULES: Rule[] = [storeSends, notAlertedYet, stillWaiting, notSuppressed, notMailedForRestock, stillSellable, notOrdered, withinFrequencyCap];
 
 /** The verdict on one alert, alone in its group. */
 export function decide(row: NotificationRef, facts: SendFacts): Verdict {
@@ -223,7 +246,12 @@ export function productKey(row: Pick<NotificationRow, 'product_id' | 'variant_id
   return `${row.product_id}\n${row.variant_id ?? ''}`;
 }
 
-/** A restock and an address, compared by `addressKey` (which a key already is). */
-export function restockAddressKey(row: Pick<NotificationRow, 'restock_id' | 'email'>): string {
-  return `${row.restock_id}\n${addressKey(row.email)}`;
+/** A restock, the message's kind and an address, compared by `addressKey` (which a key already is): one alert and one reminder per restock and address. */
+export function restockAddressKey(row: Pick<NotificationRow, 'restock_id' | 'email'> & { kind?: NotificationKind }): string {
+  return `${row.restock_id}\n${row.kind ?? 'alert'}\n${addressKey(row.email)}`;
+}
+
+/** An address and the product it was alerted about, as the conversions feature reports purchases. */
+export function orderedKey(row: Pick<NotificationRow, 'email' | 'product_id' | 'variant_id'>): string {
+  return `${addressKey(row.email)}\n${row.product_id}\n${row.variant_id ?? ''}`;
 }

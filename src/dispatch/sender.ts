@@ -89,7 +89,14 @@ export class NotificationSender {
     const grant = await this.deps.quota.reserveNotifications(claim.storeDomain, ready.length, claim.ownMailProvider);
     const { send, held } = withinAllowance(firstPartyFirst(ready), grant);
     for (const { item, verdict } of held) settler.record(item, verdict);
-    return send.map((row) => composeAlert(row, claim, this.deps.alerts.unsubscribeUrl(row.subscription_id), grant.periodStart));
+    return send.map((row) =>
+      composeAlert(
+        row,
+        claim,
+        { unsubscribeUrl: this.deps.alerts.unsubscribeUrl(row.subscription_id), clickUrl: this.deps.followUp.clickUrl(row.store_domain, row.id) },
+        grant.periodStart,
+      ),
+    );
   }
 
   private async sendOne(item: Outgoing, settler: Settler): Promise<void> {
@@ -101,7 +108,7 @@ export class NotificationSender {
     });
     try {
       await Promise.race([item.transport.send(item.message), limit]);
-      settler.record(item.row, { kind: 'sent' });
+      settler.record(item.row, { kind: 'sent', reminderDelayHours: item.reminderDelayHours });
     } catch (err) {
       settler.record(item.row, failureVerdict(item.row.attempts, err, this.deps.config, Date.now(), Math.random()));
       // Not sent: its place in the allowance goes back (a retry counts it again).

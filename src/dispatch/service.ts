@@ -1,4 +1,5 @@
 import { nowIso } from '../core/clock.ts';
+import { inPages } from '../core/db/pages.ts';
 import { addressKey, normaliseEmail } from '../core/email.ts';
 import type { WaitingCount } from '../alerts/service.ts';
 import { ownStore, type Caller } from '../core/http/caller.ts';
@@ -7,7 +8,7 @@ import type { OutboxMessage } from '../core/mail/outbox-repository.ts';
 import { NotFound } from '../core/problems.ts';
 import type { DetectedRestock, RestockSink } from '../inventory/service.ts';
 import type { AlertQueue } from './schemas.ts';
-import type { DispatchRepository, NotificationRow, RestockRow, SuppressionRow } from './repository.ts';
+import type { DispatchRepository, NotificationRow, RestockRow, SentAlertRow, SuppressionRow } from './repository.ts';
 
 /** How an alert's reason in the ledger begins when the store's plan holds it back. */
 export const OVER_ALLOWANCE = 'held by the plan: ';
@@ -154,6 +155,33 @@ export class DispatchService implements RestockSink {
     const notification = await this.store.findNotification(store, id);
     if (!notification) return undefined;
     return { notification, restock: await this.store.findRestock(store, notification.restock_id) };
+  }
+
+  /** An alert (or reminder) that went out, by id: what its click link leads to. */
+  async sentAlert(id: string): Promise<NotificationRow | undefined> {
+    const row = await this.store.findAlert(id);
+    return row?.status === 'sent' ? row : undefined;
+  }
+
+  /** What the store sent one address about these products: the alerts an order of theirs may be credited to. */
+  sentToAddressFor(storeDomain: string, email: string, productIds: string[]): Promise<SentAlertRow[]> {
+    return productIds.length === 0 ? Promise.resolve([]) : this.store.sentToAddressFor(storeDomain, addressKey(email), productIds);
+  }
+
+  /** Alerts sent by the store in [from, to). */
+  sentBetween(storeDomain: string, from: string, to: string): Promise<number> {
+    return this.store.countSent(storeDomain, from, to);
+  }
+
+  /** Alerts and reminders sent per product since `since`. */
+  async sentPerProduct(caller: Caller, domain: string, since: string) {
+    return this.store.sentPerProduct(ownStore(caller, domain), since);
+  }
+
+  /** The store's whole ledger, oldest first, read a page at a time (exports). Tenancy is decided at the call, before anything streams. */
+  ledgerRows(caller: Caller, domain: string): AsyncGenerator<NotificationRow> {
+    const store = ownStore(caller, domain);
+    return inPages<NotificationRow, { createdAt: string; id: string }>((after, limit) => this.store.ledgerPage(store, after, limit), (row) => ({ createdAt: row.created_at, id: row.id }));
   }
 
   async sentPerDay(caller: Caller, domain: string, since: string): Promise<Map<string, number>> {

@@ -1,18 +1,20 @@
 import { addressKey } from '../core/email.ts';
+import { eventId } from '../core/events.ts';
+import { newId } from '../core/ids.ts';
 import type { AlertLeases } from './leases.ts';
 import type { Defer, Failed, Retry, Skip } from './rules.ts';
 import type { NotificationRow } from './repository.ts';
 import type { WorkerDeps } from './worker.ts';
 
 /** What became of a leased alert, as the ledger records it. */
-export type Outcome = { kind: 'sent' } | Skip | Defer | Retry | Failed;
+export type Outcome = { kind: 'sent'; reminderDelayHours?: number | null } | Skip | Defer | Retry | Failed;
 type Unsent = Exclude<Outcome, { kind: 'sent' }>;
 
 /** Settled outcomes are written in groups this large, or after FLUSH_EVERY_MS, whichever first. */
 const FLUSH_SIZE = 250;
 const FLUSH_EVERY_MS = 100;
 
-export type SettlerDeps = Pick<WorkerDeps, 'store' | 'alerts' | 'dispatch' | 'log'>;
+export type SettlerDeps = Pick<WorkerDeps, 'store' | 'alerts' | 'dispatch' | 'log' | 'events'>;
 
 /**
  * Collects outcomes and writes them in groups: sent alerts in one statement per group, their
@@ -20,7 +22,7 @@ export type SettlerDeps = Pick<WorkerDeps, 'store' | 'alerts' | 'dispatch' | 'lo
  * crash before that re-sends at most what was leased.
  */
 export class Settler {
-  private sent: NotificationRow[] = [];
+  private sent: Array<{ row: NotificationRow; reminderDelayHours: number | null }> = [];
   private others: Array<{ row: NotificationRow; outcome: Unsent }> = [];
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
@@ -32,7 +34,7 @@ export class Settler {
   ) {}
 
   record(row: NotificationRow, outcome: Outcome): void {
-    if (outcome.kind === 'sent') this.sent.push(row);
+    if (outcome.kind === 'sent') this.sent.push({ row, reminderDelayHours: outcome.reminderDelayHours ?? null });
     else this.others.push({ row, outcome });
     if (this.sent.length + this.others.length >= FLUSH_SIZE) void this.flush();
     else this.timer ??= setTimeout(() => void this.flush(), FLUSH_EVERY_MS);
@@ -53,30 +55,78 @@ export class Settler {
         // retaken and sent again, rather than lost.
         this.deps.log.error({ err }, 'recording alert outcomes failed');
       })
-      .finally(() => this.leases.drop([...sent.map((row) => row.id), ...others.map(({ row }) => row.id)]));
+      .finally(() => this.leases.drop([...sent.map(({ row }) => row.id), ...others.map(({ row }) => row.id)]));
     return this.flushing;
   }
 
-  private async write(sent: NotificationRow[], others: Array<{ row: NotificationRow; outcome: Unsent }>): Promise<void> {
-    if (sent.length === 0 && others.length === 0) return;
+  private async write(settled: Array<{ row: NotificationRow; reminderDelayHours: number | null }>, others: Array<{ row: NotificationRow; outcome: Unsent }>): Promise<void> {
+    if (settled.length === 0 && others.length === 0) return;
     const now = new Date().toISOString();
     const { store, alerts, dispatch } = this.deps;
-    const notify = sent.map((row) => row.subscription_id);
+    const sent = settled.map(({ row }) => row);
+    // A reminder has done its work once sent: only first alerts notify subscriptions.
+    const alertsSent = sent.filter((row) => row.kind === 'alert');
+    const notify = alertsSent.map((row) => row.subscription_id);
     const updates = others.map(({ row, outcome }) => {
       if (outcome.kind === 'skipped' && outcome.notified) notify.push(row.subscription_id);
       return { id: row.id, changes: ledgerChanges(row, outcome) };
     });
     // One alert per address per restock: it fulfils every waiting subscription of the address
     // for the product, whoever made it, not only the one it was queued for.
-    const fulfilled = sent.map((row) => ({ storeDomain: row.store_domain, productId: row.product_id, variantId: row.variant_id, emailKey: addressKey(row.email) }));
+    const fulfilled = alertsSent.map((row) => ({ storeDomain: row.store_domain, productId: row.product_id, variantId: row.variant_id, emailKey: addressKey(row.email) }));
+    const reminders = settled.flatMap(({ row, reminderDelayHours }) => (reminderDelayHours ? [reminderOf(row, reminderDelayHours, now)] : []));
     await store.settle(this.owner, { ids: sent.map((row) => row.id), at: now }, updates, async (trx) => {
       await alerts.markNotified(trx, notify);
       await alerts.markAddressesNotified(trx, fulfilled);
+      // Queued with the alert's record: a reminder is never lost to a crash between the two.
+      await store.queueReminders(trx, reminders);
     });
+    await this.announceSent(sent, now);
     for (const { row, outcome } of others) {
       if (outcome.kind === 'failed' && outcome.suppress) await dispatch.suppress(row.store_domain, row.email, 'bounce', outcome.why);
     }
   }
+
+  /**
+   * `alert.sent` for the store's webhooks, after the commit. A crash between the two loses the
+   * event, never the alert: the ledger stays the record of what was sent.
+   */
+  private async announceSent(sent: NotificationRow[], at: string): Promise<void> {
+    for (const row of sent) {
+      await this.deps.events
+        .announce({
+          storeDomain: row.store_domain,
+          type: 'alert.sent',
+          id: eventId('alert.sent', row.id),
+          occurredAt: at,
+          data: { alertId: row.id, kind: row.kind, restockId: row.restock_id, subscriptionId: row.subscription_id, productId: row.product_id, variantId: row.variant_id, email: row.email, sentAt: at },
+        })
+        .catch((err) => this.deps.log.warn({ err, alertId: row.id }, 'announcing alert.sent failed'));
+    }
+  }
+}
+
+/**
+ * The reminder of an alert just sent: the same subscription and restock, due `hours` later. The
+ * sending rules decide then whether it goes (still sellable, not ordered, not unsubscribed).
+ */
+export function reminderOf(alert: NotificationRow, hours: number, sentAt: string): NotificationRow {
+  return {
+    ...alert,
+    id: newId('ntf'),
+    kind: 'reminder',
+    reminder_of: alert.id,
+    status: 'queued',
+    reason: `a reminder ${hours} h after the alert of ${sentAt}, sent only if the product is still sellable, the shopper has not ordered it and has not unsubscribed`,
+    outcome: null,
+    attempts: 0,
+    next_attempt_at: new Date(Date.parse(sentAt) + hours * 3600_000).toISOString(),
+    lease_owner: null,
+    lease_until: null,
+    created_at: sentAt,
+    sent_at: null,
+    held_by_plan: 0,
+  };
 }
 
 /** The ledger columns an outcome other than sent writes. */

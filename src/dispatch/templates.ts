@@ -1,3 +1,4 @@
+import type { NotificationKind } from '../core/db/schema.ts';
 import type { EffectiveSettings } from '../stores/settings.ts';
 
 export interface NotificationContent {
@@ -50,6 +51,38 @@ const STRINGS: Record<EffectiveSettings['locale'], Strings> = {
   },
 };
 
+/** The reminder's wording per locale: built in, whatever the store's own alert template (it is written for the first alert). */
+const REMINDER_STRINGS: Record<EffectiveSettings['locale'], Strings> = {
+  en: {
+    subject: 'Still in stock: {{product_title}}',
+    intro: '{{product_title}}{{variant_suffix}} is still in stock at {{shop}}, but it may not stay long.',
+    cta: 'Shop now',
+    why: 'We told you when it came back. This is the only reminder you will get for it.',
+    unsubscribe: 'Unsubscribe',
+  },
+  fr: {
+    subject: 'Toujours en stock : {{product_title}}',
+    intro: '{{product_title}}{{variant_suffix}} est toujours en stock chez {{shop}}, mais pas pour longtemps peut-être.',
+    cta: 'Voir le produit',
+    why: 'Nous vous avons prévenu de son retour. Ceci est le seul rappel que vous recevrez.',
+    unsubscribe: 'Se désabonner',
+  },
+  de: {
+    subject: 'Noch auf Lager: {{product_title}}',
+    intro: '{{product_title}}{{variant_suffix}} ist bei {{shop}} noch auf Lager, vielleicht nicht mehr lange.',
+    cta: 'Jetzt ansehen',
+    why: 'Wir haben Sie benachrichtigt, als der Artikel zurück war. Dies ist die einzige Erinnerung dazu.',
+    unsubscribe: 'Abmelden',
+  },
+  es: {
+    subject: 'Todavía disponible: {{product_title}}',
+    intro: '{{product_title}}{{variant_suffix}} sigue disponible en {{shop}}, pero puede agotarse pronto.',
+    cta: 'Comprar ahora',
+    why: 'Te avisamos cuando volvió. Este es el único recordatorio que recibirás.',
+    unsubscribe: 'Darse de baja',
+  },
+};
+
 const PLACEHOLDER = /\{\{\s*([a-z_]+)\s*\}\}/g;
 
 function fill(template: string, values: Record<string, string>, escape: (text: string) => string): string {
@@ -67,9 +100,13 @@ function oneLine(text: string): string {
 
 const asIs = (text: string) => text;
 
-/** The alert e-mail: subject, plain text and HTML, in the store's locale or its own template. */
-export function renderNotification(content: NotificationContent, settings: Pick<EffectiveSettings, 'locale' | 'template'>): { subject: string; text: string; html: string } {
-  const strings = STRINGS[settings.locale];
+/** The alert e-mail (or its reminder): subject, plain text and HTML, in the store's locale or its own template. */
+export function renderNotification(
+  content: NotificationContent,
+  settings: Pick<EffectiveSettings, 'locale' | 'template'>,
+  kind: NotificationKind = 'alert',
+): { subject: string; text: string; html: string } {
+  const strings = (kind === 'reminder' ? REMINDER_STRINGS : STRINGS)[settings.locale];
   const values: Record<string, string> = {
     shop: content.shop,
     product_title: content.productTitle,
@@ -80,7 +117,7 @@ export function renderNotification(content: NotificationContent, settings: Pick<
     unsubscribe_url: content.unsubscribeUrl,
     email: content.email,
   };
-  const own = settings.template;
+  const own = kind === 'reminder' ? {} : settings.template;
   const subject = oneLine(fill(own.subject ?? strings.subject, values, asIs));
   const text = fill(own.text ?? defaultText(strings), values, asIs);
   const html = fill(own.html ?? defaultHtml(strings, content.imageUrl !== null), values, escapeHtml);

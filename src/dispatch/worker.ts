@@ -3,6 +3,7 @@ import os from 'node:os';
 import type { FastifyBaseLogger } from 'fastify';
 import type { SubscriptionService } from '../alerts/service.ts';
 import type { DispatchConfig } from '../config.ts';
+import type { EventSink } from '../core/events.ts';
 import type { InventoryService } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
 import type { WorkerJob } from './jobs.ts';
@@ -19,8 +20,20 @@ export interface NotificationQuota {
   releaseNotifications(storeDomain: string, periodStart: string, count: number): Promise<unknown>;
 }
 
+/**
+ * What the conversions feature adds to an alert: the tracked link its product button carries,
+ * and, for a reminder, whether the shopper has bought the product since the alert.
+ */
+export interface AlertFollowUp {
+  clickUrl(storeDomain: string, alertId: string): string;
+  orderedSince(storeDomain: string, checks: Array<{ key: string; email: string; productId: string; variantId: string | null; since: string }>): Promise<Set<string>>;
+}
+
 export interface WorkerDeps {
   quota: NotificationQuota;
+  followUp: AlertFollowUp;
+  /** Where `alert.sent` is announced (the store's outgoing webhooks). */
+  events: EventSink;
   store: DispatchRepository;
   dispatch: DispatchService;
   alerts: SubscriptionService;

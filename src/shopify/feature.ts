@@ -2,6 +2,7 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { SubscriptionService } from '../alerts/service.ts';
 import type { ShopifyBillingProvider } from '../billing/service.ts';
 import type { Config } from '../config.ts';
+import type { OrderSink } from '../conversions/reports.ts';
 import type { Database } from '../core/db/database.ts';
 import type { Feature } from '../core/feature.ts';
 import type { MailTransport } from '../core/mail/transport.ts';
@@ -35,6 +36,8 @@ export interface ShopifyDeps {
     eraseStore(storeDomain: string): Promise<void>;
   };
   billing: ShopifyBillingSink;
+  /** Where the order webhooks' orders, refunds and cancellations go (the conversions service). */
+  orders: OrderSink;
   /** Answers the widget's calls that come through the app proxy. */
   storefront: StorefrontService;
 }
@@ -75,6 +78,7 @@ export function buildShopify(deps: ShopifyDeps): ShopifyFeature {
       mail: deps.mail,
       admin,
       billing: deps.billing,
+      orders: deps.orders,
       log,
       maxAttempts: config.dispatch.maxAttempts,
       retryBaseMs: config.dispatch.retryBaseMs,

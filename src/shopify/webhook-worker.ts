@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { z } from 'zod';
 import type { SubscriptionService } from '../alerts/service.ts';
+import type { OrderSink } from '../conversions/reports.ts';
 import { isoAfter, nowIso } from '../core/clock.ts';
 import type { MailTransport } from '../core/mail/transport.ts';
 import type { WorkerJob } from '../dispatch/jobs.ts';
@@ -8,6 +9,7 @@ import type { InventoryService, StockSource } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
 import type { AdminApi } from './admin-api.ts';
 import { productOfInventoryItem } from './catalog.ts';
+import { cancellationReport, orderCancelledPayload, orderCreatePayload, orderReport, refundCreatePayload, refundReport } from './order-payloads.ts';
 import { readProductReports } from './reconcile.ts';
 import {
   customerPayload,
@@ -26,8 +28,11 @@ const CLAIM_SIZE = 10;
 /** Long enough for a whole claim whose every event waits out Shopify's timeout. */
 const LEASE_MS = 10 * 60_000;
 
-/** Compliance payloads name customers and shops; once handled, only the record that they were is kept. */
-const CARRIES_PERSONAL_DATA = new Set(['CUSTOMERS_DATA_REQUEST', 'CUSTOMERS_REDACT', 'SHOP_REDACT']);
+/**
+ * Compliance and order payloads name customers and shops (an order its buyer's address); once
+ * handled, only the record that they were is kept.
+ */
+const CARRIES_PERSONAL_DATA = new Set(['CUSTOMERS_DATA_REQUEST', 'CUSTOMERS_REDACT', 'SHOP_REDACT', 'ORDERS_CREATE', 'ORDERS_CANCELLED', 'REFUNDS_CREATE']);
 /** Done events are kept this long, well past Shopify's retries (up to 4 hours), to recognise late ones. */
 const KEEP_DONE_MS = 7 * 24 * 3600_000;
 /** Failed events are kept longer, for someone to look into. */
@@ -52,6 +57,8 @@ export interface WebhookWorkerDeps {
   mail: MailTransport;
   admin: AdminApi;
   billing: ShopifyBillingSink;
+  /** Where orders, refunds and cancellations go for attribution (the conversions service). */
+  orders: OrderSink;
   log: FastifyBaseLogger;
   /** Attempts before an event is given up as failed. */
   maxAttempts: number;
@@ -131,6 +138,9 @@ async function processEvent(deps: WebhookWorkerDeps, event: WebhookEventRow): Pr
     INVENTORY_LEVELS_UPDATE: () => processInventoryLevel(deps, shop, parse(inventoryLevelPayload, body), source),
     APP_UNINSTALLED: () => deps.stores.uninstall(shop),
     APP_SUBSCRIPTIONS_UPDATE: async () => void (await deps.billing.shopifySubscriptionUpdate(shop, event.event_id, body)),
+    ORDERS_CREATE: () => deps.orders.recordOrder(converted(() => orderReport(shop, parse(orderCreatePayload, body)))),
+    ORDERS_CANCELLED: () => deps.orders.recordCancellation(converted(() => cancellationReport(shop, parse(orderCancelledPayload, body)))),
+    REFUNDS_CREATE: () => deps.orders.recordRefund(converted(() => refundReport(shop, parse(refundCreatePayload, body)))),
     CUSTOMERS_DATA_REQUEST: () => processDataRequest(deps, shop, parse(customerPayload, body)),
     CUSTOMERS_REDACT: () => processCustomerRedact(deps, shop, parse(customerPayload, body)),
     SHOP_REDACT: () => processShopRedact(deps, shop, event.event_id),
@@ -245,12 +255,14 @@ export async function processCustomerRedact(deps: WebhookWorkerDeps, shop: strin
   if (!email) return;
   await deps.alerts.eraseCustomer(shop, email);
   await deps.dispatch.eraseCustomer(shop, email);
+  await deps.orders.eraseCustomer(shop, email);
 }
 
 /** 48 hours after an uninstall: everything about the store goes, its queued events included. */
 export async function processShopRedact(deps: WebhookWorkerDeps, shop: string, eventId: string): Promise<void> {
   await deps.alerts.eraseStore(shop);
   await deps.dispatch.eraseStore(shop);
+  await deps.orders.eraseStore(shop);
   await deps.inventory.forgetStore(shop);
   await deps.stores.forgetStore(shop);
   await deps.events.forgetStore(shop, eventId);
@@ -261,6 +273,16 @@ function parseJson(text: string): unknown {
     return JSON.parse(text);
   } catch {
     throw new PermanentFailure('The payload is not JSON');
+  }
+}
+
+/** A payload's report, worked out from the payload alone: if that fails, no retry will make it work. */
+function converted<T>(convert: () => T): T {
+  try {
+    return convert();
+  } catch (err) {
+    if (err instanceof PermanentFailure) throw err;
+    throw new PermanentFailure(`The payload cannot be read as a report: ${err instanceof Error ? err.message : String(err)}`);
   }
 }
 

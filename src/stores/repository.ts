@@ -98,6 +98,20 @@ export class StoreRepository {
   }
 
   /**
+   * Active stores whose own settings name `setting`, in domain order after `after`. The match
+   * is on the JSON text as the service writes it (`"name":`); the service confirms each by parsing.
+   */
+  withOwnSetting(setting: string, after: string | null, limit: number): Promise<StoreRow[]> {
+    let query = this.database.db
+      .selectFrom('stores')
+      .selectAll()
+      .where('status', '=', 'active')
+      .where('settings', 'like', `%"${setting}":%`);
+    if (after !== null) query = query.where('domain', '>', after);
+    return query.orderBy('domain').limit(limit).execute();
+  }
+
+  /**
    * Takes the lease under which one process refreshes the store's token, if the token is still
    * `sealedToken` and nobody else holds an unexpired lease. The row is locked while this is
    * decided, so two processes cannot both take it.

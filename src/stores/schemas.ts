@@ -19,6 +19,11 @@ const effectiveSettingsSchema = z
     locale: localeSchema,
     senderName: z.string().optional(),
     template: alertTemplateSchema,
+    utm: z.object({ source: z.string(), medium: z.string(), campaign: z.string() }).describe('UTM parameters of alert links'),
+    attributionWindowDays: z.number().describe('Days after an alert in which an order is credited to it'),
+    reminderDelayHours: z.number().nullable().describe('Hours after an alert its reminder goes; null: no reminders'),
+    waitlistThreshold: z.number().nullable().describe("Waiting shoppers per product or variant at which the owner is told; null: never"),
+    weeklyDigest: z.boolean().describe("The owner gets a weekly digest by e-mail"),
   })
   .describe('Batch policy, language and template in force (the store’s own values, else the defaults)');
 

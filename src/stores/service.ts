@@ -276,6 +276,23 @@ export class StoreService {
     return (await this.store.connected(limit)).map((row) => row.domain);
   }
 
+  /**
+   * Active stores that set `setting` themselves, a page at a time in domain order after `after`,
+   * with their owner and settings in force: for background work that visits them (owner notices).
+   * `next` is the cursor of the following page, null after the last.
+   */
+  async storesWithOwnSetting(
+    setting: keyof EffectiveSettings & string,
+    after: string | null,
+    limit: number,
+  ): Promise<{ stores: Array<{ domain: string; ownerEmail: string; settings: EffectiveSettings }>; next: string | null }> {
+    const rows = await this.store.withOwnSetting(setting, after, limit);
+    const stores = rows
+      .filter((row) => setting in parseStoredSettings(row.settings))
+      .map((row) => ({ domain: row.domain, ownerEmail: row.owner_email, settings: this.settingsIn(row) }));
+    return { stores, next: rows.length < limit ? null : rows.at(-1)!.domain };
+  }
+
   async markReconciled(domain: string): Promise<void> {
     await this.store.update(domain, { reconciled_at: nowIso() });
   }

@@ -22,6 +22,25 @@ export const alertTemplateSchema = z
   .strict()
   .describe("The store's own alert e-mail; parts left out use the built-in template of the store's locale");
 
+const utmValue = z
+  .string()
+  .min(1)
+  .max(100)
+  .regex(/^[A-Za-z0-9._~-]+$/, 'letters, digits and . _ ~ - only');
+
+/** The parameters a click on an alert's link lands with, so the store's own analytics credit alerts. */
+export const utmSchema = z
+  .object({
+    source: utmValue.optional().describe('utm_source (default restock)'),
+    medium: utmValue.optional().describe('utm_medium (default email)'),
+    campaign: utmValue.optional().describe('utm_campaign (default back-in-stock)'),
+  })
+  .strict()
+  .describe('UTM parameters added to the product link of every alert');
+
+export const DEFAULT_UTM = { source: 'restock', medium: 'email', campaign: 'back-in-stock' } as const;
+export const DEFAULT_ATTRIBUTION_WINDOW_DAYS = 7;
+
 /** What a store may set for itself; anything unset follows the service's defaults. */
 export const storeSettingsSchema = z
   .object({
@@ -32,6 +51,11 @@ export const storeSettingsSchema = z
     locale: localeSchema.optional(),
     senderName: z.string().min(1).max(100).regex(/^[^<>"\r\n]+$/, 'must be a plain name').optional().describe('Display name alerts come from'),
     template: alertTemplateSchema.optional(),
+    utm: utmSchema.optional(),
+    attributionWindowDays: z.int().min(1).max(90).optional().describe('An order this many days after an alert can be credited to it (default 7)'),
+    reminderDelayHours: z.int().min(1).max(30 * 24).optional().describe('Send one reminder this many hours after an alert, if the product is still sellable and the shopper has not ordered it; unset: no reminders'),
+    waitlistThreshold: z.int().min(1).max(1_000_000).optional().describe("Tell the store's owner when a product or variant has this many shoppers waiting; unset: never"),
+    weeklyDigest: z.boolean().optional().describe("Mail the store's owner a weekly digest of sign-ups, sends, clicks, orders and revenue"),
   })
   .strict();
 
@@ -42,6 +66,13 @@ export interface EffectiveSettings extends BatchPolicy {
   locale: z.infer<typeof localeSchema>;
   senderName: string | undefined;
   template: z.infer<typeof alertTemplateSchema>;
+  utm: { source: string; medium: string; campaign: string };
+  attributionWindowDays: number;
+  /** null: no reminders. */
+  reminderDelayHours: number | null;
+  /** null: no waitlist notices. */
+  waitlistThreshold: number | null;
+  weeklyDigest: boolean;
 }
 
 export function effectiveSettings(stored: StoreSettings, defaults: BatchPolicy): EffectiveSettings {
@@ -53,6 +84,11 @@ export function effectiveSettings(stored: StoreSettings, defaults: BatchPolicy):
     locale: stored.locale ?? 'en',
     senderName: stored.senderName,
     template: stored.template ?? {},
+    utm: { ...DEFAULT_UTM, ...stored.utm },
+    attributionWindowDays: stored.attributionWindowDays ?? DEFAULT_ATTRIBUTION_WINDOW_DAYS,
+    reminderDelayHours: stored.reminderDelayHours ?? null,
+    waitlistThreshold: stored.waitlistThreshold ?? null,
+    weeklyDigest: stored.weeklyDigest ?? false,
   };
 }
 

@@ -54,6 +54,26 @@ export interface Tables {
   suppressions: SuppressionsTable;
   /** payments */
   payments: PaymentsTable;
+  /** webhooks */
+  webhook_endpoints: WebhookEndpointsTable;
+  /** webhooks (the delivery queue, and what became of each) */
+  webhook_deliveries: WebhookDeliveriesTable;
+  /** webhooks (the delivery log) */
+  webhook_attempts: WebhookAttemptsTable;
+  /** conversions */
+  alert_clicks: AlertClicksTable;
+  /** conversions */
+  orders: OrdersTable;
+  /** conversions */
+  order_lines: OrderLinesTable;
+  /** conversions */
+  order_refunds: OrderRefundsTable;
+  /** conversions */
+  order_attributions: OrderAttributionsTable;
+  /** notices */
+  waitlist_crossings: WaitlistCrossingsTable;
+  /** notices */
+  notice_digests: NoticeDigestsTable;
 }
 
 /** The API's `subscriptionStatusSchema` values (alerts/schemas.ts): the alerts store writes those into this column, so the compiler keeps them together. */
@@ -391,7 +411,13 @@ export interface NotificationsTable {
   email_key: string;
   /** 1 when the subscription is third-party: such alerts take the store's allowance only after its own shoppers'. */
   third_party: number;
+  /** alert: the restock's message; reminder: the second message some stores send after it. */
+  kind: NotificationKind;
+  /** For a reminder, the alert it follows. */
+  reminder_of: string | null;
 }
+
+export type NotificationKind = 'alert' | 'reminder';
 
 export interface SuppressionsTable {
   store_domain: string;
@@ -461,4 +487,148 @@ export interface InventoryUnlistedCountriesTable {
   /** ISO 3166-1 alpha-2. */
   country: string;
   updated_at: string;
+}
+
+/** The first click on each alert's link (bots and prefetches not counted). */
+export interface AlertClicksTable {
+  notification_id: string;
+  store_domain: string;
+  product_id: string;
+  variant_id: string | null;
+  clicked_at: string;
+}
+
+/** An order by an alerted address, kept only as far as attribution needs. */
+export interface OrdersTable {
+  store_domain: string;
+  order_id: string;
+  email_key: string;
+  placed_at: string;
+  /** shopify | api */
+  source: string;
+  cancelled_at: string | null;
+  recorded_at: string;
+}
+
+/** Amounts are integers of the currency's minor unit (bigint columns, read back as numbers). */
+export interface OrderLinesTable {
+  store_domain: string;
+  order_id: string;
+  line_id: string;
+  product_id: string;
+  variant_id: string | null;
+  quantity: number;
+  amount_minor: number;
+  currency: string;
+  shop_amount_minor: number;
+  shop_currency: string;
+}
+
+export interface OrderRefundsTable {
+  store_domain: string;
+  order_id: string;
+  refund_id: string;
+  line_id: string;
+  amount_minor: number;
+  shop_amount_minor: number;
+  refunded_at: string;
+}
+
+/** One order line credited to one alert. */
+export interface OrderAttributionsTable {
+  store_domain: string;
+  order_id: string;
+  line_id: string;
+  notification_id: string;
+  product_id: string;
+  variant_id: string | null;
+  /** direct (the alert's link was clicked first) | assisted */
+  kind: 'direct' | 'assisted';
+  placed_at: string;
+  amount_minor: number;
+  currency: string;
+  shop_amount_minor: number;
+  shop_currency: string;
+  net_minor: number;
+  net_shop_minor: number;
+}
+
+/** A waitlist (a product's, or one variant's) at or above its store's threshold: one crossing, told once. */
+export interface WaitlistCrossingsTable {
+  store_domain: string;
+  product_id: string;
+  /** The variant's id, or '' for the subscriptions to the whole product. */
+  variant_key: string;
+  crossed_at: string;
+  /** Shoppers waiting when the crossing was found. */
+  waiting: number;
+  /** The store's threshold then. */
+  threshold: number;
+  /** When the owner was told; null until then. */
+  noticed_at: string | null;
+  /** A worker is telling the owner until then; past it, another may. */
+  notice_lease_until: string | null;
+}
+
+/** Per store: the weekly digest's progress. */
+export interface NoticeDigestsTable {
+  store_domain: string;
+  /** The end of the week the last digest covered; null before the first. */
+  last_digest_at: string | null;
+  /** A worker is sending the digest until then; past it, another may. */
+  lease_until: string | null;
+}
+
+/** An endpoint a store registered for its events (Standard Webhooks). */
+export interface WebhookEndpointsTable {
+  id: string;
+  store_domain: string;
+  url: string;
+  /** JSON array of the event types it takes. */
+  event_types: string;
+  enabled: number;
+  /** Why it was disabled (by its owner, or after failing too long); null while enabled. */
+  disabled_reason: string | null;
+  disabled_at: string | null;
+  /** The `whsec_` signing secret, sealed (core/sealed-secrets.ts). */
+  secret_sealed: string;
+  /** Failed attempts since the last success, across its deliveries. */
+  consecutive_failures: number;
+  /** The first failed attempt of the current run of failures; null after a success. */
+  failing_since: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export type WebhookDeliveryStatus = 'pending' | 'delivered' | 'failed' | 'cancelled';
+
+/** One event for one endpoint: queued until delivered, given up, or cancelled with its endpoint. */
+export interface WebhookDeliveriesTable {
+  id: string;
+  endpoint_id: string;
+  store_domain: string;
+  /** The event's id, sent as `webhook-id`: unique per endpoint. */
+  event_id: string;
+  event_type: string;
+  /** The JSON body as signed and sent. */
+  payload: string;
+  status: WebhookDeliveryStatus;
+  attempts: number;
+  /** Pending: when it is next due (a claim moves it to the end of its lease). */
+  next_attempt_at: string | null;
+  last_error: string | null;
+  created_at: string;
+  finished_at: string | null;
+}
+
+/** One HTTP attempt of a delivery. */
+export interface WebhookAttemptsTable {
+  delivery_id: string;
+  attempt: number;
+  endpoint_id: string;
+  attempted_at: string;
+  /** The final answer's status, after redirects; null when none came. */
+  status_code: number | null;
+  error: string | null;
+  duration_ms: number;
 }

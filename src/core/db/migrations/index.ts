@@ -11,6 +11,9 @@ import { addressKeys } from './0008_address_keys.ts';
 import { planAcceptance } from './0009_plan_acceptance.ts';
 import { expiringTokens } from './0010_expiring_tokens.ts';
 import { sellableWhere } from './0011_sellable_where.ts';
+import { conversions } from './0012_conversions.ts';
+import { outgoingWebhooks } from './0013_outgoing_webhooks.ts';
+import { notices } from './0014_notices.ts';
 
 export interface DialectMigration {
   up(db: Kysely<any>, dialect: Dialect): Promise<void>;
@@ -29,4 +32,7 @@ export const migrations: Record<string, DialectMigration> = {
   '0009_plan_acceptance': planAcceptance,
   '0010_expiring_tokens': expiringTokens,
   '0011_sellable_where': sellableWhere,
+  '0012_conversions': conversions,
+  '0013_outgoing_webhooks': outgoingWebhooks,
+  '0014_notices': notices,
 };

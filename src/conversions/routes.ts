@@ -1,0 +1,169 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { problemResponses } from '../core/http/openapi-responses.ts';
+import { storeParams } from '../stores/schemas.ts';
+import { exportCsv, type ExportSources } from './exports.ts';
+import {
+  exportParams,
+  orderAcceptedResponse,
+  orderParams,
+  performanceQuery,
+  performanceResponse,
+  reportCancellationBody,
+  reportOrderBody,
+  reportRefundBody,
+} from './schemas.ts';
+import type { ConversionService } from './service.ts';
+
+/**
+ * User agents of link scanners and previewers that fetch every link of a mail before (or
+ * without) a person: security gateways, mail apps' previews, chat unfurlers, scripts. Their
+ * requests still land (a scanner that got a 404 might flag the mail) but are not clicks.
+ */
+const SCANNER_AGENTS =
+  /bot\b|crawler|spider|preview|scanner|safelinks|barracuda|proofpoint|mimecast|symantec|messagelabs|fireeye|forcepoint|trendmicro|sophos|cisco|ironport|zscaler|microsoft office|ms-office|googleimageproxy|yahoomailproxy|facebookexternalhit|slackbot|whatsapp|telegrambot|discordbot|urlscan|curl\/|wget\/|python-|go-http-client|okhttp|java\/|libwww|node-fetch|axios|undici/i;
+
+/**
+ * Whether a request for an alert's link is a shopper following it. Not counted: HEAD (scanners
+ * probe links with it), prefetches a browser or mail app announces (`Purpose`/`Sec-Purpose:
+ * prefetch`, `X-Moz: prefetch`), no user agent at all, and the scanners above.
+ */
+export function isShopperVisit(request: Pick<FastifyRequest, 'method' | 'headers'>): boolean {
+  if (request.method !== 'GET') return false;
+  const purpose = `${request.headers['purpose'] ?? ''} ${request.headers['sec-purpose'] ?? ''} ${request.headers['x-moz'] ?? ''}`;
+  if (/prefetch|prerender|preview/i.test(purpose)) return false;
+  const agent = request.headers['user-agent'];
+  return typeof agent === 'string' && agent.trim() !== '' && !SCANNER_AGENTS.test(agent);
+}
+
+const clickParams = z.object({ domain: z.string().max(255), token: z.string().max(400) });
+
+/** The alert link redirect, the orders API, the performance figures and the CSV exports. */
+export function conversionRoutes(service: ConversionService, exportSources: ExportSources) {
+  return async function (app: FastifyInstance) {
+    const api = app.withTypeProvider<ZodTypeProvider>();
+
+    api.get('/r/:domain/:token', {
+      schema: { hide: true, params: clickParams },
+      handler: async (request, reply) => {
+        const location = await service.followClick(request.params.domain, request.params.token, { counts: isShopperVisit(request) });
+        return reply
+          .code(302)
+          .header('location', location)
+          .header('cache-control', 'no-store')
+          .header('referrer-policy', 'no-referrer')
+          .header('x-robots-tag', 'noindex')
+          .send();
+      },
+    });
+
+    api.post('/api/v1/stores/:domain/orders', {
+      config: { scope: 'inventory:alerts', idempotent: true },
+      schema: {
+        operationId: 'reportOrder',
+        summary: "Report an order (platforms other than Shopify); lines bought by an alerted shopper are credited to the alert",
+        tags: ['conversions'],
+        params: storeParams,
+        body: reportOrderBody,
+        response: { 200: orderAcceptedResponse, ...problemResponses(400, 404, 413, 415, 503) },
+      },
+      handler: async (request) => {
+        const body = request.body;
+        const shopCurrency = body.shopCurrency ?? body.currency;
+        await service.reportOrder(request.caller!, request.params.domain, {
+          orderId: body.orderId,
+          email: body.email,
+          placedAt: body.placedAt,
+          lines: body.lines.map((line) => ({
+            lineId: line.lineId,
+            productId: line.productId,
+            variantId: line.variantId ?? null,
+            quantity: line.quantity,
+            amount: { minor: line.amountMinor, currency: body.currency },
+            shopAmount: { minor: line.shopAmountMinor ?? line.amountMinor, currency: shopCurrency },
+          })),
+        });
+        return { accepted: true as const };
+      },
+    });
+
+    api.post('/api/v1/stores/:domain/orders/:orderId/refunds', {
+      config: { scope: 'inventory:alerts', idempotent: true },
+      schema: {
+        operationId: 'reportRefund',
+        summary: 'Report a refund of an order reported before; it takes back the revenue credited to alerts',
+        tags: ['conversions'],
+        params: orderParams,
+        body: reportRefundBody,
+        response: { 200: orderAcceptedResponse, ...problemResponses(400, 404, 413, 415, 503) },
+      },
+      handler: async (request) => {
+        const body = request.body;
+        await service.reportRefund(request.caller!, request.params.domain, {
+          orderId: request.params.orderId,
+          refundId: body.refundId,
+          refundedAt: body.refundedAt,
+          lines: body.lines.map((line) => ({
+            lineId: line.lineId,
+            quantity: line.quantity,
+            // The currencies are the order's own, recorded with it; the refund names amounts only.
+            amount: { minor: line.amountMinor, currency: '' },
+            shopAmount: { minor: line.shopAmountMinor ?? line.amountMinor, currency: '' },
+          })),
+        });
+        return { accepted: true as const };
+      },
+    });
+
+    api.post('/api/v1/stores/:domain/orders/:orderId/cancellation', {
+      config: { scope: 'inventory:alerts', idempotent: true },
+      schema: {
+        operationId: 'reportCancellation',
+        summary: 'Report that an order was cancelled; its credited revenue becomes 0',
+        tags: ['conversions'],
+        params: orderParams,
+        body: reportCancellationBody,
+        response: { 200: orderAcceptedResponse, ...problemResponses(400, 404, 415, 503) },
+      },
+      handler: async (request) => {
+        await service.reportCancellation(request.caller!, request.params.domain, { orderId: request.params.orderId, cancelledAt: request.body.cancelledAt });
+        return { accepted: true as const };
+      },
+    });
+
+    api.get('/api/v1/stores/:domain/performance', {
+      config: { scope: 'api:read' },
+      schema: {
+        operationId: 'getPerformance',
+        summary: 'What alerts did: sends, clicks, orders and revenue won back, overall, per day and per product',
+        tags: ['conversions'],
+        params: storeParams,
+        querystring: performanceQuery,
+        response: { 200: performanceResponse, ...problemResponses(400, 404, 503) },
+      },
+      handler: async (request) => service.performance(request.caller!, request.params.domain, request.query.days),
+    });
+
+    api.get('/api/v1/stores/:domain/exports/:kind', {
+      config: { scope: 'api:read' },
+      schema: {
+        operationId: 'exportCsv',
+        summary: "Download the store's subscribers, alerts or attributed orders as CSV (streamed)",
+        tags: ['conversions'],
+        params: exportParams,
+        response: { 200: z.string().describe('text/csv; RFC 4180, UTF-8, a header line first'), ...problemResponses(400, 404, 503) },
+      },
+      handler: async (request, reply) => {
+        const { domain, kind } = request.params;
+        const csv = exportCsv(exportSources, request.caller!, domain, kind);
+        return reply
+          .type('text/csv; charset=utf-8')
+          .header('content-disposition', `attachment; filename="${domain.toLowerCase()}-${kind}.csv"`)
+          .header('cache-control', 'no-store')
+          // A stream is piped as it is; the 200 schema above only documents it.
+          .send(csv as unknown as string);
+      },
+    });
+  };
+}

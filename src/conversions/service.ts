@@ -1,0 +1,431 @@
+// Longer than most files on purpose: what an alert did after it was sent (its click, the orders it
+// is credited with, refunds taking revenue back) and the figures merchants read, in one service.
+import type { FastifyBaseLogger } from 'fastify';
+import type { WaitingCount } from '../alerts/service.ts';
+import { nowIso } from '../core/clock.ts';
+import { inPages } from '../core/db/pages.ts';
+import { addressKey } from '../core/email.ts';
+import { eventId, type EventSink } from '../core/events.ts';
+import { ownStore, type Caller } from '../core/http/caller.ts';
+import type { TokenSigner } from '../core/signed-token.ts';
+import type { NotificationRow, SentAlertRow } from '../dispatch/repository.ts';
+import type { DigestFigures } from '../notices/service.ts';
+import type { EffectiveSettings } from '../stores/settings.ts';
+import { attributeOrder, netRevenue, type Attribution, type LineRefund, type SentAlert } from './attribution.ts';
+import { ConversionRepository, type AttributionRow, type StoredOrder } from './repository.ts';
+import type { CancellationReport, OrderReport, OrderSink, RefundReport } from './reports.ts';
+
+const CLICK = 'alert-click';
+const DAY_MS = 86_400_000;
+
+/** What this feature reads of the alert ledger (the dispatch service). */
+export interface SentAlerts {
+  sentAlert(id: string): Promise<NotificationRow | undefined>;
+  sentToAddressFor(storeDomain: string, email: string, productIds: string[]): Promise<SentAlertRow[]>;
+  sentPerDay(caller: Caller, domain: string, since: string): Promise<Map<string, number>>;
+  sentBetween(storeDomain: string, from: string, to: string): Promise<number>;
+  sentPerProduct(caller: Caller, domain: string, since: string): Promise<Array<{ product_id: string; variant_id: string | null; kind: string; n: number }>>;
+}
+
+export interface ConversionDeps {
+  alerts: SentAlerts;
+  waiting: {
+    demandOf(caller: Caller, domain: string, limit?: number): Promise<WaitingCount[]>;
+    signupsBetween(storeDomain: string, from: string, to: string): Promise<number>;
+  };
+  stores: { activeStore(domain: string): Promise<string | undefined>; settingsOf(domain: string): Promise<EffectiveSettings> };
+  products: { describeProduct(storeDomain: string, productId: string, variantId: string | null): Promise<{ productUrl: string | null; productTitle: string | null; variantTitle: string | null } | undefined> };
+  events: EventSink;
+  signer: TokenSigner;
+  baseUrl: string;
+  log: FastifyBaseLogger;
+}
+
+/** Whether a request for a click link is a shopper's: bots and prefetches land too, uncounted. */
+export interface ClickVisit {
+  counts: boolean;
+}
+
+export interface ProductPerformance {
+  productId: string;
+  variantId: string | null;
+  title: string | null;
+  waiting: number;
+  sent: number;
+  clicked: number;
+  ordered: number;
+  revenue: Array<{ currency: string; minor: number }>;
+}
+
+export interface Performance {
+  shop: string;
+  from: string;
+  to: string;
+  days: number;
+  waiting: number;
+  sent: number;
+  reminders: number;
+  clicks: number;
+  orders: { direct: number; assisted: number; total: number };
+  /** Attributed orders per alert sent. */
+  conversionRate: number;
+  /** Clicks per alert sent. */
+  clickRate: number;
+  /** Net revenue won back in the store's currency (one entry unless the store changed currency). */
+  revenue: Array<{ currency: string; minor: number }>;
+  /** The same in the currencies shoppers paid in. */
+  revenueByPresentmentCurrency: Array<{ currency: string; minor: number }>;
+  byDay: Array<{ day: string; sent: number; clicks: number; orders: number; revenueMinor: number }>;
+  products: ProductPerformance[];
+}
+
+/**
+ * Clicks, orders and what alerts won back. Orders come from Shopify's webhooks and the orders
+ * API as `OrderReport`s; only orders by an address some alert reached, for a product it was
+ * about, are kept, and each line is credited to at most one alert (attribution.ts decides).
+ */
+export class ConversionService implements OrderSink {
+  constructor(
+    private readonly store: ConversionRepository,
+    private readonly deps: ConversionDeps,
+  ) {}
+
+  /** The link an alert's product button carries: ours, signed, naming the alert and its store. */
+  clickUrl(storeDomain: string, alertId: string): string {
+    return `${this.deps.baseUrl}/r/${encodeURIComponent(storeDomain)}/${this.deps.signer.sign(CLICK, alertId)}`;
+  }
+
+  /**
+   * Where a click on an alert's link lands: the product, with the store's UTM parameters. A
+   * tampered or unknown link lands on the store's home page (our own when the store is not
+   * ours), never on an address the link carries. The first shopper's click is recorded.
+   */
+  async followClick(domain: string, token: string, visit: ClickVisit): Promise<string> {
+    const store = await this.deps.stores.activeStore(domain);
+    const home = store ? `https://${store}/` : `${this.deps.baseUrl}/`;
+    const alertId = this.deps.signer.verify(CLICK, token);
+    const alert = store && alertId ? await this.deps.alerts.sentAlert(alertId) : undefined;
+    if (!store || !alert || alert.store_domain !== store) return home;
+    const settings = await this.deps.stores.settingsOf(store);
+    const product = await this.deps.products.describeProduct(store, alert.product_id, alert.variant_id);
+    const landing = landingUrl(product?.productUrl ?? null, alert.variant_id, settings.utm) ?? withUtm(new URL(home), settings.utm).href;
+    // The shopper lands whatever happens to the record: a failed write costs a click in the figures, not the visit.
+    if (visit.counts) await this.recordClick(alert).catch((err) => this.deps.log.error({ err, alertId: alert.id }, 'recording a click failed'));
+    return landing;
+  }
+
+  private async recordClick(alert: NotificationRow): Promise<void> {
+    const clickedAt = nowIso();
+    const first = await this.store.recordClick({
+      notification_id: alert.id,
+      store_domain: alert.store_domain,
+      product_id: alert.product_id,
+      variant_id: alert.variant_id,
+      clicked_at: clickedAt,
+    });
+    if (!first) return;
+    await this.deps.events.announce({
+      storeDomain: alert.store_domain,
+      type: 'alert.clicked',
+      id: eventId('alert.clicked', alert.id),
+      occurredAt: clickedAt,
+      data: { alertId: alert.id, kind: alert.kind, productId: alert.product_id, variantId: alert.variant_id, clickedAt },
+    });
+  }
+
+  /**
+   * An order, credited to the alerts that led to it. Kept only when its buyer was alerted about
+   * one of its products before placing it; a second delivery of the same order changes nothing.
+   */
+  async recordOrder(given: OrderReport): Promise<void> {
+    if (given.email === null) return;
+    // Stored times are compared as text on SQLite: one form (UTC, Z) for every offset a platform sends.
+    const report = { ...given, email: given.email, placedAt: utc(given.placedAt) };
+    const storeDomain = report.storeDomain.toLowerCase();
+    const productIds = [...new Set(report.lines.map((line) => line.productId))];
+    const sent = (await this.deps.alerts.sentToAddressFor(storeDomain, report.email, productIds)).filter((alert) => Date.parse(alert.sent_at) <= Date.parse(report.placedAt));
+    if (sent.length === 0) return;
+    const clicks = await this.store.clicksOf(sent.map((alert) => alert.id));
+    const candidates: SentAlert[] = sent.map((alert) => ({
+      alertId: alert.id,
+      productId: alert.product_id,
+      variantId: alert.variant_id,
+      sentAt: alert.sent_at,
+      clickedAt: clicks.get(alert.id) ?? null,
+    }));
+    const { attributionWindowDays } = await this.deps.stores.settingsOf(storeDomain);
+    const attributions = attributeOrder(report, candidates, attributionWindowDays);
+    const recorded = await this.store.insertOrder(
+      { store_domain: storeDomain, order_id: report.orderId, email_key: addressKey(report.email), placed_at: report.placedAt, source: report.source, cancelled_at: null, recorded_at: nowIso() },
+      report.lines.map((line) => ({
+        store_domain: storeDomain,
+        order_id: report.orderId,
+        line_id: line.lineId,
+        product_id: line.productId,
+        variant_id: line.variantId,
+        quantity: line.quantity,
+        amount_minor: line.amount.minor,
+        currency: line.amount.currency,
+        shop_amount_minor: line.shopAmount.minor,
+        shop_currency: line.shopAmount.currency,
+      })),
+      attributions.map((attribution) => attributionRow(storeDomain, report, attribution)),
+    );
+    if (recorded && attributions.length > 0) await this.announceAttributed(storeDomain, report, attributions);
+  }
+
+  private async announceAttributed(storeDomain: string, report: OrderReport, attributions: Attribution[]): Promise<void> {
+    await this.deps.events.announce({
+      storeDomain,
+      type: 'order.attributed',
+      id: eventId('order.attributed', storeDomain, report.orderId),
+      occurredAt: nowIso(),
+      data: {
+        orderId: report.orderId,
+        placedAt: report.placedAt,
+        kind: attributions.some((attribution) => attribution.kind === 'direct') ? 'direct' : 'assisted',
+        lines: attributions.map((attribution) => ({
+          lineId: attribution.lineId,
+          alertId: attribution.alertId,
+          kind: attribution.kind,
+          amount: attribution.amount,
+          shopAmount: attribution.shopAmount,
+        })),
+      },
+    });
+  }
+
+  /** A refund takes its lines' revenue back, whenever it comes (also after the window); once per refund id. */
+  async recordRefund(report: RefundReport): Promise<void> {
+    const storeDomain = report.storeDomain.toLowerCase();
+    const rows = report.lines.map((line) => ({
+      store_domain: storeDomain,
+      order_id: report.orderId,
+      refund_id: report.refundId,
+      line_id: line.lineId,
+      amount_minor: line.amount.minor,
+      shop_amount_minor: line.shopAmount.minor,
+      refunded_at: utc(report.refundedAt),
+    }));
+    if (rows.length === 0) return;
+    await this.store.reviseOrder(storeDomain, report.orderId, (trx) => ConversionRepository.insertRefund(trx, rows), netOf);
+  }
+
+  /** A cancelled order keeps its attribution; its revenue is 0. */
+  async recordCancellation(report: CancellationReport): Promise<void> {
+    const storeDomain = report.storeDomain.toLowerCase();
+    await this.store.reviseOrder(storeDomain, report.orderId, (trx) => ConversionRepository.markCancelled(trx, storeDomain, report.orderId, utc(report.cancelledAt)), netOf);
+  }
+
+  eraseCustomer(storeDomain: string, email: string): Promise<number> {
+    return this.store.eraseCustomer(storeDomain.toLowerCase(), addressKey(email));
+  }
+
+  eraseStore(storeDomain: string): Promise<void> {
+    return this.store.eraseStore(storeDomain.toLowerCase());
+  }
+
+  /**
+   * The orders API: a store's own agent reports an order of another platform. Tenancy is the
+   * inventory API's: only an agent bound to the store.
+   */
+  async reportOrder(caller: Caller, domain: string, report: Omit<OrderReport, 'storeDomain' | 'source'>): Promise<void> {
+    await this.recordOrder({ ...report, storeDomain: ownStore(caller, domain), source: 'api' });
+  }
+
+  async reportRefund(caller: Caller, domain: string, report: Omit<RefundReport, 'storeDomain'>): Promise<void> {
+    await this.recordRefund({ ...report, storeDomain: ownStore(caller, domain) });
+  }
+
+  async reportCancellation(caller: Caller, domain: string, report: Omit<CancellationReport, 'storeDomain'>): Promise<void> {
+    await this.recordCancellation({ ...report, storeDomain: ownStore(caller, domain) });
+  }
+
+  /** Of these checks, the keys of those whose shopper bought the product since: reminders skip them. */
+  orderedSince(storeDomain: string, checks: Array<{ key: string; email: string; productId: string; variantId: string | null; since: string }>): Promise<Set<string>> {
+    return this.store.orderedSince(
+      storeDomain,
+      checks.map((check) => ({ ...check, emailKey: addressKey(check.email) })),
+    );
+  }
+
+  /** getPerformance: what alerts did over the last `days` days, overall, per day and per product. */
+  async performance(caller: Caller, domain: string, days = 30, now = new Date()): Promise<Performance> {
+    const shop = ownStore(caller, domain);
+    const first = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()) - (days - 1) * DAY_MS);
+    const since = first.toISOString();
+    const [demand, sentPerDay, sentPerProduct, clicks, clicksPerDay, clicksPerProduct, orders, revenue, perProduct] = await Promise.all([
+      this.deps.waiting.demandOf(caller, shop),
+      this.deps.alerts.sentPerDay(caller, shop, since),
+      this.deps.alerts.sentPerProduct(caller, shop, since),
+      this.store.countClicks(shop, since),
+      this.store.clicksPerDay(shop, since),
+      this.store.clicksPerProduct(shop, since),
+      this.store.ordersByKind(shop, since),
+      this.store.revenue(shop, since),
+      this.store.perProduct(shop, since),
+    ]);
+    const currency = revenue.shop[0]?.currency;
+    const perDay = currency ? await this.store.perDay(shop, since, currency) : [];
+    const sent = sum(sentPerProduct.filter((row) => row.kind === 'alert').map((row) => row.n));
+    const total = orders.direct + orders.assisted;
+    return {
+      shop,
+      from: since,
+      to: now.toISOString(),
+      days,
+      waiting: sum(demand.map((row) => row.waiting)),
+      sent,
+      reminders: sum(sentPerProduct.filter((row) => row.kind === 'reminder').map((row) => row.n)),
+      clicks,
+      orders: { ...orders, total },
+      conversionRate: sent === 0 ? 0 : round4(total / sent),
+      clickRate: sent === 0 ? 0 : round4(clicks / sent),
+      revenue: revenue.shop,
+      revenueByPresentmentCurrency: revenue.presentment,
+      byDay: everyDay(first, days).map((day) => {
+        const figures = perDay.find((row) => row.day === day);
+        return { day, sent: sentPerDay.get(day) ?? 0, clicks: clicksPerDay.get(day) ?? 0, orders: figures?.orders ?? 0, revenueMinor: figures?.revenue ?? 0 };
+      }),
+      products: await this.productFigures(shop, demand, sentPerProduct, clicksPerProduct, perProduct),
+    };
+  }
+
+  private async productFigures(
+    shop: string,
+    demand: WaitingCount[],
+    sent: Array<{ product_id: string; variant_id: string | null; kind: string; n: number }>,
+    clicks: Array<{ product_id: string; variant_id: string | null; n: number }>,
+    orders: Array<{ product_id: string; variant_id: string | null; orders: number; currency: string; revenue: number }>,
+  ): Promise<ProductPerformance[]> {
+    const byKey = new Map<string, ProductPerformance>();
+    const entry = (productId: string, variantId: string | null) => {
+      const key = `${productId}\n${variantId ?? ''}`;
+      let found = byKey.get(key);
+      if (!found) byKey.set(key, (found = { productId, variantId, title: null, waiting: 0, sent: 0, clicked: 0, ordered: 0, revenue: [] }));
+      return found;
+    };
+    for (const row of demand) entry(row.productId, row.variantId).waiting += row.waiting;
+    for (const row of sent) if (row.kind === 'alert') entry(row.product_id, row.variant_id).sent += row.n;
+    for (const row of clicks) entry(row.product_id, row.variant_id).clicked += row.n;
+    for (const row of orders) {
+      const product = entry(row.product_id, row.variant_id);
+      product.ordered += row.orders;
+      product.revenue.push({ currency: row.currency, minor: row.revenue });
+    }
+    const products = [...byKey.values()].sort((a, b) => revenueOf(b) - revenueOf(a) || b.waiting - a.waiting || a.productId.localeCompare(b.productId));
+    for (const product of products.slice(0, 200)) {
+      const details = await this.deps.products.describeProduct(shop, product.productId, product.variantId);
+      product.title = details ? [details.productTitle, details.variantTitle].filter(Boolean).join(' — ') || null : null;
+    }
+    return products.slice(0, 200);
+  }
+
+  /** The week's figures of the owner's digest, for [from, to). */
+  async digestFigures(storeDomain: string, from: string, to: string): Promise<DigestFigures> {
+    const [signups, sent, clicks, orders, revenue] = await Promise.all([
+      this.deps.waiting.signupsBetween(storeDomain, from, to),
+      this.deps.alerts.sentBetween(storeDomain, from, to),
+      this.store.countClicks(storeDomain, from, to),
+      this.store.ordersByKind(storeDomain, from, to),
+      this.store.revenue(storeDomain, from, to),
+    ]);
+    return { signups, sent, clicks, orders: orders.direct + orders.assisted, revenue: revenue.shop };
+  }
+
+  /** What one alert led to, for its audit: when it was clicked and the order lines credited to it. */
+  async alertOutcome(caller: Caller, domain: string, alertId: string): Promise<{ clickedAt: string | null; orders: AttributionRow[] }> {
+    const { clickedAt, attributions } = await this.store.outcomeOf(ownStore(caller, domain), alertId);
+    return { clickedAt, orders: attributions };
+  }
+
+  /** The store's attributed order lines, oldest first, a page at a time (exports). Tenancy is decided at the call, before anything streams. */
+  attributedOrderRows(caller: Caller, domain: string): AsyncGenerator<AttributionRow> {
+    const shop = ownStore(caller, domain);
+    return inPages<AttributionRow, { placedAt: string; orderId: string; lineId: string }>((after, limit) => this.store.attributionPage(shop, after, limit), (row) => ({ placedAt: row.placed_at, orderId: row.order_id, lineId: row.line_id }));
+  }
+}
+
+function attributionRow(storeDomain: string, report: OrderReport, attribution: Attribution): AttributionRow {
+  const line = report.lines.find((candidate) => candidate.lineId === attribution.lineId)!;
+  return {
+    store_domain: storeDomain,
+    order_id: report.orderId,
+    line_id: attribution.lineId,
+    notification_id: attribution.alertId,
+    product_id: line.productId,
+    variant_id: line.variantId,
+    kind: attribution.kind,
+    placed_at: report.placedAt,
+    amount_minor: attribution.amount.minor,
+    currency: attribution.amount.currency,
+    shop_amount_minor: attribution.shopAmount.minor,
+    shop_currency: attribution.shopAmount.currency,
+    net_minor: attribution.amount.minor,
+    net_shop_minor: attribution.shopAmount.minor,
+  };
+}
+
+/** Each attribution's revenue net of the order's refunds and cancellation, as attribution.ts reckons it. */
+function netOf(stored: StoredOrder): Array<{ lineId: string; net: number; netShop: number }> {
+  const attributions: Attribution[] = stored.attributions.map((row) => ({
+    lineId: row.line_id,
+    alertId: row.notification_id,
+    kind: row.kind,
+    amount: { minor: Number(row.amount_minor), currency: row.currency },
+    shopAmount: { minor: Number(row.shop_amount_minor), currency: row.shop_currency },
+  }));
+  const currencyOf = new Map(stored.attributions.map((row) => [row.line_id, row]));
+  const refunds: LineRefund[] = stored.refunds
+    .filter((row) => currencyOf.has(row.line_id))
+    .map((row) => ({
+      lineId: row.line_id,
+      amount: { minor: Number(row.amount_minor), currency: currencyOf.get(row.line_id)!.currency },
+      shopAmount: { minor: Number(row.shop_amount_minor), currency: currencyOf.get(row.line_id)!.shop_currency },
+    }));
+  return netRevenue(attributions, refunds, stored.order.cancelled_at !== null).map((line) => ({ lineId: line.lineId, net: line.amount.minor, netShop: line.shopAmount.minor }));
+}
+
+/**
+ * The product page with the store's UTM parameters (and the variant selected, Shopify's
+ * `?variant=`), or undefined when the known URL is not an http(s) address.
+ */
+export function landingUrl(productUrl: string | null, variantId: string | null, utm: EffectiveSettings['utm']): string | undefined {
+  if (productUrl === null) return undefined;
+  let url: URL;
+  try {
+    url = new URL(productUrl);
+  } catch {
+    return undefined;
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return undefined;
+  if (variantId !== null && /^\d+$/.test(variantId) && !url.searchParams.has('variant')) url.searchParams.set('variant', variantId);
+  return withUtm(url, utm).href;
+}
+
+function withUtm(url: URL, utm: EffectiveSettings['utm']): URL {
+  url.searchParams.set('utm_source', utm.source);
+  url.searchParams.set('utm_medium', utm.medium);
+  url.searchParams.set('utm_campaign', utm.campaign);
+  return url;
+}
+
+function everyDay(first: Date, days: number): string[] {
+  return Array.from({ length: days }, (_, i) => new Date(first.getTime() + i * DAY_MS).toISOString().slice(0, 10));
+}
+
+function utc(time: string): string {
+  return new Date(time).toISOString();
+}
+
+function sum(values: number[]): number {
+  return values.reduce((total, value) => total + value, 0);
+}
+
+function round4(value: number): number {
+  return Math.round(value * 10_000) / 10_000;
+}
+
+function revenueOf(product: ProductPerformance): number {
+  return sum(product.revenue.map((money) => money.minor));
+}
