@@ -176,6 +176,7 @@ export async function buildWebFeatures(config: Config, database: Database, mail:
     inventory: domain.inventory,
     dispatch: domain.dispatch,
     billing: domain.billing,
+    conversions: domain.conversions,
     signer,
     ...(domain.shopify.shopOfSessionToken ? { shopOfSessionToken: domain.shopify.shopOfSessionToken } : {}),
   });

@@ -3,7 +3,7 @@
  * and cancellations have had their say. Pure decisions over facts handed in: no database, clock
  * or I/O, so the storage can replay them and the tests can try every order of inputs.
  */
-import type { Money, OrderReport } from './reports.ts';
+import type { Money, OrderLineReport, OrderReport } from './reports.ts';
 
 export interface SentAlert {
   alertId: string;
@@ -105,17 +105,15 @@ function clickedBy(alert: SentAlert, placedAt: number): boolean {
   return Number.isFinite(clickedAt) && clickedAt <= placedAt;
 }
 
-type Line = Pick<OrderReport, 'lines'>['lines'][number];
-
-function isCreditable(line: Line): boolean {
+function isCreditable(line: OrderLineReport): boolean {
   return line.quantity > 0 && line.amount.minor > 0;
 }
 
-function matches(alert: SentAlert, line: Line): boolean {
+function matches(alert: SentAlert, line: OrderLineReport): boolean {
   return alert.productId === line.productId && (alert.variantId === null || alert.variantId === line.variantId);
 }
 
-function bestFor(line: Line, candidates: Candidate[]): Candidate | undefined {
+function bestFor(line: OrderLineReport, candidates: Candidate[]): Candidate | undefined {
   let best: Candidate | undefined;
   for (const candidate of candidates) {
     if (matches(candidate.alert, line) && (!best || outranks(candidate, best))) best = candidate;

@@ -32,14 +32,10 @@ export function buildConversions(deps: ConversionsDeps): Feature<ConversionServi
     stores: deps.stores,
     products: deps.inventory,
     events: deps.events,
+    exports: { subscriberRows: (caller, domain) => deps.alerts.subscriberRows(caller, domain), ledgerRows: (caller, domain) => deps.dispatch.ledgerRows(caller, domain) },
     signer: deps.signer,
     baseUrl: deps.config.baseUrl,
     log: deps.log,
   });
-  const exportSources = {
-    subscriberRows: deps.alerts.subscriberRows.bind(deps.alerts),
-    ledgerRows: deps.dispatch.ledgerRows.bind(deps.dispatch),
-    attributedOrderRows: service.attributedOrderRows.bind(service),
-  };
-  return { service, routes: [conversionRoutes(service, exportSources)] };
+  return { service, routes: [conversionRoutes(service)] };
 }

@@ -3,7 +3,6 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { problemResponses } from '../core/http/openapi-responses.ts';
 import { storeParams } from '../stores/schemas.ts';
-import { exportCsv, type ExportSources } from './exports.ts';
 import {
   exportParams,
   orderAcceptedResponse,
@@ -40,7 +39,7 @@ export function isShopperVisit(request: Pick<FastifyRequest, 'method' | 'headers
 const clickParams = z.object({ domain: z.string().max(255), token: z.string().max(400) });
 
 /** The alert link redirect, the orders API, the performance figures and the CSV exports. */
-export function conversionRoutes(service: ConversionService, exportSources: ExportSources) {
+export function conversionRoutes(service: ConversionService) {
   return async function (app: FastifyInstance) {
     const api = app.withTypeProvider<ZodTypeProvider>();
 
@@ -156,7 +155,7 @@ export function conversionRoutes(service: ConversionService, exportSources: Expo
       },
       handler: async (request, reply) => {
         const { domain, kind } = request.params;
-        const csv = exportCsv(exportSources, request.caller!, domain, kind);
+        const csv = service.exportCsv(request.caller!, domain, kind);
         return reply
           .type('text/csv; charset=utf-8')
           .header('content-disposition', `attachment; filename="${domain.toLowerCase()}-${kind}.csv"`)

@@ -1,5 +1,6 @@
 // Longer than most files on purpose: what an alert did after it was sent (its click, the orders it
 // is credited with, refunds taking revenue back) and the figures merchants read, in one service.
+import type { Readable } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
 import type { WaitingCount } from '../alerts/service.ts';
 import { nowIso } from '../core/clock.ts';
@@ -12,6 +13,7 @@ import type { NotificationRow, SentAlertRow } from '../dispatch/repository.ts';
 import type { DigestFigures } from '../notices/service.ts';
 import type { EffectiveSettings } from '../stores/settings.ts';
 import { attributeOrder, netRevenue, type Attribution, type LineRefund, type SentAlert } from './attribution.ts';
+import { exportCsv, type ExportKind, type ExportSources } from './exports.ts';
 import { ConversionRepository, type AttributionRow, type StoredOrder } from './repository.ts';
 import type { CancellationReport, OrderReport, OrderSink, RefundReport } from './reports.ts';
 
@@ -36,6 +38,8 @@ export interface ConversionDeps {
   stores: { activeStore(domain: string): Promise<string | undefined>; settingsOf(domain: string): Promise<EffectiveSettings> };
   products: { describeProduct(storeDomain: string, productId: string, variantId: string | null): Promise<{ productUrl: string | null; productTitle: string | null; variantTitle: string | null } | undefined> };
   events: EventSink;
+  /** The other features' rows the CSV exports stream (subscriptions, the alert ledger). */
+  exports: Pick<ExportSources, 'subscriberRows' | 'ledgerRows'>;
   signer: TokenSigner;
   baseUrl: string;
   log: FastifyBaseLogger;
@@ -319,6 +323,11 @@ export class ConversionService implements OrderSink {
       product.title = details ? [details.productTitle, details.variantTitle].filter(Boolean).join(' — ') || null : null;
     }
     return products.slice(0, 200);
+  }
+
+  /** exportCsv: the store's subscribers, alerts or attributed orders as a CSV stream; tenancy is decided before it starts. */
+  exportCsv(caller: Caller, domain: string, kind: ExportKind): Readable {
+    return exportCsv({ ...this.deps.exports, attributedOrderRows: (c, d) => this.attributedOrderRows(c, d) }, caller, domain, kind);
   }
 
   /** The week's figures of the owner's digest, for [from, to). */

@@ -42,7 +42,7 @@ export function csvStream<Row>(columns: CsvColumn<Row>[], rows: AsyncIterable<Ro
       records.push(recordOf(columns.map((column) => column.header)));
       size += records[0]!.length;
     }
-    while (true) {
+    while (size < CHUNK_CHARS) {
       const next = await iterator.next();
       if (next.done) {
         finished = true;

@@ -7,28 +7,29 @@ const BOTTOM = 22;
 const TOP = 8;
 
 /**
- * Alerts sent per day as an SVG bar chart, drawn on the server (the dashboard runs no scripts).
- * Screen readers get a one-line summary from the chart and the numbers in the table beside it.
+ * A figure per day (alerts sent, revenue) as an SVG bar chart, drawn on the server (the dashboard
+ * runs no scripts). Screen readers get a one-line summary; `format` writes a value as people read
+ * it (an amount in its currency), the axis included.
  */
-export function dailyBarChart(days: Array<{ day: string; sent: number }>, label: string): SafeHtml {
-  const max = Math.max(1, ...days.map((d) => d.sent));
+export function dailyBarChart(days: Array<{ day: string; value: number }>, label: string, format: (value: number) => string = String): SafeHtml {
+  const max = Math.max(1, ...days.map((d) => d.value));
   const top = niceCeiling(max);
   const plotWidth = WIDTH - LEFT - 4;
   const plotHeight = HEIGHT - BOTTOM - TOP;
   const step = plotWidth / days.length;
   const barWidth = Math.max(2, step * 0.7);
-  const total = days.reduce((sum, d) => sum + d.sent, 0);
-  const busiest = days.reduce((a, b) => (b.sent > a.sent ? b : a), days[0]!);
-  const summary = `${label}: ${total} in ${days.length} days${total > 0 ? `, most on ${busiest.day} (${busiest.sent})` : ''}.`;
+  const total = days.reduce((sum, d) => sum + d.value, 0);
+  const busiest = days.reduce((a, b) => (b.value > a.value ? b : a), days[0]!);
+  const summary = `${label}: ${format(total)} in ${days.length} days${total > 0 ? `, most on ${busiest.day} (${format(busiest.value)})` : ''}.`;
   const bars = days.map((d, i) => {
-    const h = (d.sent / top) * plotHeight;
+    const h = (d.value / top) * plotHeight;
     const x = LEFT + i * step + (step - barWidth) / 2;
     const y = TOP + plotHeight - h;
-    return html`<rect class="day" x="${x.toFixed(1)}" y="${y.toFixed(1)}" width="${barWidth.toFixed(1)}" height="${h.toFixed(1)}"><title>${d.day}: ${d.sent}</title></rect>`;
+    return html`<rect class="day" x="${x.toFixed(1)}" y="${y.toFixed(1)}" width="${barWidth.toFixed(1)}" height="${h.toFixed(1)}"><title>${d.day}: ${format(d.value)}</title></rect>`;
   });
   const ticks = [0, top / 2, top].map((value) => {
     const y = TOP + plotHeight - (value / top) * plotHeight;
-    return html`<line x1="${LEFT}" x2="${WIDTH}" y1="${y.toFixed(1)}" y2="${y.toFixed(1)}"></line><text x="${LEFT - 6}" y="${(y + 4).toFixed(1)}" text-anchor="end">${formatTick(value)}</text>`;
+    return html`<line x1="${LEFT}" x2="${WIDTH}" y1="${y.toFixed(1)}" y2="${y.toFixed(1)}"></line><text x="${LEFT - 6}" y="${(y + 4).toFixed(1)}" text-anchor="end">${format === String ? formatTick(value) : format(value)}</text>`;
   });
   const first = days[0]?.day ?? '';
   const last = days.at(-1)?.day ?? '';

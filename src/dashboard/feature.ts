@@ -1,5 +1,6 @@
 import type { SubscriptionService } from '../alerts/service.ts';
 import type { BillingService } from '../billing/service.ts';
+import type { ConversionService } from '../conversions/service.ts';
 import type { Config } from '../config.ts';
 import { nowIso } from '../core/clock.ts';
 import type { Database } from '../core/db/database.ts';
@@ -25,6 +26,7 @@ export interface DashboardDeps {
   inventory: InventoryService;
   dispatch: DispatchService;
   billing: BillingService;
+  conversions: ConversionService;
   /** Signs the cookie that recognises a device its owner signed in from before. */
   signer?: TokenSigner;
   /** The store an App Bridge session token is for (absent when the Shopify app is not configured). */
@@ -68,6 +70,7 @@ export function buildDashboard(deps: DashboardDeps): Feature<DashboardService> {
     inventory: deps.inventory,
     dispatch: deps.dispatch,
     billing: deps.billing,
+    conversions: deps.conversions,
     embeddedMail: !config.smtpUrl,
   });
   const routes = dashboardRoutes(service, signIn, {

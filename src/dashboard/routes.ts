@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { planIds } from '../billing/plans.ts';
+import { exportKinds } from '../conversions/schemas.ts';
 import { framedByShopifyAdmin, page, type SafeHtml } from '../core/html.ts';
 import { parseUrlEncodedForms, postedFromAnotherSite } from '../core/http/form-posts.ts';
 import { Problem, ValidationFailed } from '../core/problems.ts';
@@ -10,6 +11,7 @@ import { shopSchema } from '../stores/schemas.ts';
 import { ownerCaller, type DashboardService } from './service.ts';
 import { AdminFrames } from './embedded.ts';
 import { csrfTokenMatches, type DashboardSignIn, type OpenedSession } from './sign-in.ts';
+import { performanceBody } from './performance-views.ts';
 import * as views from './views.ts';
 
 const COOKIE = 'restock_dashboard';
@@ -141,6 +143,29 @@ export function dashboardRoutes(service: DashboardService, signIn: DashboardSign
       handler: async (request, reply) => {
         const { caller, shop } = request.owner!;
         return show(reply, request, 'Overview', '/dashboard', views.overviewBody(await service.overview(caller, shop), embedSnippet(options.baseUrl, shop)));
+      },
+    });
+
+    pages.get('/dashboard/performance', {
+      ...owned,
+      schema: { hide: true },
+      handler: async (request, reply) => {
+        const { caller, shop } = request.owner!;
+        return show(reply, request, 'Performance', '/dashboard/performance', performanceBody(await service.performance(caller, shop)));
+      },
+    });
+
+    pages.get('/dashboard/exports/:kind', {
+      ...owned,
+      schema: { hide: true, params: z.object({ kind: z.enum(exportKinds) }) },
+      handler: async (request, reply) => {
+        const { caller, shop } = request.owner!;
+        const { kind } = request.params;
+        return reply
+          .type('text/csv; charset=utf-8')
+          .header('content-disposition', `attachment; filename="${shop}-${kind}.csv"`)
+          .header('cache-control', 'no-store')
+          .send(service.exportCsv(caller, shop, kind));
       },
     });
 

@@ -1,6 +1,8 @@
 import { allScopes } from '../agents/scopes.ts';
 import type { SubscriptionService } from '../alerts/service.ts';
 import type { BillingService } from '../billing/service.ts';
+import type { ExportKind } from '../conversions/exports.ts';
+import type { ConversionService } from '../conversions/service.ts';
 import type { PlanId } from '../billing/plans.ts';
 import { emailSchema, normaliseEmail } from '../core/email.ts';
 import type { Caller } from '../core/http/caller.ts';
@@ -16,6 +18,7 @@ export interface DashboardDeps {
   inventory: InventoryService;
   dispatch: DispatchService;
   billing: BillingService;
+  conversions: ConversionService;
   /** True when mail goes to the local outbox (no SMTP_URL): the dashboard then shows it. */
   embeddedMail: boolean;
 }
@@ -72,8 +75,8 @@ export class DashboardService {
   }
 
   async overview(caller: Caller, shop: string, now = new Date()) {
-    const { alerts, dispatch, billing } = this.deps;
-    const [store, plan, ledger, heldByPlan, subscriptions, demand, sentPerDay, recent, restocks, suppressions] = await Promise.all([
+    const { alerts, dispatch, billing, conversions } = this.deps;
+    const [store, plan, ledger, heldByPlan, subscriptions, demand, sentPerDay, recent, restocks, suppressions, performance] = await Promise.all([
       this.deps.stores.storeFor(caller, shop),
       billing.planUsageFor(caller, shop, now),
       dispatch.ledgerCounts(caller, shop),
@@ -84,6 +87,7 @@ export class DashboardService {
       dispatch.listNotifications(caller, shop, { limit: 10 }),
       dispatch.listRestocks(caller, shop, 5),
       dispatch.countSuppressions(caller, shop),
+      conversions.performance(caller, shop, CHART_DAYS, now),
     ]);
     return {
       titles: await this.titlesOf(caller, shop, [...recent, ...restocks]),
@@ -98,7 +102,17 @@ export class DashboardService {
       sentPerDay,
       recent,
       restocks,
+      performance,
     };
+  }
+
+  /** What alerts did over the last 30 days, per product (the performance page). */
+  performance(caller: Caller, shop: string, now = new Date()) {
+    return this.deps.conversions.performance(caller, shop, CHART_DAYS, now);
+  }
+
+  exportCsv(caller: Caller, shop: string, kind: ExportKind) {
+    return this.deps.conversions.exportCsv(caller, shop, kind);
   }
 
   /** Waiting subscribers per product and variant, most wanted first, with titles and stock. */
@@ -160,7 +174,8 @@ export class DashboardService {
     if (!found) throw new NotFound(`No alert ${id} for ${shop}.`);
     const subscription = await this.deps.alerts.subscriptionOfStore(caller, shop, found.notification.subscription_id);
     const titles = await this.titlesOf(caller, shop, [found.notification]);
-    return { ...found, subscription, product: titles.get(productKey(found.notification.product_id, found.notification.variant_id))! };
+    const outcome = await this.deps.conversions.alertOutcome(caller, shop, id);
+    return { ...found, subscription, outcome, product: titles.get(productKey(found.notification.product_id, found.notification.variant_id))! };
   }
 
   async audience(caller: Caller, shop: string) {

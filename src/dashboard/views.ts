@@ -6,11 +6,13 @@ import type { OutboxMessage } from '../core/mail/outbox-repository.ts';
 import type { NotificationRow, RestockRow, SuppressionRow } from '../dispatch/repository.ts';
 import type { Store } from '../stores/schemas.ts';
 import { dailyBarChart, inlineBar } from './charts.ts';
+import { alertOutcomeSection, revenueSection } from './performance-views.ts';
 import { productKey, type DashboardService, type Demand, type ProductTitles } from './service.ts';
 
 /** The dashboard's sections, in navigation order. */
 export const SECTIONS = [
   { path: '/dashboard', label: 'Overview' },
+  { path: '/dashboard/performance', label: 'Performance' },
   { path: '/dashboard/demand', label: 'Demand' },
   { path: '/dashboard/alerts', label: 'Alerts' },
   { path: '/dashboard/audience', label: 'Unsubscribes' },
@@ -68,8 +70,9 @@ export function overviewBody(o: Overview, snippet: string): SafeHtml {
   return html`<h1>${o.store.domain}</h1>
 ${fresh ? widgetInstructions(snippet) : ''}
 <ul class="tiles">${tiles.map(([label, value]) => html`<li><span class="value">${value}</span>${label}</li>`)}</ul>
+${revenueSection(o.performance)}
 <h2>Alerts sent, last 30 days</h2>
-${dailyBarChart(o.sentPerDay, 'Alerts sent')}
+${dailyBarChart(o.sentPerDay.map((d) => ({ day: d.day, value: d.sent })), 'Alerts sent')}
 <h2>Plan</h2>
 ${planSummary(o.plan)}
 ${o.heldByPlan > 0
@@ -130,7 +133,13 @@ function alertsTable(rows: NotificationRow[], titles: ProductTitles): SafeHtml {
 <tbody>${body}</tbody></table></div>`;
 }
 
-export function auditBody(audit: { notification: NotificationRow; restock: RestockRow | undefined; subscription: SubscriptionRow | undefined; product: string }): SafeHtml {
+export function auditBody(audit: {
+  notification: NotificationRow;
+  restock: RestockRow | undefined;
+  subscription: SubscriptionRow | undefined;
+  product: string;
+  outcome: Parameters<typeof alertOutcomeSection>[0];
+}): SafeHtml {
   const { notification: n, restock: r, subscription: s } = audit;
   return html`<h1>Alert to ${n.email}</h1>
 <h2>Why it was sent</h2>
@@ -141,8 +150,10 @@ export function auditBody(audit: { notification: NotificationRow; restock: Resto
 <dt>Sent at</dt><dd>${n.sent_at ? when(n.sent_at) : 'not sent'}</dd>
 <dt>Attempts</dt><dd>${n.attempts}</dd>
 <dt>Batch</dt><dd>${n.batch} (place ${n.position + 1} in the queue)</dd>
+<dt>Kind</dt><dd>${n.kind === 'reminder' ? 'a reminder after the alert' : 'the back-in-stock alert'}</dd>
 <dt>Product</dt><dd>${audit.product}<br><span class="muted">${n.variant_id ?? n.product_id}</span></dd>
 </dl>
+${n.status === 'sent' ? alertOutcomeSection(audit.outcome, when) : ''}
 <h2>The restock</h2>
 ${
   r

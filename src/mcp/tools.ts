@@ -2,6 +2,7 @@ import { McpServer, requireScopes } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { subscribeAlertBody, subscribeAlertResponse, subscriptionIdSchema, subscriptionSchema } from '../alerts/schemas.ts';
 import { checkoutPlanAnswer, checkoutPlanBody, checkoutPlanResponse } from '../billing/schemas.ts';
+import { performanceResponse } from '../conversions/schemas.ts';
 import type { Scope } from '../agents/scopes.ts';
 import { API_VERSION } from '../discovery/openapi.ts';
 import { alertQueueSchema } from '../dispatch/schemas.ts';
@@ -94,6 +95,15 @@ export function restockTools(domain: Domain, serviceName: string) {
       input: storeInput,
       output: stockResponse,
       run: async ({ shop }, caller) => ({ items: await domain.inventory.stockStatus(caller, shop) }),
+    }),
+    tool({
+      name: 'get_performance',
+      title: 'Read what alerts won back',
+      description: "Sends, clicks, orders credited to alerts (direct or assisted) and revenue won back, net of refunds, overall, per day and per product, over the last `days` days (default 30). The store's own agents only.",
+      scope: 'api:read',
+      input: storeInput.extend({ days: z.int().min(1).max(365).optional() }),
+      output: performanceResponse,
+      run: ({ shop, days }, caller) => domain.conversions.performance(caller, shop, days ?? 30),
     }),
     tool({
       name: 'get_alert_queue',
