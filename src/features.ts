@@ -77,7 +77,7 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
   const stores = buildStores({ config, database, planUsage: (shop) => billing.service.planUsage(shop), onOwnerChange: formerOwnerAccess(database) });
   const webhooks = buildWebhooks({ config, database, mail, log, stores: stores.service });
   const signer = new TokenSigner(serviceSecret);
-  const alerts = buildAlerts({ config, database, signer });
+  const alerts = buildAlerts({ config, database, signer, events: webhooks.service });
   const dispatch = buildDispatch({ database, alerts: alerts.service });
   const inventory = buildInventory({ database, stores: stores.service, restocks: dispatch.service });
   const conversions = buildConversions({

@@ -542,7 +542,20 @@ for (const dialect of testDialects()) {
         const store = await t.app.restock.stores.getStore(shop);
         assert.deepEqual(
           { ...store.settings, template: undefined },
-          { batchMultiplier: 2.5, batchIntervalSeconds: 120, minStock: 3, frequencyCapMinutes: 30, locale: 'fr', senderName: 'Blue Mug & Co', template: undefined },
+          {
+            batchMultiplier: 2.5,
+            batchIntervalSeconds: 120,
+            minStock: 3,
+            frequencyCapMinutes: 30,
+            locale: 'fr',
+            senderName: 'Blue Mug & Co',
+            template: undefined,
+            utm: { source: 'restock', medium: 'email', campaign: 'back-in-stock' },
+            attributionWindowDays: 7,
+            reminderDelayHours: null,
+            waitlistThreshold: null,
+            weeklyDigest: false,
+          },
         );
         assert.equal(store.ownSmtp, false, 'an empty SMTP field keeps the current sender');
         const shown = await getPage(t, '/dashboard/settings?saved=1', cookie);

@@ -91,7 +91,7 @@ for (const dialect of testDialects()) {
       smtp = openMailTransport({ smtpUrl: sink.url, from: 'Restock <alerts@restock.test>', database });
       mail = new FlakyTransport(smtp);
       stores = storeService(config, database);
-      alerts = buildAlerts({ config, database, signer: new TokenSigner(randomBytes(32)) }).service;
+      alerts = buildAlerts({ config, database, signer: new TokenSigner(randomBytes(32)), events: new RecordingSink() }).service;
       events = new RecordingSink();
       notices = build().service;
     });

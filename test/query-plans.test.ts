@@ -298,8 +298,8 @@ const CASES: PlanCase[] = [
     name: "dispatch: a store's past alerts to some addresses come from notifications_by_address_key",
     run: ({ dispatch }) => dispatch.sentTo('shop-1.myshopify.com', ['shopper-1@example.com', 'shopper-21@example.com']),
     sql: {
-      sqlite: 'select "email_key", "restock_id", "sent_at" from "notifications" where "store_domain" = ? and "email_key" in (?, ?) and "status" = ?',
-      postgres: 'select "email_key", "restock_id", "sent_at" from "notifications" where "store_domain" = $1 and "email_key" in ($2, $3) and "status" = $4',
+      sqlite: 'select "email_key", "restock_id", "sent_at", "kind" from "notifications" where "store_domain" = ? and "email_key" in (?, ?) and "status" = ?',
+      postgres: 'select "email_key", "restock_id", "sent_at", "kind" from "notifications" where "store_domain" = $1 and "email_key" in ($2, $3) and "status" = $4',
     },
     indexes: both('notifications_by_address_key'),
   },

@@ -206,12 +206,12 @@ for (const dialect of testDialects()) {
 
       it('records a topic it does not act on as done, and answers 200', async () => {
         const shop = newShop();
-        const res = await deliver(t, { topic: 'orders/create', shop, payload: { id: 1 } });
+        const res = await deliver(t, { topic: 'orders/updated', shop, payload: { id: 1 } });
         assert.equal(res.statusCode, 200);
         assert.deepEqual(res.json(), { status: 'ignored' });
         const [row] = await events(t, shop);
         assert.equal(row!.status, 'done');
-        assert.equal(row!.topic, 'ORDERS_CREATE');
+        assert.equal(row!.topic, 'ORDERS_UPDATED');
       });
 
       it('refuses a signed delivery whose shop header is not a store domain', async () => {

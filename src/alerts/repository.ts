@@ -251,15 +251,11 @@ export class WaitingRepository {
     return Number(row.n);
   }
 
-  /** One page of a store's subscriptions in creation order, after the cursor: exports read it page by page. */
-  subscriptionPage(storeDomain: string, after: { createdAt: string; id: string } | undefined, limit: number): Promise<SubscriptionRow[]> {
+  /** One page of a store's subscriptions in id order (creation order: ids begin with the time), after the cursor: exports read it page by page. */
+  subscriptionPage(storeDomain: string, after: string | undefined, limit: number): Promise<SubscriptionRow[]> {
     let query = this.database.db.selectFrom('subscriptions').selectAll().where('store_domain', '=', storeDomain);
-    if (after) {
-      query = query.where((eb) =>
-        eb.or([eb('created_at', '>', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('id', '>', after.id)])]),
-      );
-    }
-    return query.orderBy('created_at').orderBy('id').limit(limit).execute();
+    if (after !== undefined) query = query.where('id', '>', after);
+    return query.orderBy('id').limit(limit).execute();
   }
 
   /** A store's subscriptions in one status, most recently changed first. */

@@ -1,4 +1,5 @@
 import { nowIso } from '../core/clock.ts';
+import { eventId, type EventSink } from '../core/events.ts';
 import { inPages } from '../core/db/pages.ts';
 import type { Trx } from '../core/db/database.ts';
 import { addressKey, normaliseEmail } from '../core/email.ts';
@@ -45,6 +46,7 @@ export class SubscriptionService {
     private readonly waitingStore: WaitingRepository,
     private readonly signer: TokenSigner,
     private readonly baseUrl: string,
+    private readonly events: EventSink,
   ) {}
 
   /**
@@ -59,11 +61,13 @@ export class SubscriptionService {
     if (foreign) throw new Forbidden(`This agent is bound to ${caller.storeDomain} and cannot subscribe for ${input.shop}.`);
     const target = { productId: input.productId, variantId: input.variantId ?? null, email: normaliseEmail(input.email), country: input.country ?? null };
     // storeForWrite puts a bound agent on its own store: only an unbound one is third-party.
+    const now = nowIso();
     if (caller.storeDomain !== null) {
-      const row = await this.store.subscribe(target, { storeDomain: store, agentId: caller.agentId, thirdParty: false }, nowIso());
+      const row = await this.store.subscribe(target, { storeDomain: store, agentId: caller.agentId, thirdParty: false }, now);
+      await this.announceIfNew(row, now);
       return { subscriptionId: row.id, status: 'active' };
     }
-    const row = await this.store.subscribeWithin(target, { storeDomain: store, agentId: caller.agentId, thirdParty: true }, nowIso(), THIRD_PARTY_LIMIT_PER_STORE);
+    const row = await this.store.subscribeWithin(target, { storeDomain: store, agentId: caller.agentId, thirdParty: true }, now, THIRD_PARTY_LIMIT_PER_STORE);
     if (row === OVER_LIMIT) {
       const where = store ?? 'products of no named store';
       throw new Problem(
@@ -73,7 +77,20 @@ export class SubscriptionService {
         { extensions: { limit: THIRD_PARTY_LIMIT_PER_STORE } },
       );
     }
+    await this.announceIfNew(row, now);
     return { subscriptionId: row.id, status: 'active' };
+  }
+
+  /** `subscription.created` for the store's webhooks, when this call made the row (not when it found the live one). */
+  private async announceIfNew(row: SubscriptionRow, now: string): Promise<void> {
+    if (row.store_domain === null || row.created_at !== now) return;
+    await this.events.announce({
+      storeDomain: row.store_domain,
+      type: 'subscription.created',
+      id: eventId('subscription.created', row.id),
+      occurredAt: row.created_at,
+      data: { subscriptionId: row.id, productId: row.product_id, variantId: row.variant_id, email: row.email, madeBy: row.agent_id ?? 'storefront', thirdParty: row.third_party === 1 },
+    });
   }
 
   /**
@@ -89,11 +106,10 @@ export class SubscriptionService {
     country?: string | null;
   }): Promise<SubscriptionRow> {
     const target = { productId: input.productId, variantId: input.variantId ?? null, email: normaliseEmail(input.email), locale: input.locale ?? null, country: input.country ?? null };
-    return this.store.subscribe(
-      target,
-      { storeDomain: input.shop, agentId: null, thirdParty: false },
-      nowIso(),
-    );
+    const now = nowIso();
+    const row = await this.store.subscribe(target, { storeDomain: input.shop, agentId: null, thirdParty: false }, now);
+    await this.announceIfNew(row, now);
+    return row;
   }
 
   async getSubscription(id: string, caller: Caller): Promise<Subscription> {
@@ -195,7 +211,7 @@ export class SubscriptionService {
   /** The store's subscriptions, oldest first, read a page at a time (exports). Tenancy is decided at the call, before anything streams. */
   subscriberRows(caller: Caller, domain: string): AsyncGenerator<SubscriptionRow> {
     const store = ownStore(caller, domain);
-    return inPages<SubscriptionRow, { createdAt: string; id: string }>((after, limit) => this.waitingStore.subscriptionPage(store, after, limit), (row) => ({ createdAt: row.created_at, id: row.id }));
+    return inPages<SubscriptionRow, string>((after, limit) => this.waitingStore.subscriptionPage(store, after, limit), (row) => row.id);
   }
 
   /** A store's subscriptions per status (active, notified, unsubscribed, ...). */

@@ -285,15 +285,11 @@ export class DispatchRepository {
     return rows.map((row) => ({ ...row, n: Number(row.n) }));
   }
 
-  /** One page of the store's ledger in creation order, after the cursor: exports read it page by page. */
-  ledgerPage(storeDomain: string, after: { createdAt: string; id: string } | undefined, limit: number): Promise<NotificationRow[]> {
+  /** One page of the store's ledger in id order (creation order: ids begin with the time), after the cursor: exports read it page by page. */
+  ledgerPage(storeDomain: string, after: string | undefined, limit: number): Promise<NotificationRow[]> {
     let query = this.database.db.selectFrom('notifications').selectAll().where('store_domain', '=', storeDomain);
-    if (after) {
-      query = query.where((eb) =>
-        eb.or([eb('created_at', '>', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('id', '>', after.id)])]),
-      );
-    }
-    return query.orderBy('created_at').orderBy('id').limit(limit).execute();
+    if (after !== undefined) query = query.where('id', '>', after);
+    return query.orderBy('id').limit(limit).execute();
   }
 
   /** The suppressed among these address keys, with the reason. */

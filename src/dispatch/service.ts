@@ -181,7 +181,7 @@ export class DispatchService implements RestockSink {
   /** The store's whole ledger, oldest first, read a page at a time (exports). Tenancy is decided at the call, before anything streams. */
   ledgerRows(caller: Caller, domain: string): AsyncGenerator<NotificationRow> {
     const store = ownStore(caller, domain);
-    return inPages<NotificationRow, { createdAt: string; id: string }>((after, limit) => this.store.ledgerPage(store, after, limit), (row) => ({ createdAt: row.created_at, id: row.id }));
+    return inPages<NotificationRow, string>((after, limit) => this.store.ledgerPage(store, after, limit), (row) => row.id);
   }
 
   async sentPerDay(caller: Caller, domain: string, since: string): Promise<Map<string, number>> {

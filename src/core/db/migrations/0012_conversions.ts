@@ -18,9 +18,11 @@ export const conversions: DialectMigration = {
     await db.schema.alterTable('notifications').addColumn('reminder_of', 'text').execute();
     await sql`drop index notifications_once_per_restock`.execute(db);
     await sql`create unique index notifications_once_per_restock on notifications (restock_id, subscription_id, kind)`.execute(db);
-    // Exports read a store's ledger page by page in creation order.
-    await db.schema.createIndex('subscriptions_by_store_created').on('subscriptions').columns(['store_domain', 'created_at', 'id']).execute();
-    await db.schema.createIndex('notifications_by_store_created').on('notifications').columns(['store_domain', 'created_at', 'id']).execute();
+    // Exports read a store's subscriptions and ledger page by page in id order (ids begin with their
+    // creation time). Not (store_domain, created_at): SQLite would prefer that one for the waiting
+    // subscribers' query, which has an index of its own.
+    await db.schema.createIndex('subscriptions_by_store_id').on('subscriptions').columns(['store_domain', 'id']).execute();
+    await db.schema.createIndex('notifications_by_store_id').on('notifications').columns(['store_domain', 'id']).execute();
 
     await db.schema
       .createTable('alert_clicks')
