@@ -58,6 +58,17 @@ const HTTP_CASES: Record<string, WalkCase> = {
   subscribeAlert: { status: 403, body: (b) => ({ productId: b.productId, email: uniqueEmail('shopper'), shop: b.agent.domain }) },
   getCheckoutSession: { status: 404 },
   checkoutPlan: { status: 403, body: (b) => ({ plan: 'starter', shop: b.agent.domain }) },
+  reportOrder: { status: 404, body: (b) => ({ orderId: '1', email: uniqueEmail('buyer'), placedAt: new Date().toISOString(), currency: 'EUR', lines: [{ lineId: '1', productId: b.productId, quantity: 1, amountMinor: 100 }] }) },
+  reportRefund: { status: 404, body: () => ({ refundId: '1', refundedAt: new Date().toISOString(), lines: [{ lineId: '1', quantity: 1, amountMinor: 100 }] }) },
+  reportCancellation: { status: 404, body: () => ({ cancelledAt: new Date().toISOString() }) },
+  getPerformance: { status: 404 },
+  exportCsv: { status: 404 },
+  listWebhookEndpoints: { status: 404 },
+  getWebhookEndpoint: { status: 404 },
+  deleteWebhookEndpoint: { status: 404 },
+  listWebhookDeliveries: { status: 404 },
+  createWebhookEndpoint: { status: 404, body: () => ({ url: 'https://hooks.example.com/x' }) },
+  updateWebhookEndpoint: { status: 404, body: () => ({ enabled: false }) },
 };
 
 /** Operations that name no tenant's record, and why they are not walked. */
@@ -82,6 +93,7 @@ const TOOL_CASES: Record<string, { status: 403 | 404; args: (b: TenantB) => Reco
   checkout_plan: { status: 403, args: (b) => ({ plan: 'starter', shop: b.agent.domain }) },
   get_stock_status: { status: 404, args: (b) => ({ shop: b.agent.domain }) },
   get_alert_queue: { status: 404, args: (b) => ({ shop: b.agent.domain }) },
+  get_performance: { status: 404, args: (b) => ({ shop: b.agent.domain }) },
   report_inventory: { status: 404, args: (b) => ({ shop: b.agent.domain, items: [{ productId: b.productId, variantId: b.variantId, available: 0 }] }) },
 };
 
@@ -118,6 +130,9 @@ function pathFor(operation: Operation, b: TenantB): string {
     sessionId: b.sessionId,
     agentId: b.agent.registrationId,
     email: b.suppressed,
+    orderId: '1',
+    kind: 'orders',
+    endpointId: 'whe_0fnobody',
   };
   return operation.path.replace(/\{([A-Za-z0-9_]+)\}/g, (_, name: string) => {
     const value = values[name];

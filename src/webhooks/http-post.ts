@@ -46,7 +46,7 @@ export async function postToTenant(url: string, body: string, headers: Record<st
   let target: string | URL = url;
   let lastStatus: number | null = null;
   for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
-    const destination = hop === 0 ? checkDestination(target, options.policy) : { url: new URL(target), host: new URL(target).hostname };
+    const destination = checkDestination(target, options.policy);
     if ('refused' in destination) {
       return outcome(lastStatus, hop === 0 ? `the endpoint URL ${destination.refused}` : `redirected to a URL that ${destination.refused}; not followed`);
     }

@@ -1,5 +1,3 @@
-// Longer than most files on purpose: every query of the three webhook tables (endpoints, the
-// delivery queue and its log), so the fences that keep workers from overwriting each other sit together.
 import { sql } from 'kysely';
 import type { Database, Trx } from '../core/db/database.ts';
 import { lockRows } from '../core/db/locking.ts';
