@@ -201,7 +201,7 @@ for (const dialect of testDialects()) {
       assert.ok(productLink, mail.text);
       const landed = await t.app.inject({ method: 'GET', url: new URL(productLink).pathname, headers: { 'user-agent': 'Mozilla/5.0' } });
       assert.equal(landed.statusCode, 302, landed.body);
-      assert.equal(landed.headers.location, `${url}?utm_source=restock&utm_medium=email&utm_campaign=back-in-stock`);
+      assert.equal(landed.headers.location, `${url}?variant=${w.variantId.split('/').pop()}&utm_source=restock&utm_medium=email&utm_campaign=back-in-stock`);
       assert.ok(mail.html?.includes(`${w.title} &lt;Deluxe&gt;`), 'titles are escaped in HTML');
       assert.ok(mail.html?.includes(image));
       const link = /^<(http:\/\/restock\.test\/unsubscribe\/[^>]+)>$/.exec(mail.headers['list-unsubscribe']!)?.[1];

@@ -408,7 +408,9 @@ export function landingUrl(productUrl: string | null, variantId: string | null, 
     return undefined;
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') return undefined;
-  if (variantId !== null && /^\d+$/.test(variantId) && !url.searchParams.has('variant')) url.searchParams.set('variant', variantId);
+  // Shopify selects a variant by its numeric id; stores keep it as a GID (gid://shopify/ProductVariant/N) or bare.
+  const numeric = variantId === null ? undefined : /^(?:gid:\/\/shopify\/ProductVariant\/)?(\d+)$/.exec(variantId)?.[1];
+  if (numeric !== undefined && !url.searchParams.has('variant')) url.searchParams.set('variant', numeric);
   return withUtm(url, utm).href;
 }
 
