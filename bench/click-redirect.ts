@@ -39,7 +39,7 @@ import { loadConfig } from '../src/config.ts';
 import { Database } from '../src/core/db/database.ts';
 import type { NotificationsTable } from '../src/core/db/schema.ts';
 import { baseUrl, freePort, restockEnv, startServer, startBareServer, stopChild, type Child } from './lib.ts';
-import { codesOf, cpuSeconds, exitCodeFor, guardProcess, intSetting, load, printChecks, printMedianRatios, printSetting, printTable, restockCli, runMain, sqliteScratch, type Result } from './lib.ts';
+import { exitCodeFor, guardProcess, intSetting, measureLoad, printChecks, printMedianRatios, printSetting, printTable, restockCli, runMain, sqliteScratch, type LoadRow } from './lib.ts';
 
 const DURATION = intSetting('BENCH_DURATION', 10, 1, 600);
 const WARMUP = intSetting('BENCH_WARMUP', 2, 0, 60);
@@ -151,38 +151,10 @@ function revisitTraffic(clicked: string[]) {
   return { count: clicked.length, repeat: linkTraffic(clicked, BROWSER), scanner: linkTraffic(clicked, SCANNER) };
 }
 
-interface Row {
-  label: string;
-  result: Result;
-  cpuUsPerRequest: number | undefined;
-  problems: string[];
-}
+type Row = LoadRow;
 
-function unexpectedAnswers(result: Result, expected: number): string[] {
-  const problems: string[] = [];
-  const others = [...codesOf(result)].filter(([code]) => code !== String(expected));
-  if (others.length > 0) problems.push(`answers other than ${expected}: ${others.map(([code, n]) => `${code}x${n}`).join(', ')}`);
-  if (result.errors > 0) problems.push(`${result.errors} errors (${result.timeouts} timeouts)`);
-  return problems;
-}
-
-async function measure(label: string, pid: number | undefined, url: string, expected: number, requests?: autocannon.Request[]): Promise<Row> {
-  const problems: string[] = [];
-  if (WARMUP > 0) {
-    process.stdout.write(`  ${label}: warming up ${WARMUP} s ... `);
-    const warm = await load(url, WARMUP, { connections: CONNECTIONS, requests });
-    problems.push(...unexpectedAnswers(warm, expected).map((p) => `warm-up: ${p}`));
-    process.stdout.write(`${Math.round(warm.requests.average)} req/s\n`);
-  }
-  process.stdout.write(`  ${label}: measuring ${DURATION} s ... `);
-  const before = cpuSeconds(pid);
-  const result = await load(url, DURATION, { connections: CONNECTIONS, requests });
-  const after = cpuSeconds(pid);
-  const answered = result['2xx'] + result.non2xx;
-  const cpuUsPerRequest = before !== undefined && after !== undefined && answered > 0 ? ((after - before) * 1e6) / answered : undefined;
-  process.stdout.write(`${Math.round(result.requests.average)} req/s\n`);
-  problems.push(...unexpectedAnswers(result, expected));
-  return { label, result, cpuUsPerRequest, problems };
+function measure(label: string, pid: number | undefined, url: string, expected: number, requests?: autocannon.Request[]): Promise<Row> {
+  return measureLoad(label, pid, url, expected, { warmup: WARMUP, duration: DURATION, connections: CONNECTIONS, ...(requests ? { requests } : {}) });
 }
 
 function report(rows: Row[]): void {

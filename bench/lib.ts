@@ -295,6 +295,54 @@ export function load(url: string, seconds: number, { connections, requests, late
   });
 }
 
+/** One measured load on a server process, with the server's CPU per answer. */
+export interface LoadRow {
+  label: string;
+  result: Result;
+  /** Server CPU (user + system) per answer while measured, in microseconds. */
+  cpuUsPerRequest: number | undefined;
+  problems: string[];
+}
+
+/** Everything but `expected` is a problem: another status, a socket error, a timeout. */
+export function unexpectedAnswers(result: Result, expected: number): string[] {
+  const problems: string[] = [];
+  const others = [...codesOf(result)].filter(([code]) => code !== String(expected));
+  if (others.length > 0) problems.push(`answers other than ${expected}: ${others.map(([code, n]) => `${code}x${n}`).join(', ')}`);
+  if (result.errors > 0) problems.push(`${result.errors} errors (${result.timeouts} timeouts)`);
+  return problems;
+}
+
+/**
+ * Warms `url` up, then loads it for `duration` seconds, reading the server's CPU (`pid`) before
+ * and after; any answer but `expected` is a problem of the row.
+ */
+export async function measureLoad(
+  label: string,
+  pid: number | undefined,
+  url: string,
+  expected: number,
+  options: { warmup: number; duration: number; connections: number; requests?: autocannon.Request[] },
+): Promise<LoadRow> {
+  const { warmup, duration, connections, requests } = options;
+  const problems: string[] = [];
+  if (warmup > 0) {
+    process.stdout.write(`  ${label}: warming up ${warmup} s ... `);
+    const warm = await load(url, warmup, { connections, requests });
+    problems.push(...unexpectedAnswers(warm, expected).map((p) => `warm-up: ${p}`));
+    process.stdout.write(`${Math.round(warm.requests.average)} req/s\n`);
+  }
+  process.stdout.write(`  ${label}: measuring ${duration} s ... `);
+  const cpuBefore = cpuSeconds(pid);
+  const result = await load(url, duration, { connections, requests });
+  const cpuAfter = cpuSeconds(pid);
+  const answered = result['2xx'] + result.non2xx;
+  const cpuUsPerRequest = cpuBefore !== undefined && cpuAfter !== undefined && answered > 0 ? ((cpuAfter - cpuBefore) * 1e6) / answered : undefined;
+  process.stdout.write(`${Math.round(result.requests.average)} req/s\n`);
+  problems.push(...unexpectedAnswers(result, expected));
+  return { label, result, cpuUsPerRequest, problems };
+}
+
 /** What problemsOf needs of one run or of several added up. */
 export interface Outcome {
   non2xx: number;

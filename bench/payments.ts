@@ -48,7 +48,7 @@ import { Challenge } from 'mppx';
 import { startX402Chain, type X402Chain } from '../test/fixtures/x402-chain.ts';
 import { exitCodeFor, guardProcess, intSetting, runMain } from './lib.ts';
 import { HOST, SUBSCRIBE_PATH, baseUrl, freePort, restockEnv, startServer, stopChild, type Child } from './lib.ts';
-import { codesOf, cpuSeconds, load, type Result } from './lib.ts';
+import { codesOf, cpuSeconds, load, measureLoad as measureWith, type LoadRow, type Result } from './lib.ts';
 import { percentile, printChecks, printMedianRatios, printSetting, printTable, sqliteScratch, type ScratchDatabase } from './lib.ts';
 import { startBareServer } from './lib.ts';
 
@@ -185,40 +185,8 @@ async function startRestock(chain: X402Chain, facilitatorUrl: string): Promise<R
 // ---------------------------------------------------------------------------------------------
 // 1. The 402 path under load
 
-interface LoadRow {
-  label: string;
-  result: Result;
-  /** Server CPU (user + system) per answer while measured, in microseconds. */
-  cpuUsPerRequest: number | undefined;
-  problems: string[];
-}
-
-/** Everything but `expected` is a problem: another status, a socket error, a timeout. */
-function unexpectedAnswers(result: Result, expected: number): string[] {
-  const problems: string[] = [];
-  const others = [...codesOf(result)].filter(([code]) => code !== String(expected));
-  if (others.length > 0) problems.push(`answers other than ${expected}: ${others.map(([code, n]) => `${code}x${n}`).join(', ')}`);
-  if (result.errors > 0) problems.push(`${result.errors} errors (${result.timeouts} timeouts)`);
-  return problems;
-}
-
-async function measureLoad(label: string, pid: number | undefined, url: string, expected: number, requests?: Parameters<typeof load>[2]['requests']): Promise<LoadRow> {
-  const problems: string[] = [];
-  if (WARMUP > 0) {
-    process.stdout.write(`  ${label}: warming up ${WARMUP} s ... `);
-    const warm = await load(url, WARMUP, { connections: CONNECTIONS, requests });
-    problems.push(...unexpectedAnswers(warm, expected).map((p) => `warm-up: ${p}`));
-    process.stdout.write(`${Math.round(warm.requests.average)} req/s\n`);
-  }
-  process.stdout.write(`  ${label}: measuring ${DURATION} s ... `);
-  const cpuBefore = cpuSeconds(pid);
-  const result = await load(url, DURATION, { connections: CONNECTIONS, requests });
-  const cpuAfter = cpuSeconds(pid);
-  const answered = result['2xx'] + result.non2xx;
-  const cpuUsPerRequest = cpuBefore !== undefined && cpuAfter !== undefined && answered > 0 ? ((cpuAfter - cpuBefore) * 1e6) / answered : undefined;
-  process.stdout.write(`${Math.round(result.requests.average)} req/s\n`);
-  problems.push(...unexpectedAnswers(result, expected));
-  return { label, result, cpuUsPerRequest, problems };
+function measureLoad(label: string, pid: number | undefined, url: string, expected: number, requests?: Parameters<typeof load>[2]['requests']): Promise<LoadRow> {
+  return measureWith(label, pid, url, expected, { warmup: WARMUP, duration: DURATION, connections: CONNECTIONS, ...(requests ? { requests } : {}) });
 }
 
 /**

@@ -177,6 +177,7 @@ export async function buildWebFeatures(config: Config, database: Database, mail:
     dispatch: domain.dispatch,
     billing: domain.billing,
     conversions: domain.conversions,
+    webhooks: domain.events,
     signer,
     ...(domain.shopify.shopOfSessionToken ? { shopOfSessionToken: domain.shopify.shopOfSessionToken } : {}),
   });

@@ -1,7 +1,7 @@
 /**
  * Attribution alone (src/conversions/attribution.ts): which alert an order's lines are credited
  * to, and what that is worth after refunds and cancellation, decided from facts given here.
- * Also how those amounts read (src/conversions/format-money.ts).
+ * Also how those amounts read (formatMinor in src/conversions/money.ts).
  */
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
@@ -15,7 +15,7 @@ import {
   type LineRefund,
   type SentAlert,
 } from '../src/conversions/attribution.ts';
-import { formatMinor, minorUnitExponent } from '../src/conversions/format-money.ts';
+import { currencyExponent, formatMinor } from '../src/conversions/money.ts';
 import type { OrderLineReport, RefundReport } from '../src/conversions/reports.ts';
 
 const PLACED = '2026-05-10T12:00:00.000Z';
@@ -326,7 +326,7 @@ describe('money as people read it', () => {
   }
 
   it('uses the currency’s own exponent', () => {
-    assert.deepEqual(['EUR', 'JPY', 'KWD'].map(minorUnitExponent), [2, 0, 3]);
+    assert.deepEqual(['EUR', 'JPY', 'KWD'].map(currencyExponent), [2, 0, 3]);
   });
 
   it('refuses what is not an amount of minor units or a currency code', () => {

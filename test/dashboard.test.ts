@@ -3,6 +3,7 @@ import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { after, before, describe, it } from './fixtures/suites.ts';
 import type { LightMyRequestResponse } from 'fastify';
 import { MailOutboxRepository } from '../src/core/mail/outbox-repository.ts';
+import { ownerCaller } from '../src/dashboard/service.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { dialectSkip, startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
 import { installByTokenExchange } from './fixtures/shopify-app.ts';
@@ -630,6 +631,49 @@ for (const dialect of testDialects()) {
         const after = (await t.app.restock.stores.getStore(shop)).settings;
         assert.equal(after.minStock, defaults.minStock);
         assert.equal(after.senderName, undefined);
+      });
+    });
+
+    describe('webhooks', () => {
+      it('adds an endpoint from the form, shows its secret once, refuses internal addresses, lists its deliveries and deletes it', async () => {
+        const { shop, cookie } = await signedInStore(t);
+        const caller = ownerCaller(shop);
+        const csrf = csrfOf((await getPage(t, '/dashboard/webhooks', cookie)).body);
+
+        // The test app lets stores reach 127.0.0.1 (its SMTP sink); the rest of loopback stays refused.
+        for (const url of ['http://127.0.0.2:8080/hook', 'http://10.1.2.3/hook', 'http://169.254.169.254/latest', 'ftp://hooks.example.com/x']) {
+          const before = await t.tableDigests();
+          const refused = await postForm(t, '/dashboard/webhooks', { csrf, url, 'type:alert.sent': 'on' }, cookie);
+          assertHtml(refused, 400);
+          assert.match(refused.body, /id="url-error" class="error"/, url);
+          assert.deepEqual(await t.tableDigests(), before, `${url} changes nothing`);
+        }
+
+        const added = await postForm(t, '/dashboard/webhooks', { csrf, url: 'https://hooks.example.com/restock', 'type:alert.sent': 'on', 'type:order.attributed': 'on' }, cookie);
+        assertHtml(added, 201);
+        const secret = /<code data-webhook-secret>(whsec_[A-Za-z0-9+/=]+)<\/code>/.exec(added.body)?.[1];
+        assert.ok(secret, 'the signing secret is shown on the answer to the form');
+        const [endpoint] = await t.app.restock.events.listEndpoints(caller, shop);
+        assert.deepEqual([endpoint?.url, endpoint?.eventTypes], ['https://hooks.example.com/restock', ['alert.sent', 'order.attributed']]);
+        const listed = await getPage(t, '/dashboard/webhooks', cookie);
+        assertHtml(listed, 200);
+        assert.ok(listed.body.includes('https://hooks.example.com/restock'), 'the endpoint is listed');
+        assert.ok(!listed.body.includes(secret), 'the secret is never shown again');
+
+        await t.app.restock.events.announce({ storeDomain: shop, type: 'alert.sent', id: 'evt_dashboard_log', occurredAt: new Date().toISOString(), data: {} });
+        await t.app.restock.events.announce({ storeDomain: shop, type: 'alert.clicked', id: 'evt_not_taken', occurredAt: new Date().toISOString(), data: {} });
+        const log = await getPage(t, `/dashboard/webhooks/${endpoint!.endpointId}`, cookie);
+        assertHtml(log, 200);
+        assert.match(log.body, /alert\.sent<br><span class="muted">evt_dashboard_log<\/span><\/td><td class="status-pending">pending/);
+        assert.ok(!log.body.includes('evt_not_taken'), 'an event type the endpoint does not take is not delivered to it');
+
+        const { shop: other, cookie: otherCookie } = await signedInStore(t);
+        assert.notEqual(other, shop);
+        assert.equal((await getPage(t, `/dashboard/webhooks/${endpoint!.endpointId}`, otherCookie)).statusCode, 404, "another store's owner cannot read the log");
+
+        const deleted = await postForm(t, `/dashboard/webhooks/${endpoint!.endpointId}/delete`, { csrf }, cookie);
+        assert.equal(deleted.statusCode, 303, deleted.body);
+        assert.deepEqual(await t.app.restock.events.listEndpoints(caller, shop), []);
       });
     });
 

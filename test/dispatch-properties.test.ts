@@ -160,6 +160,10 @@ const settingsBody = taggedBody(
       valid: maybe(fc.oneof(fc.constant(null), fc.record({ subject: fc.constantFrom('Back: {{product_title}}', 'S'), text: fc.constantFrom('{{product_url}}', 'Hello {{email}}'), html: fc.constant('<p>{{product_title}}</p>') }, { requiredKeys: [] })), 3),
       invalid: fc.constantFrom({ subject: '' }, { extra: 'x' }, 'text', { subject: 5 }, { text: 't'.repeat(8001) }),
     },
+    attributionWindowDays: { valid: maybe(fc.oneof(fc.constant(null), fc.integer({ min: 1, max: 90 })), 3), invalid: fc.constantFrom(0, 91, 1.5, '7') },
+    reminderDelayHours: { valid: maybe(fc.oneof(fc.constant(null), fc.integer({ min: 1, max: 720 })), 3), invalid: fc.constantFrom(0, 721, 2.5, 'soon') },
+    waitlistThreshold: { valid: maybe(fc.oneof(fc.constant(null), fc.integer({ min: 1, max: 1_000_000 })), 3), invalid: fc.constantFrom(0, -3, 1_000_001, 'ten') },
+    weeklyDigest: { valid: maybe(fc.constantFrom(null, true, false), 3), invalid: fc.constantFrom('yes', 1, 0) },
     smtpUrl: {
       valid: maybe(fc.constantFrom(null, 'smtp://mail.example.com:587', 'smtps://user:p%40ss@mail.example.com', 'smtps://[2606:4700:4700::1111]:465'), 3),
       // A store's server takes no options at all, and is never internal (docs/security.md).
@@ -376,7 +380,19 @@ for (const dialect of testDialects()) {
           if (typeof smtpUrl === 'string') assert.ok(!row.smtp_url_sealed!.includes(smtpUrl), 'the SMTP URL is sealed');
           const answer = changed.json();
           assert.equal(answer.ownSmtp, ownSmtp, settingsLabel);
-          const defaults = { batchMultiplier: 2, batchIntervalSeconds: 600, minStock: 1, frequencyCapMinutes: 60, locale: 'en', template: {} };
+          const defaults = {
+            batchMultiplier: 2,
+            batchIntervalSeconds: 600,
+            minStock: 1,
+            frequencyCapMinutes: 60,
+            locale: 'en',
+            template: {},
+            utm: { source: 'restock', medium: 'email', campaign: 'back-in-stock' },
+            attributionWindowDays: 7,
+            reminderDelayHours: null,
+            waitlistThreshold: null,
+            weeklyDigest: false,
+          };
           assert.deepEqual(answer.settings, { ...defaults, ...settings }, settingsLabel);
           if (Object.keys(change.body).length > 0) seen.settingsChanged++;
         }),

@@ -11,6 +11,7 @@ import {
   decideGroup,
   failureVerdict,
   planVerdict,
+  orderedKey,
   productKey,
   restockAddressKey,
   withinAllowance,
@@ -60,6 +61,7 @@ const ALREADY_ALERTED = skipped('this subscription was already alerted', true);
 const ALREADY_MAILED = skipped('the address already got this restock’s alert', true);
 const NO_LONGER_WAITS = skipped('the subscription no longer waits (unsubscribed, cancelled or notified)', false);
 const UNINSTALLED = skipped('the store uninstalled the app', false);
+const REMINDER: Partial<NotificationRef> = { kind: 'reminder' };
 
 describe('before an alert goes out', () => {
   const cases: Array<[string, Partial<SendFacts>, Partial<NotificationRef>, Verdict]> = [
@@ -85,6 +87,15 @@ describe('before an alert goes out', () => {
     ['a suppression comes before this restock having mailed the address', { suppressed: new Map([['shopper@example.com', 'manual']]), mailedForRestock: new Set([restockAddressKey(alert())]) }, {}, skipped('the address is suppressed for this store (manual)', false)],
     ['already mailed comes before sold out', { mailedForRestock: new Set([restockAddressKey(alert())]), sellable: new Set() }, {}, ALREADY_MAILED],
     ['sold out comes before the cap (the alert is dropped, not deferred)', { sellable: new Set(), lastSent: new Map([['shopper@example.com', minutesAgo(1)]]) }, {}, SOLD_OUT],
+
+    // A reminder follows its alert: the subscription is notified, and must still be.
+    ['a reminder goes to an alerted, notified shopper', { alerted: new Set(['sub_1']), waiting: new Set(), notified: new Set(['sub_1']) }, REMINDER, SEND],
+    ['a reminder is skipped once the shopper unsubscribed', { alerted: new Set(['sub_1']), waiting: new Set(), notified: new Set() }, REMINDER, skipped('no reminder: the shopper unsubscribed (or the subscription was cancelled) after the alert', false)],
+    ['a reminder is skipped when the product sold out again', { notified: new Set(['sub_1']), sellable: new Set() }, REMINDER, skipped('no reminder: sold out (or unpublished) again since the alert', false)],
+    ['a reminder is skipped when the shopper ordered the product', { notified: new Set(['sub_1']), ordered: new Set([orderedKey(alert())]) }, REMINDER, skipped('no reminder: the shopper ordered it after the alert', false)],
+    ['an order of another product does not stop a reminder', { notified: new Set(['sub_1']), ordered: new Set([orderedKey(alert({ product_id: 'p2' }))]), frequencyCapMs: 0 }, REMINDER, SEND],
+    ['the alert itself does not count as this restock having mailed the reminder', { notified: new Set(['sub_1']), mailedForRestock: new Set([restockAddressKey(alert())]) }, REMINDER, SEND],
+    ['a suppression stops a reminder too', { notified: new Set(['sub_1']), suppressed: new Map([['shopper@example.com', 'complaint']]) }, REMINDER, skipped('the address is suppressed for this store (complaint)', false)],
   ];
   for (const [name, given, row, expected] of cases) {
     it(name, () => assert.deepEqual(decide(alert(row), facts(given)), expected));

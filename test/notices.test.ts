@@ -24,8 +24,8 @@ const variant = (n: number) => `gid://shopify/ProductVariant/${n}`;
 /** The outgoing webhooks' place, recorded: their delivery is tested with the webhooks. */
 class RecordingSink implements EventSink {
   readonly events: StoreEvent[] = [];
-  async announce(event: StoreEvent): Promise<void> {
-    this.events.push(event);
+  async announce(...events: StoreEvent[]): Promise<void> {
+    this.events.push(...events);
   }
   of(storeDomain: string): StoreEvent[] {
     return this.events.filter((event) => event.storeDomain === storeDomain);

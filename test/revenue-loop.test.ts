@@ -375,6 +375,18 @@ describe('revenue won back, from restock to reminder', () => {
           const ordered = await figure('ordered');
           assert.match(ordered, new RegExp(`order ${orders.a}, line ${lines.a} \\(direct\\): €24\\.95 of €45\\.00 after refunds`));
           assert.doesNotMatch(ordered, new RegExp(String(orders.b)));
+
+          // Per product: the variant's row carries the same figures.
+          await page.goto(`${base}/dashboard/performance`);
+          const row = page.locator('tbody tr', { hasText: variantGid(boots) });
+          assert.deepEqual(await row.locator('td.num').allInnerTexts(), ['0', '4', '1', '2', '€47.90']);
+          // The dashboard's export is the API's, streamed to the signed-in owner.
+          const download = await page.request.get(`${base}/dashboard/exports/orders`);
+          assert.equal(download.status(), 200);
+          assert.deepEqual(parseCsv(await download.text()).map((line) => [line.order_id, line.net_shop_minor]).sort(), [
+            [String(orders.a), '2495'],
+            [String(orders.b), '2295'],
+          ]);
         } finally {
           await context.close();
         }
@@ -459,6 +471,15 @@ describe('revenue won back, from restock to reminder', () => {
           [String(orders.b), 'assisted'],
         ]);
         assert.deepEqual(ofBoots('subscription.created').length, 4);
+      });
+
+      it("Shopify's customers/redact erases the shopper's orders, and the figures no longer count them", async () => {
+        await deliverOrderTopic('customers/redact', { shop_domain: shop, customer: { id: 1, email: shopper.a }, orders_to_redact: [orders.a] });
+        await t.runWorker();
+        const kept = await t.database.db.selectFrom('orders').select('order_id').where('store_domain', '=', shop).execute();
+        assert.deepEqual(kept.map((row) => row.order_id).sort(), [String(orders.b), String(orders.c)].sort());
+        const figures = (await api('GET', `/api/v1/stores/${shop}/performance`)).json();
+        assert.deepEqual([figures.orders, figures.revenue], [{ direct: 0, assisted: 1, total: 1 }, [{ currency: 'EUR', minor: 2295 }]]);
       });
 
       /**

@@ -59,7 +59,7 @@ const HTTP_CASES: Record<string, WalkCase> = {
   getCheckoutSession: { status: 404 },
   checkoutPlan: { status: 403, body: (b) => ({ plan: 'starter', shop: b.agent.domain }) },
   reportOrder: { status: 404, body: (b) => ({ orderId: '1', email: uniqueEmail('buyer'), placedAt: new Date().toISOString(), currency: 'EUR', lines: [{ lineId: '1', productId: b.productId, quantity: 1, amountMinor: 100 }] }) },
-  reportRefund: { status: 404, body: () => ({ refundId: '1', refundedAt: new Date().toISOString(), lines: [{ lineId: '1', quantity: 1, amountMinor: 100 }] }) },
+  reportRefund: { status: 404, body: () => ({ refundId: '1', refundedAt: new Date().toISOString(), currency: 'EUR', lines: [{ lineId: '1', quantity: 1, amountMinor: 100 }] }) },
   reportCancellation: { status: 404, body: () => ({ cancelledAt: new Date().toISOString() }) },
   getPerformance: { status: 404 },
   exportCsv: { status: 404 },

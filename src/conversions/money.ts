@@ -1,8 +1,12 @@
 /**
  * Amounts as platforms write them ("19.99", "1500", "12.345") turned into integers of the
  * currency's minor unit and back, by string arithmetic: a float would turn 0.1 + 0.2 into
- * 0.30000000000000004 and, summed over many orders, a cent into a rounding error.
+ * 0.30000000000000004 and, summed over many orders, a cent into a rounding error. And the same
+ * amounts for people to read (`formatMinor`), with the same number of decimals per currency.
  */
+import type { Money } from './reports.ts';
+
+const FALLBACK_LOCALE = 'en';
 
 const CURRENCY_CODE = /^[A-Z]{3}$/;
 const DECIMAL = /^([0-9]+)(?:\.([0-9]+))?$/;
@@ -38,4 +42,24 @@ export function fromMinorUnits(minor: number, currency: string): string {
   if (exponent === 0) return String(minor);
   const digits = String(minor).padStart(exponent + 1, '0');
   return `${digits.slice(0, -exponent)}.${digits.slice(-exponent)}`;
+}
+
+/**
+ * 1999 EUR → "€19.99", 1500 JPY → "¥1,500" (in `en`; `de` gives "19,99 €"). The amount goes to
+ * Intl as an exact decimal string, so large amounts are not rounded through a float. A locale
+ * Intl cannot use (a browser's header, say) falls back to English rather than failing the page.
+ */
+export function formatMinor(money: Money, locale = FALLBACK_LOCALE): string {
+  if (!Number.isSafeInteger(money.minor)) throw new RangeError(`not an integer amount of minor units: ${money.minor}`);
+  const decimal = `${money.minor < 0 ? '-' : ''}${fromMinorUnits(Math.abs(money.minor), money.currency)}`;
+  // Intl.NumberFormat v3 (Node 20) reads a string as an exact decimal; the lib types predate it.
+  return new Intl.NumberFormat(usableLocale(locale), { style: 'currency', currency: money.currency }).format(decimal as unknown as number);
+}
+
+function usableLocale(locale: string): string {
+  try {
+    return Intl.NumberFormat.supportedLocalesOf([locale])[0] ?? FALLBACK_LOCALE;
+  } catch {
+    return FALLBACK_LOCALE;
+  }
 }

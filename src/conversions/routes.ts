@@ -106,9 +106,8 @@ export function conversionRoutes(service: ConversionService) {
           lines: body.lines.map((line) => ({
             lineId: line.lineId,
             quantity: line.quantity,
-            // The currencies are the order's own, recorded with it; the refund names amounts only.
-            amount: { minor: line.amountMinor, currency: '' },
-            shopAmount: { minor: line.shopAmountMinor ?? line.amountMinor, currency: '' },
+            amount: { minor: line.amountMinor, currency: body.currency },
+            shopAmount: { minor: line.shopAmountMinor ?? line.amountMinor, currency: body.shopCurrency ?? body.currency },
           })),
         });
         return { accepted: true as const };

@@ -44,6 +44,8 @@ export const reportRefundBody = z
   .object({
     refundId: z.string().min(1).max(100).regex(/^[\x21-\x7e]+$/).describe('Unique per order: a refund reported twice is taken back once'),
     refundedAt: z.iso.datetime({ offset: true }),
+    currency: currencySchema.describe('The currency the shopper was refunded in (the order’s)'),
+    shopCurrency: currencySchema.optional().describe("The store's own currency; default: the same as currency"),
     lines: z
       .array(
         z

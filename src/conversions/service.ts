@@ -18,6 +18,8 @@ import { ConversionRepository, type AttributionRow, type StoredOrder } from './r
 import type { CancellationReport, OrderReport, OrderSink, RefundReport } from './reports.ts';
 
 const CLICK = 'alert-click';
+/** The products a performance report lists, most revenue first. */
+const PRODUCTS_SHOWN = 200;
 const DAY_MS = 86_400_000;
 
 /** What this feature reads of the alert ledger (the dispatch service). */
@@ -36,7 +38,10 @@ export interface ConversionDeps {
     signupsBetween(storeDomain: string, from: string, to: string): Promise<number>;
   };
   stores: { activeStore(domain: string): Promise<string | undefined>; settingsOf(domain: string): Promise<EffectiveSettings> };
-  products: { describeProduct(storeDomain: string, productId: string, variantId: string | null): Promise<{ productUrl: string | null; productTitle: string | null; variantTitle: string | null } | undefined> };
+  products: {
+    describeProduct(storeDomain: string, productId: string, variantId: string | null): Promise<{ productUrl: string | null; productTitle: string | null; variantTitle: string | null } | undefined>;
+    stockStatusOf(caller: Caller, domain: string, productIds: string[]): Promise<Array<{ productId: string; variantId: string | null; productTitle: string | null; variantTitle: string | null }>>;
+  };
   events: EventSink;
   /** The other features' rows the CSV exports stream (subscriptions, the alert ledger). */
   exports: Pick<ExportSources, 'subscriberRows' | 'ledgerRows'>;
@@ -208,7 +213,9 @@ export class ConversionService implements OrderSink {
       refund_id: report.refundId,
       line_id: line.lineId,
       amount_minor: line.amount.minor,
+      currency: line.amount.currency,
       shop_amount_minor: line.shopAmount.minor,
+      shop_currency: line.shopAmount.currency,
       refunded_at: utc(report.refundedAt),
     }));
     if (rows.length === 0) return;
@@ -291,11 +298,12 @@ export class ConversionService implements OrderSink {
         const figures = perDay.find((row) => row.day === day);
         return { day, sent: sentPerDay.get(day) ?? 0, clicks: clicksPerDay.get(day) ?? 0, orders: figures?.orders ?? 0, revenueMinor: figures?.revenue ?? 0 };
       }),
-      products: await this.productFigures(shop, demand, sentPerProduct, clicksPerProduct, perProduct),
+      products: await this.productFigures(caller, shop, demand, sentPerProduct, clicksPerProduct, perProduct),
     };
   }
 
   private async productFigures(
+    caller: Caller,
     shop: string,
     demand: WaitingCount[],
     sent: Array<{ product_id: string; variant_id: string | null; kind: string; n: number }>,
@@ -318,11 +326,15 @@ export class ConversionService implements OrderSink {
       product.revenue.push({ currency: row.currency, minor: row.revenue });
     }
     const products = [...byKey.values()].sort((a, b) => revenueOf(b) - revenueOf(a) || b.waiting - a.waiting || a.productId.localeCompare(b.productId));
-    for (const product of products.slice(0, 200)) {
-      const details = await this.deps.products.describeProduct(shop, product.productId, product.variantId);
-      product.title = details ? [details.productTitle, details.variantTitle].filter(Boolean).join(' — ') || null : null;
+    const shown = products.slice(0, PRODUCTS_SHOWN);
+    // The titles of every product shown, in one read of the store's known stock.
+    const known = await this.deps.products.stockStatusOf(caller, shop, [...new Set(shown.map((product) => product.productId))]);
+    for (const product of shown) {
+      const exact = known.find((row) => row.productId === product.productId && row.variantId === product.variantId);
+      const any = exact ?? known.find((row) => row.productId === product.productId);
+      product.title = any ? [any.productTitle, exact?.variantTitle].filter(Boolean).join(' — ') || null : null;
     }
-    return products.slice(0, 200);
+    return shown;
   }
 
   /** exportCsv: the store's subscribers, alerts or attributed orders as a CSV stream; tenancy is decided before it starts. */
@@ -384,14 +396,11 @@ function netOf(stored: StoredOrder): Array<{ lineId: string; net: number; netSho
     amount: { minor: Number(row.amount_minor), currency: row.currency },
     shopAmount: { minor: Number(row.shop_amount_minor), currency: row.shop_currency },
   }));
-  const currencyOf = new Map(stored.attributions.map((row) => [row.line_id, row]));
-  const refunds: LineRefund[] = stored.refunds
-    .filter((row) => currencyOf.has(row.line_id))
-    .map((row) => ({
-      lineId: row.line_id,
-      amount: { minor: Number(row.amount_minor), currency: currencyOf.get(row.line_id)!.currency },
-      shopAmount: { minor: Number(row.shop_amount_minor), currency: currencyOf.get(row.line_id)!.shop_currency },
-    }));
+  const refunds: LineRefund[] = stored.refunds.map((row) => ({
+    lineId: row.line_id,
+    amount: { minor: Number(row.amount_minor), currency: row.currency },
+    shopAmount: { minor: Number(row.shop_amount_minor), currency: row.shop_currency },
+  }));
   return netRevenue(attributions, refunds, stored.order.cancelled_at !== null).map((line) => ({ lineId: line.lineId, net: line.amount.minor, netShop: line.shopAmount.minor }));
 }
 

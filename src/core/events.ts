@@ -24,8 +24,11 @@ export interface StoreEvent {
 }
 
 export interface EventSink {
-  /** Queues the event durably for every endpoint of the store that takes its type; resolves once stored. */
-  announce(event: StoreEvent): Promise<void>;
+  /**
+   * Queues the events durably for every endpoint of their store that takes their type; resolves
+   * once stored. Several at once (a settled group of alerts) read each store's endpoints once.
+   */
+  announce(...events: StoreEvent[]): Promise<void>;
 }
 
 /**

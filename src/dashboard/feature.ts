@@ -1,6 +1,7 @@
 import type { SubscriptionService } from '../alerts/service.ts';
 import type { BillingService } from '../billing/service.ts';
 import type { ConversionService } from '../conversions/service.ts';
+import type { WebhookService } from '../webhooks/feature.ts';
 import type { Config } from '../config.ts';
 import { nowIso } from '../core/clock.ts';
 import type { Database } from '../core/db/database.ts';
@@ -27,6 +28,7 @@ export interface DashboardDeps {
   dispatch: DispatchService;
   billing: BillingService;
   conversions: ConversionService;
+  webhooks: WebhookService;
   /** Signs the cookie that recognises a device its owner signed in from before. */
   signer?: TokenSigner;
   /** The store an App Bridge session token is for (absent when the Shopify app is not configured). */
@@ -71,6 +73,7 @@ export function buildDashboard(deps: DashboardDeps): Feature<DashboardService> {
     dispatch: deps.dispatch,
     billing: deps.billing,
     conversions: deps.conversions,
+    webhooks: deps.webhooks,
     embeddedMail: !config.smtpUrl,
   });
   const routes = dashboardRoutes(service, signIn, {

@@ -1,8 +1,9 @@
 import type { AttributionRow } from '../conversions/repository.ts';
 import type { Performance } from '../conversions/service.ts';
-import { formatMinor } from '../conversions/format-money.ts';
+import { formatMinor } from '../conversions/money.ts';
 import { html, type SafeHtml } from '../core/html.ts';
 import { dailyBarChart, inlineBar } from './charts.ts';
+import { when } from './page-parts.ts';
 
 /** Amounts in each currency they were taken in, joined: one store rarely has more than one. */
 function amounts(money: Array<{ currency: string; minor: number }>): string {
@@ -24,7 +25,7 @@ export function revenueSection(p: Performance): SafeHtml {
     ['orders', 'Orders from alerts', String(p.orders.total)],
     ['conversion-rate', 'Conversion rate', percent(p.conversionRate)],
     ['clicks', 'Clicks', String(p.clicks)],
-    ['sent', 'Alerts sent', String(p.sent)],
+    ['sent', `Alerts sent in ${p.days} days`, String(p.sent)],
   ];
   const chart = currency
     ? dailyBarChart(
@@ -63,7 +64,7 @@ ${
 }
 
 /** In an alert's audit: when its link was first followed, and the order lines credited to it. */
-export function alertOutcomeSection(outcome: { clickedAt: string | null; orders: AttributionRow[] }, when: (iso: string | null) => string): SafeHtml {
+export function alertOutcomeSection(outcome: { clickedAt: string | null; orders: AttributionRow[] }): SafeHtml {
   const lines = outcome.orders.map(
     (line) => html`<li>order ${line.order_id}, line ${line.line_id} (${line.kind}): ${formatMinor({ minor: Number(line.net_shop_minor), currency: line.shop_currency })}${
       Number(line.net_shop_minor) !== Number(line.shop_amount_minor) ? html` of ${formatMinor({ minor: Number(line.shop_amount_minor), currency: line.shop_currency })} after refunds` : ''

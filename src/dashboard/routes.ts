@@ -1,3 +1,5 @@
+// Longer than most files on purpose: every page of the dashboard and the one gate in front of them
+// (owner session or Shopify session token, CSRF) in one place.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -12,6 +14,7 @@ import { ownerCaller, type DashboardService } from './service.ts';
 import { AdminFrames } from './embedded.ts';
 import { csrfTokenMatches, type DashboardSignIn, type OpenedSession } from './sign-in.ts';
 import { performanceBody } from './performance-views.ts';
+import { deliveriesBody, webhooksBody } from './webhook-views.ts';
 import * as views from './views.ts';
 
 const COOKIE = 'restock_dashboard';
@@ -166,6 +169,63 @@ export function dashboardRoutes(service: DashboardService, signIn: DashboardSign
           .header('content-disposition', `attachment; filename="${shop}-${kind}.csv"`)
           .header('cache-control', 'no-store')
           .send(service.exportCsv(caller, shop, kind));
+      },
+    });
+
+    pages.get('/dashboard/webhooks', {
+      ...owned,
+      schema: { hide: true },
+      handler: async (request, reply) => {
+        const owner = request.owner!;
+        return show(reply, request, 'Webhooks', '/dashboard/webhooks', webhooksBody(await service.webhookEndpoints(owner.caller, owner.shop), owner.csrfToken));
+      },
+    });
+
+    pages.post('/dashboard/webhooks', {
+      ...owned,
+      schema: { hide: true, body: form },
+      handler: async (request, reply) => {
+        const owner = request.owner!;
+        try {
+          const created = await service.addWebhookEndpoint(owner.caller, owner.shop, request.body);
+          // The secret is shown on this answer only, never on a page that can be reloaded.
+          const body = webhooksBody(await service.webhookEndpoints(owner.caller, owner.shop), owner.csrfToken, { created });
+          return show(reply, request, 'Webhooks', '/dashboard/webhooks', body, 201);
+        } catch (err) {
+          if (!(err instanceof ValidationFailed)) throw err;
+          const body = webhooksBody(await service.webhookEndpoints(owner.caller, owner.shop), owner.csrfToken, { errors: err.errors, typed: request.body.url ?? '' });
+          return show(reply, request, 'Webhooks', '/dashboard/webhooks', body, 400);
+        }
+      },
+    });
+
+    pages.post('/dashboard/webhooks/:id/delete', {
+      ...owned,
+      schema: { hide: true, params: idParams, body: form },
+      handler: async (request, reply) => {
+        const owner = request.owner!;
+        await service.deleteWebhookEndpoint(owner.caller, owner.shop, request.params.id);
+        return reply.redirect(adminFrames.nextPage(owner, '/dashboard/webhooks'), 303);
+      },
+    });
+
+    pages.post('/dashboard/webhooks/:id/enable', {
+      ...owned,
+      schema: { hide: true, params: idParams, body: form },
+      handler: async (request, reply) => {
+        const owner = request.owner!;
+        await service.enableWebhookEndpoint(owner.caller, owner.shop, request.params.id);
+        return reply.redirect(adminFrames.nextPage(owner, '/dashboard/webhooks'), 303);
+      },
+    });
+
+    pages.get('/dashboard/webhooks/:id', {
+      ...owned,
+      schema: { hide: true, params: idParams },
+      handler: async (request, reply) => {
+        const owner = request.owner!;
+        const { endpoint, deliveries } = await service.webhookDeliveries(owner.caller, owner.shop, request.params.id);
+        return show(reply, request, 'Webhook deliveries', '/dashboard/webhooks', deliveriesBody(endpoint, deliveries));
       },
     });
 

@@ -3,6 +3,9 @@ import type { SubscriptionService } from '../alerts/service.ts';
 import type { BillingService } from '../billing/service.ts';
 import type { ExportKind } from '../conversions/exports.ts';
 import type { ConversionService } from '../conversions/service.ts';
+import { storeEventTypes } from '../core/events.ts';
+import { createEndpointBody, type CreatedEndpoint, type Endpoint } from '../webhooks/schemas.ts';
+import { ForbiddenWebhookDestination, type WebhookService } from '../webhooks/service.ts';
 import type { PlanId } from '../billing/plans.ts';
 import { emailSchema, normaliseEmail } from '../core/email.ts';
 import type { Caller } from '../core/http/caller.ts';
@@ -19,6 +22,7 @@ export interface DashboardDeps {
   dispatch: DispatchService;
   billing: BillingService;
   conversions: ConversionService;
+  webhooks: WebhookService;
   /** True when mail goes to the local outbox (no SMTP_URL): the dashboard then shows it. */
   embeddedMail: boolean;
 }
@@ -27,7 +31,6 @@ const CHART_DAYS = 30;
 /** The most wanted (product, variant) pairs the demand table shows. */
 const DEMAND_ROWS = 500;
 const MOST_WANTED_ON_OVERVIEW = 5;
-const DAY_MS = 86_400_000;
 
 /** Readable product titles by `productKey`. */
 export type ProductTitles = Map<string, string>;
@@ -76,14 +79,13 @@ export class DashboardService {
 
   async overview(caller: Caller, shop: string, now = new Date()) {
     const { alerts, dispatch, billing, conversions } = this.deps;
-    const [store, plan, ledger, heldByPlan, subscriptions, demand, sentPerDay, recent, restocks, suppressions, performance] = await Promise.all([
+    const [store, plan, ledger, heldByPlan, subscriptions, demand, recent, restocks, suppressions, performance] = await Promise.all([
       this.deps.stores.storeFor(caller, shop),
       billing.planUsageFor(caller, shop, now),
       dispatch.ledgerCounts(caller, shop),
       dispatch.heldByPlan(caller, shop),
       alerts.subscriptionCounts(caller, shop),
       this.demand(caller, shop, MOST_WANTED_ON_OVERVIEW),
-      this.sentPerDay(caller, shop, now),
       dispatch.listNotifications(caller, shop, { limit: 10 }),
       dispatch.listRestocks(caller, shop, 5),
       dispatch.countSuppressions(caller, shop),
@@ -99,7 +101,6 @@ export class DashboardService {
       unsubscribed: subscriptions.unsubscribed ?? 0,
       suppressed: suppressions,
       demand,
-      sentPerDay,
       recent,
       restocks,
       performance,
@@ -139,16 +140,6 @@ export class DashboardService {
     const titles = new Map<string, string>();
     for (const row of rows) if (row.productTitle && !titles.has(row.productId)) titles.set(row.productId, row.productTitle);
     return { variants, titles };
-  }
-
-  /** Alerts sent per UTC day over the last 30 days, oldest first, days without alerts as 0. */
-  async sentPerDay(caller: Caller, shop: string, now = new Date()): Promise<Array<{ day: string; sent: number }>> {
-    const first = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()) - (CHART_DAYS - 1) * DAY_MS);
-    const counted = await this.deps.dispatch.sentPerDay(caller, shop, first.toISOString());
-    return Array.from({ length: CHART_DAYS }, (_, i) => {
-      const day = new Date(first.getTime() + i * DAY_MS).toISOString().slice(0, 10);
-      return { day, sent: counted.get(day) ?? 0 };
-    });
   }
 
   async alerts(caller: Caller, shop: string, status: string | undefined) {
@@ -193,6 +184,39 @@ export class DashboardService {
 
   async unsuppress(caller: Caller, shop: string, email: string): Promise<void> {
     await this.deps.dispatch.unsuppressAddress(caller, shop, email);
+  }
+
+  webhookEndpoints(caller: Caller, shop: string): Promise<Endpoint[]> {
+    return this.deps.webhooks.listEndpoints(caller, shop);
+  }
+
+  /**
+   * An endpoint from the dashboard's form: its URL and a checkbox per event type. The same checks
+   * as the API's (createEndpointBody, then the service's destination rules); a refusal names `/url`.
+   */
+  async addWebhookEndpoint(caller: Caller, shop: string, fields: Record<string, string>): Promise<CreatedEndpoint> {
+    const input = createEndpointBody.safeParse({ url: fields.url ?? '', eventTypes: storeEventTypes.filter((type) => fields[`type:${type}`] !== undefined) });
+    if (!input.success) throw new ValidationFailed(input.error.issues.map((issue) => ({ pointer: `/${issue.path[0] === 'eventTypes' ? 'eventTypes' : 'url'}`, message: issue.message })));
+    try {
+      return await this.deps.webhooks.createEndpoint(caller, shop, input.data);
+    } catch (err) {
+      if (err instanceof ForbiddenWebhookDestination) throw new ValidationFailed([{ pointer: '/url', message: err.detail }]);
+      throw err;
+    }
+  }
+
+  deleteWebhookEndpoint(caller: Caller, shop: string, id: string): Promise<void> {
+    return this.deps.webhooks.deleteEndpoint(caller, shop, id);
+  }
+
+  async enableWebhookEndpoint(caller: Caller, shop: string, id: string): Promise<void> {
+    await this.deps.webhooks.updateEndpoint(caller, shop, id, { enabled: true });
+  }
+
+  /** One endpoint and its newest deliveries, each with its attempts: the delivery log. */
+  async webhookDeliveries(caller: Caller, shop: string, id: string) {
+    const [endpoint, deliveries] = await Promise.all([this.deps.webhooks.getEndpoint(caller, shop, id), this.deps.webhooks.listDeliveries(caller, shop, id, 100)]);
+    return { endpoint, deliveries };
   }
 
   store(caller: Caller, shop: string) {

@@ -6,6 +6,7 @@ import type { OutboxMessage } from '../core/mail/outbox-repository.ts';
 import type { NotificationRow, RestockRow, SuppressionRow } from '../dispatch/repository.ts';
 import type { Store } from '../stores/schemas.ts';
 import { dailyBarChart, inlineBar } from './charts.ts';
+import { csrfField, when } from './page-parts.ts';
 import { alertOutcomeSection, revenueSection } from './performance-views.ts';
 import { productKey, type DashboardService, type Demand, type ProductTitles } from './service.ts';
 
@@ -18,6 +19,7 @@ export const SECTIONS = [
   { path: '/dashboard/audience', label: 'Unsubscribes' },
   { path: '/dashboard/plan', label: 'Plan' },
   { path: '/dashboard/settings', label: 'Settings' },
+  { path: '/dashboard/webhooks', label: 'Webhooks' },
   { path: '/dashboard/outbox', label: 'Outbox', embeddedOnly: true },
 ] as const;
 
@@ -51,10 +53,6 @@ ${signOut}`;
   return page(title, body, { wide: true, header, ...(appBridge ? { appBridge } : {}) });
 }
 
-/** A cookie session's forms prove they are ours with its CSRF token; inside the admin the session token does. */
-function csrfField(csrf: string | undefined): SafeHtml {
-  return csrf === undefined ? html`` : html`<input type="hidden" name="csrf" value="${csrf}">`;
-}
 
 export function overviewBody(o: Overview, snippet: string): SafeHtml {
   const quota = o.plan.monthlyAlertQuota;
@@ -72,7 +70,7 @@ ${fresh ? widgetInstructions(snippet) : ''}
 <ul class="tiles">${tiles.map(([label, value]) => html`<li><span class="value">${value}</span>${label}</li>`)}</ul>
 ${revenueSection(o.performance)}
 <h2>Alerts sent, last 30 days</h2>
-${dailyBarChart(o.sentPerDay.map((d) => ({ day: d.day, value: d.sent })), 'Alerts sent')}
+${dailyBarChart(o.performance.byDay.map((d) => ({ day: d.day, value: d.sent })), 'Alerts sent')}
 <h2>Plan</h2>
 ${planSummary(o.plan)}
 ${o.heldByPlan > 0
@@ -87,11 +85,6 @@ ${o.demand.length ? demandTable(o.demand, 'Products with the most waiting subscr
 ${o.recent.length ? alertsTable(o.recent, o.titles) : html`<p>No alert has been sent yet.</p>`}
 <p><a href="/dashboard/alerts">All alerts</a></p>
 ${o.restocks.length ? html`<h2>Recent restocks</h2>${restocksTable(o.restocks, o.titles)}` : ''}`;
-}
-
-/** A stored ISO time as people read it: to the minute, in UTC (the dashboard runs no scripts to localise). */
-function when(iso: string | null): string {
-  return iso ? `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC` : '–';
 }
 
 export function demandBody(demand: Demand[]): SafeHtml {
@@ -153,7 +146,7 @@ export function auditBody(audit: {
 <dt>Kind</dt><dd>${n.kind === 'reminder' ? 'a reminder after the alert' : 'the back-in-stock alert'}</dd>
 <dt>Product</dt><dd>${audit.product}<br><span class="muted">${n.variant_id ?? n.product_id}</span></dd>
 </dl>
-${n.status === 'sent' ? alertOutcomeSection(audit.outcome, when) : ''}
+${n.status === 'sent' ? alertOutcomeSection(audit.outcome) : ''}
 <h2>The restock</h2>
 ${
   r

@@ -88,21 +88,20 @@ export class Settler {
   }
 
   /**
-   * `alert.sent` for the store's webhooks, after the commit. A crash between the two loses the
-   * event, never the alert: the ledger stays the record of what was sent.
+   * `alert.sent` for the store's webhooks, after the commit, in one announcement per settled
+   * group. A crash between the two loses the events, never the alerts: the ledger stays the
+   * record of what was sent.
    */
   private async announceSent(sent: NotificationRow[], at: string): Promise<void> {
-    for (const row of sent) {
-      await this.deps.events
-        .announce({
-          storeDomain: row.store_domain,
-          type: 'alert.sent',
-          id: eventId('alert.sent', row.id),
-          occurredAt: at,
-          data: { alertId: row.id, kind: row.kind, restockId: row.restock_id, subscriptionId: row.subscription_id, productId: row.product_id, variantId: row.variant_id, email: row.email, sentAt: at },
-        })
-        .catch((err) => this.deps.log.warn({ err, alertId: row.id }, 'announcing alert.sent failed'));
-    }
+    if (sent.length === 0) return;
+    const events = sent.map((row) => ({
+      storeDomain: row.store_domain,
+      type: 'alert.sent' as const,
+      id: eventId('alert.sent', row.id),
+      occurredAt: at,
+      data: { alertId: row.id, kind: row.kind, restockId: row.restock_id, subscriptionId: row.subscription_id, productId: row.product_id, variantId: row.variant_id, email: row.email, sentAt: at },
+    }));
+    await this.deps.events.announce(...events).catch((err) => this.deps.log.warn({ err, alerts: sent.length }, 'announcing alert.sent failed'));
   }
 }
 

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { chunks } from '../core/chunks.ts';
 import { nowIso } from '../core/clock.ts';
 import type { EventSink, StoreEvent, StoreEventType } from '../core/events.ts';
 import { storeEventTypes } from '../core/events.ts';
@@ -43,32 +44,24 @@ export interface WebhookServiceDeps {
 export class WebhookService implements EventSink {
   constructor(private readonly deps: WebhookServiceDeps) {}
 
-  /** Stores one delivery per enabled endpoint of the store that takes the type, in one write; an event announced again adds none. */
-  async announce(event: StoreEvent): Promise<void> {
-    if (!EVENT_ID.test(event.id)) throw new Error(`An event id must be 1 to 255 printable ASCII characters without '.' or spaces (it is the webhook-id): ${JSON.stringify(event.id.slice(0, 40))}`);
-    const storeDomain = event.storeDomain.toLowerCase();
-    const endpoints = (await this.deps.repository.enabledEndpoints(storeDomain)).filter((endpoint) => eventTypesOf(endpoint).includes(event.type));
-    if (endpoints.length === 0) return;
-    const payload = JSON.stringify({ type: event.type, timestamp: event.occurredAt, data: event.data });
+  /**
+   * Stores one delivery per enabled endpoint of the event's store that takes its type, reading
+   * each store's endpoints once however many events it has; an event announced again adds none.
+   */
+  async announce(...events: StoreEvent[]): Promise<void> {
+    for (const event of events) {
+      if (!EVENT_ID.test(event.id)) throw new Error(`An event id must be 1 to 255 printable ASCII characters without '.' or spaces (it is the webhook-id): ${JSON.stringify(event.id.slice(0, 40))}`);
+    }
     const now = nowIso();
-    await this.deps.repository.insertDeliveries(
-      endpoints.map(
-        (endpoint): DeliveryRow => ({
-          id: newId('whd'),
-          endpoint_id: endpoint.id,
-          store_domain: storeDomain,
-          event_id: event.id,
-          event_type: event.type,
-          payload,
-          status: 'pending',
-          attempts: 0,
-          next_attempt_at: now,
-          last_error: null,
-          created_at: now,
-          finished_at: null,
-        }),
-      ),
-    );
+    const rows: DeliveryRow[] = [];
+    for (const storeDomain of new Set(events.map((event) => event.storeDomain.toLowerCase()))) {
+      const endpoints = await this.deps.repository.enabledEndpoints(storeDomain);
+      if (endpoints.length === 0) continue;
+      for (const event of events.filter((candidate) => candidate.storeDomain.toLowerCase() === storeDomain)) {
+        rows.push(...deliveriesOf(event, storeDomain, endpoints.filter((endpoint) => eventTypesOf(endpoint).includes(event.type)), now));
+      }
+    }
+    for (const chunk of chunks(rows, 200)) await this.deps.repository.insertDeliveries(chunk);
   }
 
   async listEndpoints(caller: Caller, domain: string): Promise<Endpoint[]> {
@@ -145,6 +138,25 @@ export class WebhookService implements EventSink {
     if (!row) throw new NotFound(`No webhook endpoint ${endpointId} for ${store}.`);
     return row;
   }
+}
+
+/** One pending delivery of the event per endpoint, each the same signed-later payload. */
+function deliveriesOf(event: StoreEvent, storeDomain: string, endpoints: Array<Pick<EndpointRow, 'id'>>, now: string): DeliveryRow[] {
+  const payload = JSON.stringify({ type: event.type, timestamp: event.occurredAt, data: event.data });
+  return endpoints.map((endpoint) => ({
+    id: newId('whd'),
+    endpoint_id: endpoint.id,
+    store_domain: storeDomain,
+    event_id: event.id,
+    event_type: event.type,
+    payload,
+    status: 'pending',
+    attempts: 0,
+    next_attempt_at: now,
+    last_error: null,
+    created_at: now,
+    finished_at: null,
+  }));
 }
 
 function eventTypesOf(endpoint: Pick<EndpointRow, 'event_types'>): StoreEventType[] {

@@ -530,7 +530,9 @@ export interface OrderRefundsTable {
   refund_id: string;
   line_id: string;
   amount_minor: number;
+  currency: string;
   shop_amount_minor: number;
+  shop_currency: string;
   refunded_at: string;
 }
 

@@ -69,7 +69,9 @@ export const conversions: DialectMigration = {
       .addColumn('refund_id', 'text', (c) => c.notNull())
       .addColumn('line_id', 'text', (c) => c.notNull())
       .addColumn('amount_minor', 'bigint', (c) => c.notNull())
+      .addColumn('currency', 'text', (c) => c.notNull())
       .addColumn('shop_amount_minor', 'bigint', (c) => c.notNull())
+      .addColumn('shop_currency', 'text', (c) => c.notNull())
       .addColumn('refunded_at', ts, (c) => c.notNull())
       .addPrimaryKeyConstraint('order_refunds_pk', ['store_domain', 'order_id', 'refund_id', 'line_id'])
       .execute();
