@@ -85,7 +85,7 @@ function sentAlert(n: number, sentAt: string): NotificationsTable {
     id, restock_id: 'rst_bench', subscription_id: `sub_bench${n}`, store_domain: SHOP, email, email_key: email, product_id: PRODUCT, variant_id: VARIANT,
     batch: Math.floor(n / 100), position: n % 100, status: 'sent', reason: 'Back in stock', outcome: '250 2.0.0 Ok: queued', attempts: 1,
     next_attempt_at: sentAt, lease_owner: null, lease_until: null, created_at: sentAt, sent_at: sentAt, locale: null, held_by_plan: 0, third_party: 0,
-    kind: 'alert', reminder_of: null,
+    kind: 'alert', reminder_of: null, channel: 'email', contact_point_id: null, provider_ref: null, delivery_status: null,
   };
 }
 

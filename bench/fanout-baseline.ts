@@ -82,6 +82,7 @@ function message(n: number) {
       productUrl: 'https://fanout-bench.myshopify.com/products/widget',
       imageUrl: 'https://cdn.example.com/widget.png',
       unsubscribeUrl,
+      manageUrl: `http://localhost:3000/my/sub_${id}.${mac}`,
       email,
     },
     settings,

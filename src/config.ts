@@ -5,6 +5,8 @@ import { z } from 'zod';
 import type { PlanSettings } from './billing/plans.ts';
 import { parseOutboundAllowList, type OutboundPolicy } from './core/net/outbound-guard.ts';
 import { decodeKey } from './core/sealed-secrets.ts';
+import { pushConfig, type PushConfig } from './push/settings.ts';
+import { isApiOrigin, smsConfig, type SmsConfig } from './sms/settings.ts';
 import { DEFAULT_RETRY_SCHEDULE, retrySchedulePattern, webhookConfig, type WebhookConfig } from './webhooks/settings.ts';
 import { parsePostgresUrl, parseRedisUrl, ServiceUrlError } from './core/service-urls.ts';
 
@@ -157,6 +159,18 @@ const envSchema = z.object({
   /** An endpoint is disabled after this many consecutive failed attempts that have gone on for WEBHOOK_DISABLE_AFTER_HOURS. */
   WEBHOOK_DISABLE_AFTER_FAILURES: z.coerce.number().int().min(1).default(20),
   WEBHOOK_DISABLE_AFTER_HOURS: z.coerce.number().int().min(0).default(24),
+  /** SMS: the service's own Twilio account and sender (all three, or none: then only stores with their own account text). */
+  TWILIO_ACCOUNT_SID: z.string().regex(/^AC[0-9a-f]{32}$/, 'a Twilio Account SID (AC and 32 hex digits)').optional(),
+  TWILIO_AUTH_TOKEN: z.string().regex(/^[0-9a-f]{32}$/, 'a Twilio auth token (32 hex digits)').optional(),
+  TWILIO_FROM: z.string().regex(/^(\+[1-9][0-9]{6,14}|MG[0-9a-f]{32})$/, 'an E.164 number or a Messaging Service SID').optional(),
+  /** Twilio's REST API; only a test stand-in changes it. */
+  TWILIO_API_URL: z.url().refine(isApiOrigin, 'an http(s) origin, without credentials, path or query').default('https://api.twilio.com'),
+  /** Web push: the VAPID subject (mailto: or https:); default mailto: the MAIL_FROM address. */
+  PUSH_SUBJECT: z.string().regex(/^(mailto:[^\s]+|https:\/\/[^\s]+)$/, 'a mailto: or https: URL').optional(),
+  PUSH_TTL_SECONDS: z.coerce.number().int().min(0).max(28 * 24 * 3600).default(2 * 24 * 3600),
+  PUSH_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
+  /** How long a subscription waiting for the shopper's confirmation (double opt-in) lasts before it expires. */
+  DOUBLE_OPT_IN_EXPIRY_HOURS: z.coerce.number().int().min(1).max(30 * 24).default(72),
   /** Optional HTTPS listener that asks for client certificates (mtls credentials). */
   TLS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   TLS_CERT_FILE: z.string().optional(),
@@ -204,6 +218,10 @@ export interface Config {
   billing: BillingConfig;
   /** Outgoing webhooks' delivery (src/webhooks). */
   webhooks: WebhookConfig;
+  sms: SmsConfig;
+  push: PushConfig;
+  /** Hours a subscription waits for its double opt-in before it expires. */
+  doubleOptInExpiryHours: number;
 }
 
 export interface BillingConfig {
@@ -365,6 +383,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     billing: billingConfig(e),
     webhooks: webhookConfig(e),
+    sms: smsConfig(e),
+    push: pushConfig(e, e.MAIL_FROM),
+    doubleOptInExpiryHours: e.DOUBLE_OPT_IN_EXPIRY_HOURS,
   };
 }
 

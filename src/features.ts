@@ -26,7 +26,11 @@ import { buildNotices } from './notices/feature.ts';
 import { buildPayments } from './payments/feature.ts';
 import type { PaymentService } from './payments/service.ts';
 import { buildShopify, type ShopifyFeature } from './shopify/feature.ts';
+import { buildShoppers } from './shoppers/feature.ts';
 import { buildStorefront, storefrontService } from './storefront/feature.ts';
+import { buildPush } from './push/feature.ts';
+import { buildSms } from './sms/feature.ts';
+import { confirmationTexter, smsSending } from './sms/for-dispatch.ts';
 import { buildStores } from './stores/feature.ts';
 import type { OwnerChangeListener, StoreService } from './stores/service.ts';
 import { buildWebhooks, type WebhookService } from './webhooks/feature.ts';
@@ -49,7 +53,7 @@ export interface Domain {
 export interface DomainFeatures {
   domain: Domain;
   /** Each feature by name, for the web to place its own among them. */
-  built: Record<'stores' | 'inventory' | 'dispatch' | 'shopify' | 'alerts' | 'payments' | 'billing' | 'worker' | 'webhooks' | 'conversions' | 'notices', Feature<unknown>>;
+  built: Record<'stores' | 'inventory' | 'dispatch' | 'shopify' | 'alerts' | 'sms' | 'push' | 'payments' | 'billing' | 'worker' | 'webhooks' | 'conversions' | 'notices', Feature<unknown>>;
   /** All of them, in the order their routes register. */
   features: Feature<unknown>[];
   /** Signs what the service hands out and must recognise later (unsubscribe links, known devices). */
@@ -77,7 +81,18 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
   const stores = buildStores({ config, database, planUsage: (shop) => billing.service.planUsage(shop), onOwnerChange: formerOwnerAccess(database) });
   const webhooks = buildWebhooks({ config, database, mail, log, stores: stores.service });
   const signer = new TokenSigner(serviceSecret);
-  const alerts = buildAlerts({ config, database, signer, events: webhooks.service });
+  const alerts = buildAlerts({
+    config,
+    database,
+    signer,
+    events: webhooks.service,
+    mail,
+    log,
+    settingsOf: (shop) => stores.service.settingsOf(shop),
+    // Inventory is built on the alerts' dispatch below; the mail job asks it only once running.
+    titleOf: async (shop, productId, variantId) => (await inventory.service.describeProduct(shop, productId, variantId))?.productTitle ?? undefined,
+    textConfirmation: () => confirmationTexter({ sms: sms.service, stores: stores.service, inventory: inventory.service, alerts: alerts.service }),
+  });
   const dispatch = buildDispatch({ database, alerts: alerts.service });
   const inventory = buildInventory({ database, stores: stores.service, restocks: dispatch.service });
   const conversions = buildConversions({
@@ -101,6 +116,8 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
     figures: (shop, from, to) => conversions.service.digestFigures(shop, from, to),
     titles: (shop, productId, variantId) => inventory.service.describeProduct(shop, productId, variantId),
   });
+  const sms = buildSms({ config, database, log, stores: stores.service, consent: alerts.service, deliveries: dispatch.service });
+  const push = await buildPush({ config, database, log });
   const billing = buildBilling({ config, database, mail, stores: stores.service, ...(stripe ? { stripe } : {}) });
   const shopify = buildShopify({
     config,
@@ -113,7 +130,7 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
     dispatch: dispatch.service,
     billing: billing.service,
     orders: conversions.service,
-    storefront: storefrontService({ stores: stores.service, inventory: inventory.service, alerts: alerts.service }),
+    storefront: storefrontService({ stores: stores.service, inventory: inventory.service, alerts: alerts.service, offers: { sms: config.sms.account !== undefined, push: true } }),
   });
   if (shopify.billing) billing.service.useShopify(shopify.billing);
   const payments = buildPayments(config, database, serviceSecret, log, stripe);
@@ -122,7 +139,7 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
   // A store installed as the Shopify app pays only through Shopify Billing: refused before any charge.
   payments.service.checkBeforeCharge('checkoutPlan', (input) => billing.service.requireShopifyBilling(input.shop, 'a plan paid per request'));
   // In the order their routes register (the API index lists operations so).
-  const served = { stores, webhooks, inventory, dispatch, conversions, notices, shopify, alerts, payments, billing };
+  const served = { stores, webhooks, inventory, dispatch, conversions, notices, shopify, alerts, sms, push, payments, billing };
 
   const worker = buildDispatchWorker({
     config,
@@ -135,6 +152,8 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
     quota: billing.service,
     followUp: conversions.service,
     events: webhooks.service,
+    sms: smsSending(sms.service),
+    push: push.service,
     jobs: Object.values(served).flatMap((feature: Feature<unknown>) => feature.jobs ?? []),
   });
   const built = { ...served, worker };
@@ -166,7 +185,13 @@ export interface WebOptions {
 export async function buildWebFeatures(config: Config, database: Database, mail: MailTransport, log: FastifyBaseLogger, options: WebOptions = {}) {
   const { domain, built, signer } = await buildDomainFeatures(config, database, mail, log);
   const agents = await buildAgents({ config, database, mail, stores: domain.stores, ...(options.mtlsBaseUrl ? { mtlsBaseUrl: options.mtlsBaseUrl } : {}) });
-  const storefront = await buildStorefront({ stores: domain.stores, inventory: domain.inventory, alerts: domain.alerts });
+  const storefront = await buildStorefront({
+    policy: config.tenantOutbound,
+    stores: domain.stores,
+    inventory: domain.inventory,
+    alerts: domain.alerts,
+    offers: { sms: config.sms.account !== undefined, push: true },
+  });
   const dashboard = buildDashboard({
     config,
     database,
@@ -194,10 +219,13 @@ export async function buildWebFeatures(config: Config, database: Database, mail:
       built.conversions,
       built.shopify,
       built.alerts,
+      built.sms,
+      built.push,
       storefront,
       built.payments,
       built.billing,
       dashboard,
+      buildShoppers({ alerts: domain.alerts, dispatch: domain.dispatch, conversions: domain.conversions, inventory: domain.inventory, stores: domain.stores }),
       buildMcp({ config, domain, gate: agents.gate }),
       buildDiscovery({ config }),
       built.worker,

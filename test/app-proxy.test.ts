@@ -102,11 +102,11 @@ for (const dialect of testDialects()) {
         country: 'DE',
       });
       assert.equal(res.statusCode, 201, res.body);
-      assert.deepEqual(res.json(), { status: 'subscribed' });
+      assert.deepEqual(res.json(), { status: 'subscribed', confirmBy: ['email'] }, 'a shopper in Germany confirms by e-mail first');
       const rows = await t.database.db.selectFrom('subscriptions').selectAll().where('email', '=', 'Proxy.Shopper@example.com').execute();
       assert.deepEqual(
-        rows.map((row) => [row.store_domain, row.variant_id, row.locale, row.country]),
-        [[shop, SOLD_OUT, 'de', 'DE']],
+        rows.map((row) => [row.store_domain, row.variant_id, row.locale, row.country, row.status]),
+        [[shop, SOLD_OUT, 'de', 'DE', 'pending']],
       );
     });
 

@@ -556,6 +556,12 @@ for (const dialect of testDialects()) {
             reminderDelayHours: null,
             waitlistThreshold: null,
             weeklyDigest: false,
+            doubleOptIn: 'auto',
+            country: null,
+            smsQuietHours: { start: 21, end: 9 },
+            timeZone: 'UTC',
+            sms: null,
+            push: true,
           },
         );
         assert.equal(store.ownSmtp, false, 'an empty SMTP field keeps the current sender');

@@ -8,6 +8,7 @@ import { Database } from '../src/core/db/database.ts';
 import { eventId, type EventSink, type StoreEvent } from '../src/core/events.ts';
 import { openMailTransport, type MailMessage, type MailTransport } from '../src/core/mail/transport.ts';
 import { TokenSigner } from '../src/core/signed-token.ts';
+import pino from 'pino';
 import { buildNotices, type DigestFigures, type NoticeService, type NoticesDeps } from '../src/notices/feature.ts';
 import { storeService } from '../src/stores/feature.ts';
 import type { StoreService } from '../src/stores/service.ts';
@@ -91,7 +92,16 @@ for (const dialect of testDialects()) {
       smtp = openMailTransport({ smtpUrl: sink.url, from: 'Restock <alerts@restock.test>', database });
       mail = new FlakyTransport(smtp);
       stores = storeService(config, database);
-      alerts = buildAlerts({ config, database, signer: new TokenSigner(randomBytes(32)), events: new RecordingSink() }).service;
+      alerts = buildAlerts({
+        config,
+        database,
+        signer: new TokenSigner(randomBytes(32)),
+        events: new RecordingSink(),
+        mail,
+        log: pino({ level: 'silent' }),
+        settingsOf: (shop) => stores.settingsOf(shop),
+        titleOf: async () => undefined,
+      }).service;
       events = new RecordingSink();
       notices = build().service;
     });

@@ -120,6 +120,10 @@ async function seed(database: Database): Promise<void> {
     third_party: i % 7 === 0 ? 1 : 0,
     kind: i % 11 === 0 ? 'reminder' : 'alert',
     reminder_of: null,
+    channel: 'email',
+    contact_point_id: null,
+    provider_ref: null,
+    delivery_status: null,
   }));
   const restocks: RestockRow[] = Array.from({ length: 300 }, (_, i) => ({
     id: `rst_${i}`,
@@ -298,7 +302,7 @@ const CASES: PlanCase[] = [
     name: "dispatch: a store's past alerts to some addresses come from notifications_by_address_key",
     run: ({ dispatch }) => dispatch.sentTo('shop-1.myshopify.com', ['shopper-1@example.com', 'shopper-21@example.com']),
     sql: {
-      sqlite: 'select "email_key", "restock_id", "sent_at", "kind" from "notifications" where "store_domain" = ? and "email_key" in (?, ?) and "status" = ?',
+      sqlite: 'select "email_key", "restock_id", "sent_at", "kind", "channel" from "notifications" where "store_domain" = ? and "email_key" in (?, ?) and "status" = ?',
       postgres: 'select "email_key", "restock_id", "sent_at", "kind" from "notifications" where "store_domain" = $1 and "email_key" in ($2, $3) and "status" = $4',
     },
     indexes: both('notifications_by_address_key'),
@@ -307,7 +311,7 @@ const CASES: PlanCase[] = [
     name: 'dispatch: subscriptions already alerted come from notifications_by_subscription',
     run: ({ dispatch }) => dispatch.alreadySent(['sub_1', 'sub_2']),
     sql: {
-      sqlite: 'select "subscription_id" from "notifications" where "subscription_id" in (?, ?) and "status" = ?',
+      sqlite: 'select "subscription_id", "restock_id", "channel", "kind" from "notifications" where "subscription_id" in (?, ?) and "status" = ?',
       postgres: 'select "subscription_id" from "notifications" where "subscription_id" in ($1, $2) and "status" = $3',
     },
     indexes: both('notifications_by_subscription'),
@@ -346,9 +350,9 @@ const CASES: PlanCase[] = [
       waiting.waiting({ storeDomain: 'shop-1.myshopify.com', includeUnowned: false, productId: 'prod_1', variantId: 'var_1', thirdParty: false, after: { createdAt: EARLIER, id: 'sub_0' }, limit: 10 }),
     sql: {
       sqlite:
-        'select "id", "email", "product_id", "variant_id", "created_at", "store_domain", "locale" from "subscriptions" where "product_id" = ? and "status" = \'active\' and "third_party" = ? and ("variant_id" = ? or "variant_id" is null) and "store_domain" = ? and ("created_at" > ? or ("created_at" = ? and "id" > ?)) order by "created_at", "id" limit ?',
+        'select "id", "email", "product_id", "variant_id", "created_at", "store_domain", "locale", "email_muted" from "subscriptions" where "product_id" = ? and "status" = \'active\' and "third_party" = ? and ("variant_id" = ? or "variant_id" is null) and "store_domain" = ? and ("created_at" > ? or ("created_at" = ? and "id" > ?)) order by "created_at", "id" limit ?',
       postgres:
-        'select "id", "email", "product_id", "variant_id", "created_at", "store_domain", "locale" from "subscriptions" where "product_id" = $1 and "status" = \'active\' and "third_party" = $2 and ("variant_id" = $3 or "variant_id" is null) and "store_domain" = $4 and ("created_at" > $5 or ("created_at" = $6 and "id" > $7)) order by "created_at", "id" limit $8',
+        'select "id", "email", "product_id", "variant_id", "created_at", "store_domain", "locale", "email_muted" from "subscriptions" where "product_id" = $1 and "status" = \'active\' and "third_party" = $2 and ("variant_id" = $3 or "variant_id" is null) and "store_domain" = $4 and ("created_at" > $5 or ("created_at" = $6 and "id" > $7)) order by "created_at", "id" limit $8',
     },
     // PostgreSQL may as well take the partial subscriptions_one_live: it too holds only the
     // active subscriptions, product first.
@@ -456,7 +460,7 @@ const CASES: PlanCase[] = [
     run: ({ outbox }) => outbox.listForStore('shop-1.myshopify.com', 20),
     sql: {
       // Mail that carries a credential is filtered out on the index's rows, never listed (docs/security.md).
-      sqlite: 'select * from "mail_outbox" where "store_domain" = ? and "purpose" not in (?, ?, ?) order by "created_at" desc, "id" desc limit ?',
+      sqlite: 'select * from "mail_outbox" where "store_domain" = ? and "purpose" not in (?, ?, ?, ?) order by "created_at" desc, "id" desc limit ?',
       postgres: 'select * from "mail_outbox" where "store_domain" = $1 and "purpose" not in ($2, $3, $4) order by "created_at" desc, "id" desc limit $5',
     },
     indexes: both('mail_outbox_by_store'),

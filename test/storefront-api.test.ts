@@ -80,7 +80,7 @@ for (const dialect of testDialects()) {
         assert.equal(res.statusCode, 200, res.body);
         assert.match(res.headers['content-type'] as string, /^application\/json/);
         assert.equal(res.headers['cache-control'], 'public, max-age=30');
-        assert.deepEqual(res.json(), { shop, productId, soldOut: null, variants: [] });
+        assert.deepEqual(res.json(), { shop, productId, soldOut: null, variants: [], channels: { sms: false, push: false } });
       });
 
       it('tells sold-out variants from those in stock, and never discloses quantities', async () => {
@@ -105,7 +105,7 @@ for (const dialect of testDialects()) {
           { variantId: soldOut, soldOut: true },
           { variantId: negative, soldOut: true },
         ].sort((a, b) => a.variantId.localeCompare(b.variantId));
-        assert.deepEqual(body, { shop, productId, soldOut: false, variants: expected });
+        assert.deepEqual(body, { shop, productId, soldOut: false, variants: expected, channels: { sms: false, push: true } }, 'one variant sold out: the form may offer push (no SMS sender here)');
         assert.ok(!res.body.includes('1234'), 'no quantity in the answer');
         assert.ok(!res.body.includes('Blue mug'), 'nothing but availability');
 
@@ -120,7 +120,7 @@ for (const dialect of testDialects()) {
         const productId = productGid();
         const variantId = variantGid();
         await t.app.restock.inventory.reportStock(shop, [{ productId, variantId, available: 50, published: false }], SOURCE);
-        assert.deepEqual((await availability(t, shop, productId)).json(), { shop, productId, soldOut: true, variants: [{ variantId, soldOut: true }] });
+        assert.deepEqual((await availability(t, shop, productId)).json(), { shop, productId, soldOut: true, variants: [{ variantId, soldOut: true }], channels: { sms: false, push: true } });
         await t.app.restock.inventory.reportStock(shop, [{ productId, variantId, published: true }], SOURCE);
         assert.equal((await availability(t, shop, productId)).json().soldOut, false);
       });
@@ -129,9 +129,9 @@ for (const dialect of testDialects()) {
         const shop = await createStore(t);
         const productId = productGid();
         await t.app.restock.inventory.reportStock(shop, [{ productId, variantId: null, available: 0 }], SOURCE);
-        assert.deepEqual((await availability(t, shop, productId)).json(), { shop, productId, soldOut: true, variants: [] });
+        assert.deepEqual((await availability(t, shop, productId)).json(), { shop, productId, soldOut: true, variants: [], channels: { sms: false, push: true } });
         await t.app.restock.inventory.reportStock(shop, [{ productId, variantId: null, available: 2 }], SOURCE);
-        assert.deepEqual((await availability(t, shop, productId)).json(), { shop, productId, soldOut: false, variants: [] });
+        assert.deepEqual((await availability(t, shop, productId)).json(), { shop, productId, soldOut: false, variants: [], channels: { sms: false, push: false } });
       });
 
       it('reads the store case-insensitively and answers its canonical domain', async () => {
@@ -147,7 +147,7 @@ for (const dialect of testDialects()) {
         const other = await createStore(t);
         const productId = productGid();
         await t.app.restock.inventory.reportStock(other, [{ productId, variantId: variantGid(), available: 3 }], SOURCE);
-        assert.deepEqual((await availability(t, shop, productId)).json(), { shop, productId, soldOut: null, variants: [] });
+        assert.deepEqual((await availability(t, shop, productId)).json(), { shop, productId, soldOut: null, variants: [], channels: { sms: false, push: false } });
       });
 
       it('finding 12: a store unknown or uninstalled answers exactly as a customer’s untracked product does', async () => {
@@ -192,7 +192,7 @@ for (const dialect of testDialects()) {
         const res = await subscribe(t, { shop, productId, variantId, email: 'Jane.Doe@Example.COM' });
         assert.equal(res.statusCode, 201, res.body);
         assert.match(res.headers['content-type'] as string, /^application\/json/);
-        assert.deepEqual(res.json(), { status: 'subscribed' });
+        assert.deepEqual(res.json(), { status: 'subscribed', confirmBy: [] });
         const rows = await subscriptionsOf(t, shop);
         assert.equal(rows.length, 1);
         const row = rows[0]!;

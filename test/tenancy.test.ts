@@ -83,6 +83,7 @@ const HTTP_WITHOUT_TENANT: Record<string, string> = {
   getAgent: 'the calling agent itself',
   getStorefrontAvailability: "the storefront widget's public read for shoppers, no agent (test/storefront-api.test.ts)",
   subscribeShopper: "the storefront widget's public subscribe for shoppers, no agent (test/storefront-api.test.ts)",
+  getPushPublicKey: "the service's VAPID public key, the same for every store (test/push.test.ts)",
 };
 
 /** Every MCP tool that names a store or a record, with B's values. */

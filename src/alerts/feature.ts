@@ -2,7 +2,13 @@ import type { Config } from '../config.ts';
 import type { Database } from '../core/db/database.ts';
 import type { EventSink } from '../core/events.ts';
 import type { Feature } from '../core/feature.ts';
+import type { FastifyBaseLogger } from 'fastify';
+import type { MailTransport } from '../core/mail/transport.ts';
 import type { TokenSigner } from '../core/signed-token.ts';
+import type { EffectiveSettings } from '../stores/settings.ts';
+import { confirmationJobs } from './confirmations.ts';
+import { confirmRoutes } from './confirm-routes.ts';
+import { ContactPointRepository, type ContactPointRow } from './contact-points.ts';
 import { alertRoutes } from './routes.ts';
 import { SubscriptionService } from './service.ts';
 import { SubscriptionRepository, WaitingRepository } from './repository.ts';
@@ -15,10 +21,34 @@ export interface AlertsDeps {
   signer: TokenSigner;
   /** Where `subscription.created` is announced (the store's outgoing webhooks). */
   events: EventSink;
+  mail: MailTransport;
+  log: FastifyBaseLogger;
+  /** The store's settings (double opt-in, language). */
+  settingsOf(storeDomain: string): Promise<EffectiveSettings>;
+  /** A product's title, for confirmation mail. */
+  titleOf(storeDomain: string, productId: string, variantId: string | null): Promise<string | undefined>;
+  /** Texts a pending number its "reply YES" request (the SMS feature, built later: read when the job runs). */
+  textConfirmation?: () => ((point: ContactPointRow) => Promise<void>) | undefined;
 }
 
 /** Alert subscriptions: subscribeAlert and its reads, and the one-click unsubscribe page. */
-export function buildAlerts({ config, database, signer, events }: AlertsDeps): Feature<SubscriptionService> {
-  const service = new SubscriptionService(new SubscriptionRepository(database), new WaitingRepository(database), signer, config.baseUrl, events);
-  return { service, routes: [alertRoutes(service), unsubscribeRoutes(service)] };
+export function buildAlerts({ config, database, signer, events, mail, log, settingsOf, titleOf, textConfirmation }: AlertsDeps): Feature<SubscriptionService> {
+  const contactPoints = new ContactPointRepository(database);
+  const service = new SubscriptionService(new SubscriptionRepository(database), new WaitingRepository(database), signer, config.baseUrl, events, { contactPoints, settingsOf });
+  const localeOf = async (storeDomain: string) => (await settingsOf(storeDomain)).locale;
+  return {
+    service,
+    routes: [alertRoutes(service), unsubscribeRoutes(service), confirmRoutes(service)],
+    jobs: confirmationJobs({
+      alerts: service,
+      mail,
+      log,
+      expiryHours: config.doubleOptInExpiryHours,
+      titleOf,
+      localeOf,
+      get textConfirmation() {
+        return textConfirmation?.();
+      },
+    }),
+  };
 }

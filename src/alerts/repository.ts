@@ -4,6 +4,7 @@ import { sql } from 'kysely';
 import type { Database, Db, Trx } from '../core/db/database.ts';
 import type { SubscriptionsTable } from '../core/db/schema.ts';
 import { chunks } from '../core/chunks.ts';
+import { isUniqueViolation } from '../core/db/dialect.ts';
 import { addressKey } from '../core/email.ts';
 import { newOpaqueId } from '../core/ids.ts';
 import type { SubscriptionStatus } from './schemas.ts';
@@ -18,6 +19,15 @@ export interface WatchTarget {
   locale?: string | null;
   /** The shopper's country, when the storefront knew it. */
   country?: string | null;
+  /** How the e-mail's consent was given, and the words shown; absent for callers that record none. */
+  consent?: Consent;
+}
+
+/** A shopper's consent to one channel: how it was given, the words shown, from which page. */
+export interface Consent {
+  method: string;
+  text: string;
+  page: string | null;
 }
 
 /**
@@ -86,6 +96,81 @@ export class SubscriptionRepository {
     });
   }
 
+  /**
+   * For a store that asks shoppers to confirm: the owner's live (active) or pending subscription
+   * for this target, else a new pending one. Not guarded by a unique index (pending rows are
+   * few and short-lived): two signups at once may each make one, and the second confirmed then
+   * runs into the first (see `confirm`).
+   */
+  async subscribePending(target: WatchTarget, owner: SubscriptionOwner, now: string): Promise<SubscriptionRow> {
+    const known = (await findLive(this.database.db, target, owner)) ?? (await findPending(this.database.db, target, owner));
+    if (known) return known;
+    const row = { ...newRow(target, owner, now), status: 'pending' as const };
+    await this.database.writeStatement((db) => db.insertInto('subscriptions').values(row).executeTakeFirst());
+    return row;
+  }
+
+  /**
+   * pending → active, once. A second pending row of the same target confirmed after the first
+   * would break the one-live index: it ends as cancelled instead, the shopper already waits.
+   */
+  async confirm(id: string, now: string): Promise<SubscriptionRow | undefined> {
+    try {
+      await this.database.writeStatement((db) =>
+        db.updateTable('subscriptions').set({ status: 'active', confirmed_at: now, updated_at: now }).where('id', '=', id).where('status', '=', 'pending').executeTakeFirst(),
+      );
+    } catch (err) {
+      if (!isUniqueViolation(err)) throw err;
+      await this.database.writeStatement((db) => db.updateTable('subscriptions').set({ status: 'cancelled', updated_at: now }).where('id', '=', id).where('status', '=', 'pending').executeTakeFirst());
+    }
+    return this.find(id);
+  }
+
+  /** Pending subscriptions whose confirmation request has not gone out, oldest first. */
+  awaitingConfirmationRequest(limit: number): Promise<SubscriptionRow[]> {
+    return this.database.db
+      .selectFrom('subscriptions')
+      .selectAll()
+      .where('status', '=', sql.lit('pending'))
+      .where('confirmation_sent_at', 'is', null)
+      .orderBy('created_at')
+      .limit(limit)
+      .execute();
+  }
+
+  async markConfirmationSent(id: string, now: string): Promise<void> {
+    await this.database.writeStatement((db) => db.updateTable('subscriptions').set({ confirmation_sent_at: now }).where('id', '=', id).executeTakeFirst());
+  }
+
+  /** pending subscriptions made before `before` expire: never confirmed, never alerted. */
+  async expirePending(before: string, now: string): Promise<number> {
+    const result = await this.database.writeStatement((db) =>
+      db.updateTable('subscriptions').set({ status: 'expired', updated_at: now }).where('status', '=', sql.lit('pending')).where('created_at', '<', before).executeTakeFirst(),
+    );
+    return Number(result.numUpdatedRows);
+  }
+
+  /** Mutes or unmutes e-mail for these subscriptions of one store (the shopper's page). */
+  async setEmailMuted(storeDomain: string, ids: string[], muted: boolean, now: string): Promise<void> {
+    for (const chunk of chunks(ids)) {
+      await this.database.writeStatement((db) =>
+        db.updateTable('subscriptions').set({ email_muted: muted ? 1 : 0, updated_at: now }).where('store_domain', '=', storeDomain).where('id', 'in', chunk).executeTakeFirst(),
+      );
+    }
+  }
+
+  /** Moves these subscriptions of one store in one of `from` to `to`; returns how many moved. */
+  async transitionMany(storeDomain: string, ids: string[], from: SubscriptionStatus[], to: SubscriptionStatus, now: string): Promise<number> {
+    let moved = 0;
+    for (const chunk of chunks(ids)) {
+      const result = await this.database.writeStatement((db) =>
+        db.updateTable('subscriptions').set({ status: to, updated_at: now }).where('store_domain', '=', storeDomain).where('id', 'in', chunk).where('status', 'in', from).executeTakeFirst(),
+      );
+      moved += Number(result.numUpdatedRows);
+    }
+    return moved;
+  }
+
   find(id: string): Promise<SubscriptionRow | undefined> {
     return this.database.db.selectFrom('subscriptions').selectAll().where('id', '=', id).executeTakeFirst();
   }
@@ -120,7 +205,7 @@ export interface WaitingQuery {
   exceptCountries?: string[];
 }
 
-export type WaitingSubscriber = Pick<SubscriptionRow, 'id' | 'email' | 'product_id' | 'variant_id' | 'created_at' | 'store_domain' | 'locale'>;
+export type WaitingSubscriber = Pick<SubscriptionRow, 'id' | 'email' | 'product_id' | 'variant_id' | 'created_at' | 'store_domain' | 'locale' | 'email_muted'>;
 
 /** The waiting rows of one address that a restock's alert to it fulfils. */
 export interface FulfilledAddress {
@@ -142,7 +227,7 @@ export class WaitingRepository {
   waiting(query: WaitingQuery): Promise<WaitingSubscriber[]> {
     let select = this.database.db
       .selectFrom('subscriptions')
-      .select(['id', 'email', 'product_id', 'variant_id', 'created_at', 'store_domain', 'locale'])
+      .select(['id', 'email', 'product_id', 'variant_id', 'created_at', 'store_domain', 'locale', 'email_muted'])
       .where('product_id', '=', query.productId)
       .where('status', '=', sql.lit('active'))
       .where('third_party', '=', query.thirdParty ? 1 : 0);
@@ -165,6 +250,16 @@ export class WaitingRepository {
   /** Of these subscriptions, the ids still active. */
   stillActive(ids: string[]): Promise<Set<string>> {
     return this.withStatus(ids, 'active');
+  }
+
+  /** Of these subscriptions, those whose shopper muted e-mail. */
+  async emailMuted(ids: string[]): Promise<Set<string>> {
+    const out = new Set<string>();
+    for (const chunk of chunks(ids)) {
+      const rows = await this.database.db.selectFrom('subscriptions').select('id').where('id', 'in', chunk).where('email_muted', '=', 1).execute();
+      for (const row of rows) out.add(row.id);
+    }
+    return out;
   }
 
   /** Of these subscriptions, the ids in this status. */
@@ -316,16 +411,22 @@ export class WaitingRepository {
     return this.database.db.selectFrom('subscriptions').selectAll().where('store_domain', '=', storeDomain).where('email_key', '=', emailKey).execute();
   }
 
-  async eraseCustomer(storeDomain: string, emailKey: string): Promise<number> {
-    const result = await this.database.writeStatement((db) =>
-      db.deleteFrom('subscriptions').where('store_domain', '=', storeDomain).where('email_key', '=', emailKey).executeTakeFirst(),
-    );
-    return Number(result.numDeletedRows);
+  /** The address's subscriptions at the store and their contact points, in one transaction. */
+  eraseCustomer(storeDomain: string, emailKey: string): Promise<number> {
+    return this.database.write(async (trx) => {
+      const ids = (await trx.selectFrom('subscriptions').select('id').where('store_domain', '=', storeDomain).where('email_key', '=', emailKey).execute()).map((row) => row.id);
+      for (const chunk of chunks(ids)) await trx.deleteFrom('contact_points').where('subscription_id', 'in', chunk).execute();
+      const result = await trx.deleteFrom('subscriptions').where('store_domain', '=', storeDomain).where('email_key', '=', emailKey).executeTakeFirst();
+      return Number(result.numDeletedRows);
+    });
   }
 
   async eraseStore(storeDomain: string): Promise<number> {
-    const result = await this.database.writeStatement((db) => db.deleteFrom('subscriptions').where('store_domain', '=', storeDomain).executeTakeFirst());
-    return Number(result.numDeletedRows);
+    return this.database.write(async (trx) => {
+      await trx.deleteFrom('contact_points').where('store_domain', '=', storeDomain).execute();
+      const result = await trx.deleteFrom('subscriptions').where('store_domain', '=', storeDomain).executeTakeFirst();
+      return Number(result.numDeletedRows);
+    });
   }
 }
 
@@ -336,6 +437,20 @@ export class WaitingRepository {
  * predicate even in a generic plan), so the lookup is one index probe however many shoppers
  * wait for the product.
  */
+/** The owner's pending subscription for this target (double opt-in), found through subscriptions_by_address. */
+function findPending(db: Db, target: WatchTarget, owner: SubscriptionOwner): Promise<SubscriptionRow | undefined> {
+  return db
+    .selectFrom('subscriptions')
+    .selectAll()
+    .where(sql<string>`coalesce(store_domain, '')`, '=', owner.storeDomain ?? '')
+    .where('email_key', '=', addressKey(target.email))
+    .where('product_id', '=', target.productId)
+    .where(sql<string>`coalesce(variant_id, '')`, '=', target.variantId ?? '')
+    .where(sql<string>`coalesce(agent_id, '')`, '=', owner.agentId ?? '')
+    .where('status', '=', sql.lit('pending'))
+    .executeTakeFirst();
+}
+
 function findLive(db: Db, target: WatchTarget, owner: SubscriptionOwner): Promise<SubscriptionRow | undefined> {
   return db
     .selectFrom('subscriptions')
@@ -365,5 +480,11 @@ function newRow(target: WatchTarget, owner: SubscriptionOwner, now: string): Sub
     updated_at: now,
     locale: target.locale ?? null,
     country: target.country ?? null,
+    consent_method: target.consent?.method ?? null,
+    consent_text: target.consent?.text ?? null,
+    consent_page: target.consent?.page ?? null,
+    confirmed_at: null,
+    email_muted: 0,
+    confirmation_sent_at: null,
   };
 }

@@ -14,14 +14,19 @@ export const variantIdSchema = z
 
 
 export const subscriptionStatusSchema = z
-  .enum(['active', 'notified', 'unsubscribed', 'cancelled', 'expired'])
-  .describe('active: waiting for a restock; notified: the alert was sent; unsubscribed: by the shopper; cancelled: through the API; expired: no restock in time');
+  .enum(['pending', 'active', 'notified', 'unsubscribed', 'cancelled', 'expired'])
+  .describe('pending: waiting for the shopper to confirm (stores that ask for double opt-in; never alerted until confirmed, expired if not); active: waiting for a restock; notified: the alert was sent; unsubscribed: by the shopper; cancelled: through the API; expired: no restock in time');
 
 /** Ids are our own opaque tokens; anything outside their alphabet is refused before storage sees it. */
 export const subscriptionIdSchema = z
   .string()
   .regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be a subscription id such as sub_...')
   .describe('Identifier of the subscription');
+
+/** E.164: a plus, the country code and the number, no spaces (what Twilio accepts). */
+export const phoneSchema = z.string().regex(/^\+[1-9][0-9]{6,14}$/, 'must be an E.164 phone number such as +15551234567');
+
+export const consentTextSchema = z.string().min(10).max(1000).describe('The consent wording shown to the shopper, stored as the record of their consent');
 
 /** ISO 3166-1 alpha-2, as storefronts and Shopify's markets name countries. */
 export const countrySchema = z
@@ -38,13 +43,16 @@ export const subscribeAlertBody = z
       .optional()
       .describe("The merchant's store the product belongs to; an agent bound to a store subscribes for that store"),
     country: countrySchema.optional(),
+    phone: phoneSchema.optional().describe("Also text this number (E.164) when the product is back. The shopper must agree: give smsConsentText; the number gets a text asking for a YES, and no alert is texted before it"),
+    smsConsentText: consentTextSchema.optional().describe('The words the shopper agreed to for SMS, as shown to them (required with phone)'),
   })
+  .refine((body) => body.phone === undefined || body.smsConsentText !== undefined, { message: 'smsConsentText is required with phone: texts need the shopper’s recorded consent', path: ['smsConsentText'] })
   .describe('Alert subscription request');
 
 export const subscribeAlertResponse = z
   .object({
     subscriptionId: subscriptionIdSchema,
-    status: subscriptionStatusSchema.describe('`active` for a created subscription'),
+    status: subscriptionStatusSchema.describe('`active` for a created subscription; `pending` when the store asks shoppers to confirm (double opt-in): the shopper is e-mailed a confirmation link, and the subscription is alerted only once confirmed'),
   })
   .describe('The created (or already existing) subscription');
 

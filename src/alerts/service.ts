@@ -1,4 +1,6 @@
+// Longer than most files on purpose: every operation on subscriptions and their channels, where who may do what is decided once.
 import { nowIso } from '../core/clock.ts';
+import { newOpaqueId } from '../core/ids.ts';
 import { eventId, type EventSink } from '../core/events.ts';
 import { inPages } from '../core/db/pages.ts';
 import type { Trx } from '../core/db/database.ts';
@@ -6,9 +8,16 @@ import { addressKey, normaliseEmail } from '../core/email.ts';
 import { canSee, ownStore, storeForWrite, type Caller } from '../core/http/caller.ts';
 import { Conflict, Forbidden, NotFound, Problem } from '../core/problems.ts';
 import type { TokenSigner } from '../core/signed-token.ts';
+import type { EffectiveSettings } from '../stores/settings.ts';
+import type { Channel } from '../core/db/schema.ts';
+import { requiresConfirmation } from './consent.ts';
+import type { ContactPointRepository, ContactPointRow } from './contact-points.ts';
 import type { SubscribeAlertInput, Subscription } from './schemas.ts';
 import {
   OVER_LIMIT,
+  type Consent,
+  type WatchTarget,
+  type SubscriptionOwner,
   type FulfilledAddress,
   type SubscriptionRepository,
   type SubscriptionRow,
@@ -19,6 +28,33 @@ import {
 } from './repository.ts';
 
 const UNSUBSCRIBE = 'unsubscribe';
+const CONFIRM = 'confirm-subscription';
+const SHOPPER_PAGE = 'shopper-page';
+
+/** What the channels beside e-mail need of the rest of the service. */
+export interface ChannelDeps {
+  contactPoints: ContactPointRepository;
+  /** The store's settings (double opt-in, its country). */
+  settingsOf(storeDomain: string): Promise<Pick<EffectiveSettings, 'doubleOptIn' | 'country'>>;
+}
+
+/** A phone or browser a shopper adds to a subscription, with the consent given for it. */
+export type ExtraContact =
+  | { channel: 'sms'; phone: string; consent: Consent; timeZone: string | null }
+  | { channel: 'push'; endpoint: string; endpointKey: string; p256dh: string; auth: string; consent: Consent; timeZone: string | null };
+
+/** Whose page the shopper's link opens: one address at one store. */
+export interface Shopper {
+  storeDomain: string;
+  emailKey: string;
+  email: string;
+}
+
+/** A subscription as the shopper's page lists it, with its channels. */
+export interface ShopperSubscription {
+  row: SubscriptionRow;
+  contactPoints: ContactPointRow[];
+}
 
 /**
  * How many live subscriptions one agent not bound to a store may hold for it (or for no named
@@ -47,6 +83,7 @@ export class SubscriptionService {
     private readonly signer: TokenSigner,
     private readonly baseUrl: string,
     private readonly events: EventSink,
+    private readonly channels: ChannelDeps,
   ) {}
 
   /**
@@ -56,14 +93,27 @@ export class SubscriptionService {
    * shoppers. An agent not bound to the store makes third-party subscriptions, at most
    * THIRD_PARTY_LIMIT_PER_STORE live ones per store.
    */
-  async subscribeAlert(input: SubscribeAlertInput, caller: Caller): Promise<{ subscriptionId: string; status: 'active' }> {
+  async subscribeAlert(input: SubscribeAlertInput, caller: Caller): Promise<{ subscriptionId: string; status: 'active' | 'pending' }> {
     const { store, foreign } = storeForWrite(caller, input.shop);
     if (foreign) throw new Forbidden(`This agent is bound to ${caller.storeDomain} and cannot subscribe for ${input.shop}.`);
-    const target = { productId: input.productId, variantId: input.variantId ?? null, email: normaliseEmail(input.email), country: input.country ?? null };
+    const target: WatchTarget = {
+      productId: input.productId,
+      variantId: input.variantId ?? null,
+      email: normaliseEmail(input.email),
+      country: input.country ?? null,
+      consent: { method: 'agent-api', text: `subscribed through the API by agent ${caller.agentId ?? 'unknown'}`, page: null },
+    };
+    const sms = input.phone && input.smsConsentText ? smsContact(input.phone, { method: 'agent-api', text: input.smsConsentText, page: null }, null) : undefined;
     // storeForWrite puts a bound agent on its own store: only an unbound one is third-party.
     const now = nowIso();
+    if (store !== null && (await this.confirmationRequired(store, target.country))) {
+      const row = await this.store.subscribePending(target, { storeDomain: store, agentId: caller.agentId, thirdParty: caller.storeDomain === null }, now);
+      if (sms) await this.addContacts(row, [sms], now);
+      return { subscriptionId: row.id, status: row.status === 'active' ? 'active' : 'pending' };
+    }
     if (caller.storeDomain !== null) {
       const row = await this.store.subscribe(target, { storeDomain: store, agentId: caller.agentId, thirdParty: false }, now);
+      if (sms) await this.addContacts(row, [sms], now);
       await this.announceIfNew(row, now);
       return { subscriptionId: row.id, status: 'active' };
     }
@@ -77,13 +127,25 @@ export class SubscriptionService {
         { extensions: { limit: THIRD_PARTY_LIMIT_PER_STORE } },
       );
     }
+    if (sms) await this.addContacts(row, [sms], now);
     await this.announceIfNew(row, now);
     return { subscriptionId: row.id, status: 'active' };
   }
 
+  private async confirmationRequired(storeDomain: string, shopperCountry: string | null | undefined): Promise<boolean> {
+    return requiresConfirmation(await this.channels.settingsOf(storeDomain), shopperCountry);
+  }
+
+  /** Adds (or replaces) the subscription's phone and browser. */
+  private async addContacts(row: SubscriptionRow, contacts: ExtraContact[], now: string): Promise<ContactPointRow[]> {
+    const out: ContactPointRow[] = [];
+    for (const contact of contacts) out.push(await this.channels.contactPoints.put(contactPointRow(row, contact, now)));
+    return out;
+  }
+
   /** `subscription.created` for the store's webhooks, when this call made the row (not when it found the live one). */
   private async announceIfNew(row: SubscriptionRow, now: string): Promise<void> {
-    if (row.store_domain === null || row.created_at !== now) return;
+    if (row.store_domain === null || row.created_at !== now || row.status !== 'active') return;
     await this.events.announce({
       storeDomain: row.store_domain,
       type: 'subscription.created',
@@ -104,12 +166,154 @@ export class SubscriptionService {
     email: string;
     locale?: string | null;
     country?: string | null;
+    consent?: Consent;
+    contacts?: ExtraContact[];
   }): Promise<SubscriptionRow> {
-    const target = { productId: input.productId, variantId: input.variantId ?? null, email: normaliseEmail(input.email), locale: input.locale ?? null, country: input.country ?? null };
+    const target: WatchTarget = {
+      productId: input.productId,
+      variantId: input.variantId ?? null,
+      email: normaliseEmail(input.email),
+      locale: input.locale ?? null,
+      country: input.country ?? null,
+      ...(input.consent ? { consent: input.consent } : {}),
+    };
     const now = nowIso();
-    const row = await this.store.subscribe(target, { storeDomain: input.shop, agentId: null, thirdParty: false }, now);
+    const owner: SubscriptionOwner = { storeDomain: input.shop, agentId: null, thirdParty: false };
+    const pending = await this.confirmationRequired(input.shop, target.country);
+    const row = pending ? await this.store.subscribePending(target, owner, now) : await this.store.subscribe(target, owner, now);
+    if (input.contacts?.length) await this.addContacts(row, input.contacts, now);
     await this.announceIfNew(row, now);
     return row;
+  }
+
+  // --- double opt-in ------------------------------------------------------------------------
+
+  confirmUrl(subscriptionId: string): string {
+    return `${this.baseUrl}/confirm/${this.signer.sign(CONFIRM, subscriptionId)}`;
+  }
+
+  /** The subscription a genuine confirmation token names; undefined for a forged one. */
+  async subscriptionForConfirmToken(token: string): Promise<SubscriptionRow | undefined> {
+    const id = this.signer.verify(CONFIRM, token);
+    return id === undefined ? undefined : this.store.find(id);
+  }
+
+  /** The shopper confirmed: pending → active (once; an expired or ended one stays so). */
+  async confirmSubscription(token: string): Promise<SubscriptionRow | undefined> {
+    const id = this.signer.verify(CONFIRM, token);
+    if (id === undefined) return undefined;
+    const now = nowIso();
+    const row = await this.store.confirm(id, now);
+    if (row?.status === 'active' && row.confirmed_at === now) await this.announceIfNew({ ...row, created_at: now }, now);
+    return row;
+  }
+
+  /** Pending subscriptions whose confirmation mail is still to go (the confirmation job). */
+  awaitingConfirmationRequest(limit: number): Promise<SubscriptionRow[]> {
+    return this.store.awaitingConfirmationRequest(limit);
+  }
+
+  markConfirmationSent(id: string): Promise<void> {
+    return this.store.markConfirmationSent(id, nowIso());
+  }
+
+  /** Subscriptions and SMS numbers left unconfirmed `hours` expire: never alerted. */
+  async expireUnconfirmed(hours: number, now = new Date()): Promise<number> {
+    const before = new Date(now.getTime() - hours * 3600_000).toISOString();
+    const at = now.toISOString();
+    return (await this.store.expirePending(before, at)) + (await this.channels.contactPoints.expirePendingSms(before, at));
+  }
+
+  /** A subscription by id, for the service's own work (no caller: never for a request's answer). */
+  subscriptionForWork(id: string): Promise<SubscriptionRow | undefined> {
+    return this.store.find(id);
+  }
+
+  /** SMS numbers whose "reply YES" text is still to go (the confirmation job). */
+  smsAwaitingConfirmationRequest(limit: number): Promise<ContactPointRow[]> {
+    return this.channels.contactPoints.awaitingSmsConfirmationRequest(limit);
+  }
+
+  markSmsConfirmationSent(contactPointId: string): Promise<void> {
+    return this.channels.contactPoints.markConfirmationSent(contactPointId, nowIso());
+  }
+
+  /** The phone answered YES: its pending SMS contact points at these stores become active. */
+  confirmSms(phone: string, storeDomains: string[]): Promise<number> {
+    return this.channels.contactPoints.confirmSms(phone, storeDomains, nowIso());
+  }
+
+  /** Stores where this phone waits to confirm SMS alerts. */
+  pendingSmsStores(phone: string): Promise<string[]> {
+    return this.channels.contactPoints.pendingSmsStores(phone);
+  }
+
+  // --- the shopper's page -------------------------------------------------------------------
+
+  /** The shopper's page of the subscription's address at its store; the link names the subscription, never the address. */
+  shopperPageUrl(subscriptionId: string): string {
+    return `${this.baseUrl}/my/${this.signer.sign(SHOPPER_PAGE, subscriptionId)}`;
+  }
+
+  /** Whose page a genuine link opens; undefined for a forged link or an erased subscription. */
+  async shopperForToken(token: string): Promise<Shopper | undefined> {
+    const id = this.signer.verify(SHOPPER_PAGE, token);
+    const row = id === undefined ? undefined : await this.store.find(id);
+    if (!row || row.store_domain === null) return undefined;
+    return { storeDomain: row.store_domain, emailKey: row.email_key, email: row.email };
+  }
+
+  /** Everything the address waits for (or waited for) at the store, with each subscription's channels. */
+  async shopperSubscriptions(shopper: Shopper): Promise<ShopperSubscription[]> {
+    const rows = await this.waitingStore.ofCustomer(shopper.storeDomain, shopper.emailKey);
+    const points = await this.channels.contactPoints.ofSubscriptions(rows.map((row) => row.id));
+    return rows
+      .sort((a, b) => (a.created_at < b.created_at ? 1 : -1))
+      .map((row) => ({ row, contactPoints: points.filter((point) => point.subscription_id === row.id) }));
+  }
+
+  /** The shopper ends one of their subscriptions, or all (`subscriptionId` undefined); returns how many ended. */
+  async shopperCancel(shopper: Shopper, subscriptionId?: string): Promise<number> {
+    const ids = await this.shopperIds(shopper, subscriptionId);
+    return this.store.transitionMany(shopper.storeDomain, ids, ['pending', 'active', 'notified'], 'unsubscribed', nowIso());
+  }
+
+  /**
+   * The shopper turns a channel on or off, for one subscription or all. E-mail is muted, not
+   * ended (the subscription is the e-mail's); a phone or browser stops, and may start again.
+   */
+  async shopperSetChannel(shopper: Shopper, channel: Channel, on: boolean, subscriptionId?: string): Promise<void> {
+    const ids = await this.shopperIds(shopper, subscriptionId);
+    const now = nowIso();
+    if (channel === 'email') return this.store.setEmailMuted(shopper.storeDomain, ids, !on, now);
+    const points = (await this.channels.contactPoints.ofSubscriptions(ids)).filter((point) => point.channel === channel).map((point) => point.id);
+    if (on) await this.channels.contactPoints.setStatus(points, ['stopped'], 'active', null, now);
+    else await this.channels.contactPoints.setStatus(points, ['pending', 'active'], 'stopped', 'turned off on the shopper’s page', now);
+  }
+
+  /** The shopper's own subscription ids: one of them, or all; another address's id is no id. */
+  private async shopperIds(shopper: Shopper, subscriptionId: string | undefined): Promise<string[]> {
+    const rows = await this.waitingStore.ofCustomer(shopper.storeDomain, shopper.emailKey);
+    const ids = rows.map((row) => row.id);
+    if (subscriptionId === undefined) return ids;
+    if (!ids.includes(subscriptionId)) throw new NotFound(`No subscription ${subscriptionId} on this page.`);
+    return [subscriptionId];
+  }
+
+  // --- channels, for dispatch ---------------------------------------------------------------
+
+  /** The contact points of these subscriptions (dispatch plans a message per active one). */
+  contactPointsOf(subscriptionIds: string[]): Promise<ContactPointRow[]> {
+    return this.channels.contactPoints.ofSubscriptions(subscriptionIds);
+  }
+
+  contactPointsByIds(ids: string[]): Promise<ContactPointRow[]> {
+    return this.channels.contactPoints.byIds(ids);
+  }
+
+  /** The push service says the browser's subscription is gone: it is never used again. */
+  async removeContactPoint(id: string, reason: string): Promise<void> {
+    await this.channels.contactPoints.setStatus([id], ['pending', 'active', 'stopped'], 'removed', reason, nowIso());
   }
 
   async getSubscription(id: string, caller: Caller): Promise<Subscription> {
@@ -160,6 +364,11 @@ export class SubscriptionService {
 
   stillActive(subscriptionIds: string[]): Promise<Set<string>> {
     return this.waitingStore.stillActive(subscriptionIds);
+  }
+
+  /** Of these subscriptions, those whose shopper turned e-mail off. */
+  emailMuted(subscriptionIds: string[]): Promise<Set<string>> {
+    return this.waitingStore.emailMuted(subscriptionIds);
   }
 
   /** Of these subscriptions, those alerted and not unsubscribed since: a reminder may follow. */
@@ -270,4 +479,32 @@ export class SubscriptionService {
       unsubscribeUrl: this.unsubscribeUrl(row.id),
     };
   }
+}
+
+/** A phone the shopper gave, with the consent for it: pending until the phone answers YES. */
+export function smsContact(phone: string, consent: Consent, timeZone: string | null): ExtraContact {
+  return { channel: 'sms', phone, consent, timeZone };
+}
+
+function contactPointRow(subscription: SubscriptionRow, contact: ExtraContact, now: string): ContactPointRow {
+  const common = {
+    id: newOpaqueId('cp'),
+    subscription_id: subscription.id,
+    store_domain: subscription.store_domain,
+    time_zone: contact.timeZone,
+    consent_method: contact.consent.method,
+    consent_text: contact.consent.text,
+    consent_page: contact.consent.page,
+    consent_at: now,
+    status_reason: null,
+    confirmation_sent_at: null,
+    created_at: now,
+    updated_at: now,
+  };
+  if (contact.channel === 'sms') {
+    // SMS always asks for a YES, whatever the store's e-mail opt-in.
+    return { ...common, channel: 'sms', address: contact.phone, address_key: contact.phone, push_p256dh: null, push_auth: null, status: 'pending', confirmed_at: null };
+  }
+  // The browser's permission prompt is the shopper's explicit yes.
+  return { ...common, channel: 'push', address: contact.endpoint, address_key: contact.endpointKey, push_p256dh: contact.p256dh, push_auth: contact.auth, status: 'active', confirmed_at: now };
 }

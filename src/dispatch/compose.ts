@@ -1,25 +1,50 @@
-import type { MailTransport } from '../core/mail/transport.ts';
 import { localeSchema, type EffectiveSettings } from '../stores/settings.ts';
+import type { PushChannel, SmsSending } from './channels.ts';
 import type { StoreClaim } from './context.ts';
 import { productKey } from './rules.ts';
 import type { NotificationRow } from './repository.ts';
 import { renderNotification } from './templates.ts';
 
-/** A leased alert, checked, counted against the plan and written: ready for the transport. */
+/** A leased alert, checked, counted against the plan and written: ready to go by its channel. */
 export interface Outgoing {
   row: NotificationRow;
-  transport: MailTransport;
-  message: Parameters<MailTransport['send']>[0];
+  /** Hands the message to its channel; resolves once accepted, with the provider's id of it (SMS). */
+  deliver(): Promise<{ providerRef?: string }>;
   /** The billing period whose allowance this alert was counted against. */
   quotaPeriod: string;
   /** The store's reminder delay when this alert was composed (null: no reminder). */
   reminderDelayHours: number | null;
 }
 
-/** The alert's mail: the store's template or locale, its sender name, and one-click unsubscribe. */
-export function composeAlert(row: NotificationRow, claim: StoreClaim, links: { unsubscribeUrl: string; clickUrl: string }, quotaPeriod: string): Outgoing {
+/** The links an alert carries, made by the features that answer them. */
+export interface AlertLinks {
+  unsubscribeUrl: string;
+  clickUrl: string;
+  manageUrl: string;
+}
+
+export interface Channels {
+  sms: SmsSending | undefined;
+  push: PushChannel | undefined;
+  pushTtlSeconds: number;
+}
+
+/** The alert as its channel carries it: an e-mail, a text or a browser notification. */
+export function composeAlert(row: NotificationRow, claim: StoreClaim, links: AlertLinks, quotaPeriod: string, channels: Channels): Outgoing {
+  const common = { row, quotaPeriod, reminderDelayHours: row.kind === 'alert' ? claim.settings.reminderDelayHours : null };
+  switch (row.channel) {
+    case 'sms':
+      return { ...common, deliver: smsDelivery(row, claim, links, channels.sms) };
+    case 'push':
+      return { ...common, deliver: pushDelivery(row, claim, links, channels) };
+    default:
+      return { ...common, deliver: mailDelivery(row, claim, links) };
+  }
+}
+
+/** The mail: the store's template or locale, its sender name, one-click unsubscribe and the shopper's page. */
+function mailDelivery(row: NotificationRow, claim: StoreClaim, links: AlertLinks): Outgoing['deliver'] {
   const product = claim.products.get(productKey(row))!;
-  const { unsubscribeUrl } = links;
   const content = renderNotification(
     {
       shop: claim.storeDomain,
@@ -28,30 +53,70 @@ export function composeAlert(row: NotificationRow, claim: StoreClaim, links: { u
       // Our redirect, which records the click and lands on the product page with the store's UTM parameters.
       productUrl: links.clickUrl,
       imageUrl: product.imageUrl,
-      unsubscribeUrl,
+      unsubscribeUrl: links.unsubscribeUrl,
+      manageUrl: links.manageUrl,
       email: row.email,
     },
     { template: claim.settings.template, locale: alertLocale(row.locale, claim.settings.locale) },
     row.kind,
   );
-  return {
-    row,
-    transport: claim.transport,
-    quotaPeriod,
-    reminderDelayHours: row.kind === 'alert' ? claim.settings.reminderDelayHours : null,
-    message: {
-      to: row.email,
-      ...content,
-      ...(claim.from && { from: claim.from }),
-      // RFC 8058: mail clients offer one-click unsubscribe, POSTing to the link without cookies.
-      headers: {
-        'List-Unsubscribe': `<${unsubscribeUrl}>`,
-        'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
-        'X-Restock-Alert': row.id,
-      },
-      purpose: 'restock-alert',
-      storeDomain: claim.storeDomain,
+  const message = {
+    to: row.email,
+    ...content,
+    ...(claim.from && { from: claim.from }),
+    // RFC 8058: mail clients offer one-click unsubscribe, POSTing to the link without cookies.
+    headers: {
+      'List-Unsubscribe': `<${links.unsubscribeUrl}>`,
+      'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+      'X-Restock-Alert': row.id,
     },
+    purpose: 'restock-alert',
+    storeDomain: claim.storeDomain,
+  };
+  return async () => {
+    await claim.transport.send(message);
+    return {};
+  };
+}
+
+/** One segment where the language allows: the product, our short redirect, and how to stop. */
+function smsDelivery(row: NotificationRow, claim: StoreClaim, links: AlertLinks, sms: SmsSending | undefined): Outgoing['deliver'] {
+  const contact = row.contact_point_id ? claim.contacts.get(row.contact_point_id) : undefined;
+  const product = claim.products.get(productKey(row))!;
+  return async () => {
+    // The rules checked both before the plan was charged; a change in between fails the send, which is retried.
+    if (!sms || !claim.smsAccount || !contact) throw new Error('SMS is no longer set up for this store or number');
+    const body = sms.alertText({
+      shop: claim.settings.senderName ?? claim.storeDomain,
+      productTitle: product.title,
+      variantTitle: product.variantTitle,
+      link: links.clickUrl,
+      locale: alertLocale(row.locale, claim.settings.locale),
+      kind: row.kind,
+    });
+    const { providerRef } = await sms.send(claim.smsAccount, { to: contact.address, body, statusCallback: sms.statusCallbackUrl(claim.storeDomain, claim.ownSmsAccount) });
+    return { providerRef };
+  };
+}
+
+/** A notification in the shopper's browser that opens the product through our redirect. */
+function pushDelivery(row: NotificationRow, claim: StoreClaim, links: AlertLinks, channels: Channels): Outgoing['deliver'] {
+  const contact = row.contact_point_id ? claim.contacts.get(row.contact_point_id) : undefined;
+  const product = claim.products.get(productKey(row))!;
+  const content = renderNotification(
+    { shop: claim.storeDomain, productTitle: product.title, variantTitle: product.variantTitle, productUrl: links.clickUrl, imageUrl: product.imageUrl, unsubscribeUrl: links.unsubscribeUrl, manageUrl: links.manageUrl, email: row.email },
+    { template: {}, locale: alertLocale(row.locale, claim.settings.locale) },
+    row.kind,
+  );
+  return async () => {
+    if (!channels.push || !contact?.push_p256dh || !contact.push_auth) throw new Error('browser push is no longer set up for this browser');
+    await channels.push.send({
+      endpoint: contact.address,
+      keys: { p256dh: contact.push_p256dh, auth: contact.push_auth },
+      payload: { title: content.subject, body: claim.settings.senderName ?? claim.storeDomain, url: links.clickUrl, icon: product.imageUrl, tag: `restock-${row.restock_id}` },
+      ttlSeconds: channels.pushTtlSeconds,
+    });
+    return {};
   };
 }
 

@@ -2,7 +2,9 @@ import { chunks } from '../core/chunks.ts';
 import { addressKey } from '../core/email.ts';
 import type { MailAddress, MailTransport } from '../core/mail/transport.ts';
 import type { EffectiveSettings } from '../stores/settings.ts';
-import { orderedKey, productKey, restockAddressKey, type SendFacts } from './rules.ts';
+import type { ContactPointRow } from '../alerts/contact-points.ts';
+import type { SmsAccount } from './channels.ts';
+import { capKey, orderedKey, productKey, restockAddressKey, subscriptionChannelKey, subscriptionRestockKey, type SendFacts } from './rules.ts';
 import type { NotificationRow } from './repository.ts';
 import type { WorkerDeps } from './worker.ts';
 
@@ -25,9 +27,17 @@ export interface StoreClaim {
   products: Map<string, ProductDetails>;
   transport: MailTransport;
   from: MailAddress | undefined;
+  /** The Twilio account the store's texts go from (its own, else the service's), if any. */
+  smsAccount: SmsAccount | undefined;
+  /** The store set its own Twilio account (delivery reports come to its own callback). */
+  ownSmsAccount: boolean;
+  /** The claim's phones and browsers, by contact point id. */
+  contacts: Map<string, ClaimContact>;
 }
 
-export type ContextDeps = Pick<WorkerDeps, 'store' | 'alerts' | 'stores' | 'inventory' | 'senders' | 'followUp'>;
+export type ClaimContact = ContactPointRow & { optedOut: boolean };
+
+export type ContextDeps = Pick<WorkerDeps, 'store' | 'alerts' | 'stores' | 'inventory' | 'senders' | 'followUp' | 'sms' | 'push'>;
 
 /**
  * Every read a claimed group needs before anything goes out, in one place: subscriptions still
@@ -36,14 +46,20 @@ export type ContextDeps = Pick<WorkerDeps, 'store' | 'alerts' | 'stores' | 'inve
  * rules then decide from this alone.
  */
 export async function loadClaim(deps: ContextDeps, claimed: NotificationRow[], now: Date): Promise<StoreClaim[]> {
-  const subscriptions = claimed.map((row) => row.subscription_id);
+  const subscriptions = [...new Set(claimed.map((row) => row.subscription_id))];
   const waiting = await deps.alerts.stillActive(subscriptions);
-  const alerted = await deps.store.alreadySent(subscriptions);
-  const reminded = claimed.filter((row) => row.kind === 'reminder').map((row) => row.subscription_id);
-  const notified = reminded.length > 0 ? await deps.alerts.stillNotified(reminded) : new Set<string>();
+  const sent = await deps.store.alreadySent(subscriptions);
+  const alerts = sent.filter((row) => row.kind === 'alert');
+  const alerted = new Set(alerts.map((row) => row.subscription_id));
+  const alertedOn = new Set(alerts.map(subscriptionChannelKey));
+  const alertedForRestock = new Set(alerts.map(subscriptionRestockKey));
+  // Reminders, and alerts on a second channel after the first made the subscription notified.
+  const notWaiting = subscriptions.filter((id) => !waiting.has(id));
+  const notified = notWaiting.length > 0 ? await deps.alerts.stillNotified(notWaiting) : new Set<string>();
+  const emailMuted = await deps.alerts.emailMuted(claimed.filter((row) => row.channel === 'email').map((row) => row.subscription_id));
   const claims: StoreClaim[] = [];
   for (const [storeDomain, rows] of groupBy(claimed, (row) => row.store_domain)) {
-    claims.push(await loadStore(deps, storeDomain, rows, { waiting, alerted, notified }, now));
+    claims.push(await loadStore(deps, storeDomain, rows, { waiting, alerted, alertedOn, alertedForRestock, notified, emailMuted }, now));
   }
   return claims;
 }
@@ -52,18 +68,35 @@ async function loadStore(
   deps: ContextDeps,
   storeDomain: string,
   rows: NotificationRow[],
-  subscriptions: { waiting: Set<string>; alerted: Set<string>; notified: Set<string> },
+  subscriptions: Pick<SendFacts, 'waiting' | 'alerted' | 'alertedOn' | 'alertedForRestock' | 'notified' | 'emailMuted'>,
   now: Date,
 ): Promise<StoreClaim> {
-  const { sending, settings, smtpUrl } = await deps.stores.sendingProfile(storeDomain);
+  const { sending, settings, smtpUrl, smsAccount: ownSmsAccount } = await deps.stores.sendingProfile(storeDomain);
   const frequencyCapMs = settings.frequencyCapMinutes * 60_000;
   const addresses = await readAddresses(deps, storeDomain, rows, frequencyCapMs, now);
   const { sellable, products } = await readProducts(deps, storeDomain, rows, settings.minStock);
   const ordered = await readPurchases(deps, storeDomain, rows);
+  const smsAccount = deps.sms?.accountFor(ownSmsAccount);
+  const contacts = await readContacts(deps, rows, smsAccount);
   return {
     storeDomain,
     rows,
-    facts: { now: now.getTime(), storeSending: sending, frequencyCapMs, ...subscriptions, ...addresses, sellable, ordered },
+    smsAccount,
+    ownSmsAccount: ownSmsAccount !== undefined,
+    contacts,
+    facts: {
+      now: now.getTime(),
+      storeSending: sending,
+      frequencyCapMs,
+      ...subscriptions,
+      ...addresses,
+      sellable,
+      ordered,
+      contacts: new Map([...contacts].map(([id, contact]) => [id, { status: contact.status, timeZone: contact.time_zone, optedOut: contact.optedOut }])),
+      smsSender: smsAccount !== undefined,
+      push: deps.push !== undefined,
+      quietHours: { ...settings.smsQuietHours, timeZone: settings.timeZone },
+    },
     settings,
     ownMailProvider: smtpUrl !== undefined && smtpUrl !== null,
     products,
@@ -84,8 +117,8 @@ async function readAddresses(deps: ContextDeps, storeDomain: string, rows: Notif
   const since = frequencyCapMs > 0 ? new Date(now.getTime() - frequencyCapMs).toISOString() : undefined;
   for (const keys of chunks([...new Set(rows.map((row) => addressKey(row.email)))])) {
     for (const sent of await deps.store.sentTo(storeDomain, keys)) {
-      mailedForRestock.add(restockAddressKey({ restock_id: sent.restock_id, email: sent.email_key, kind: sent.kind }));
-      if (since && sent.sent_at && sent.sent_at >= since) keepLatest(lastSent, sent.email_key, sent.sent_at);
+      mailedForRestock.add(restockAddressKey({ restock_id: sent.restock_id, email: sent.email_key, kind: sent.kind, channel: sent.channel }));
+      if (since && sent.sent_at && sent.sent_at >= since) keepLatest(lastSent, capKey({ email: sent.email_key, channel: sent.channel }), sent.sent_at);
     }
     for (const [key, reason] of await deps.store.suppressed(storeDomain, keys)) suppressed.set(key, reason);
   }
@@ -100,6 +133,16 @@ async function readPurchases(deps: ContextDeps, storeDomain: string, rows: Notif
     storeDomain,
     reminders.map((row) => ({ key: orderedKey(row), email: row.email, productId: row.product_id, variantId: row.variant_id, since: row.created_at })),
   );
+}
+
+/** The claim's phones and browsers, and which phones texted STOP to the sender the store's texts go from. */
+async function readContacts(deps: ContextDeps, rows: NotificationRow[], smsAccount: SmsAccount | undefined): Promise<Map<string, ClaimContact>> {
+  const ids = [...new Set(rows.flatMap((row) => (row.contact_point_id ? [row.contact_point_id] : [])))];
+  if (ids.length === 0) return new Map();
+  const points = await deps.alerts.contactPointsByIds(ids);
+  const phones = points.filter((point) => point.channel === 'sms').map((point) => point.address);
+  const optedOut = smsAccount && deps.sms && phones.length > 0 ? await deps.sms.optedOut(smsAccount.from, phones) : new Set<string>();
+  return new Map(points.map((point) => [point.id, { ...point, optedOut: point.channel === 'sms' && optedOut.has(point.address) }]));
 }
 
 function keepLatest(latest: Map<string, string>, email: string, at: string): void {

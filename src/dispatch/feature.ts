@@ -8,6 +8,7 @@ import { MailOutboxRepository } from '../core/mail/outbox-repository.ts';
 import type { MailTransport } from '../core/mail/transport.ts';
 import type { InventoryService } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
+import type { PushChannel, SmsSending } from './channels.ts';
 import type { WorkerJob } from './jobs.ts';
 import { dispatchRoutes } from './routes.ts';
 import { NotificationSenders } from './senders.ts';
@@ -45,6 +46,8 @@ export interface WorkerDeps {
   events: EventSink;
   /** Every other feature's background work. */
   jobs: WorkerJob[];
+  sms?: SmsSending | undefined;
+  push?: PushChannel | undefined;
 }
 
 /** The dispatch worker with the stores' own mail transports; `close` stops it after the alerts in flight. */
@@ -63,6 +66,9 @@ export function buildDispatchWorker(deps: WorkerDeps): Feature<DispatchWorker> {
     config: deps.config.dispatch,
     log: deps.log,
     jobs: deps.jobs,
+    sms: deps.sms,
+    push: deps.push,
+    pushTtlSeconds: deps.config.push.ttlSeconds,
   });
   return {
     service: worker,

@@ -4,7 +4,19 @@ import type { EffectiveSettings } from '../stores/settings.ts';
 import { leaseEnd } from './leases.ts';
 import { planVerdict, WHY } from './rules.ts';
 import type { NotificationRow, RestockRow } from './repository.ts';
+import type { WaitingSubscriber } from '../alerts/repository.ts';
+import type { Channel } from '../core/db/schema.ts';
 import type { WorkerDeps } from './worker.ts';
+
+interface PlannedChannel {
+  channel: Channel;
+  contactPointId: string | null;
+}
+
+const EMAIL: PlannedChannel = { channel: 'email', contactPointId: null };
+
+/** How the audit names a channel. */
+export const CHANNEL_WORDS: Record<Channel, string> = { email: 'by e-mail', sms: 'by SMS', push: 'by browser push' };
 
 /** How many restocks one turn plans at most, so sending is never starved by planning. */
 const RESTOCKS_PER_TURN = 10;
@@ -73,39 +85,46 @@ export class BatchPlanner {
 
     const batch = restock.batches + 1;
     const nowIso = now.toISOString();
-    const rows: NotificationRow[] = waiting.map((subscriber, i) => ({
-      id: newId('ntf'),
-      restock_id: restock.id,
-      subscription_id: subscriber.id,
-      store_domain: restock.store_domain,
-      email: subscriber.email,
-      email_key: addressKey(subscriber.email),
-      product_id: restock.product_id,
-      variant_id: restock.variant_id,
-      batch,
-      position: restock.planned + i,
-      status: 'queued',
-      reason: whySent(restock, stock.available, settings, verdict.size, batch, subscriber.created_at, restock.planned + i, i >= own.length),
-      outcome: null,
-      attempts: 0,
-      next_attempt_at: nowIso,
-      lease_owner: null,
-      lease_until: null,
-      created_at: nowIso,
-      sent_at: null,
-      locale: subscriber.locale,
-      held_by_plan: 0,
-      third_party: i >= own.length ? 1 : 0,
-      kind: 'alert',
-      reminder_of: null,
-    }));
+    const channels = await this.channelsOf(waiting);
+    const rows: NotificationRow[] = waiting.flatMap((subscriber, i) =>
+      channels(subscriber).map((channel) => ({
+        id: newId('ntf'),
+        restock_id: restock.id,
+        subscription_id: subscriber.id,
+        store_domain: restock.store_domain,
+        email: subscriber.email,
+        email_key: addressKey(subscriber.email),
+        product_id: restock.product_id,
+        variant_id: restock.variant_id,
+        batch,
+        position: restock.planned + i,
+        status: 'queued',
+        reason: `${CHANNEL_WORDS[channel.channel]}: ${whySent(restock, stock.available, settings, verdict.size, batch, subscriber.created_at, restock.planned + i, i >= own.length)}`,
+        outcome: null,
+        attempts: 0,
+        next_attempt_at: nowIso,
+        lease_owner: null,
+        lease_until: null,
+        created_at: nowIso,
+        sent_at: null,
+        locale: subscriber.locale,
+        held_by_plan: 0,
+        third_party: i >= own.length ? 1 : 0,
+        kind: 'alert',
+        reminder_of: null,
+        channel: channel.channel,
+        contact_point_id: channel.contactPointId,
+        provider_ref: null,
+        delivery_status: null,
+      })),
+    );
     const lastOwn = own[own.length - 1];
     const lastThirdParty = thirdParty[thirdParty.length - 1];
     // Fewer waiting than the batch holds: everyone was reached.
     const finished = waiting.length < verdict.size;
     await this.deps.store.queueBatch(this.owner, restock, rows, {
       batches: batch,
-      planned: restock.planned + rows.length,
+      planned: restock.planned + waiting.length,
       cursor_created_at: lastOwn?.created_at ?? restock.cursor_created_at,
       cursor_id: lastOwn?.id ?? restock.cursor_id,
       third_party_cursor_created_at: lastThirdParty?.created_at ?? restock.third_party_cursor_created_at,
@@ -116,6 +135,23 @@ export class BatchPlanner {
       updated_at: nowIso,
     });
     return 1;
+  }
+
+  /**
+   * Each subscriber's channels: e-mail unless the shopper muted it, and every phone and browser
+   * still active. A batch is sized in shoppers (the stock is what they compete for), and each
+   * shopper gets one message per channel.
+   */
+  private async channelsOf(waiting: WaitingSubscriber[]): Promise<(subscriber: WaitingSubscriber) => PlannedChannel[]> {
+    const points = await this.deps.alerts.contactPointsOf(waiting.map((subscriber) => subscriber.id));
+    const bySubscription = new Map<string, PlannedChannel[]>();
+    for (const point of points) {
+      if (point.status !== 'active') continue;
+      const list = bySubscription.get(point.subscription_id) ?? [];
+      list.push({ channel: point.channel, contactPointId: point.id });
+      bySubscription.set(point.subscription_id, list);
+    }
+    return (subscriber) => [...(subscriber.email_muted === 1 ? [] : [EMAIL]), ...(bySubscription.get(subscriber.id) ?? [])];
   }
 
   private async stop(restock: RestockRow, now: Date, status: string, reason: string): Promise<number> {

@@ -178,7 +178,7 @@ export class DispatchRepository {
    */
   async settle(
     owner: string,
-    sent: { ids: string[]; at: string },
+    sent: { ids: string[]; at: string; providerRefs?: Array<{ id: string; ref: string }> },
     others: Array<{ id: string; changes: Partial<NotificationRow> }>,
     alongside: (trx: Trx) => Promise<void>,
   ): Promise<void> {
@@ -190,6 +190,10 @@ export class DispatchRepository {
           .where('id', 'in', chunk)
           .where('lease_owner', '=', owner)
           .execute();
+      }
+      // The provider's id of each text, which its delivery reports name.
+      for (const { id, ref } of sent.providerRefs ?? []) {
+        await trx.updateTable('notifications').set({ provider_ref: ref }).where('id', '=', id).execute();
       }
       for (const { id, changes } of others) {
         await trx
@@ -203,19 +207,28 @@ export class DispatchRepository {
     });
   }
 
-  /** Of these subscriptions, those already alerted (by any restock). */
-  async alreadySent(subscriptionIds: string[]): Promise<Set<string>> {
-    const out = new Set<string>();
+  /** The alerts (and reminders) sent to these subscriptions, by any restock, on any channel. */
+  async alreadySent(subscriptionIds: string[]): Promise<Array<Pick<NotificationRow, 'subscription_id' | 'restock_id' | 'channel' | 'kind'>>> {
+    const out: Array<Pick<NotificationRow, 'subscription_id' | 'restock_id' | 'channel' | 'kind'>> = [];
     for (const chunk of chunks(subscriptionIds)) {
-      const rows = await this.database.db
-        .selectFrom('notifications')
-        .select('subscription_id')
-        .where('subscription_id', 'in', chunk)
-        .where('status', '=', 'sent')
-        .execute();
-      for (const row of rows) out.add(row.subscription_id);
+      out.push(
+        ...(await this.database.db
+          .selectFrom('notifications')
+          .select(['subscription_id', 'restock_id', 'channel', 'kind'])
+          .where('subscription_id', 'in', chunk)
+          .where('status', '=', 'sent')
+          .execute()),
+      );
     }
     return out;
+  }
+
+  /** A provider's delivery report of a message it accepted (SMS); false when no message has that id. */
+  async recordDelivery(providerRef: string, status: string, outcome: string): Promise<boolean> {
+    const result = await this.database.writeStatement((db) =>
+      db.updateTable('notifications').set({ delivery_status: status, outcome }).where('provider_ref', '=', providerRef).executeTakeFirst(),
+    );
+    return Number(result.numUpdatedRows) > 0;
   }
 
   /**
@@ -223,10 +236,10 @@ export class DispatchRepository {
    * (notifications_by_address_key): naming the restock too made SQLite walk the restock's every
    * row (notifications_once_per_restock) instead, a whole batch for each claim.
    */
-  sentTo(storeDomain: string, emailKeys: string[]): Promise<Array<Pick<NotificationRow, 'email_key' | 'restock_id' | 'sent_at' | 'kind'>>> {
+  sentTo(storeDomain: string, emailKeys: string[]): Promise<Array<Pick<NotificationRow, 'email_key' | 'restock_id' | 'sent_at' | 'kind' | 'channel'>>> {
     return this.database.db
       .selectFrom('notifications')
-      .select(['email_key', 'restock_id', 'sent_at', 'kind'])
+      .select(['email_key', 'restock_id', 'sent_at', 'kind', 'channel'])
       .where('store_domain', '=', storeDomain)
       .where('email_key', 'in', emailKeys)
       .where('status', '=', 'sent')

@@ -1,8 +1,11 @@
+// Longer than most files on purpose: every sending rule of every channel in one table, so a
+// reader sees the whole policy (and its tests) in one place.
 import { addressKey } from '../core/email.ts';
 import { MailDeliveryError } from '../core/mail/transport.ts';
+import { PushDeliveryError, SmsDeliveryError } from './channels.ts';
 import type { EffectiveSettings } from '../stores/settings.ts';
 import { OVER_ALLOWANCE } from './service.ts';
-import type { NotificationKind } from '../core/db/schema.ts';
+import type { Channel, NotificationKind } from '../core/db/schema.ts';
 import type { NotificationRow } from './repository.ts';
 
 /**
@@ -27,6 +30,12 @@ export const WHY = {
   reminderUnsubscribed: 'no reminder: the shopper unsubscribed (or the subscription was cancelled) after the alert',
   reminderSoldOut: 'no reminder: sold out (or unpublished) again since the alert',
   reminderOrdered: 'no reminder: the shopper ordered it after the alert',
+  emailMuted: 'the shopper turned e-mail off for this alert',
+  contactPointClosed: (status: string) => `the shopper's ${status === 'removed' ? 'browser subscription is gone' : `number or browser is ${status}`}`,
+  smsOptedOut: 'the phone texted STOP to this sender',
+  noSmsSender: 'no SMS sender is configured (the store has no Twilio account and neither has the service)',
+  noPush: 'browser push is not set up on this service',
+  quietHours: (until: string) => `quiet hours in the shopper's time zone: waiting until ${until}`,
 } as const;
 
 // --- planning ------------------------------------------------------------------------------
@@ -35,10 +44,10 @@ export type PlanVerdict =
   | { kind: 'stop'; status: 'stopped' | 'unpublished' | 'sold_out'; reason: string }
   | { kind: 'batch'; size: number };
 
-/** Whether a restock gets a next batch, and how large: stock × multiplier, at least 1. */
 /** A batch of a variant sold whatever its stock (backorders, pre-order): no stock to size it by. */
 const UNLIMITED_BATCH = 100;
 
+/** Whether a restock gets a next batch, and how large: stock × multiplier, at least 1. */
 export function planVerdict(
   storeSending: boolean,
   stock: { available: number; published: boolean; unlimited?: boolean },
@@ -57,7 +66,19 @@ export function planVerdict(
 export type NotificationRef = Pick<NotificationRow, 'subscription_id' | 'email' | 'restock_id' | 'product_id' | 'variant_id'> & {
   /** alert when absent. */
   kind?: NotificationKind;
+  /** email when absent. */
+  channel?: Channel;
+  contact_point_id?: string | null;
 };
+
+/** What the rules need of a phone or browser. */
+export interface ContactFacts {
+  status: string;
+  /** The shopper's time zone, when the browser gave it. */
+  timeZone: string | null;
+  /** SMS: the phone texted STOP to the sender this store's texts go from. */
+  optedOut: boolean;
+}
 
 /** What one claimed group's reads found about its store: all the sending rules look at. */
 export interface SendFacts {
@@ -83,6 +104,18 @@ export interface SendFacts {
   notified: ReadonlySet<string>;
   /** Reminder rows whose shopper ordered the product since the alert, as `orderedKey`. */
   ordered: ReadonlySet<string>;
+  /** Subscriptions (any restock) already sent an alert on a channel, as `subscriptionChannelKey`; absent: as `alerted`, e-mail only. */
+  alertedOn?: ReadonlySet<string>;
+  /** Subscriptions a restock's alert already reached on some channel, as `subscriptionRestockKey`: its other channels still go. */
+  alertedForRestock?: ReadonlySet<string>;
+  /** Subscriptions whose shopper muted e-mail. */
+  emailMuted?: ReadonlySet<string>;
+  /** Phones and browsers of the claim, by contact point id. */
+  contacts?: ReadonlyMap<string, ContactFacts>;
+  smsSender?: boolean;
+  push?: boolean;
+  /** No SMS between these hours, local to the shopper (else the store's time zone). */
+  quietHours?: { start: number; end: number; timeZone: string };
 }
 
 export type Skip = { kind: 'skipped'; why: string; notified: boolean };
@@ -95,7 +128,10 @@ export type Verdict = { kind: 'send' } | Skip | Defer;
  * `addressKey` throughout: `Jane@` and `jane@` are one shopper.
  */
 interface GroupState {
+  /** As `subscriptionChannelKey`. */
   subscriptions: Set<string>;
+  /** As `subscriptionRestockKey`. */
+  reached: Set<string>;
   addresses: Set<string>;
   lastSent: Map<string, string>;
 }
@@ -106,16 +142,50 @@ const isReminder = (row: NotificationRef): boolean => row.kind === 'reminder';
 
 const storeSends: Rule = (_row, facts) => (facts.storeSending ? undefined : skip(WHY.uninstalled, false));
 
-/** A reminder follows an alert by design; the ledger's unique index keeps it to one per alert. */
-const notAlertedYet: Rule = (row, facts, group) =>
-  !isReminder(row) && (facts.alerted.has(row.subscription_id) || group.subscriptions.has(row.subscription_id)) ? skip(WHY.alreadyAlerted, true) : undefined;
+const channelOf = (row: NotificationRef): Channel => row.channel ?? 'email';
 
-const stillWaiting: Rule = (row, facts) => {
-  if (isReminder(row)) return facts.notified.has(row.subscription_id) ? undefined : skip(WHY.reminderUnsubscribed, false);
-  return facts.waiting.has(row.subscription_id) ? undefined : skip(WHY.noLongerWaits, false);
+/** A reminder follows an alert by design; the ledger's unique index keeps it to one per alert. One alert per channel. */
+const notAlertedYet: Rule = (row, facts, group) => {
+  if (isReminder(row)) return undefined;
+  const key = subscriptionChannelKey(row);
+  const before = facts.alertedOn ? facts.alertedOn.has(key) : facts.alerted.has(row.subscription_id);
+  return before || group.subscriptions.has(key) ? skip(WHY.alreadyAlerted, true) : undefined;
 };
 
+/**
+ * An alert goes to a subscription still waiting, or to one this restock's alert already reached
+ * on another channel (that made it notified; its texts and pushes still go).
+ */
+const stillWaiting: Rule = (row, facts, group) => {
+  if (isReminder(row)) return facts.notified.has(row.subscription_id) ? undefined : skip(WHY.reminderUnsubscribed, false);
+  if (facts.waiting.has(row.subscription_id)) return undefined;
+  const reached = facts.alertedForRestock?.has(subscriptionRestockKey(row)) || group.reached.has(subscriptionRestockKey(row));
+  return reached && facts.notified.has(row.subscription_id) ? undefined : skip(WHY.noLongerWaits, false);
+};
+
+/** The channel is still open: e-mail not muted, the phone or browser active, a sender set up, no STOP. */
+const channelOpen: Rule = (row, facts) => {
+  const channel = channelOf(row);
+  if (channel === 'email') return facts.emailMuted?.has(row.subscription_id) ? skip(WHY.emailMuted, false) : undefined;
+  const contact = row.contact_point_id ? facts.contacts?.get(row.contact_point_id) : undefined;
+  if (!contact || contact.status !== 'active') return skip(WHY.contactPointClosed(contact?.status ?? 'removed'), false);
+  if (channel === 'sms' && !facts.smsSender) return skip(WHY.noSmsSender, false);
+  if (channel === 'sms' && contact.optedOut) return skip(WHY.smsOptedOut, false);
+  if (channel === 'push' && !facts.push) return skip(WHY.noPush, false);
+  return undefined;
+};
+
+/** No text at night where the shopper is: it waits for the morning, it is not dropped. */
+const outsideQuietHours: Rule = (row, facts) => {
+  if (channelOf(row) !== 'sms' || !facts.quietHours) return undefined;
+  const contact = row.contact_point_id ? facts.contacts?.get(row.contact_point_id) : undefined;
+  const until = quietUntil(facts.now, facts.quietHours, contact?.timeZone ?? facts.quietHours.timeZone);
+  return until === undefined ? undefined : { kind: 'deferred', until, why: WHY.quietHours(until), heldByPlan: false };
+};
+
+/** Only e-mail addresses bounce or complain; phones have STOP, browsers their own answers. */
 const notSuppressed: Rule = (row, facts) => {
+  if (channelOf(row) !== 'email') return undefined;
   const reason = facts.suppressed.get(addressKey(row.email));
   return reason === undefined ? undefined : skip(WHY.suppressed(reason), false);
 };
@@ -136,7 +206,7 @@ const stillSellable: Rule = (row, facts) => {
 const notOrdered: Rule = (row, facts) => (isReminder(row) && facts.ordered.has(orderedKey(row)) ? skip(WHY.reminderOrdered, false) : undefined);
 
 const withinFrequencyCap: Rule = (row, facts, group) => {
-  const key = addressKey(row.email);
+  const key = capKey(row);
   const last = group.lastSent.get(key) ?? facts.lastSent.get(key);
   if (!last || facts.frequencyCapMs <= 0) return undefined;
   const until = Date.parse(last) + facts.frequencyCapMs;
@@ -144,7 +214,7 @@ const withinFrequencyCap: Rule = (row, facts, group) => {
 };
 
 /** In this order: the first that objects decides, which fixes the reason recorded. */
-const SENDING_RULES: Rule[] = [storeSends, notAlertedYet, stillWaiting, notSuppressed, notMailedForRestock, stillSellable, notOrdered, withinFrequencyCap];
+const SENDING_RULES: Rule[] = [storeSends, notAlertedYet, stillWaiting, channelOpen, notSuppressed, notMailedForRestock, stillSellable, notOrdered, withinFrequencyCap, outsideQuietHours];
 
 /** The verdict on one alert, alone in its group. */
 export function decide(row: NotificationRef, facts: SendFacts): Verdict {
@@ -173,14 +243,15 @@ function verdictIn(row: NotificationRef, facts: SendFacts, group: GroupState): V
 }
 
 function admit(row: NotificationRef, facts: SendFacts, group: GroupState): void {
-  group.subscriptions.add(row.subscription_id);
+  group.subscriptions.add(subscriptionChannelKey(row));
+  group.reached.add(subscriptionRestockKey(row));
   group.addresses.add(restockAddressKey(row));
-  const key = addressKey(row.email);
+  const key = capKey(row);
   if (!group.lastSent.has(key) && !facts.lastSent.has(key)) group.lastSent.set(key, new Date(facts.now).toISOString());
 }
 
 function emptyGroup(): GroupState {
-  return { subscriptions: new Set(), addresses: new Set(), lastSent: new Map() };
+  return { subscriptions: new Set(), reached: new Set(), addresses: new Set(), lastSent: new Map() };
 }
 
 function skip(why: string, notified: boolean): Skip {
@@ -216,7 +287,8 @@ export function withinAllowance<T>(ready: readonly T[], grant: AllowanceGrant): 
 // --- after a failed send -------------------------------------------------------------------
 
 export type Retry = { kind: 'retry'; why: string; at: string };
-export type Failed = { kind: 'failed'; why: string; suppress: boolean };
+/** `suppress`: an e-mail address refused for good; `removeContact`: a browser whose push subscription is gone. */
+export type Failed = { kind: 'failed'; why: string; suppress: boolean; removeContact?: boolean };
 
 export interface RetryPolicy {
   maxAttempts: number;
@@ -234,6 +306,10 @@ export const MAX_RETRY_DELAY_MS = 6 * 3600_000;
 export function failureVerdict(attempts: number, err: unknown, policy: RetryPolicy, now: number, random: number): Retry | Failed {
   const why = err instanceof Error ? err.message : String(err);
   if (err instanceof MailDeliveryError && err.recipientRefused) return { kind: 'failed', why: `refused by the mail server (${err.responseCode}): ${why}`, suppress: true };
+  if (err instanceof PushDeliveryError && err.gone) return { kind: 'failed', why: `the push service says the browser's subscription is gone (${err.status}); it is removed`, suppress: false, removeContact: true };
+  if (err instanceof PushDeliveryError && err.permanent) return { kind: 'failed', why: `refused by the push service (${err.status}): ${why}`, suppress: false };
+  if (err instanceof SmsDeliveryError && err.optedOut) return { kind: 'failed', why: `the phone texted STOP to this sender (${err.code})`, suppress: false };
+  if (err instanceof SmsDeliveryError && err.permanent) return { kind: 'failed', why: `refused by the SMS provider (${err.code}): ${why}`, suppress: false };
   if (attempts >= policy.maxAttempts) return { kind: 'failed', why: `gave up after ${attempts} attempts: ${why}`, suppress: false };
   const base = policy.retryBaseMs * 2 ** (attempts - 1);
   const delay = Math.min(MAX_RETRY_DELAY_MS, base * (0.5 + random));
@@ -246,9 +322,47 @@ export function productKey(row: Pick<NotificationRow, 'product_id' | 'variant_id
   return `${row.product_id}\n${row.variant_id ?? ''}`;
 }
 
-/** A restock, the message's kind and an address, compared by `addressKey` (which a key already is): one alert and one reminder per restock and address. */
-export function restockAddressKey(row: Pick<NotificationRow, 'restock_id' | 'email'> & { kind?: NotificationKind }): string {
-  return `${row.restock_id}\n${row.kind ?? 'alert'}\n${addressKey(row.email)}`;
+/** A restock, the message's kind, its channel and an address, compared by `addressKey` (which a key already is): one alert and one reminder per restock, channel and address. */
+export function restockAddressKey(row: Pick<NotificationRow, 'restock_id' | 'email'> & { kind?: NotificationKind; channel?: Channel }): string {
+  return `${row.restock_id}\n${row.kind ?? 'alert'}\n${row.channel ?? 'email'}\n${addressKey(row.email)}`;
+}
+
+/** The frequency cap counts per channel: a text does not hold back the e-mail. */
+export function capKey(row: Pick<NotificationRow, 'email'> & { channel?: Channel }): string {
+  return `${row.channel ?? 'email'}\n${addressKey(row.email)}`;
+}
+
+export function subscriptionChannelKey(row: Pick<NotificationRow, 'subscription_id'> & { channel?: Channel }): string {
+  return `${row.subscription_id}\n${row.channel ?? 'email'}`;
+}
+
+export function subscriptionRestockKey(row: Pick<NotificationRow, 'subscription_id' | 'restock_id'>): string {
+  return `${row.subscription_id}\n${row.restock_id}`;
+}
+
+/**
+ * When quiet hours end, if `now` falls inside them in `timeZone` (hours start ≤ h < end, across
+ * midnight when start > end); undefined outside them, or when start = end (none).
+ */
+export function quietUntil(now: number, hours: { start: number; end: number }, timeZone: string): string | undefined {
+  if (hours.start === hours.end) return undefined;
+  const { hour, minute, second } = localTime(now, timeZone);
+  const inside = hours.start < hours.end ? hour >= hours.start && hour < hours.end : hour >= hours.start || hour < hours.end;
+  if (!inside) return undefined;
+  const minutesLeft = (hours.end * 60 - (hour * 60 + minute) + 24 * 60) % (24 * 60);
+  return new Date(now + minutesLeft * 60_000 - second * 1000 - (now % 1000)).toISOString();
+}
+
+function localTime(now: number, timeZone: string): { hour: number; minute: number; second: number } {
+  let parts: Intl.DateTimeFormatPart[];
+  try {
+    parts = new Intl.DateTimeFormat('en-GB', { timeZone, hourCycle: 'h23', hour: 'numeric', minute: 'numeric', second: 'numeric' }).formatToParts(now);
+  } catch {
+    // A zone the runtime does not know (stored before it was checked): the store's day is UTC's.
+    parts = new Intl.DateTimeFormat('en-GB', { timeZone: 'UTC', hourCycle: 'h23', hour: 'numeric', minute: 'numeric', second: 'numeric' }).formatToParts(now);
+  }
+  const part = (type: string) => Number(parts.find((p) => p.type === type)?.value ?? 0);
+  return { hour: part('hour'), minute: part('minute'), second: part('second') };
 }
 
 /** An address and the product it was alerted about, as the conversions feature reports purchases. */

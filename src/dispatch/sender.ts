@@ -89,12 +89,18 @@ export class NotificationSender {
     const grant = await this.deps.quota.reserveNotifications(claim.storeDomain, ready.length, claim.ownMailProvider);
     const { send, held } = withinAllowance(firstPartyFirst(ready), grant);
     for (const { item, verdict } of held) settler.record(item, verdict);
+    const channels = { sms: this.deps.sms, push: this.deps.push, pushTtlSeconds: this.deps.pushTtlSeconds ?? 0 };
     return send.map((row) =>
       composeAlert(
         row,
         claim,
-        { unsubscribeUrl: this.deps.alerts.unsubscribeUrl(row.subscription_id), clickUrl: this.deps.followUp.clickUrl(row.store_domain, row.id) },
+        {
+          unsubscribeUrl: this.deps.alerts.unsubscribeUrl(row.subscription_id),
+          clickUrl: this.deps.followUp.clickUrl(row.store_domain, row.id),
+          manageUrl: this.deps.alerts.shopperPageUrl(row.subscription_id),
+        },
         grant.periodStart,
+        channels,
       ),
     );
   }
@@ -104,11 +110,12 @@ export class NotificationSender {
     // Leases of alerts in flight are renewed, so a send that never settles would hold its alert
     // forever; past this limit it counts as a transient failure and is retried.
     const limit = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer from the mail server within ${SEND_LIMIT_MS / 1000} s`)), SEND_LIMIT_MS);
+      const who = item.row.channel === 'email' ? 'the mail server' : 'the provider';
+      timer = setTimeout(() => reject(new Error(`no answer from ${who} within ${SEND_LIMIT_MS / 1000} s`)), SEND_LIMIT_MS);
     });
     try {
-      await Promise.race([item.transport.send(item.message), limit]);
-      settler.record(item.row, { kind: 'sent', reminderDelayHours: item.reminderDelayHours });
+      const receipt = await Promise.race([item.deliver(), limit]);
+      settler.record(item.row, { kind: 'sent', reminderDelayHours: item.reminderDelayHours, ...(receipt.providerRef ? { providerRef: receipt.providerRef } : {}) });
     } catch (err) {
       settler.record(item.row, failureVerdict(item.row.attempts, err, this.deps.config, Date.now(), Math.random()));
       // Not sent: its place in the allowance goes back (a retry counts it again).

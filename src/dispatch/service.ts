@@ -210,6 +210,15 @@ export class DispatchService implements RestockSink {
     return message;
   }
 
+  /**
+   * An SMS provider's delivery report (Twilio's status callback, verified by the SMS feature):
+   * the ledger keeps the last one beside `sent`, which means only that the provider accepted it.
+   */
+  recordDelivery(providerRef: string, status: 'delivered' | 'undelivered' | 'failed', errorCode: string | null): Promise<boolean> {
+    const outcome = status === 'delivered' ? 'delivered to the phone' : `${status} (provider error ${errorCode ?? 'not given'})`;
+    return this.store.recordDelivery(providerRef, status, outcome);
+  }
+
   eraseCustomer(storeDomain: string, email: string): Promise<number> {
     return this.store.eraseCustomer(storeDomain, addressKey(email));
   }

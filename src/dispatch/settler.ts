@@ -7,7 +7,7 @@ import type { NotificationRow } from './repository.ts';
 import type { WorkerDeps } from './worker.ts';
 
 /** What became of a leased alert, as the ledger records it. */
-export type Outcome = { kind: 'sent'; reminderDelayHours?: number | null } | Skip | Defer | Retry | Failed;
+export type Outcome = { kind: 'sent'; reminderDelayHours?: number | null; providerRef?: string } | Skip | Defer | Retry | Failed;
 type Unsent = Exclude<Outcome, { kind: 'sent' }>;
 
 /** Settled outcomes are written in groups this large, or after FLUSH_EVERY_MS, whichever first. */
@@ -22,7 +22,7 @@ export type SettlerDeps = Pick<WorkerDeps, 'store' | 'alerts' | 'dispatch' | 'lo
  * crash before that re-sends at most what was leased.
  */
 export class Settler {
-  private sent: Array<{ row: NotificationRow; reminderDelayHours: number | null }> = [];
+  private sent: Array<{ row: NotificationRow; reminderDelayHours: number | null; providerRef?: string }> = [];
   private others: Array<{ row: NotificationRow; outcome: Unsent }> = [];
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
@@ -34,7 +34,7 @@ export class Settler {
   ) {}
 
   record(row: NotificationRow, outcome: Outcome): void {
-    if (outcome.kind === 'sent') this.sent.push({ row, reminderDelayHours: outcome.reminderDelayHours ?? null });
+    if (outcome.kind === 'sent') this.sent.push({ row, reminderDelayHours: outcome.reminderDelayHours ?? null, ...(outcome.providerRef ? { providerRef: outcome.providerRef } : {}) });
     else this.others.push({ row, outcome });
     if (this.sent.length + this.others.length >= FLUSH_SIZE) void this.flush();
     else this.timer ??= setTimeout(() => void this.flush(), FLUSH_EVERY_MS);
@@ -59,7 +59,7 @@ export class Settler {
     return this.flushing;
   }
 
-  private async write(settled: Array<{ row: NotificationRow; reminderDelayHours: number | null }>, others: Array<{ row: NotificationRow; outcome: Unsent }>): Promise<void> {
+  private async write(settled: Array<{ row: NotificationRow; reminderDelayHours: number | null; providerRef?: string }>, others: Array<{ row: NotificationRow; outcome: Unsent }>): Promise<void> {
     if (settled.length === 0 && others.length === 0) return;
     const now = new Date().toISOString();
     const { store, alerts, dispatch } = this.deps;
@@ -72,10 +72,12 @@ export class Settler {
       return { id: row.id, changes: ledgerChanges(row, outcome) };
     });
     // One alert per address per restock: it fulfils every waiting subscription of the address
-    // for the product, whoever made it, not only the one it was queued for.
-    const fulfilled = alertsSent.map((row) => ({ storeDomain: row.store_domain, productId: row.product_id, variantId: row.variant_id, emailKey: addressKey(row.email) }));
+    // for the product, whoever made it, not only the one it was queued for. A text or a push
+    // reaches the subscription's own shopper only (an address's other subscriptions are not hers to end by phone).
+    const fulfilled = alertsSent.filter((row) => row.channel === 'email').map((row) => ({ storeDomain: row.store_domain, productId: row.product_id, variantId: row.variant_id, emailKey: addressKey(row.email) }));
     const reminders = settled.flatMap(({ row, reminderDelayHours }) => (reminderDelayHours ? [reminderOf(row, reminderDelayHours, now)] : []));
-    await store.settle(this.owner, { ids: sent.map((row) => row.id), at: now }, updates, async (trx) => {
+    const providerRefs = settled.flatMap(({ row, providerRef }) => (providerRef ? [{ id: row.id, ref: providerRef }] : []));
+    await store.settle(this.owner, { ids: sent.map((row) => row.id), at: now, providerRefs }, updates, async (trx) => {
       await alerts.markNotified(trx, notify);
       await alerts.markAddressesNotified(trx, fulfilled);
       // Queued with the alert's record: a reminder is never lost to a crash between the two.
@@ -83,7 +85,9 @@ export class Settler {
     });
     await this.announceSent(sent, now);
     for (const { row, outcome } of others) {
-      if (outcome.kind === 'failed' && outcome.suppress) await dispatch.suppress(row.store_domain, row.email, 'bounce', outcome.why);
+      if (outcome.kind !== 'failed') continue;
+      if (outcome.suppress && row.channel === 'email') await dispatch.suppress(row.store_domain, row.email, 'bounce', outcome.why);
+      if (outcome.removeContact && row.contact_point_id) await alerts.removeContactPoint(row.contact_point_id, outcome.why);
     }
   }
 
@@ -99,7 +103,7 @@ export class Settler {
       type: 'alert.sent' as const,
       id: eventId('alert.sent', row.id),
       occurredAt: at,
-      data: { alertId: row.id, kind: row.kind, restockId: row.restock_id, subscriptionId: row.subscription_id, productId: row.product_id, variantId: row.variant_id, email: row.email, sentAt: at },
+      data: { alertId: row.id, kind: row.kind, channel: row.channel, restockId: row.restock_id, subscriptionId: row.subscription_id, productId: row.product_id, variantId: row.variant_id, email: row.email, sentAt: at },
     }));
     await this.deps.events.announce(...events).catch((err) => this.deps.log.warn({ err, alerts: sent.length }, 'announcing alert.sent failed'));
   }
@@ -120,6 +124,8 @@ export function reminderOf(alert: NotificationRow, hours: number, sentAt: string
     outcome: null,
     attempts: 0,
     next_attempt_at: new Date(Date.parse(sentAt) + hours * 3600_000).toISOString(),
+    provider_ref: null,
+    delivery_status: null,
     lease_owner: null,
     lease_until: null,
     created_at: sentAt,

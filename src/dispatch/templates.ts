@@ -8,6 +8,8 @@ export interface NotificationContent {
   productUrl: string | null;
   imageUrl: string | null;
   unsubscribeUrl: string;
+  /** The shopper's page: every alert of the address at the store, its channels, its data. */
+  manageUrl: string;
   email: string;
 }
 
@@ -17,6 +19,7 @@ interface Strings {
   cta: string;
   why: string;
   unsubscribe: string;
+  manage: string;
 }
 
 /** The built-in alert wording per locale; a store's own template replaces any part. */
@@ -27,6 +30,7 @@ const STRINGS: Record<EffectiveSettings['locale'], Strings> = {
     cta: 'Shop now',
     why: 'You asked to be told when it was available again. This is the only alert you will get for it.',
     unsubscribe: 'Unsubscribe',
+    manage: 'Manage your alerts',
   },
   fr: {
     subject: '{{product_title}} est de nouveau en stock',
@@ -34,6 +38,7 @@ const STRINGS: Record<EffectiveSettings['locale'], Strings> = {
     cta: 'Voir le produit',
     why: 'Vous avez demandé à être prévenu de son retour. Vous ne recevrez que cette alerte pour ce produit.',
     unsubscribe: 'Se désabonner',
+    manage: 'Gérer vos alertes',
   },
   de: {
     subject: '{{product_title}} ist wieder auf Lager',
@@ -41,6 +46,7 @@ const STRINGS: Record<EffectiveSettings['locale'], Strings> = {
     cta: 'Jetzt ansehen',
     why: 'Sie wollten benachrichtigt werden, sobald der Artikel wieder verfügbar ist. Dies ist die einzige Benachrichtigung dazu.',
     unsubscribe: 'Abmelden',
+    manage: 'Benachrichtigungen verwalten',
   },
   es: {
     subject: '{{product_title}} vuelve a estar disponible',
@@ -48,6 +54,7 @@ const STRINGS: Record<EffectiveSettings['locale'], Strings> = {
     cta: 'Comprar ahora',
     why: 'Pediste que te avisáramos cuando volviera a estar disponible. Es el único aviso que recibirás para este producto.',
     unsubscribe: 'Darse de baja',
+    manage: 'Gestionar tus avisos',
   },
 };
 
@@ -59,6 +66,7 @@ const REMINDER_STRINGS: Record<EffectiveSettings['locale'], Strings> = {
     cta: 'Shop now',
     why: 'We told you when it came back. This is the only reminder you will get for it.',
     unsubscribe: 'Unsubscribe',
+    manage: 'Manage your alerts',
   },
   fr: {
     subject: 'Toujours en stock : {{product_title}}',
@@ -66,6 +74,7 @@ const REMINDER_STRINGS: Record<EffectiveSettings['locale'], Strings> = {
     cta: 'Voir le produit',
     why: 'Nous vous avons prévenu de son retour. Ceci est le seul rappel que vous recevrez.',
     unsubscribe: 'Se désabonner',
+    manage: 'Gérer vos alertes',
   },
   de: {
     subject: 'Noch auf Lager: {{product_title}}',
@@ -73,6 +82,7 @@ const REMINDER_STRINGS: Record<EffectiveSettings['locale'], Strings> = {
     cta: 'Jetzt ansehen',
     why: 'Wir haben Sie benachrichtigt, als der Artikel zurück war. Dies ist die einzige Erinnerung dazu.',
     unsubscribe: 'Abmelden',
+    manage: 'Benachrichtigungen verwalten',
   },
   es: {
     subject: 'Todavía disponible: {{product_title}}',
@@ -80,6 +90,7 @@ const REMINDER_STRINGS: Record<EffectiveSettings['locale'], Strings> = {
     cta: 'Comprar ahora',
     why: 'Te avisamos cuando volvió. Este es el único recordatorio que recibirás.',
     unsubscribe: 'Darse de baja',
+    manage: 'Gestionar tus avisos',
   },
 };
 
@@ -115,6 +126,7 @@ export function renderNotification(
     product_url: content.productUrl ?? `https://${content.shop}`,
     image_url: content.imageUrl ?? '',
     unsubscribe_url: content.unsubscribeUrl,
+    manage_url: content.manageUrl,
     email: content.email,
   };
   const own = kind === 'reminder' ? {} : settings.template;
@@ -125,7 +137,7 @@ export function renderNotification(
 }
 
 function defaultText(strings: Strings): string {
-  return [strings.intro, '', `${strings.cta}: {{product_url}}`, '', strings.why, `${strings.unsubscribe}: {{unsubscribe_url}}`, ''].join('\n');
+  return [strings.intro, '', `${strings.cta}: {{product_url}}`, '', strings.why, `${strings.unsubscribe}: {{unsubscribe_url}}`, `${strings.manage}: {{manage_url}}`, ''].join('\n');
 }
 
 function defaultHtml(strings: Strings, withImage: boolean): string {
@@ -134,6 +146,6 @@ function defaultHtml(strings: Strings, withImage: boolean): string {
 <p>${strings.intro}</p>
 ${image}
 <p><a href="{{product_url}}" style="display:inline-block;padding:10px 18px;background:#1a1a1a;color:#fff;text-decoration:none;border-radius:4px">${strings.cta}</a></p>
-<p style="color:#666;font-size:13px">${strings.why} <a href="{{unsubscribe_url}}" style="color:#666">${strings.unsubscribe}</a></p>
+<p style="color:#666;font-size:13px">${strings.why} <a href="{{unsubscribe_url}}" style="color:#666">${strings.unsubscribe}</a> · <a href="{{manage_url}}" style="color:#666">${strings.manage}</a></p>
 </body></html>`;
 }

@@ -6,6 +6,7 @@ import type { DispatchConfig } from '../config.ts';
 import type { EventSink } from '../core/events.ts';
 import type { InventoryService } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
+import type { PushChannel, SmsSending } from './channels.ts';
 import type { WorkerJob } from './jobs.ts';
 import { BatchPlanner } from './planner.ts';
 import type { AllowanceGrant } from './rules.ts';
@@ -43,6 +44,11 @@ export interface WorkerDeps {
   config: DispatchConfig;
   log: FastifyBaseLogger;
   jobs: WorkerJob[];
+  /** Texting, when the SMS feature is set up. */
+  sms?: SmsSending | undefined;
+  /** Browser push, when the push feature is set up. */
+  push?: PushChannel | undefined;
+  pushTtlSeconds?: number;
 }
 
 /** The longest pause after failed turns, however many failed in a row. */

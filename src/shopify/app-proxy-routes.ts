@@ -4,16 +4,14 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { productIdSchema } from '../alerts/schemas.ts';
 import { Problem } from '../core/problems.ts';
-import { availabilityResponse, shopperSubscribeBody, shopperSubscribeResponse } from '../storefront/schemas.ts';
+import { availabilityResponse, proxySubscribeBody, shopperSubscribeResponse } from '../storefront/schemas.ts';
 import type { StorefrontService } from '../storefront/service.ts';
 import { shopSchema } from '../stores/schemas.ts';
+import type { OutboundPolicy } from '../core/net/outbound-guard.ts';
 import type { ShopifyApi } from './shopify-api.ts';
 
 /** Where `[app_proxy] url` in shopify.app.toml points: Shopify forwards `https://<store>/apps/restock/<path>` here. */
 export const APP_PROXY_PATH = '/shopify/proxy';
-
-/** The storefront's sign-up, less the store: through the proxy the store is the one Shopify signed. */
-export const proxySubscribeBody = shopperSubscribeBody.omit({ shop: true });
 
 /**
  * The widget's two calls as the theme block makes them, on the store's own origin through
@@ -22,8 +20,9 @@ export const proxySubscribeBody = shopperSubscribeBody.omit({ shop: true });
  * even before the body is read, and the store is taken from the signed query only. The answers
  * and the per-address limits are the storefront routes' own.
  */
-export function appProxyRoutes(options: { shopify: ShopifyApi; storefront: StorefrontService }) {
+export function appProxyRoutes(options: { shopify: ShopifyApi; storefront: StorefrontService; policy: OutboundPolicy }) {
   const { shopify, storefront } = options;
+  const subscribeBody = proxySubscribeBody(options.policy);
   return async function (app: FastifyInstance) {
     const api = app.withTypeProvider<ZodTypeProvider>();
     const signedShops = new WeakMap<FastifyRequest, string>();
@@ -46,7 +45,7 @@ export function appProxyRoutes(options: { shopify: ShopifyApi; storefront: Store
     api.post(`${APP_PROXY_PATH}/subscriptions`, {
       config: { rateLimitByAddress: 'storefront' },
       onRequest: verify,
-      schema: { hide: true, body: proxySubscribeBody, response: { 201: shopperSubscribeResponse } },
+      schema: { hide: true, body: subscribeBody, response: { 201: shopperSubscribeResponse } },
       handler: async (request, reply) => reply.code(201).send(await storefront.subscribeShopper({ ...request.body, shop: shopOf(request) })),
     });
   };

@@ -98,7 +98,7 @@ export function buildShopify(deps: ShopifyDeps): ShopifyFeature {
     routes: [
       webhookRoutes({ shopify, events, baseUrl: config.baseUrl }),
       installRoutes({ installer, apiKey: app.apiKey }),
-      appProxyRoutes({ shopify, storefront: deps.storefront }),
+      appProxyRoutes({ shopify, storefront: deps.storefront, policy: deps.config.tenantOutbound }),
     ],
   };
 }

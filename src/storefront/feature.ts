@@ -1,24 +1,29 @@
 import type { SubscriptionService } from '../alerts/service.ts';
 import type { Feature } from '../core/feature.ts';
+import { STRICT_OUTBOUND, type OutboundPolicy } from '../core/net/outbound-guard.ts';
 import type { InventoryService } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
 import { storefrontRoutes } from './routes.ts';
-import { StorefrontService } from './service.ts';
+import { StorefrontService, type ServiceChannels } from './service.ts';
 import { loadWidgetAsset } from './widget-asset.ts';
 
 export interface StorefrontDeps {
+  /** Which push endpoints a browser may hand over (the operator's outbound policy). */
+  policy?: OutboundPolicy;
   stores: StoreService;
   inventory: InventoryService;
   alerts: SubscriptionService;
+  /** What the service can send beside e-mail (an SMS sender of its own, web push). */
+  offers?: ServiceChannels;
 }
 
 /** What the widget's calls answer, also through Shopify's app proxy (the Shopify feature's routes). */
-export function storefrontService({ stores, inventory, alerts }: StorefrontDeps): StorefrontService {
-  return new StorefrontService(stores, inventory, alerts);
+export function storefrontService({ stores, inventory, alerts, offers }: StorefrontDeps): StorefrontService {
+  return new StorefrontService(stores, inventory, alerts, offers);
 }
 
 /** The widget script and the public calls it makes (minified once, at start). */
 export async function buildStorefront(deps: StorefrontDeps): Promise<Feature<StorefrontService>> {
   const service = storefrontService(deps);
-  return { service, routes: [storefrontRoutes(service, await loadWidgetAsset())] };
+  return { service, routes: [storefrontRoutes(service, await loadWidgetAsset(), deps.policy ?? STRICT_OUTBOUND)] };
 }

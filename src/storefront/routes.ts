@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { problemResponses } from '../core/http/openapi-responses.ts';
 import { availabilityQuery, availabilityResponse, shopperSubscribeBody, shopperSubscribeResponse } from './schemas.ts';
+import type { OutboundPolicy } from '../core/net/outbound-guard.ts';
 import type { StorefrontService } from './service.ts';
 import type { WidgetAsset } from './widget-asset.ts';
 
@@ -10,7 +11,8 @@ import type { WidgetAsset } from './widget-asset.ts';
  * no cookies or tokens, so any store's origin may call them (CORS `*`); abuse is held off by a
  * per-address limit on subscribing.
  */
-export function storefrontRoutes(service: StorefrontService, widget: WidgetAsset) {
+export function storefrontRoutes(service: StorefrontService, widget: WidgetAsset, policy: OutboundPolicy) {
+  const subscribeBody = shopperSubscribeBody(policy);
   return async function (app: FastifyInstance) {
     const api = app.withTypeProvider<ZodTypeProvider>();
 
@@ -40,7 +42,7 @@ export function storefrontRoutes(service: StorefrontService, widget: WidgetAsset
         operationId: 'subscribeShopper',
         summary: 'A shopper asks to be e-mailed when a sold-out product is back (the storefront widget)',
         tags: ['storefront'],
-        body: shopperSubscribeBody,
+        body: subscribeBody,
         response: { 201: shopperSubscribeResponse, ...problemResponses(400, 404, 413, 415, 429, 503) },
       },
       handler: async (request, reply) => reply.code(201).send(await service.subscribeShopper(request.body)),

@@ -1,5 +1,8 @@
 import { z } from 'zod';
-import { countrySchema, productIdSchema, variantIdSchema } from '../alerts/schemas.ts';
+import { consentTextSchema, countrySchema, phoneSchema, productIdSchema, variantIdSchema } from '../alerts/schemas.ts';
+import type { OutboundPolicy } from '../core/net/outbound-guard.ts';
+import { pushSubscriptionSchema } from '../push/schemas.ts';
+import { timeZoneSchema } from '../stores/settings.ts';
 import { emailSchema } from '../core/email.ts';
 import { shopSchema } from '../stores/schemas.ts';
 import { localeSchema } from '../stores/settings.ts';
@@ -16,22 +19,53 @@ export const availabilityResponse = z
     variants: z
       .array(z.object({ variantId: variantIdSchema, soldOut: z.boolean() }))
       .describe('Variants whose stock the service knows; any other variant is unknown'),
+    channels: z
+      .object({ sms: z.boolean(), push: z.boolean() })
+      .describe('What the sign-up form may offer beside e-mail: a phone number (SMS) and "notify me in this browser" (web push); both false while nothing is sold out'),
   })
   .describe('What the widget needs to decide whether to offer an alert (quantities are not disclosed)');
 
-export const shopperSubscribeBody = z
-  .object({
+/** The body's fields under the operator's outbound policy, which decides which push endpoints are accepted. */
+function shopperSubscribeFields(policy: OutboundPolicy) {
+  return z.object({
     shop: shopSchema,
     productId: productIdSchema,
     variantId: variantIdSchema.nullish().describe('The variant the shopper had selected; null for the whole product'),
     email: emailSchema,
     locale: localeSchema.nullish().describe('The language the widget spoke; the alert is written in it (else in the store’s language)'),
     country: countrySchema.nullish(),
-  })
-  .describe("A shopper's request to hear when a product is back");
+    consentText: consentTextSchema.nullish().describe('The words shown next to the button, kept as the record of the e-mail consent'),
+    page: z.url().max(2048).nullish().describe('The product page the shopper subscribed on, kept with the consent'),
+    timeZone: timeZoneSchema.nullish().describe("The shopper's time zone (IANA), for SMS quiet hours"),
+    phone: phoneSchema.nullish().describe('Also text this number (E.164); needs smsConsent'),
+    smsConsent: z.boolean().nullish().describe('The shopper ticked the SMS consent box (unticked by default); required with phone'),
+    smsConsentText: consentTextSchema.nullish().describe('The SMS consent wording shown beside the box'),
+    push: pushSubscriptionSchema(policy).nullish().describe("This browser's push subscription (PushSubscription.toJSON()), given after the shopper allowed notifications"),
+  });
+}
+
+/** No number is texted without the ticked box and the words shown beside it. */
+function smsConsentGiven(body: { phone?: string | null | undefined; smsConsent?: boolean | null | undefined; smsConsentText?: string | null | undefined }): boolean {
+  return !body.phone || (body.smsConsent === true && !!body.smsConsentText);
+}
+const SMS_CONSENT_MISSING = { message: 'a phone number needs the ticked SMS consent (smsConsent: true) and the wording shown (smsConsentText)', path: ['smsConsent'] };
+
+export function shopperSubscribeBody(policy: OutboundPolicy) {
+  return shopperSubscribeFields(policy).refine(smsConsentGiven, SMS_CONSENT_MISSING).describe("A shopper's request to hear when a product is back");
+}
+
+/** The storefront's sign-up through Shopify's app proxy, less the store: there the store is the one Shopify signed. */
+export function proxySubscribeBody(policy: OutboundPolicy) {
+  return shopperSubscribeFields(policy).omit({ shop: true }).refine(smsConsentGiven, SMS_CONSENT_MISSING);
+}
 
 export const shopperSubscribeResponse = z
-  .object({ status: z.literal('subscribed') })
+  .object({
+    status: z.literal('subscribed'),
+    confirmBy: z
+      .array(z.enum(['email', 'sms']))
+      .describe('What the shopper must still do: click the link e-mailed to them (stores with double opt-in), reply YES to the text (SMS, always). Empty: nothing'),
+  })
   .describe('The same answer whether or not the address was already waiting, so the form reveals nothing about other shoppers');
 
-export type ShopperSubscribeInput = z.infer<typeof shopperSubscribeBody>;
+export type ShopperSubscribeInput = z.infer<ReturnType<typeof shopperSubscribeBody>>;

@@ -1,8 +1,15 @@
-import type { SubscriptionService } from '../alerts/service.ts';
+import { createHash } from 'node:crypto';
+import type { ExtraContact, SubscriptionService } from '../alerts/service.ts';
 import { NotFound } from '../core/problems.ts';
 import type { InventoryService } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
 import type { ShopperSubscribeInput } from './schemas.ts';
+
+/** Whether the service has an SMS sender of its own and can send web push at all. */
+export interface ServiceChannels {
+  sms: boolean;
+  push: boolean;
+}
 
 /** What the storefront widget asks of the service: a product's availability and a shopper's subscription. */
 export class StorefrontService {
@@ -10,6 +17,8 @@ export class StorefrontService {
     private readonly stores: StoreService,
     private readonly inventory: InventoryService,
     private readonly alerts: SubscriptionService,
+    /** What the service itself can send beside e-mail, whatever the store. */
+    private readonly offers: ServiceChannels = { sms: false, push: false },
   ) {}
 
   /**
@@ -18,7 +27,7 @@ export class StorefrontService {
    */
   async availability(shop: string, productId: string) {
     const domain = await this.stores.activeStore(shop);
-    if (!domain) return { shop: shop.toLowerCase(), productId, soldOut: null, variants: [] };
+    if (!domain) return { shop: shop.toLowerCase(), productId, soldOut: null, variants: [], channels: { sms: false, push: false } };
     const rows = await this.inventory.availabilityOf(domain, productId);
     const variants = rows
       .filter((row) => row.variantId !== null)
@@ -27,13 +36,51 @@ export class StorefrontService {
     let productSoldOut: boolean | null = null;
     if (variants.length > 0) productSoldOut = variants.every((variant) => variant.soldOut);
     else if (whole) productSoldOut = soldOut(whole);
-    return { shop: domain, productId, soldOut: productSoldOut, variants };
+    // Only a page that shows the form needs to know its channels; an in-stock page costs no more.
+    const showsForm = productSoldOut === true || variants.some((variant) => variant.soldOut);
+    const channels = showsForm ? await this.channelsOf(domain) : { sms: false, push: false };
+    return { shop: domain, productId, soldOut: productSoldOut, variants, channels };
   }
 
-  async subscribeShopper(input: ShopperSubscribeInput): Promise<{ status: 'subscribed' }> {
+  private async channelsOf(domain: string): Promise<{ sms: boolean; push: boolean }> {
+    const offered = await this.stores.storefrontChannels(domain, this.offers.sms);
+    return { sms: offered.sms, push: offered.push && this.offers.push };
+  }
+
+  async subscribeShopper(input: ShopperSubscribeInput): Promise<{ status: 'subscribed'; confirmBy: Array<'email' | 'sms'> }> {
     const domain = await this.customerStore(input.shop);
-    await this.alerts.subscribeShopper({ ...input, shop: domain });
-    return { status: 'subscribed' };
+    const page = input.page ?? null;
+    const timeZone = input.timeZone ?? null;
+    const contacts: ExtraContact[] = [];
+    if (input.phone && input.smsConsent && input.smsConsentText) {
+      contacts.push({ channel: 'sms', phone: input.phone, consent: { method: 'storefront-checkbox', text: input.smsConsentText, page }, timeZone });
+    }
+    if (input.push) {
+      const { endpoint, keys } = input.push;
+      contacts.push({
+        channel: 'push',
+        endpoint,
+        endpointKey: createHash('sha256').update(endpoint).digest('base64url'),
+        p256dh: keys.p256dh,
+        auth: keys.auth,
+        consent: { method: 'browser-permission', text: 'allowed notifications from this site when asked by the browser', page },
+        timeZone,
+      });
+    }
+    const row = await this.alerts.subscribeShopper({
+      shop: domain,
+      productId: input.productId,
+      variantId: input.variantId ?? null,
+      email: input.email,
+      locale: input.locale ?? null,
+      country: input.country ?? null,
+      consent: { method: 'storefront-form', text: input.consentText ?? 'Notify me when available', page },
+      contacts,
+    });
+    const confirmBy: Array<'email' | 'sms'> = [];
+    if (row.status === 'pending') confirmBy.push('email');
+    if (input.phone && input.smsConsent) confirmBy.push('sms');
+    return { status: 'subscribed', confirmBy };
   }
 
   /** A store that takes alerts: known to the service and not uninstalled. */

@@ -23,10 +23,15 @@ export type TokenRefreshClaim = 'claimed' | 'replaced' | 'busy' | 'unavailable';
 export class StoreRepository {
   /** Built once: every storefront page view asks it. */
   readonly status: (domain: string) => Promise<Pick<StoreRow, 'domain' | 'status'> | undefined>;
+  /** Built once: every sold-out product page asks which channels its form offers. */
+  readonly storefrontOffer: (domain: string) => Promise<Pick<StoreRow, 'status' | 'settings' | 'sms_sender_sealed'> | undefined>;
 
   constructor(private readonly database: Database) {
     this.status = database.preparedRead<Pick<StoreRow, 'domain' | 'status'>>(1, (db, domain) =>
       db.selectFrom('stores').select(['domain', 'status']).where('domain', '=', domain!),
+    );
+    this.storefrontOffer = database.preparedRead<Pick<StoreRow, 'status' | 'settings' | 'sms_sender_sealed'>>(1, (db, domain) =>
+      db.selectFrom('stores').select(['status', 'settings', 'sms_sender_sealed']).where('domain', '=', domain!),
     );
   }
 

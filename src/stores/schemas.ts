@@ -39,6 +39,7 @@ export const storeSchema = z
       .boolean()
       .describe('The service holds a working Admin API token for reconciliation and lookups; false once Shopify refused to refresh it, until the merchant opens the app from their Shopify admin again'),
     ownSmtp: z.boolean().describe("Alerts go through the store's own SMTP server"),
+    ownSmsSender: z.boolean().describe("SMS alerts go from the store's own Twilio account"),
     settings: effectiveSettingsSchema,
     plan: z
       .object({
@@ -66,6 +67,18 @@ function refuseUnreadableSmtpUrl(value: string, context: z.RefinementCtx): void 
   }
 }
 
+/** A Twilio account and sender, as a store gives it. */
+export const smsAccountSchema = z
+  .object({
+    accountSid: z.string().regex(/^AC[0-9a-f]{32}$/, 'must be a Twilio Account SID (AC followed by 32 hex digits)'),
+    authToken: z.string().regex(/^[0-9a-f]{32}$/, 'must be a Twilio auth token (32 hex digits)'),
+    from: z
+      .string()
+      .regex(/^(\+[1-9][0-9]{6,14}|MG[0-9a-f]{32})$/, 'must be an E.164 number (+15551234567) or a Messaging Service SID (MG…)')
+      .describe('The number (E.164) or Messaging Service SID texts come from'),
+  })
+  .strict();
+
 /** Each settings field may be set, or `null` to return to the default. */
 export const storeSettingsPatch = z
   .object({
@@ -78,6 +91,7 @@ export const storeSettingsPatch = z
       .nullable()
       .optional()
       .describe("The store's own SMTP server, credentials included (kept sealed); null to use the service's"),
+    smsSender: smsAccountSchema.nullable().optional().describe("The store's own Twilio account its SMS alerts are sent from (kept sealed); null to use the service's"),
   })
   .strict()
   .describe('Changes to a store’s settings');

@@ -1,3 +1,5 @@
+// Longer than most files on purpose: a store's whole life (install, settings, senders sealed at
+// rest, Admin tokens, uninstall and redaction) decided in one service.
 import { DEFAULT_BATCH_POLICY, type BatchPolicy } from '../config.ts';
 import { isoAfter, nowIso } from '../core/clock.ts';
 import { emailSchema, normaliseEmail } from '../core/email.ts';
@@ -6,7 +8,8 @@ import { NotFound, ValidationFailed } from '../core/problems.ts';
 import { parseSmtpUrl } from '../core/mail/smtp-url.ts';
 import { isObviouslyInternalHost, STRICT_OUTBOUND, type OutboundPolicy } from '../core/net/outbound-guard.ts';
 import { SecretBox } from '../core/sealed-secrets.ts';
-import { shopSchema, type Store, type StoreSettingsPatch } from './schemas.ts';
+import type { SmsAccount } from '../dispatch/channels.ts';
+import { shopSchema, smsAccountSchema, type Store, type StoreSettingsPatch } from './schemas.ts';
 import { effectiveSettings, parseStoredSettings, storeSettingsSchema, type EffectiveSettings } from './settings.ts';
 import type { AdminTokenColumns, StoreRow, StoreRepository, TokenRefreshClaim } from './repository.ts';
 
@@ -14,6 +17,8 @@ export interface SendingProfile {
   sending: boolean;
   settings: EffectiveSettings;
   smtpUrl: string | undefined;
+  /** The store's own Twilio account, when it set one. */
+  smsAccount: SmsAccount | undefined;
 }
 
 /**
@@ -129,6 +134,18 @@ export class StoreService {
     return row?.status === 'active' ? row.domain : undefined;
   }
 
+  /**
+   * Which extra channels the store's sign-up form offers: its own settings, else SMS when a
+   * sender exists (the store's own, or the service's when `serviceSms`) and push always.
+   */
+  async storefrontChannels(domain: string, serviceSms: boolean): Promise<{ sms: boolean; push: boolean }> {
+    const row = await this.store.storefrontOffer(domain);
+    if (row?.status !== 'active') return { sms: false, push: false };
+    const settings = parseStoredSettings(row.settings);
+    const hasSender = row.sms_sender_sealed !== null || serviceSms;
+    return { sms: hasSender && (settings.sms ?? true), push: settings.push ?? true };
+  }
+
   /** getStore: the store's configuration, for a caller bound to it. */
   async storeFor(caller: Caller, domain: string): Promise<Store> {
     return this.getStore(ownStore(caller, domain));
@@ -140,8 +157,9 @@ export class StoreService {
    */
   async updateStoreSettings(caller: Caller, domain: string, patch: StoreSettingsPatch): Promise<Store> {
     const store = ownStore(caller, domain);
-    const { smtpUrl, ...settings } = patch;
+    const { smtpUrl, smsSender, ...settings } = patch;
     if (smtpUrl !== undefined) await this.setSmtpUrl(store, smtpUrl);
+    if (smsSender !== undefined) await this.setSmsSender(store, smsSender);
     return Object.keys(settings).length > 0 ? this.updateSettings(store, settings) : this.getStore(store);
   }
 
@@ -181,6 +199,14 @@ export class StoreService {
     return this.getStore(row.domain);
   }
 
+  /** The store's own Twilio account (sealed at rest, like its SMTP URL); null goes back to the service's. */
+  async setSmsSender(domain: string, account: SmsAccount | null): Promise<Store> {
+    const row = await this.mustFind(domain);
+    const sealed = account === null ? null : await this.secrets.seal(JSON.stringify(account));
+    await this.store.update(row.domain, { sms_sender_sealed: sealed, updated_at: nowIso() });
+    return this.getStore(row.domain);
+  }
+
   /** Settings dispatch applies to the store: its own, else the service defaults. */
   async settingsOf(domain: string): Promise<EffectiveSettings> {
     return this.settingsIn(await this.store.find(domain));
@@ -196,7 +222,18 @@ export class StoreService {
       sending: row === undefined || row.status === 'active',
       settings: this.settingsIn(row),
       smtpUrl: row?.smtp_url_sealed ? await this.secrets.open(row.smtp_url_sealed) : undefined,
+      smsAccount: row?.sms_sender_sealed ? await this.openSmsAccount(row.sms_sender_sealed) : undefined,
     };
+  }
+
+  /** A sealed account that no longer parses counts as none: the service's sender is used. */
+  private async openSmsAccount(sealed: string): Promise<SmsAccount | undefined> {
+    try {
+      const parsed = smsAccountSchema.safeParse(JSON.parse(await this.secrets.open(sealed)));
+      return parsed.success ? parsed.data : undefined;
+    } catch {
+      return undefined;
+    }
   }
 
   /** A Shopify installation (OAuth or token exchange) completed: keep the store and its sealed offline token. */
@@ -327,6 +364,7 @@ export class StoreService {
       installedAt: row.installed_at,
       adminApiConnected: row.admin_token_sealed !== null && row.reauthorization_required_at === null,
       ownSmtp: row.smtp_url_sealed !== null,
+      ownSmsSender: row.sms_sender_sealed !== null,
       settings: this.settingsIn(row),
     };
   }

@@ -4,7 +4,7 @@ import type { BatchPolicy } from '../config.ts';
 export const localeSchema = z.enum(['en', 'fr', 'de', 'es']).describe('Language of the alert e-mails');
 
 /** Placeholders a template may use, each filled in (HTML-escaped in the HTML template). */
-export const templatePlaceholders = ['shop', 'product_title', 'variant_title', 'product_url', 'image_url', 'unsubscribe_url', 'email'] as const;
+export const templatePlaceholders = ['shop', 'product_title', 'variant_title', 'product_url', 'image_url', 'unsubscribe_url', 'manage_url', 'email'] as const;
 
 const templateText = (max: number) =>
   z
@@ -38,6 +38,30 @@ export const utmSchema = z
   .strict()
   .describe('UTM parameters added to the product link of every alert');
 
+/** A time zone the runtime knows (IANA name); anything else is refused rather than guessed. */
+export const timeZoneSchema = z
+  .string()
+  .max(64)
+  .regex(/^[A-Za-z][A-Za-z0-9_+/-]*$/, 'must be an IANA time zone such as Europe/Paris')
+  .refine(isKnownTimeZone, 'must be an IANA time zone such as Europe/Paris');
+
+export function isKnownTimeZone(name: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en', { timeZone: name });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Hours (0–23, local to the shopper) between which no SMS is sent; a text due then waits until `end`. */
+export const quietHoursSchema = z
+  .object({ start: z.int().min(0).max(23), end: z.int().min(0).max(23) })
+  .strict()
+  .describe('No SMS from start to end o’clock in the shopper’s time zone (default 21 to 9); deferred, never dropped. start = end: no quiet hours');
+
+export const DEFAULT_SMS_QUIET_HOURS = { start: 21, end: 9 } as const;
+
 export const DEFAULT_UTM = { source: 'restock', medium: 'email', campaign: 'back-in-stock' } as const;
 export const DEFAULT_ATTRIBUTION_WINDOW_DAYS = 7;
 
@@ -56,6 +80,15 @@ export const storeSettingsSchema = z
     reminderDelayHours: z.int().min(1).max(30 * 24).optional().describe('Send one reminder this many hours after an alert, if the product is still sellable and the shopper has not ordered it; unset: no reminders'),
     waitlistThreshold: z.int().min(1).max(1_000_000).optional().describe("Tell the store's owner when a product or variant has this many shoppers waiting; unset: never"),
     weeklyDigest: z.boolean().optional().describe("Mail the store's owner a weekly digest of sign-ups, sends, clicks, orders and revenue"),
+    doubleOptIn: z
+      .enum(['auto', 'always', 'never'])
+      .optional()
+      .describe('Whether a new e-mail subscription waits for the shopper to confirm it by a link (pending until then). auto (default): when the shopper or the store is in the EU/EEA, the UK or Switzerland. SMS always asks for a YES.'),
+    country: z.string().regex(/^[A-Z]{2}$/, 'must be a two-letter country code such as DE').optional().describe("The store's country (ISO 3166-1 alpha-2), for doubleOptIn auto"),
+    smsQuietHours: quietHoursSchema.optional(),
+    timeZone: timeZoneSchema.optional().describe("The store's time zone (IANA), for quiet hours when the shopper's is unknown (default UTC)"),
+    sms: z.boolean().optional().describe('Offer SMS alerts on the storefront (default: when an SMS sender is configured)'),
+    push: z.boolean().optional().describe('Offer browser push alerts on the storefront (default true)'),
   })
   .strict();
 
@@ -73,6 +106,13 @@ export interface EffectiveSettings extends BatchPolicy {
   /** null: no waitlist notices. */
   waitlistThreshold: number | null;
   weeklyDigest: boolean;
+  doubleOptIn: 'auto' | 'always' | 'never';
+  country: string | null;
+  smsQuietHours: { start: number; end: number };
+  timeZone: string;
+  /** null: offered when an SMS sender is configured. */
+  sms: boolean | null;
+  push: boolean;
 }
 
 export function effectiveSettings(stored: StoreSettings, defaults: BatchPolicy): EffectiveSettings {
@@ -89,6 +129,12 @@ export function effectiveSettings(stored: StoreSettings, defaults: BatchPolicy):
     reminderDelayHours: stored.reminderDelayHours ?? null,
     waitlistThreshold: stored.waitlistThreshold ?? null,
     weeklyDigest: stored.weeklyDigest ?? false,
+    doubleOptIn: stored.doubleOptIn ?? 'auto',
+    country: stored.country ?? null,
+    smsQuietHours: stored.smsQuietHours ?? { ...DEFAULT_SMS_QUIET_HOURS },
+    timeZone: stored.timeZone ?? 'UTC',
+    sms: stored.sms ?? null,
+    push: stored.push ?? true,
   };
 }
 

@@ -1,10 +1,10 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { Webhook } from 'standardwebhooks';
 import { isoAfter, nowIso } from '../core/clock.ts';
+import { postToTenant, type PostOutcome } from '../core/net/http-post.ts';
 import type { OutboundPolicy } from '../core/net/outbound-guard.ts';
 import type { SecretBox } from '../core/sealed-secrets.ts';
 import type { WorkerJob } from '../dispatch/jobs.ts';
-import { postToTenant, type PostOutcome } from './http-post.ts';
 import type { ClaimedDelivery, FailureRun, SettledAttempt, WebhookRepository } from './repository.ts';
 import type { WebhookConfig } from './settings.ts';
 

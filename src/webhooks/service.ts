@@ -5,10 +5,10 @@ import type { EventSink, StoreEvent, StoreEventType } from '../core/events.ts';
 import { storeEventTypes } from '../core/events.ts';
 import { ownStore, type Caller } from '../core/http/caller.ts';
 import { newId, newOpaqueId } from '../core/ids.ts';
+import { checkNewDestination } from '../core/net/destination.ts';
 import type { OutboundPolicy } from '../core/net/outbound-guard.ts';
 import { Conflict, NotFound, Problem } from '../core/problems.ts';
 import type { SecretBox } from '../core/sealed-secrets.ts';
-import { checkNewDestination } from './destination.ts';
 import type { AttemptRow, DeliveryRow, EndpointRow, WebhookRepository } from './repository.ts';
 import {
   MAX_ENDPOINTS_PER_STORE,

@@ -19,6 +19,7 @@ const URL_SETTINGS: Record<string, string> = {
   REDIS_URL: 'typed: core/service-urls.ts parseRedisUrl (no options)',
   SMTP_URL: 'typed: core/mail/smtp-url.ts (name and three timeouts only)',
   STRIPE_API_URL: 'typed: core/stripe-client.ts takes host, port and protocol',
+  TWILIO_API_URL: 'typed: sms/settings.ts parseApiOrigin keeps the origin only (no credentials, path or query); the SDK is never given it, its HTTP client rewrites the origin',
   X402_FACILITATOR_URL: 'an HTTP endpoint the facilitator client posts to; no options',
   MPP_TEMPO_RPC_URL: 'an HTTP endpoint the RPC transport posts to; no options',
 };
@@ -30,6 +31,13 @@ describe('finding 1: option injection in the operator’s URL-shaped settings', 
     const source = readFileSync(path.resolve(import.meta.dirname, '../../src/config.ts'), 'utf8');
     const declared = [...source.matchAll(/^ {2}([A-Z0-9_]+_(?:URL|URI|HOST|ENDPOINT)): z\./gm)].map((match) => match[1]!).sort();
     assert.deepEqual(declared, Object.keys(URL_SETTINGS).sort());
+  });
+
+  it('finding 1: TWILIO_API_URL is an origin and nothing more', () => {
+    for (const injected of ['http://127.0.0.1:9/?timeout=1', 'https://user:pass@api.example.com', 'https://api.example.com/2010-04-01', 'ftp://api.example.com']) {
+      assert.throws(() => loadConfig({ ...base, TWILIO_API_URL: injected }), (err: Error) => err instanceof ConfigError && err.message.includes('TWILIO_API_URL'), injected);
+    }
+    assert.equal(loadConfig({ ...base, TWILIO_API_URL: 'http://127.0.0.1:4010/' }).sms.apiUrl, 'http://127.0.0.1:4010');
   });
 
   it('finding 1: REDIS_URL options are refused at start-up, and what is accepted is typed', () => {

@@ -72,12 +72,16 @@ export interface Tables {
   order_attributions: OrderAttributionsTable;
   /** notices */
   waitlist_crossings: WaitlistCrossingsTable;
+  /** A subscription's phone (SMS) or browser (push), each with its own consent: the alerts feature. */
+  contact_points: ContactPointsTable;
+  /** Phones that texted STOP to one of the service's sender numbers: the SMS feature. */
+  sms_opt_outs: SmsOptOutsTable;
   /** notices */
   notice_digests: NoticeDigestsTable;
 }
 
 /** The API's `subscriptionStatusSchema` values (alerts/schemas.ts): the alerts store writes those into this column, so the compiler keeps them together. */
-export type SubscriptionStatus = 'active' | 'notified' | 'unsubscribed' | 'cancelled' | 'expired';
+export type SubscriptionStatus = 'pending' | 'active' | 'notified' | 'unsubscribed' | 'cancelled' | 'expired';
 /** An expired session is `open` past its `expires_at`: expiry is computed, not stored. */
 export type CheckoutSessionStatus = 'open' | 'completed' | 'awaiting_owner' | 'declined';
 export type StorePlanStatus = 'pending' | 'active' | 'past_due' | 'cancelled';
@@ -108,6 +112,55 @@ export interface SubscriptionsTable {
   third_party: number;
   /** The shopper's country (ISO 3166-1 alpha-2) when the storefront knew it: alerted only where the product is on sale. */
   country: string | null;
+  /** How the e-mail's consent was given: storefront-form, agent-api, ... ; null for rows made before consent was recorded. */
+  consent_method: string | null;
+  /** The words the shopper saw next to the button, as shown. */
+  consent_text: string | null;
+  /** The page the shopper subscribed on, when known. */
+  consent_page: string | null;
+  /** When a double opt-in was confirmed (status pending → active); null: single opt-in. */
+  confirmed_at: string | null;
+  /** 1: the shopper turned e-mail off for this subscription and keeps its other channels. */
+  email_muted: number;
+  /** When the double opt-in request went out (null: not yet, or not needed). */
+  confirmation_sent_at: string | null;
+}
+
+export type Channel = 'email' | 'sms' | 'push';
+/** pending: waiting for the shopper's YES; stopped: by the shopper; removed: the push service said it is gone; expired: never confirmed. */
+export type ContactPointStatus = 'pending' | 'active' | 'stopped' | 'removed' | 'expired';
+
+export interface ContactPointsTable {
+  id: string;
+  subscription_id: string;
+  store_domain: string | null;
+  channel: Exclude<Channel, 'email'>;
+  /** E.164 phone number, or the push service's endpoint URL. */
+  address: string;
+  /** What is compared: the E.164 number, or the SHA-256 of the endpoint. */
+  address_key: string;
+  push_p256dh: string | null;
+  push_auth: string | null;
+  status: ContactPointStatus;
+  /** IANA time zone the shopper's browser gave (quiet hours are hers). */
+  time_zone: string | null;
+  consent_method: string;
+  consent_text: string;
+  consent_page: string | null;
+  consent_at: string;
+  confirmed_at: string | null;
+  status_reason: string | null;
+  /** When the SMS asking for the shopper's YES went out. */
+  confirmation_sent_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface SmsOptOutsTable {
+  /** The sender number (E.164) the phone wrote STOP to. */
+  sender: string;
+  phone: string;
+  created_at: string;
 }
 
 export interface CheckoutSessionsTable {
@@ -221,6 +274,8 @@ export interface StoresTable {
   settings: string;
   /** The store's own SMTP server URL (credentials included), sealed. */
   smtp_url_sealed: string | null;
+  /** The store's own Twilio account and sender, sealed like `smtp_url_sealed`. */
+  sms_sender_sealed: string | null;
 }
 
 export interface AgentsTable {
@@ -415,6 +470,13 @@ export interface NotificationsTable {
   kind: NotificationKind;
   /** For a reminder, the alert it follows. */
   reminder_of: string | null;
+  /** The channel this message goes by; `email` goes to `email`, the others to `contact_point_id`. */
+  channel: Channel;
+  contact_point_id: string | null;
+  /** The provider's id of the message (Twilio's Message SID), to match its delivery reports. */
+  provider_ref: string | null;
+  /** The provider's last delivery report (delivered, undelivered, failed), after `sent`. */
+  delivery_status: string | null;
 }
 
 export type NotificationKind = 'alert' | 'reminder';

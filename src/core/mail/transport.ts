@@ -9,7 +9,7 @@ export { MailDeliveryError } from './smtp-transport.ts';
  * store's outbox (API or dashboard); the operator reads them with `restock dashboard link` or
  * from the database.
  */
-export const CREDENTIAL_PURPOSES = ['dashboard-sign-in', 'agent-claim-code', 'plan-confirmation'] as const;
+export const CREDENTIAL_PURPOSES = ['dashboard-sign-in', 'agent-claim-code', 'plan-confirmation', 'subscription-confirmation'] as const;
 
 /** A From address as the mail library takes it: the name is quoted and escaped by the library, never by us. */
 export interface MailAddress {

@@ -14,6 +14,7 @@ import { sellableWhere } from './0011_sellable_where.ts';
 import { conversions } from './0012_conversions.ts';
 import { outgoingWebhooks } from './0013_outgoing_webhooks.ts';
 import { notices } from './0014_notices.ts';
+import { channels } from './0015_channels.ts';
 
 export interface DialectMigration {
   up(db: Kysely<any>, dialect: Dialect): Promise<void>;
@@ -35,4 +36,5 @@ export const migrations: Record<string, DialectMigration> = {
   '0012_conversions': conversions,
   '0013_outgoing_webhooks': outgoingWebhooks,
   '0014_notices': notices,
+  '0015_channels': channels,
 };

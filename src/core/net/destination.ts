@@ -1,5 +1,5 @@
 import net from 'node:net';
-import { isAllowedDestination, isObviouslyInternalHost, type OutboundPolicy } from '../core/net/outbound-guard.ts';
+import { isAllowedDestination, isObviouslyInternalHost, type OutboundPolicy } from './outbound-guard.ts';
 
 /**
  * Where a store's webhook may go. The URL is the tenant's, so each is read with the WHATWG

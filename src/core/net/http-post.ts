@@ -1,7 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type net from 'node:net';
-import { ForbiddenDestination, guardedLookup, isAllowedDestination, type OutboundPolicy } from '../core/net/outbound-guard.ts';
+import { ForbiddenDestination, guardedLookup, isAllowedDestination, type OutboundPolicy } from './outbound-guard.ts';
 import { checkDestination } from './destination.ts';
 
 /** Redirects followed at most, each target checked as the first URL was. */
@@ -15,6 +15,8 @@ export interface PostOptions {
   policy: OutboundPolicy;
   /** For the whole exchange, redirects included. */
   timeoutMs: number;
+  /** Redirects followed, at most MAX_REDIRECTS; 0 takes a redirect as the answer. */
+  maxRedirects?: number;
 }
 
 /** What one attempt came to. `error` is in our words: nothing the destination sent is repeated. */
@@ -22,6 +24,8 @@ export interface PostOutcome {
   /** The last response's status, if any came. */
   statusCode: number | null;
   error: string | null;
+  /** The destination was refused by our checks (its URL, or the addresses it resolved to): no request was sent to it. */
+  refused: boolean;
   durationMs: number;
 }
 
@@ -35,26 +39,27 @@ class ExchangeTimeout extends Error {
 }
 
 /**
- * POSTs `body` to a tenant's URL: every connection through the outbound guard (the name's
+ * POSTs `body` to a URL a tenant or a shopper's browser named: every connection through the outbound guard (the name's
  * addresses checked as it resolves, the connected peer checked again), no connection reuse, one
  * deadline for the whole exchange, a bounded read of each answer, and redirects followed by hand.
  */
-export async function postToTenant(url: string, body: string, headers: Record<string, string>, options: PostOptions): Promise<PostOutcome> {
+export async function postToTenant(url: string, body: string | Buffer, headers: Record<string, string>, options: PostOptions): Promise<PostOutcome> {
   const started = Date.now();
   const deadline = started + options.timeoutMs;
-  const outcome = (statusCode: number | null, error: string | null): PostOutcome => ({ statusCode, error, durationMs: Date.now() - started });
+  const maxRedirects = Math.min(options.maxRedirects ?? MAX_REDIRECTS, MAX_REDIRECTS);
+  const outcome = (statusCode: number | null, error: string | null, refused = false): PostOutcome => ({ statusCode, error, refused, durationMs: Date.now() - started });
   let target: string | URL = url;
   let lastStatus: number | null = null;
-  for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
+  for (let hop = 0; hop <= maxRedirects; hop++) {
     const destination = checkDestination(target, options.policy);
     if ('refused' in destination) {
-      return outcome(lastStatus, hop === 0 ? `the endpoint URL ${destination.refused}` : `redirected to a URL that ${destination.refused}; not followed`);
+      return outcome(lastStatus, hop === 0 ? `the endpoint URL ${destination.refused}` : `redirected to a URL that ${destination.refused}; not followed`, true);
     }
     let answer: Hop;
     try {
       answer = await exchange(destination.url, destination.host, body, headers, options.policy, deadline);
     } catch (err) {
-      return outcome(lastStatus, describeFailure(err, options.timeoutMs, hop > 0));
+      return outcome(lastStatus, describeFailure(err, options.timeoutMs, hop > 0), err instanceof ForbiddenDestination);
     }
     lastStatus = answer.statusCode;
     if (!REDIRECTS.has(answer.statusCode)) return outcome(answer.statusCode, answer.statusCode >= 200 && answer.statusCode < 300 ? null : `answered ${answer.statusCode}`);
@@ -65,11 +70,11 @@ export async function postToTenant(url: string, body: string, headers: Record<st
       return outcome(answer.statusCode, `answered ${answer.statusCode} with a Location that is not a URL`);
     }
   }
-  return outcome(lastStatus, `redirected more than ${MAX_REDIRECTS} times`);
+  return outcome(lastStatus, maxRedirects === 0 ? `answered ${lastStatus} (a redirect, not followed here)` : `redirected more than ${maxRedirects} times`);
 }
 
 /** One request and its answer's status, reading at most RESPONSE_BODY_CAP_BYTES of the body. */
-function exchange(url: URL, host: string, body: string, headers: Record<string, string>, policy: OutboundPolicy, deadline: number): Promise<Hop> {
+function exchange(url: URL, host: string, body: string | Buffer, headers: Record<string, string>, policy: OutboundPolicy, deadline: number): Promise<Hop> {
   return new Promise((resolve, reject) => {
     let settled = false;
     const finish = (error: Error | undefined, hop?: Hop) => {

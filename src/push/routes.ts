@@ -1,0 +1,49 @@
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { APP_PROXY_PATH } from '../shopify/app-proxy-routes.ts';
+import { pushKeyResponse } from './schemas.ts';
+import type { PushService } from './service.ts';
+
+/** Where the service worker is served on our origin; through the app proxy, `/apps/restock/push/sw.js` on the store's. */
+export const SERVICE_WORKER_PATH = '/push/sw.js';
+export const PROXIED_SERVICE_WORKER_PATH = `${APP_PROXY_PATH}${SERVICE_WORKER_PATH}`;
+
+/**
+ * The service worker, on our origin for the standalone tag's pages and through Shopify's app
+ * proxy for the store's; and the VAPID public key the widget subscribes with. The script is the
+ * same static file for every store, so the proxied copy needs no signature check: nothing in it
+ * depends on who asks. Both are public and cookie-free.
+ */
+export function pushRoutes(service: PushService, serviceWorker: Buffer) {
+  return async function (app: FastifyInstance) {
+    const api = app.withTypeProvider<ZodTypeProvider>();
+    const sendServiceWorker = async (_request: unknown, reply: FastifyReply) => serveScript(reply, serviceWorker);
+    app.get(SERVICE_WORKER_PATH, { schema: { hide: true } }, sendServiceWorker);
+    app.get(PROXIED_SERVICE_WORKER_PATH, { schema: { hide: true } }, sendServiceWorker);
+
+    api.get('/push/v1/key', {
+      schema: {
+        operationId: 'getPushPublicKey',
+        summary: "The key a shopper's browser subscribes to web push with (for the storefront widget)",
+        tags: ['storefront'],
+        response: { 200: pushKeyResponse },
+      },
+      handler: async (_request, reply) => {
+        reply.header('access-control-allow-origin', '*').header('cache-control', 'public, max-age=3600');
+        return { publicKey: service.publicKey() };
+      },
+    });
+  };
+}
+
+/**
+ * Browsers check a registered worker for updates by fetching it again (bypassing the HTTP cache
+ * after a day at most); a short max-age lets a new version reach them within minutes.
+ */
+function serveScript(reply: FastifyReply, script: Buffer) {
+  return reply
+    .header('cache-control', 'public, max-age=300')
+    .header('x-content-type-options', 'nosniff')
+    .type('text/javascript; charset=utf-8')
+    .send(script);
+}

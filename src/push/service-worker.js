@@ -1,0 +1,53 @@
+// Restock's service worker: shows the back-in-stock alerts pushed to this browser and opens the
+// product page when one is clicked. Served as is from /push/sw.js and, on Shopify stores, from
+// the store's own origin through the app proxy. The payload is what src/push/service.ts
+// encrypts: { title, body, url, icon, tag }.
+'use strict';
+
+// A new version takes over at once rather than after every tab of the store has closed.
+self.addEventListener('install', function () {
+  self.skipWaiting();
+});
+
+self.addEventListener('push', function (event) {
+  var alert = readAlert(event);
+  if (!alert) return;
+  var options = { body: alert.body, tag: alert.tag, data: { url: alert.url } };
+  if (alert.icon) options.icon = alert.icon;
+  event.waitUntil(self.registration.showNotification(alert.title, options));
+});
+
+self.addEventListener('notificationclick', function (event) {
+  event.notification.close();
+  var url = webUrl(event.notification.data && event.notification.data.url);
+  if (url) event.waitUntil(self.clients.openWindow(url));
+});
+
+/** The alert the push carries, or null for anything that is not one of ours. */
+function readAlert(event) {
+  var data;
+  try {
+    data = event.data ? event.data.json() : null;
+  } catch (err) {
+    return null;
+  }
+  if (!data || typeof data.title !== 'string' || typeof data.body !== 'string') return null;
+  return {
+    title: data.title,
+    body: data.body,
+    url: webUrl(data.url),
+    icon: webUrl(data.icon),
+    tag: typeof data.tag === 'string' ? data.tag : undefined,
+  };
+}
+
+/** Only http(s) pages are opened or shown: never javascript:, data: or anything else a payload could name. */
+function webUrl(text) {
+  if (typeof text !== 'string') return null;
+  try {
+    var url = new URL(text);
+    return url.protocol === 'https:' || url.protocol === 'http:' ? url.href : null;
+  } catch (err) {
+    return null;
+  }
+}

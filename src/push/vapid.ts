@@ -1,0 +1,76 @@
+import { createECDH } from 'node:crypto';
+import webpush from 'web-push';
+import { z } from 'zod';
+import { nowIso } from '../core/clock.ts';
+import type { Database } from '../core/db/database.ts';
+
+/**
+ * The service's VAPID key pair (RFC 8292): browsers bind each push subscription to its public
+ * key for life, so it is made once, on the first start, and kept in `service_secrets`. Inserting
+ * with "on conflict do nothing" and then reading gives every process that shares the database
+ * the same pair, however many start together, and a restart keeps it.
+ *
+ * The private key is kept as the other keys the service signs with are (the link-signing secret,
+ * the access-token keys in `signing_keys`): in the database, not sealed. `SecretBox` seals what
+ * tenants hand us and needs RESTOCK_ENCRYPTION_KEY, which is optional; sealing this key would make
+ * web push depend on that setting, and a lost or rotated encryption key would orphan every
+ * subscription browsers hold.
+ */
+
+const SECRET_NAME = 'vapid';
+
+export interface VapidKeys {
+  /** The uncompressed P-256 point, base64url: what `pushManager.subscribe` takes as `applicationServerKey`. */
+  publicKey: string;
+  /** The 32-byte private scalar, base64url. */
+  privateKey: string;
+}
+
+const base64urlBytes = (length: number) =>
+  z
+    .string()
+    .regex(/^[A-Za-z0-9_-]+$/)
+    .refine((text) => Buffer.from(text, 'base64url').length === length, `${length} bytes`);
+
+const storedKeys = z.object({ publicKey: base64urlBytes(65), privateKey: base64urlBytes(32) });
+
+/** The pair in the database, made by the first process that asks. `made` says whether this call made it. */
+export async function loadVapidKeys(database: Database): Promise<VapidKeys & { made: boolean }> {
+  const fresh = webpush.generateVAPIDKeys();
+  const value = JSON.stringify({ publicKey: fresh.publicKey, privateKey: fresh.privateKey });
+  await database.write((trx) =>
+    trx
+      .insertInto('service_secrets')
+      .values({ name: SECRET_NAME, value, created_at: nowIso() })
+      .onConflict((oc) => oc.column('name').doNothing())
+      .execute(),
+  );
+  const row = await database.db.selectFrom('service_secrets').select('value').where('name', '=', SECRET_NAME).executeTakeFirstOrThrow();
+  const keys = readStoredKeys(row.value);
+  return { ...keys, made: row.value === value };
+}
+
+/** A stored pair that does not parse, or whose halves do not belong together, stops start-up rather than signing with it. */
+function readStoredKeys(value: string): VapidKeys {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    parsed = undefined;
+  }
+  const keys = storedKeys.safeParse(parsed);
+  if (!keys.success || !halvesMatch(keys.data)) {
+    throw new Error(`The VAPID key pair in service_secrets ('${SECRET_NAME}') is damaged. Browsers' push subscriptions are bound to it; restore it from a backup.`);
+  }
+  return keys.data;
+}
+
+function halvesMatch(keys: VapidKeys): boolean {
+  try {
+    const curve = createECDH('prime256v1');
+    curve.setPrivateKey(Buffer.from(keys.privateKey, 'base64url'));
+    return curve.getPublicKey().equals(Buffer.from(keys.publicKey, 'base64url'));
+  } catch {
+    return false;
+  }
+}

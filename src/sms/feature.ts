@@ -1,0 +1,50 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Config } from '../config.ts';
+import type { Database } from '../core/db/database.ts';
+import type { Feature } from '../core/feature.ts';
+import type { StoreService } from '../stores/service.ts';
+import { SmsWebhooks } from './inbound.ts';
+import { SmsOptOutRepository } from './repository.ts';
+import { smsRoutes } from './routes.ts';
+import { SmsService } from './service.ts';
+import { TwilioHttpClient } from './twilio-client.ts';
+
+export type { SmsService } from './service.ts';
+export { classifyInbound } from './keywords.ts';
+export { composeAlertText, composeConfirmationText, countSegments, helpText, type SmsLocale } from './text.ts';
+
+/** Where a shopper's YES lands: the subscriptions feature, which owns the contact points. */
+export interface SmsConsent {
+  /** Stores where this phone has an SMS contact point waiting for its YES. */
+  pendingSmsStores(phone: string): Promise<string[]>;
+  /** Confirms the phone's pending SMS contact points at these stores; how many it confirmed. */
+  confirmSms(phone: string, storeDomains: string[]): Promise<number>;
+}
+
+/** Where delivery reports land: the ledger, which knows each text by Twilio's Message SID. */
+export interface DeliveryReports {
+  /** False when no notification has this provider reference. */
+  recordDelivery(providerRef: string, status: 'delivered' | 'undelivered' | 'failed', errorCode: string | null): Promise<boolean>;
+}
+
+export interface SmsDeps {
+  config: Config;
+  database: Database;
+  log: FastifyBaseLogger;
+  stores: Pick<StoreService, 'sendingProfile'>;
+  consent: SmsConsent;
+  deliveries: DeliveryReports;
+}
+
+/** SMS through Twilio: the channel dispatch sends with, and the webhooks Twilio calls. */
+export function buildSms({ config, database, log, stores, consent, deliveries }: SmsDeps): Feature<SmsService> {
+  const optOuts = new SmsOptOutRepository(database);
+  const http = new TwilioHttpClient({ apiUrl: config.sms.apiUrl, timeoutMs: config.sms.timeoutMs });
+  const service = new SmsService({ sms: config.sms, baseUrl: config.baseUrl, optOuts, http });
+  const webhooks = new SmsWebhooks({ sms: service, optOuts, stores, consent, deliveries, serviceName: config.serviceName, log });
+  return {
+    service,
+    routes: [smsRoutes({ webhooks, baseUrl: config.baseUrl })],
+    close: async () => http.close(),
+  };
+}
