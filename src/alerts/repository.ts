@@ -68,29 +68,36 @@ export class SubscriptionRepository {
   }
 
   /**
-   * As `subscribe`, for a maker that may hold at most `limit` live third-party subscriptions
-   * for the store: its own live one comes back whatever the count; a new one is made only under
+   * As `subscribe` (or `subscribePending`), for a maker that may hold at most `limit` live or
+   * pending third-party subscriptions for the store: its own one comes back whatever the count; a new one is made only under
    * the limit, else OVER_LIMIT and nothing is stored. The count and the insert are one
    * transaction, serialised per maker and store (SQLite has one writer; PostgreSQL takes an
    * advisory lock on the pair), so requests in parallel cannot slip past the limit together.
    */
-  subscribeWithin(target: WatchTarget, owner: SubscriptionOwner & { agentId: string }, now: string, limit: number): Promise<SubscriptionRow | typeof OVER_LIMIT> {
+  subscribeWithin(
+    target: WatchTarget,
+    owner: SubscriptionOwner & { agentId: string },
+    now: string,
+    limit: number,
+    status: 'active' | 'pending' = 'active',
+  ): Promise<SubscriptionRow | typeof OVER_LIMIT> {
     return this.database.write(async (trx) => {
       if (this.database.dialect === 'postgres') {
         await sql`select pg_advisory_xact_lock(hashtext(${`third-party-subscriptions\n${owner.agentId}\n${owner.storeDomain ?? ''}`}))`.execute(trx);
       }
-      const live = await findLive(trx, target, owner);
+      const live = (await findLive(trx, target, owner)) ?? (status === 'pending' ? await findPending(trx, target, owner) : undefined);
       if (live) return live;
+      // Pending ones count too: each costs a confirmation mail to an address the agent named.
       const held = await trx
         .selectFrom('subscriptions')
         .select((eb) => eb.fn.countAll<number>().as('n'))
         .where('agent_id', '=', owner.agentId)
         .where(sql<string>`coalesce(store_domain, '')`, '=', owner.storeDomain ?? '')
-        .where('status', '=', sql.lit('active'))
+        .where((eb) => (status === 'pending' ? eb('status', 'in', ['active', 'pending']) : eb('status', '=', sql.lit('active'))))
         .where('third_party', '=', sql.lit(1))
         .executeTakeFirstOrThrow();
       if (Number(held.n) >= limit) return OVER_LIMIT;
-      const row = newRow(target, owner, now);
+      const row = { ...newRow(target, owner, now), status };
       await trx.insertInto('subscriptions').values(row).execute();
       return row;
     });

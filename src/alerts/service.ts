@@ -106,8 +106,9 @@ export class SubscriptionService {
     const sms = input.phone && input.smsConsentText ? smsContact(input.phone, { method: 'agent-api', text: input.smsConsentText, page: null }, null) : undefined;
     // storeForWrite puts a bound agent on its own store: only an unbound one is third-party.
     const now = nowIso();
-    if (store !== null && (await this.confirmationRequired(store, target.country))) {
-      const row = await this.store.subscribePending(target, { storeDomain: store, agentId: caller.agentId, thirdParty: caller.storeDomain === null }, now);
+    const pending = store !== null && (await this.confirmationRequired(store, target.country));
+    if (pending && caller.storeDomain !== null) {
+      const row = await this.store.subscribePending(target, { storeDomain: store, agentId: caller.agentId, thirdParty: false }, now);
       if (sms) await this.addContacts(row, [sms], now);
       return { subscriptionId: row.id, status: row.status === 'active' ? 'active' : 'pending' };
     }
@@ -117,7 +118,7 @@ export class SubscriptionService {
       await this.announceIfNew(row, now);
       return { subscriptionId: row.id, status: 'active' };
     }
-    const row = await this.store.subscribeWithin(target, { storeDomain: store, agentId: caller.agentId, thirdParty: true }, now, THIRD_PARTY_LIMIT_PER_STORE);
+    const row = await this.store.subscribeWithin(target, { storeDomain: store, agentId: caller.agentId, thirdParty: true }, now, THIRD_PARTY_LIMIT_PER_STORE, pending ? 'pending' : 'active');
     if (row === OVER_LIMIT) {
       const where = store ?? 'products of no named store';
       throw new Problem(
@@ -128,11 +129,13 @@ export class SubscriptionService {
       );
     }
     if (sms) await this.addContacts(row, [sms], now);
+    if (row.status === 'pending') return { subscriptionId: row.id, status: 'pending' };
     await this.announceIfNew(row, now);
     return { subscriptionId: row.id, status: 'active' };
   }
 
-  private async confirmationRequired(storeDomain: string, shopperCountry: string | null | undefined): Promise<boolean> {
+  /** Whether a new e-mail signup at the store, from a shopper in that country, waits for a confirmation link. */
+  async confirmationRequired(storeDomain: string, shopperCountry: string | null | undefined): Promise<boolean> {
     return requiresConfirmation(await this.channels.settingsOf(storeDomain), shopperCountry);
   }
 

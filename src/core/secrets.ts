@@ -10,18 +10,24 @@ import type { Database } from './db/database.ts';
  */
 export async function loadServiceSecret(database: Database, fromEnv: string | undefined): Promise<Buffer> {
   if (fromEnv) return Buffer.from(fromEnv, 'utf8');
-  const name = 'link-signing';
+  const { value } = await keepServiceSecret(database, 'link-signing', () => randomBytes(32).toString('base64url'));
+  return Buffer.from(value, 'base64url');
+}
+
+/**
+ * A secret made once and kept under `name` in `service_secrets`: inserting with "on conflict do
+ * nothing" and then reading gives every process that shares the database the same value,
+ * however many start together. `made` says whether this call's value was the one kept.
+ */
+export async function keepServiceSecret(database: Database, name: string, make: () => string): Promise<{ value: string; made: boolean }> {
+  const fresh = make();
   await database.write((trx) =>
     trx
       .insertInto('service_secrets')
-      .values({ name, value: randomBytes(32).toString('base64url'), created_at: nowIso() })
+      .values({ name, value: fresh, created_at: nowIso() })
       .onConflict((oc) => oc.column('name').doNothing())
       .execute(),
   );
-  const row = await database.db
-    .selectFrom('service_secrets')
-    .select('value')
-    .where('name', '=', name)
-    .executeTakeFirstOrThrow();
-  return Buffer.from(row.value, 'base64url');
+  const row = await database.db.selectFrom('service_secrets').select('value').where('name', '=', name).executeTakeFirstOrThrow();
+  return { value: row.value, made: row.value === fresh };
 }

@@ -1,14 +1,14 @@
 import { createECDH } from 'node:crypto';
 import webpush from 'web-push';
 import { z } from 'zod';
-import { nowIso } from '../core/clock.ts';
 import type { Database } from '../core/db/database.ts';
+import { keepServiceSecret } from '../core/secrets.ts';
 
 /**
  * The service's VAPID key pair (RFC 8292): browsers bind each push subscription to its public
- * key for life, so it is made once, on the first start, and kept in `service_secrets`. Inserting
- * with "on conflict do nothing" and then reading gives every process that shares the database
- * the same pair, however many start together, and a restart keeps it.
+ * key for life, so it is made once, on the first start, and kept as a service secret
+ * (core/secrets.ts): every process that shares the database gets the same pair, however many
+ * start together, and a restart keeps it.
  *
  * The private key is kept as the other keys the service signs with are (the link-signing secret,
  * the access-token keys in `signing_keys`): in the database, not sealed. `SecretBox` seals what
@@ -36,18 +36,11 @@ const storedKeys = z.object({ publicKey: base64urlBytes(65), privateKey: base64u
 
 /** The pair in the database, made by the first process that asks. `made` says whether this call made it. */
 export async function loadVapidKeys(database: Database): Promise<VapidKeys & { made: boolean }> {
-  const fresh = webpush.generateVAPIDKeys();
-  const value = JSON.stringify({ publicKey: fresh.publicKey, privateKey: fresh.privateKey });
-  await database.write((trx) =>
-    trx
-      .insertInto('service_secrets')
-      .values({ name: SECRET_NAME, value, created_at: nowIso() })
-      .onConflict((oc) => oc.column('name').doNothing())
-      .execute(),
-  );
-  const row = await database.db.selectFrom('service_secrets').select('value').where('name', '=', SECRET_NAME).executeTakeFirstOrThrow();
-  const keys = readStoredKeys(row.value);
-  return { ...keys, made: row.value === value };
+  const { value, made } = await keepServiceSecret(database, SECRET_NAME, () => {
+    const fresh = webpush.generateVAPIDKeys();
+    return JSON.stringify({ publicKey: fresh.publicKey, privateKey: fresh.privateKey });
+  });
+  return { ...readStoredKeys(value), made };
 }
 
 /** A stored pair that does not parse, or whose halves do not belong together, stops start-up rather than signing with it. */

@@ -263,6 +263,22 @@ for (const dialect of testDialects()) {
       assert.ok(held.every((row) => row.third_party === 1 && row.status === 'queued'), 'only third-party alerts wait for the plan');
     });
 
+    it('an unbound agent’s pending subscriptions at a double-opt-in store count towards its cap (each costs a confirmation mail)', async () => {
+      const store = await storeWithAgent(t.app, t.database, 'confirming');
+      await t.app.restock.stores.updateSettings(store.domain, { doubleOptIn: 'always' });
+      const junk = await registerAnonymousAgent(t.app);
+      const ids = { productId: product() };
+      const answers = [];
+      for (let i = 0; i <= THIRD_PARTY_LIMIT_PER_STORE; i++) {
+        answers.push(await call(t.app, 'POST', SUBSCRIBE, { token: junk.token, body: { ...ids, email: `pending-${serial}-${i}@example.com`, shop: store.domain } }));
+      }
+      const statuses = answers.slice(0, -1).map((res) => expectStatus(res, 200).status);
+      assert.ok(statuses.every((status) => status === 'pending'), `every accepted one waits for its shopper: ${[...new Set(statuses)].join(', ')}`);
+      expectProblem(answers.at(-1)!, 409, 'too-many-subscriptions');
+      const again = expectStatus(await call(t.app, 'POST', SUBSCRIBE, { token: junk.token, body: { ...ids, email: `pending-${serial}-0@example.com`, shop: store.domain } }), 200);
+      assert.equal(again.subscriptionId, expectStatus(answers[0]!, 200).subscriptionId, 'its own pending subscription comes back at the cap');
+    });
+
     it('finding 6b: across restocks sent together, the store’s own shoppers take the allowance before third parties', async () => {
       const store = await storeWithAgent(t.app, t.database, 'across');
       const junk = await registerAnonymousAgent(t.app);
