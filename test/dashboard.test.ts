@@ -585,6 +585,37 @@ for (const dialect of testDialects()) {
         assert.equal((await t.app.restock.stores.getStore(shop)).ownSmtp, false);
       });
 
+      it('sets double opt-in, the channels offered and quiet hours; keeps a Twilio account sealed and marks a bad one', async () => {
+        const { shop, cookie } = await signedInStore(t);
+        const csrf = csrfOf((await getPage(t, '/dashboard/settings', cookie)).body);
+        const token = 'f'.repeat(32);
+        const account = { twilioAccountSid: `AC${'1'.repeat(32)}`, twilioAuthToken: token, twilioFrom: '+15551230000' };
+        const fields = { csrf, doubleOptIn: 'always', country: 'de', sms: 'on', push: 'off', quietStart: '22', quietEnd: '8', timeZone: 'Europe/Berlin', ...account };
+        const saved = await postForm(t, '/dashboard/settings', fields, cookie);
+        assert.equal(saved.statusCode, 303, saved.body);
+        const store = await t.app.restock.stores.getStore(shop);
+        assert.deepEqual(
+          [store.settings.doubleOptIn, store.settings.country, store.settings.sms, store.settings.push, store.settings.smsQuietHours, store.settings.timeZone, store.ownSmsSender],
+          ['always', 'DE', true, false, { start: 22, end: 8 }, 'Europe/Berlin', true],
+        );
+        const page = await getPage(t, '/dashboard/settings', cookie);
+        assert.ok(!page.body.includes(token), 'the auth token never comes back');
+        assert.match(page.body, /<option value="always" selected>/);
+        assert.match(page.body, /name="clearSmsSender"/);
+
+        const before = await t.tableDigests();
+        const refused = await postForm(t, '/dashboard/settings', { ...fields, twilioAuthToken: 'not-a-token', quietStart: '25', timeZone: 'Mars/Olympus' }, cookie);
+        assertHtml(refused, 400);
+        for (const field of ['twilioAuthToken', 'quietStart', 'timeZone']) {
+          assert.match(refused.body, new RegExp(`id="f-${field}"[^>]*aria-invalid="true"`), `${field} is marked`);
+        }
+        assert.deepEqual(await t.tableDigests(), before, 'nothing saved');
+
+        assert.equal((await postForm(t, '/dashboard/settings', { csrf, clearSmsSender: 'on' }, cookie)).statusCode, 303);
+        const cleared = await t.app.restock.stores.getStore(shop);
+        assert.deepEqual([cleared.ownSmsSender, cleared.settings.doubleOptIn, cleared.settings.smsQuietHours], [false, 'auto', { start: 21, end: 9 }], 'cleared, and empty fields back to their defaults');
+      });
+
       it('refuses invalid values with a 400 page marking each field, and saves nothing', async () => {
         const { shop, cookie } = await signedInStore(t);
         const csrf = csrfOf((await getPage(t, '/dashboard/settings', cookie)).body);

@@ -254,9 +254,10 @@ export class DashboardService {
     }
     const smtpUrl = form.clearSmtp === 'on' ? null : form.smtpUrl?.trim() || undefined;
     if (smtpUrl !== undefined) patch.smtpUrl = smtpUrl;
+    Object.assign(patch, channelSettings(form));
     const checked = storeSettingsPatch.safeParse(patch);
     if (!checked.success) {
-      throw new ValidationFailed(checked.error.issues.map((issue) => ({ pointer: `/${issue.path.join('/')}`, message: issue.message })));
+      throw new ValidationFailed(checked.error.issues.map((issue) => ({ pointer: formPointer(`/${issue.path.join('/')}`), message: issue.message })));
     }
     await this.deps.stores.updateStoreSettings(caller, shop, checked.data);
   }
@@ -268,6 +269,45 @@ export class DashboardService {
   outboxMessage(caller: Caller, shop: string, id: string) {
     return this.deps.dispatch.outboxMessage(caller, shop, id);
   }
+}
+
+/**
+ * The consent and channel fields. Selects post '' for the default; the quiet hours are two
+ * numbers or none; the Twilio account, like the SMTP URL, is kept unless all three parts are
+ * given again or clearing is ticked (the token is never shown back).
+ */
+function channelSettings(form: Record<string, string | undefined>): Record<string, unknown> {
+  const text = (name: string) => form[name]?.trim() || null;
+  const toggle = (name: string) => (form[name] === 'on' ? true : form[name] === 'off' ? false : null);
+  const start = text('quietStart');
+  const end = text('quietEnd');
+  const patch: Record<string, unknown> = {
+    doubleOptIn: text('doubleOptIn'),
+    country: text('country')?.toUpperCase() ?? null,
+    timeZone: text('timeZone'),
+    smsQuietHours: start === null && end === null ? null : { start: Number(start ?? NaN), end: Number(end ?? NaN) },
+    sms: toggle('sms'),
+    push: toggle('push'),
+  };
+  const account = { accountSid: text('twilioAccountSid'), authToken: text('twilioAuthToken'), from: text('twilioFrom') };
+  if (form.clearSmsSender === 'on') patch.smsSender = null;
+  else if (account.accountSid || account.authToken || account.from) patch.smsSender = account;
+  return patch;
+}
+
+/** The settings' nested fields as the form names them. */
+const FORM_FIELDS: Record<string, string> = {
+  '/smsQuietHours': '/quietStart',
+  '/smsQuietHours/start': '/quietStart',
+  '/smsQuietHours/end': '/quietEnd',
+  '/smsSender': '/twilioAccountSid',
+  '/smsSender/accountSid': '/twilioAccountSid',
+  '/smsSender/authToken': '/twilioAuthToken',
+  '/smsSender/from': '/twilioFrom',
+};
+
+function formPointer(pointer: string): string {
+  return FORM_FIELDS[pointer] ?? pointer;
 }
 
 function storeEmail(email: string): string {

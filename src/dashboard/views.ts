@@ -216,6 +216,13 @@ function widgetInstructions(snippet: string): SafeHtml {
 <pre><code>${snippet}</code></pre>`;
 }
 
+/** Errors shown beside their own field; any other is listed above the form. */
+const FIELD_POINTERS = new Set(
+  ['batchMultiplier', 'batchIntervalSeconds', 'minStock', 'frequencyCapMinutes', 'senderName', 'smtpUrl', 'doubleOptIn', 'country', 'sms', 'push', 'quietStart', 'quietEnd', 'timeZone', 'twilioAccountSid', 'twilioAuthToken', 'twilioFrom'].map(
+    (name) => `/${name}`,
+  ),
+);
+
 export function settingsBody(store: Store, csrf: string | undefined, errors: FieldErrors = [], saved = false, snippet?: string): SafeHtml {
   const s = store.settings;
   const error = (field: string) => errors.find((e) => e.pointer === `/${field}`);
@@ -226,8 +233,15 @@ export function settingsBody(store: Store, csrf: string | undefined, errors: Fie
 <input id="f-${name}" name="${name}" type="${type}" value="${value ?? ''}" ${new SafeHtml(extra)} aria-describedby="h-${name}${problem ? ` e-${name}` : ''}"${problem ? html` aria-invalid="true"` : ''}>
 <p class="hint" id="h-${name}">${hint}</p>${problem ? html`<p class="error" id="e-${name}">${problem.message}</p>` : ''}`;
   };
+  const choice = (name: string, label: string, value: string, options: Array<[string, string]>, hint: string) => {
+    const problem = error(name);
+    const items = options.map(([option, text]) => html`<option value="${option}"${option === value ? html` selected` : ''}>${text}</option>`);
+    return html`<label for="f-${name}">${label}</label>
+<select id="f-${name}" name="${name}" aria-describedby="h-${name}${problem ? ` e-${name}` : ''}"${problem ? html` aria-invalid="true"` : ''}>${items}</select>
+<p class="hint" id="h-${name}">${hint}</p>${problem ? html`<p class="error" id="e-${name}">${problem.message}</p>` : ''}`;
+  };
   const locales = ['en', 'fr', 'de', 'es'].map((l) => html`<option value="${l}"${s.locale === l ? html` selected` : ''}>${l}</option>`);
-  const general = errors.filter((e) => !['/batchMultiplier', '/batchIntervalSeconds', '/minStock', '/frequencyCapMinutes', '/senderName', '/smtpUrl'].includes(e.pointer));
+  const general = errors.filter((e) => !FIELD_POINTERS.has(e.pointer));
   return html`<h1>Settings</h1>
 ${saved ? html`<p role="status" class="status-sent">Saved.</p>` : ''}
 ${errors.length ? html`<p role="alert" class="error">Nothing was saved: ${errors.length === 1 ? 'one field needs' : `${errors.length} fields need`} attention.</p>` : ''}
@@ -245,6 +259,18 @@ ${field('frequencyCapMinutes', 'Frequency cap (minutes)', s.frequencyCapMinutes,
 ${field('senderName', 'Sender name', s.senderName, 'The name alerts come from, e.g. your store’s name.', 'text', 'maxlength="100"')}
 ${field('smtpUrl', 'Your own SMTP server', '', store.ownSmtp ? 'Set (kept sealed). Enter a new URL to replace it.' : 'smtp:// or smtps:// URL with credentials; alerts then go through it. Leave empty to keep the current sender.', 'text', 'autocomplete="off" spellcheck="false"')}
 ${store.ownSmtp ? html`<label><input type="checkbox" name="clearSmtp"> Stop using my SMTP server</label>` : ''}
+<h2>Consent and channels</h2>
+${choice('doubleOptIn', 'Ask shoppers to confirm by e-mail (double opt-in)', s.doubleOptIn, [['auto', 'When the store or the shopper is in the EU/EEA, the UK or Switzerland'], ['always', 'Always'], ['never', 'Never']], 'A new subscription waits for the shopper to click the link we e-mail; unconfirmed ones expire and are never alerted. Texts always ask for a YES.')}
+${field('country', 'Store country', s.country, 'Two letters, e.g. DE; used when double opt-in is automatic.', 'text', 'maxlength="2" autocomplete="country"')}
+${choice('sms', 'Offer SMS alerts', s.sms === null ? '' : s.sms ? 'on' : 'off', [['', 'When an SMS sender is set up'], ['on', 'Yes'], ['off', 'No']], 'A phone field and an unticked consent box on the sign-up form.')}
+${choice('push', 'Offer browser notifications', s.push ? 'on' : 'off', [['on', 'Yes'], ['off', 'No']], '“Also notify me in this browser” on the sign-up form.')}
+${field('quietStart', 'No texts from (hour)', s.smsQuietHours.start, 'Quiet hours in the shopper’s time zone, 0–23; texts due then wait until the end.', 'number', 'min="0" max="23"')}
+${field('quietEnd', 'No texts until (hour)', s.smsQuietHours.end, 'Equal hours: no quiet hours.', 'number', 'min="0" max="23"')}
+${field('timeZone', 'Store time zone', s.timeZone, 'IANA name, e.g. Europe/Paris; for shoppers whose time zone is unknown.', 'text', 'maxlength="64"')}
+${field('twilioAccountSid', 'Your own Twilio Account SID', '', store.ownSmsSender ? 'Set (kept sealed). Enter all three parts to replace it.' : 'AC…; with the token and sender, texts go from your own Twilio account.', 'text', 'autocomplete="off" spellcheck="false"')}
+${field('twilioAuthToken', 'Twilio auth token', '', 'Kept sealed, never shown again.', 'password', 'autocomplete="off"')}
+${field('twilioFrom', 'Texts come from', '', 'An E.164 number (+15551234567) or a Messaging Service SID (MG…).', 'text', 'autocomplete="off" spellcheck="false"')}
+${store.ownSmsSender ? html`<label><input type="checkbox" name="clearSmsSender"> Stop using my Twilio account</label>` : ''}
 <p><button type="submit">Save settings</button></p>
 </form>
 ${snippet ? widgetInstructions(snippet) : ''}`;

@@ -24,6 +24,12 @@ const effectiveSettingsSchema = z
     reminderDelayHours: z.number().nullable().describe('Hours after an alert its reminder goes; null: no reminders'),
     waitlistThreshold: z.number().nullable().describe("Waiting shoppers per product or variant at which the owner is told; null: never"),
     weeklyDigest: z.boolean().describe("The owner gets a weekly digest by e-mail"),
+    doubleOptIn: z.enum(['auto', 'always', 'never']).describe('Whether new e-mail subscriptions wait for the shopper’s confirmation (auto: EU/EEA, UK, CH)'),
+    country: z.string().nullable().describe("The store's country (ISO 3166-1 alpha-2), for doubleOptIn auto"),
+    smsQuietHours: z.object({ start: z.number(), end: z.number() }).describe('No SMS between these hours, local to the shopper'),
+    timeZone: z.string().describe("The store's time zone, for quiet hours when the shopper's is unknown"),
+    sms: z.boolean().nullable().describe('Offer SMS on the storefront; null: when an SMS sender is configured'),
+    push: z.boolean().describe('Offer browser push on the storefront'),
   })
   .describe('Batch policy, language and template in force (the store’s own values, else the defaults)');
 
