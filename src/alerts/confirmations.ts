@@ -33,7 +33,7 @@ export function confirmationJobs(deps: ConfirmationDeps): WorkerJob[] {
   return [
     { name: 'subscription-confirmations', run: () => sendConfirmationRequests(deps) },
     { name: 'sms-confirmations', run: () => sendSmsConfirmationRequests(deps) },
-    { name: 'expire-unconfirmed', everyMs: 60_000, run: () => deps.alerts.expireUnconfirmed(deps.expiryHours) },
+    { name: 'expire-unconfirmed', everyMs: 60_000, run: (now) => deps.alerts.expireUnconfirmed(deps.expiryHours, now) },
   ];
 }
 

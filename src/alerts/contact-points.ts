@@ -104,6 +104,23 @@ export class ContactPointRepository {
     return moved;
   }
 
+  /**
+   * A browser whose push service answered 404/410: its subscription is gone for every alert it
+   * was given to, so every contact point with that endpoint is removed, not only the one tried.
+   */
+  async removeBrowser(id: string, reason: string, now: string): Promise<number> {
+    const result = await this.database.writeStatement((db) =>
+      db
+        .updateTable('contact_points')
+        .set({ status: 'removed', status_reason: reason, updated_at: now })
+        .where('channel', '=', 'push')
+        .where('address_key', '=', (eb) => eb.selectFrom('contact_points as gone').select('gone.address_key').where('gone.id', '=', id).where('gone.channel', '=', 'push'))
+        .where('status', 'in', ['pending', 'active', 'stopped'])
+        .executeTakeFirst(),
+    );
+    return Number(result.numUpdatedRows);
+  }
+
   /** SMS contact points never confirmed by `before` expire, like the subscriptions they belong to. */
   async expirePendingSms(before: string, now: string): Promise<number> {
     const result = await this.database.writeStatement((db) =>

@@ -315,8 +315,9 @@ export class SubscriptionService {
   }
 
   /** The push service says the browser's subscription is gone: it is never used again. */
+  /** A browser the push service says is gone: removed wherever it was given (a phone is never removed this way). */
   async removeContactPoint(id: string, reason: string): Promise<void> {
-    await this.channels.contactPoints.setStatus([id], ['pending', 'active', 'stopped'], 'removed', reason, nowIso());
+    await this.channels.contactPoints.removeBrowser(id, reason, nowIso());
   }
 
   async getSubscription(id: string, caller: Caller): Promise<Subscription> {

@@ -11,7 +11,8 @@ import { ownStore, type Caller } from '../core/http/caller.ts';
 import type { TokenSigner } from '../core/signed-token.ts';
 import type { NotificationRow, SentAlertRow } from '../dispatch/repository.ts';
 import type { DigestFigures } from '../notices/service.ts';
-import type { EffectiveSettings } from '../stores/settings.ts';
+import { DEFAULT_UTM, type EffectiveSettings } from '../stores/settings.ts';
+import type { Channel } from '../core/db/schema.ts';
 import { attributeOrder, netRevenue, type Attribution, type LineRefund, type SentAlert } from './attribution.ts';
 import { exportCsv, type ExportKind, type ExportSources } from './exports.ts';
 import { ConversionRepository, type AttributionRow, type StoredOrder } from './repository.ts';
@@ -115,9 +116,9 @@ export class ConversionService implements OrderSink {
     const alertId = this.deps.signer.verify(CLICK, token);
     const alert = store && alertId ? await this.deps.alerts.sentAlert(alertId) : undefined;
     if (!store || !alert || alert.store_domain !== store) return home;
-    const settings = await this.deps.stores.settingsOf(store);
+    const utm = utmFor(alert.channel ?? 'email', (await this.deps.stores.settingsOf(store)).utm);
     const product = await this.deps.products.describeProduct(store, alert.product_id, alert.variant_id);
-    const landing = landingUrl(product?.productUrl ?? null, alert.variant_id, settings.utm) ?? withUtm(new URL(home), settings.utm).href;
+    const landing = landingUrl(product?.productUrl ?? null, alert.variant_id, utm) ?? withUtm(new URL(home), utm).href;
     // The shopper lands whatever happens to the record: a failed write costs a click in the figures, not the visit.
     if (visit.counts) await this.recordClick(alert).catch((err) => this.deps.log.error({ err, alertId: alert.id }, 'recording a click failed'));
     return landing;
@@ -408,6 +409,15 @@ function netOf(stored: StoredOrder): Array<{ lineId: string; net: number; netSho
  * The product page with the store's UTM parameters (and the variant selected, Shopify's
  * `?variant=`), or undefined when the known URL is not an http(s) address.
  */
+/**
+ * The store's UTM parameters for a click from this channel: a text's or a push's visits are not
+ * e-mail's, so the default medium (`email`) becomes `sms` or `push`; a medium the store chose
+ * itself is kept.
+ */
+export function utmFor(channel: Channel, utm: EffectiveSettings['utm']): EffectiveSettings['utm'] {
+  return channel !== 'email' && utm.medium === DEFAULT_UTM.medium ? { ...utm, medium: channel } : utm;
+}
+
 export function landingUrl(productUrl: string | null, variantId: string | null, utm: EffectiveSettings['utm']): string | undefined {
   if (productUrl === null) return undefined;
   let url: URL;

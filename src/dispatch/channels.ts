@@ -57,7 +57,8 @@ export interface AlertTextInput {
 /** Texting as dispatch uses it: the channel, the words, and where delivery reports go for a store. */
 export interface SmsSending extends SmsChannel {
   alertText(input: AlertTextInput): string;
-  statusCallbackUrl(storeDomain: string, ownAccount: boolean): string;
+  /** `alertId` rides in the URL: Twilio may report before the send's answer (and its SID) is recorded. */
+  statusCallbackUrl(storeDomain: string, ownAccount: boolean, alertId?: string): string;
 }
 
 export interface PushMessage {

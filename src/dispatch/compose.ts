@@ -94,7 +94,7 @@ function smsDelivery(row: NotificationRow, claim: StoreClaim, links: AlertLinks,
       locale: alertLocale(row.locale, claim.settings.locale),
       kind: row.kind,
     });
-    const { providerRef } = await sms.send(claim.smsAccount, { to: contact.address, body, statusCallback: sms.statusCallbackUrl(claim.storeDomain, claim.ownSmsAccount) });
+    const { providerRef } = await sms.send(claim.smsAccount, { to: contact.address, body, statusCallback: sms.statusCallbackUrl(claim.storeDomain, claim.ownSmsAccount, row.id) });
     return { providerRef };
   };
 }

@@ -5,8 +5,8 @@
  */
 export interface WorkerJob {
   name: string;
-  /** Does one bounded slice of work; resolves to how many items it handled (0: nothing to do). */
-  run(): Promise<number>;
+  /** Does one bounded slice of work at the worker's time `now` (the real time when absent); resolves to how many items it handled (0: nothing to do). */
+  run(now?: Date): Promise<number>;
   /** Run at most this often (periodic jobs such as reconciliation). */
   everyMs?: number;
 }

@@ -19,6 +19,8 @@ export class AlertLeases {
     private readonly owner: string,
     private readonly leaseSeconds: number,
     private readonly log: FastifyBaseLogger,
+    /** The worker's clock (ms since the epoch). */
+    private readonly now: () => number = Date.now,
   ) {}
 
   get count(): number {
@@ -58,7 +60,7 @@ export class AlertLeases {
 
   private async renew(): Promise<void> {
     try {
-      await this.store.renewLeases(this.owner, [...this.held], this.until(new Date()));
+      await this.store.renewLeases(this.owner, [...this.held], this.until(new Date(this.now())));
     } catch (err) {
       this.log.warn({ err }, 'renewing alert leases failed; will retry');
     }

@@ -36,13 +36,15 @@ export class BatchPlanner {
   constructor(
     private readonly deps: PlannerDeps,
     private readonly owner: string,
+    /** The worker's clock (ms since the epoch). */
+    private readonly now: () => number = Date.now,
   ) {}
 
   /** Plans every restock whose next batch is due, up to RESTOCKS_PER_TURN; resolves to how many. */
   async planDue(): Promise<number> {
     let planned = 0;
     for (let i = 0; i < RESTOCKS_PER_TURN; i++) {
-      const now = new Date();
+      const now = new Date(this.now());
       const restock = await this.deps.store.claimDueRestock(this.owner, now.toISOString(), leaseEnd(this.deps.config.leaseSeconds, now));
       if (!restock) break;
       planned += await this.planBatch(restock, now);

@@ -186,7 +186,8 @@ export class DispatchRepository {
       for (const chunk of chunks(sent.ids)) {
         await trx
           .updateTable('notifications')
-          .set({ status: 'sent', sent_at: sent.at, outcome: 'accepted', held_by_plan: 0, lease_owner: null, lease_until: null })
+          // A delivery report can land before this (Twilio answers fast): its outcome stays.
+          .set({ status: 'sent', sent_at: sent.at, outcome: sql<string>`case when delivery_status is null then 'accepted' else outcome end`, held_by_plan: 0, lease_owner: null, lease_until: null })
           .where('id', 'in', chunk)
           .where('lease_owner', '=', owner)
           .execute();
@@ -224,10 +225,22 @@ export class DispatchRepository {
   }
 
   /** A provider's delivery report of a message it accepted (SMS); false when no message has that id. */
-  async recordDelivery(providerRef: string, status: string, outcome: string): Promise<boolean> {
-    const result = await this.database.writeStatement((db) =>
-      db.updateTable('notifications').set({ delivery_status: status, outcome }).where('provider_ref', '=', providerRef).executeTakeFirst(),
-    );
+  /**
+   * A delivery report, found by the id our callback URL carried (the report may come before the
+   * send's SID is recorded; a store's own account reports only on its store's texts), else by
+   * the provider's reference.
+   */
+  async recordDelivery(providerRef: string, status: string, outcome: string, alert?: { id: string; storeDomain: string | undefined }): Promise<boolean> {
+    const result = await this.database.writeStatement((db) => {
+      const update = db.updateTable('notifications').set({ delivery_status: status, outcome });
+      if (!alert) return update.where('provider_ref', '=', providerRef).executeTakeFirst();
+      return update
+        .where('id', '=', alert.id)
+        .where('channel', '=', 'sms')
+        .where((eb) => eb.or([eb('provider_ref', 'is', null), eb('provider_ref', '=', providerRef)]))
+        .$if(alert.storeDomain !== undefined, (query) => query.where('store_domain', '=', alert.storeDomain!))
+        .executeTakeFirst();
+    });
     return Number(result.numUpdatedRows) > 0;
   }
 

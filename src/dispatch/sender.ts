@@ -20,6 +20,8 @@ export class NotificationSender {
     private readonly owner: string,
     /** Once true, nothing more is claimed or handed to the transport; what is in flight finishes. */
     private readonly stopping: () => boolean,
+    /** The worker's clock (ms since the epoch): what is due, the rules' now, retry times. */
+    private readonly now: () => number = Date.now,
   ) {}
 
   /**
@@ -29,8 +31,8 @@ export class NotificationSender {
    */
   async sendDue(): Promise<number> {
     const { config, log, store } = this.deps;
-    const leases = new AlertLeases(store, this.owner, config.leaseSeconds, log);
-    const settler = new Settler(this.deps, this.owner, leases);
+    const leases = new AlertLeases(store, this.owner, config.leaseSeconds, log, this.now);
+    const settler = new Settler(this.deps, this.owner, leases, this.now);
     const handover = new Handover((item) => this.sendOne(item, settler), () => !this.stopping());
     let handled = 0;
     let exhausted = false;
@@ -61,7 +63,7 @@ export class NotificationSender {
   }
 
   private async claim(leases: AlertLeases, limit: number): Promise<NotificationRow[]> {
-    const now = new Date();
+    const now = new Date(this.now());
     const claimed = await this.deps.store.claimNotifications(this.owner, now.toISOString(), leases.until(now), limit);
     leases.hold(claimed);
     return claimed;
@@ -73,7 +75,7 @@ export class NotificationSender {
    */
   private async prepare(claimed: NotificationRow[], settler: Settler): Promise<Outgoing[]> {
     const outgoing: Outgoing[] = [];
-    for (const claim of await loadClaim(this.deps, claimed, new Date())) {
+    for (const claim of await loadClaim(this.deps, claimed, new Date(this.now()))) {
       const ready: NotificationRow[] = [];
       for (const { row, verdict } of decideGroup(claim.rows, claim.facts)) {
         if (verdict.kind === 'send') ready.push(row);
@@ -117,7 +119,7 @@ export class NotificationSender {
       const receipt = await Promise.race([item.deliver(), limit]);
       settler.record(item.row, { kind: 'sent', reminderDelayHours: item.reminderDelayHours, ...(receipt.providerRef ? { providerRef: receipt.providerRef } : {}) });
     } catch (err) {
-      settler.record(item.row, failureVerdict(item.row.attempts, err, this.deps.config, Date.now(), Math.random()));
+      settler.record(item.row, failureVerdict(item.row.attempts, err, this.deps.config, this.now(), Math.random()));
       // Not sent: its place in the allowance goes back (a retry counts it again).
       await this.release(item.row.store_domain, item.quotaPeriod, 1);
     } finally {

@@ -31,6 +31,8 @@ export class Settler {
     private readonly deps: SettlerDeps,
     private readonly owner: string,
     private readonly leases: AlertLeases,
+    /** The worker's clock (ms since the epoch): when outcomes are recorded. */
+    private readonly now: () => number = Date.now,
   ) {}
 
   record(row: NotificationRow, outcome: Outcome): void {
@@ -61,7 +63,7 @@ export class Settler {
 
   private async write(settled: Array<{ row: NotificationRow; reminderDelayHours: number | null; providerRef?: string }>, others: Array<{ row: NotificationRow; outcome: Unsent }>): Promise<void> {
     if (settled.length === 0 && others.length === 0) return;
-    const now = new Date().toISOString();
+    const now = new Date(this.now()).toISOString();
     const { store, alerts, dispatch } = this.deps;
     const sent = settled.map(({ row }) => row);
     // A reminder has done its work once sent: only first alerts notify subscriptions.

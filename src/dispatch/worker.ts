@@ -76,11 +76,22 @@ export class DispatchWorker {
   private readonly unsubscribeFromWork: () => void;
   private readonly planner: BatchPlanner;
   private readonly sender: NotificationSender;
+  /** The time the worker plans, checks, records and runs its jobs at (ms since the epoch). */
+  private now: () => number = Date.now;
 
   constructor(private readonly deps: WorkerDeps) {
-    this.planner = new BatchPlanner(deps, this.id);
-    this.sender = new NotificationSender(deps, this.id, () => this.stopping);
+    const now = () => this.now();
+    this.planner = new BatchPlanner(deps, this.id, now);
+    this.sender = new NotificationSender(deps, this.id, () => this.stopping, now);
     this.unsubscribeFromWork = deps.dispatch.onWork(() => this.wake());
+  }
+
+  /**
+   * Works as if the time were `now()` from here on, so tests can reach a time of day (quiet
+   * hours) or a later day without waiting; undefined goes back to the real time.
+   */
+  setClock(now: (() => number) | undefined): void {
+    this.now = now ?? Date.now;
   }
 
   /** Whether the loop is on: `restock serve` with RUN_WORKER=false leaves it off. */
@@ -168,7 +179,7 @@ export class DispatchWorker {
     for (const job of this.deps.jobs) {
       if (!this.isDue(job)) continue;
       try {
-        done += await job.run();
+        done += await job.run(new Date(this.now()));
       } catch (err) {
         this.deps.log.warn({ err, job: job.name }, 'worker job failed; it runs again next turn');
       }
@@ -176,12 +187,13 @@ export class DispatchWorker {
     return done;
   }
 
-  /** Jobs without `everyMs` run on every turn; the others at most that often. */
+  /** Jobs without `everyMs` run on every turn; the others at most that often (a clock set back counts as time passed). */
   private isDue(job: WorkerJob): boolean {
     if (job.everyMs === undefined) return true;
-    const last = this.lastRun.get(job.name) ?? 0;
-    if (Date.now() - last < job.everyMs) return false;
-    this.lastRun.set(job.name, Date.now());
+    const now = this.now();
+    const last = this.lastRun.get(job.name);
+    if (last !== undefined && Math.abs(now - last) < job.everyMs) return false;
+    this.lastRun.set(job.name, now);
     return true;
   }
 }

@@ -21,10 +21,19 @@ export interface SmsConsent {
   confirmSms(phone: string, storeDomains: string[]): Promise<number>;
 }
 
+/** The ledger row a status callback URL names, and the store whose account signed the report (undefined: the service's). */
+export interface AlertRef {
+  id: string;
+  storeDomain: string | undefined;
+}
+
 /** Where delivery reports land: the ledger, which knows each text by Twilio's Message SID. */
 export interface DeliveryReports {
-  /** False when no notification has this provider reference. */
-  recordDelivery(providerRef: string, status: 'delivered' | 'undelivered' | 'failed', errorCode: string | null): Promise<boolean>;
+  /**
+   * False when no notification matches: the one `alert` names (a store's own account may report
+   * only on its own store's texts), else the one with this provider reference.
+   */
+  recordDelivery(providerRef: string, status: 'delivered' | 'undelivered' | 'failed', errorCode: string | null, alert?: AlertRef): Promise<boolean>;
 }
 
 export interface SmsDeps {

@@ -13,7 +13,7 @@ export function smsSending(service: SmsService): SmsSending {
     accountFor: (own) => service.accountFor(own),
     send: (account, message) => service.send(account, message),
     optedOut: (sender, phones) => service.optedOut(sender, phones),
-    statusCallbackUrl: (storeDomain, ownAccount) => service.statusCallbackUrl(storeDomain, ownAccount),
+    statusCallbackUrl: (storeDomain, ownAccount, alertId) => service.statusCallbackUrl(storeDomain, ownAccount, alertId),
     alertText: (input) => composeAlertText(input),
   };
 }

@@ -17,6 +17,8 @@ export interface InboundText {
   body: string;
   /** Present when that number belongs to a Messaging Service. */
   messagingServiceSid?: string | undefined;
+  /** The ledger row our callback URL named, and the store whose path received the report. */
+  alert?: { id: string; storeDomain: string | undefined } | undefined;
 }
 
 /** A status callback, once its signature held. */
@@ -27,6 +29,8 @@ export interface StatusReport {
   from?: string | undefined;
   to?: string | undefined;
   messagingServiceSid?: string | undefined;
+  /** The ledger row our callback URL named, and the store whose path received the report. */
+  alert?: { id: string; storeDomain: string | undefined } | undefined;
 }
 
 /** The statuses a text ends in; the others (queued, sent, accepted…) are steps on the way. */
@@ -106,7 +110,7 @@ export class SmsWebhooks {
   /** Records a text's final status; an opt-out Twilio found only at sending time is kept as if the phone had texted STOP. */
   async statusReport(report: StatusReport): Promise<void> {
     if (!isFinal(report.status)) return;
-    const known = await this.deps.deliveries.recordDelivery(report.messageSid, report.status, report.errorCode ?? null);
+    const known = await this.deps.deliveries.recordDelivery(report.messageSid, report.status, report.errorCode ?? null, report.alert);
     if (!known) this.deps.log.debug({ messageSid: report.messageSid, status: report.status }, 'delivery report for a text not in the ledger');
     if (report.status === 'failed' && report.errorCode === UNSUBSCRIBED_RECIPIENT && report.to && E164.test(report.to)) {
       const sender = report.messagingServiceSid ?? report.from;

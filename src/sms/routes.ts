@@ -56,6 +56,7 @@ export function smsRoutes(options: { webhooks: SmsWebhooks; baseUrl: string }) {
       from: report.From,
       to: report.To,
       messagingServiceSid: report.MessagingServiceSid,
+      alert: alertOf(request, domain),
     });
     return reply.code(204).send();
   }
@@ -81,6 +82,14 @@ export function smsRoutes(options: { webhooks: SmsWebhooks; baseUrl: string }) {
     app.post('/sms/twilio/status', route, async (request, reply) => status(request, reply, undefined));
     app.post('/sms/twilio/status/:domain', route, async (request, reply) => status(request, reply, storeOf(request)));
   };
+}
+
+/** A ledger id as we put it in the callback URL; anything else is ignored (the SID still finds the text). */
+const ALERT_ID = /^ntf_[0-9a-z]{26}$/;
+
+function alertOf(request: FastifyRequest, domain: string | undefined): { id: string; storeDomain: string | undefined } | undefined {
+  const id = (request.query as { alert?: unknown }).alert;
+  return typeof id === 'string' && ALERT_ID.test(id) ? { id, storeDomain: domain } : undefined;
 }
 
 /**

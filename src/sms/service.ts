@@ -51,8 +51,9 @@ export class SmsService implements SmsChannel {
    * Where Twilio reports a text's delivery: ours for the service's account, the store's own path
    * for its own account, since each account signs with its own auth token.
    */
-  statusCallbackUrl(storeDomain: string, ownAccount: boolean): string {
-    return `${this.deps.baseUrl}${ownAccount ? `/sms/twilio/status/${encodeURIComponent(storeDomain)}` : '/sms/twilio/status'}`;
+  statusCallbackUrl(storeDomain: string, ownAccount: boolean, alertId?: string): string {
+    const path = ownAccount ? `/sms/twilio/status/${encodeURIComponent(storeDomain)}` : '/sms/twilio/status';
+    return `${this.deps.baseUrl}${path}${alertId === undefined ? '' : `?alert=${encodeURIComponent(alertId)}`}`;
   }
 
   /** What a number's "A message comes in" webhook must be set to: the service's, or a store's own account's. */
