@@ -102,7 +102,7 @@ describe('which alert an order line is credited to', () => {
 
   it('credits the line’s own amounts, in both currencies', () => {
     const [attribution] = attributeOrder({ placedAt: PLACED, lines: [line('l1', { amount: eur(1234), shopAmount: usd(1400) })] }, [alert('a1', before(DAY))], 7);
-    assert.deepEqual(attribution, { lineId: 'l1', alertId: 'a1', kind: 'assisted', amount: eur(1234), shopAmount: usd(1400) });
+    assert.deepEqual(attribution, { lineId: 'l1', alertId: 'a1', channel: 'email', kind: 'assisted', amount: eur(1234), shopAmount: usd(1400) });
   });
 
   it('credits one alert in two orders: each order is decided on its own', () => {
@@ -117,8 +117,8 @@ describe('which alert an order line is credited to', () => {
 
 describe('what an order is worth', () => {
   const attributions: Attribution[] = [
-    { lineId: 'l1', alertId: 'a1', kind: 'assisted', amount: eur(1000), shopAmount: usd(1100) },
-    { lineId: 'l2', alertId: 'a1', kind: 'direct', amount: eur(500), shopAmount: usd(550) },
+    { lineId: 'l1', alertId: 'a1', channel: 'email', kind: 'assisted', amount: eur(1000), shopAmount: usd(1100) },
+    { lineId: 'l2', alertId: 'a1', channel: 'email', kind: 'direct', amount: eur(500), shopAmount: usd(550) },
   ];
   const refund = (lineId: string, minor: number, shopMinor = minor): LineRefund => ({ lineId, amount: eur(minor), shopAmount: usd(shopMinor) });
 
@@ -163,7 +163,7 @@ describe('what an order is worth', () => {
   });
 
   it('sums per presentment currency, and has no single shop figure for shop amounts in two currencies', () => {
-    const mixed: Attribution[] = [...attributions, { lineId: 'l3', alertId: 'a2', kind: 'assisted', amount: usd(700), shopAmount: eur(650) }];
+    const mixed: Attribution[] = [...attributions, { lineId: 'l3', alertId: 'a2', channel: 'sms', kind: 'assisted', amount: usd(700), shopAmount: eur(650) }];
     assert.deepEqual(conversionOf(mixed, [], false), { kind: 'direct', revenue: [eur(1500), usd(700)], shopRevenue: null });
   });
 

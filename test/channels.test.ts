@@ -243,6 +243,25 @@ for (const dialect of testDialects()) {
       const reported = (await ledger(sub.id)).find((row) => row.channel === 'sms')!;
       assert.deepEqual([reported.delivery_status, reported.outcome], ['delivered', 'delivered to the phone'], "Twilio's delivery report is recorded, even when it came before the send was settled");
       assert.equal(await statusOf(sub.id), 'notified');
+
+      // What each channel did, as the performance report and the dashboard show it.
+      await t.app.restock.conversions.recordOrder({
+        storeDomain: domain,
+        orderId: `order-${sub.id}`,
+        email,
+        placedAt: new Date().toISOString(),
+        source: 'api',
+        lines: [{ lineId: 'l1', productId: PRODUCTS.mug.id, variantId: null, quantity: 1, amount: { minor: 2500, currency: 'EUR' }, shopAmount: { minor: 2500, currency: 'EUR' } }],
+      });
+      const owner = { agentId: 'test', scopes: new Set<string>(), storeDomain: domain, rateLimitPerMinute: 0, tokenId: 'test' };
+      const { byChannel } = await t.app.restock.conversions.performance(owner, domain);
+      assert.deepEqual(
+        byChannel.map((row) => [row.channel, row.sent, row.clicks]),
+        [['email', 1, 1], ['sms', 1, 1], ['push', 1, 1]],
+        'one alert and one click per channel',
+      );
+      assert.equal(byChannel.reduce((sum, row) => sum + row.orders, 0), 1, 'the order is credited to one channel');
+      assert.equal(byChannel.reduce((sum, row) => sum + row.revenueMinor, 0), 2500, 'with its revenue');
     });
 
     // --- 2. STOP --------------------------------------------------------------------------

@@ -3,10 +3,13 @@
  * and cancellations have had their say. Pure decisions over facts handed in: no database, clock
  * or I/O, so the storage can replay them and the tests can try every order of inputs.
  */
+import type { Channel } from '../core/db/schema.ts';
 import type { Money, OrderLineReport, OrderReport } from './reports.ts';
 
 export interface SentAlert {
   alertId: string;
+  /** email when absent. */
+  channel?: Channel;
   productId: string;
   /** null: the alert was about the product as a whole. */
   variantId: string | null;
@@ -19,6 +22,7 @@ export interface SentAlert {
 export interface Attribution {
   lineId: string;
   alertId: string;
+  channel: Channel;
   kind: 'direct' | 'assisted';
   amount: Money;
   shopAmount: Money;
@@ -81,7 +85,7 @@ export function attributeOrder(
     const best = bestFor(line, candidates);
     if (!best) continue;
     credited.add(line.lineId);
-    attributions.push({ lineId: line.lineId, alertId: best.alert.alertId, kind: best.kind, amount: line.amount, shopAmount: line.shopAmount });
+    attributions.push({ lineId: line.lineId, alertId: best.alert.alertId, channel: best.alert.channel ?? 'email', kind: best.kind, amount: line.amount, shopAmount: line.shopAmount });
   }
   return attributions;
 }

@@ -223,6 +223,30 @@ export class ConversionRepository {
     return rows.map((row) => ({ day: row.day, orders: Number(row.orders), revenue: Number(row.revenue ?? 0) }));
   }
 
+  async clicksPerChannel(storeDomain: string, since: string): Promise<Map<string, number>> {
+    const rows = await this.database.db
+      .selectFrom('alert_clicks')
+      .select(['channel', (eb) => eb.fn.countAll<number>().as('n')])
+      .where('store_domain', '=', storeDomain)
+      .where('clicked_at', '>=', since)
+      .groupBy('channel')
+      .execute();
+    return new Map(rows.map((row) => [row.channel, Number(row.n)]));
+  }
+
+  /** Attributed orders and net revenue in the store's currency per channel of the credited alert. */
+  async perChannel(storeDomain: string, since: string, currency: string): Promise<Array<{ channel: string; orders: number; revenue: number }>> {
+    const rows = await this.database.db
+      .selectFrom('order_attributions')
+      .select(['channel', sql<number>`count(distinct order_id)`.as('orders'), (eb) => eb.fn.sum<number>('net_shop_minor').as('revenue')])
+      .where('store_domain', '=', storeDomain)
+      .where('placed_at', '>=', since)
+      .where('shop_currency', '=', currency)
+      .groupBy('channel')
+      .execute();
+    return rows.map((row) => ({ channel: row.channel, orders: Number(row.orders), revenue: Number(row.revenue ?? 0) }));
+  }
+
   async perProduct(storeDomain: string, since: string): Promise<Array<{ product_id: string; variant_id: string | null; orders: number; currency: string; revenue: number }>> {
     const rows = await this.database.db
       .selectFrom('order_attributions')

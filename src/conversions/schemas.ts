@@ -87,6 +87,9 @@ export const performanceResponse = z
     revenue: z.array(moneySchema).describe("Revenue won back, net of refunds and cancellations, in the store's currency"),
     revenueByPresentmentCurrency: z.array(moneySchema).describe('The same in the currencies shoppers paid in'),
     byDay: z.array(z.object({ day: z.string(), sent: z.number().int(), clicks: z.number().int(), orders: z.number().int(), revenueMinor: z.number().int() })),
+    byChannel: z
+      .array(z.object({ channel: z.enum(['email', 'sms', 'push']), sent: z.number().int(), clicks: z.number().int(), orders: z.number().int(), revenueMinor: z.number().int() }))
+      .describe("What each channel did: alerts sent, clicks, credited orders and net revenue in the store's currency (minor units)"),
     products: z.array(
       z.object({
         productId: z.string(),

@@ -22,6 +22,7 @@ const CLICK = 'alert-click';
 /** The products a performance report lists, most revenue first. */
 const PRODUCTS_SHOWN = 200;
 const DAY_MS = 86_400_000;
+const CHANNELS: Channel[] = ['email', 'sms', 'push'];
 
 /** What this feature reads of the alert ledger (the dispatch service). */
 export interface SentAlerts {
@@ -30,6 +31,7 @@ export interface SentAlerts {
   sentPerDay(caller: Caller, domain: string, since: string): Promise<Map<string, number>>;
   sentBetween(storeDomain: string, from: string, to: string): Promise<number>;
   sentPerProduct(caller: Caller, domain: string, since: string): Promise<Array<{ product_id: string; variant_id: string | null; kind: string; n: number }>>;
+  sentPerChannel(caller: Caller, domain: string, since: string): Promise<Array<{ channel: string; n: number }>>;
 }
 
 export interface ConversionDeps {
@@ -86,6 +88,8 @@ export interface Performance {
   /** The same in the currencies shoppers paid in. */
   revenueByPresentmentCurrency: Array<{ currency: string; minor: number }>;
   byDay: Array<{ day: string; sent: number; clicks: number; orders: number; revenueMinor: number }>;
+  /** What each channel did: alerts sent, clicks, attributed orders and net revenue in the store's currency. */
+  byChannel: Array<{ channel: Channel; sent: number; clicks: number; orders: number; revenueMinor: number }>;
   products: ProductPerformance[];
 }
 
@@ -128,6 +132,7 @@ export class ConversionService implements OrderSink {
     const clickedAt = nowIso();
     const first = await this.store.recordClick({
       notification_id: alert.id,
+      channel: alert.channel,
       store_domain: alert.store_domain,
       product_id: alert.product_id,
       variant_id: alert.variant_id,
@@ -158,6 +163,7 @@ export class ConversionService implements OrderSink {
     const clicks = await this.store.clicksOf(sent.map((alert) => alert.id));
     const candidates: SentAlert[] = sent.map((alert) => ({
       alertId: alert.id,
+      channel: alert.channel,
       productId: alert.product_id,
       variantId: alert.variant_id,
       sentAt: alert.sent_at,
@@ -279,6 +285,7 @@ export class ConversionService implements OrderSink {
     ]);
     const currency = revenue.shop[0]?.currency;
     const perDay = currency ? await this.store.perDay(shop, since, currency) : [];
+    const byChannel = await this.channelFigures(caller, shop, since, currency);
     const sent = sum(sentPerProduct.filter((row) => row.kind === 'alert').map((row) => row.n));
     const total = orders.direct + orders.assisted;
     return {
@@ -299,8 +306,22 @@ export class ConversionService implements OrderSink {
         const figures = perDay.find((row) => row.day === day);
         return { day, sent: sentPerDay.get(day) ?? 0, clicks: clicksPerDay.get(day) ?? 0, orders: figures?.orders ?? 0, revenueMinor: figures?.revenue ?? 0 };
       }),
+      byChannel,
       products: await this.productFigures(caller, shop, demand, sentPerProduct, clicksPerProduct, perProduct),
     };
+  }
+
+  /** Every channel, in a fixed order, even one that sent nothing: a merchant compares them side by side. */
+  private async channelFigures(caller: Caller, shop: string, since: string, currency: string | undefined): Promise<Performance['byChannel']> {
+    const [sent, clicks, orders] = await Promise.all([
+      this.deps.alerts.sentPerChannel(caller, shop, since),
+      this.store.clicksPerChannel(shop, since),
+      currency ? this.store.perChannel(shop, since, currency) : Promise.resolve([]),
+    ]);
+    return CHANNELS.map((channel) => {
+      const figures = orders.find((row) => row.channel === channel);
+      return { channel, sent: sent.find((row) => row.channel === channel)?.n ?? 0, clicks: clicks.get(channel) ?? 0, orders: figures?.orders ?? 0, revenueMinor: figures?.revenue ?? 0 };
+    });
   }
 
   private async productFigures(
@@ -375,6 +396,7 @@ function attributionRow(storeDomain: string, report: OrderReport, attribution: A
     order_id: report.orderId,
     line_id: attribution.lineId,
     notification_id: attribution.alertId,
+    channel: attribution.channel,
     product_id: line.productId,
     variant_id: line.variantId,
     kind: attribution.kind,
@@ -393,6 +415,7 @@ function netOf(stored: StoredOrder): Array<{ lineId: string; net: number; netSho
   const attributions: Attribution[] = stored.attributions.map((row) => ({
     lineId: row.line_id,
     alertId: row.notification_id,
+    channel: row.channel,
     kind: row.kind,
     amount: { minor: Number(row.amount_minor), currency: row.currency },
     shopAmount: { minor: Number(row.shop_amount_minor), currency: row.shop_currency },

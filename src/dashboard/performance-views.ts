@@ -58,9 +58,25 @@ ${
 <tbody>${rows}</tbody></table></div>`
     : html`<p>Nothing to show yet.</p>`
 }
+${channelTable(p)}
 <h2>Exports</h2>
 <p>CSV files (UTF-8, comma separated), streamed whatever their size:</p>
 <ul><li><a href="/dashboard/exports/subscribers" download>Subscribers</a></li><li><a href="/dashboard/exports/alerts" download>Alerts</a></li><li><a href="/dashboard/exports/orders" download>Attributed orders</a></li></ul>`;
+}
+
+const CHANNEL_NAMES = { email: 'E-mail', sms: 'SMS', push: 'Browser notifications' } as const;
+
+/** The channels side by side: what each sent, and the clicks, orders and revenue it brought. */
+function channelTable(p: Performance): SafeHtml {
+  const currency = p.revenue[0]?.currency;
+  const rows = p.byChannel.map(
+    (row) => html`<tr><th scope="row">${CHANNEL_NAMES[row.channel]}</th><td class="num" data-figure="${row.channel}-sent">${row.sent}</td><td class="num" data-figure="${row.channel}-clicks">${row.clicks}</td>
+<td class="num" data-figure="${row.channel}-orders">${row.orders}</td><td class="num">${currency ? formatMinor({ minor: row.revenueMinor, currency }) : '0'}</td></tr>`,
+  );
+  return html`<h2>By channel</h2>
+<div class="table-scroll"><table><caption>Alerts, clicks, orders and revenue per channel</caption>
+<thead><tr><th scope="col">Channel</th><th scope="col" class="num">Sent</th><th scope="col" class="num">Clicked</th><th scope="col" class="num">Ordered</th><th scope="col" class="num">Revenue</th></tr></thead>
+<tbody>${rows}</tbody></table></div>`;
 }
 
 /** In an alert's audit: when its link was first followed, and the order lines credited to it. */

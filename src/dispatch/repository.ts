@@ -10,7 +10,7 @@ import type { NotificationsTable, RestocksTable, SuppressionsTable } from '../co
 export type RestockRow = RestocksTable;
 export type NotificationRow = NotificationsTable;
 export type SuppressionRow = SuppressionsTable;
-export type SentAlertRow = Pick<NotificationRow, 'id' | 'product_id' | 'variant_id' | 'kind'> & { sent_at: string };
+export type SentAlertRow = Pick<NotificationRow, 'id' | 'product_id' | 'variant_id' | 'kind' | 'channel'> & { sent_at: string };
 
 /**
  * Storage of restocks, the notification ledger and suppressions; the only code that touches
@@ -263,7 +263,7 @@ export class DispatchRepository {
   sentToAddressFor(storeDomain: string, emailKey: string, productIds: string[]): Promise<SentAlertRow[]> {
     return this.database.db
       .selectFrom('notifications')
-      .select(['id', 'product_id', 'variant_id', 'sent_at', 'kind'])
+      .select(['id', 'product_id', 'variant_id', 'sent_at', 'kind', 'channel'])
       .where('store_domain', '=', storeDomain)
       .where('email_key', '=', emailKey)
       .where('status', '=', 'sent')
@@ -309,6 +309,20 @@ export class DispatchRepository {
       .groupBy(['product_id', 'variant_id', 'kind'])
       .execute();
     return rows.map((row) => ({ ...row, n: Number(row.n) }));
+  }
+
+  /** Sent alerts (reminders apart) per channel since `since`. */
+  async sentPerChannel(storeDomain: string, since: string): Promise<Array<{ channel: string; n: number }>> {
+    const rows = await this.database.db
+      .selectFrom('notifications')
+      .select(['channel', (eb) => eb.fn.countAll<number>().as('n')])
+      .where('store_domain', '=', storeDomain)
+      .where('status', '=', 'sent')
+      .where('sent_at', '>=', since)
+      .where('kind', '=', sql.lit('alert'))
+      .groupBy('channel')
+      .execute();
+    return rows.map((row) => ({ channel: row.channel, n: Number(row.n) }));
   }
 
   /** One page of the store's ledger in id order (creation order: ids begin with the time), after the cursor: exports read it page by page. */

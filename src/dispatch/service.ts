@@ -178,6 +178,11 @@ export class DispatchService implements RestockSink {
     return this.store.sentPerProduct(ownStore(caller, domain), since);
   }
 
+  /** Alerts sent per channel since `since` (reminders apart). */
+  async sentPerChannel(caller: Caller, domain: string, since: string) {
+    return this.store.sentPerChannel(ownStore(caller, domain), since);
+  }
+
   /** The store's whole ledger, oldest first, read a page at a time (exports). Tenancy is decided at the call, before anything streams. */
   ledgerRows(caller: Caller, domain: string): AsyncGenerator<NotificationRow> {
     const store = ownStore(caller, domain);

@@ -554,6 +554,8 @@ export interface InventoryUnlistedCountriesTable {
 /** The first click on each alert's link (bots and prefetches not counted). */
 export interface AlertClicksTable {
   notification_id: string;
+  /** The channel the clicked alert went by. */
+  channel: Channel;
   store_domain: string;
   product_id: string;
   variant_id: string | null;
@@ -604,6 +606,8 @@ export interface OrderAttributionsTable {
   order_id: string;
   line_id: string;
   notification_id: string;
+  /** The channel the credited alert went by. */
+  channel: Channel;
   product_id: string;
   variant_id: string | null;
   /** direct (the alert's link was clicked first) | assisted */

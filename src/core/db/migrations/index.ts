@@ -15,6 +15,7 @@ import { conversions } from './0012_conversions.ts';
 import { outgoingWebhooks } from './0013_outgoing_webhooks.ts';
 import { notices } from './0014_notices.ts';
 import { channels } from './0015_channels.ts';
+import { channelFigures } from './0016_channel_figures.ts';
 
 export interface DialectMigration {
   up(db: Kysely<any>, dialect: Dialect): Promise<void>;
@@ -37,4 +38,5 @@ export const migrations: Record<string, DialectMigration> = {
   '0013_outgoing_webhooks': outgoingWebhooks,
   '0014_notices': notices,
   '0015_channels': channels,
+  '0016_channel_figures': channelFigures,
 };
