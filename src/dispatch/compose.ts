@@ -3,7 +3,7 @@ import type { PushChannel, SmsSending } from './channels.ts';
 import type { StoreClaim } from './context.ts';
 import { productKey } from './rules.ts';
 import type { NotificationRow } from './repository.ts';
-import { renderNotification } from './templates.ts';
+import { manageLabel, renderNotification } from './templates.ts';
 
 /** A leased alert, checked, counted against the plan and written: ready to go by its channel. */
 export interface Outgoing {
@@ -103,9 +103,10 @@ function smsDelivery(row: NotificationRow, claim: StoreClaim, links: AlertLinks,
 function pushDelivery(row: NotificationRow, claim: StoreClaim, links: AlertLinks, channels: Channels): Outgoing['deliver'] {
   const contact = row.contact_point_id ? claim.contacts.get(row.contact_point_id) : undefined;
   const product = claim.products.get(productKey(row))!;
+  const locale = alertLocale(row.locale, claim.settings.locale);
   const content = renderNotification(
     { shop: claim.storeDomain, productTitle: product.title, variantTitle: product.variantTitle, productUrl: links.clickUrl, imageUrl: product.imageUrl, unsubscribeUrl: links.unsubscribeUrl, manageUrl: links.manageUrl, email: row.email },
-    { template: {}, locale: alertLocale(row.locale, claim.settings.locale) },
+    { template: {}, locale },
     row.kind,
   );
   return async () => {
@@ -113,7 +114,7 @@ function pushDelivery(row: NotificationRow, claim: StoreClaim, links: AlertLinks
     await channels.push.send({
       endpoint: contact.address,
       keys: { p256dh: contact.push_p256dh, auth: contact.push_auth },
-      payload: { title: content.subject, body: claim.settings.senderName ?? claim.storeDomain, url: links.clickUrl, icon: product.imageUrl, tag: `restock-${row.restock_id}` },
+      payload: { title: content.subject, body: claim.settings.senderName ?? claim.storeDomain, url: links.clickUrl, icon: product.imageUrl, tag: `restock-${row.restock_id}`, manage: { url: links.manageUrl, label: manageLabel(locale) } },
       ttlSeconds: channels.pushTtlSeconds,
     });
     return {};

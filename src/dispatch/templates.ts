@@ -112,6 +112,11 @@ function oneLine(text: string): string {
 const asIs = (text: string) => text;
 
 /** The alert e-mail (or its reminder): subject, plain text and HTML, in the store's locale or its own template. */
+/** The words of the link to the shopper's page, in the alert's language (a push notification's second button). */
+export function manageLabel(locale: EffectiveSettings['locale']): string {
+  return STRINGS[locale].manage;
+}
+
 export function renderNotification(
   content: NotificationContent,
   settings: Pick<EffectiveSettings, 'locale' | 'template'>,
