@@ -1,9 +1,13 @@
-// Writes the minified storefront widget into the theme app extension (extensions/restock-notify/assets),
-// from which Shopify serves it to stores: run it after changing src/storefront/widget.js, then deploy.
+// Writes the minified storefront scripts into the theme app extension (extensions/restock-notify/assets),
+// from which Shopify serves them to stores: run it after changing src/storefront/widget.js or
+// src/storefront/widget-channels.js, then deploy.
 import { mkdir, writeFile } from 'node:fs/promises';
-import { loadWidgetAsset, THEME_EXTENSION_WIDGET } from '../src/storefront/widget-asset.ts';
+import { loadWidgetAsset, THEME_EXTENSION_ASSETS, WIDGET_FILES } from '../src/storefront/widget-asset.ts';
 
-const { body } = await loadWidgetAsset();
-await mkdir(new URL('.', THEME_EXTENSION_WIDGET), { recursive: true });
-await writeFile(THEME_EXTENSION_WIDGET, body);
-console.log(`Wrote ${THEME_EXTENSION_WIDGET.pathname} (${body.length} bytes)`);
+for (const file of WIDGET_FILES) {
+  const target = THEME_EXTENSION_ASSETS[file];
+  const { body } = await loadWidgetAsset(file);
+  await mkdir(new URL('.', target), { recursive: true });
+  await writeFile(target, body);
+  console.log(`Wrote ${target.pathname} (${body.length} bytes)`);
+}

@@ -324,48 +324,51 @@ for (const dialect of testDialects()) {
       });
     });
 
-    describe('/widget.js', () => {
-      it('serves the minified script, gzipped when accepted, with an ETag and 304, loadable cross-origin', async (ctx) => {
-        const plain = await t.app.inject({ method: 'GET', url: '/widget.js' });
-        assert.equal(plain.statusCode, 200);
-        assert.equal(plain.headers['content-type'], 'text/javascript; charset=utf-8');
-        assert.equal(plain.headers['content-encoding'], undefined);
-        assert.equal(plain.headers['cross-origin-resource-policy'], 'cross-origin');
-        assert.match(String(plain.headers.vary), /accept-encoding/i);
-        assert.match(String(plain.headers['cache-control']), /public, max-age=\d+/);
-        const etag = plain.headers.etag as string;
-        assert.match(etag, /^"[A-Za-z0-9_-]+"$/);
-        const source = readFileSync(new URL('../src/storefront/widget.js', import.meta.url));
-        assert.ok(plain.rawPayload.length < source.length, `minified: ${plain.rawPayload.length} < ${source.length}`);
-        assert.doesNotMatch(plain.body, /^\s*\/\//m, 'no comments left');
+    // The widget, and the channels script it loads from beside itself: the same treatment.
+    for (const file of ['widget.js', 'widget-channels.js']) {
+      describe(`/${file}`, () => {
+        it('serves the minified script, gzipped when accepted, with an ETag and 304, loadable cross-origin', async (ctx) => {
+          const plain = await t.app.inject({ method: 'GET', url: `/${file}` });
+          assert.equal(plain.statusCode, 200);
+          assert.equal(plain.headers['content-type'], 'text/javascript; charset=utf-8');
+          assert.equal(plain.headers['content-encoding'], undefined);
+          assert.equal(plain.headers['cross-origin-resource-policy'], 'cross-origin');
+          assert.match(String(plain.headers.vary), /accept-encoding/i);
+          assert.match(String(plain.headers['cache-control']), /public, max-age=\d+/);
+          const etag = plain.headers.etag as string;
+          assert.match(etag, /^"[A-Za-z0-9_-]+"$/);
+          const source = readFileSync(new URL(`../src/storefront/${file}`, import.meta.url));
+          assert.ok(plain.rawPayload.length < source.length, `minified: ${plain.rawPayload.length} < ${source.length}`);
+          assert.doesNotMatch(plain.body, /^\s*\/\//m, 'no comments left');
 
-        const gzipped = await t.app.inject({ method: 'GET', url: '/widget.js', headers: { 'accept-encoding': 'br, gzip, deflate' } });
-        assert.equal(gzipped.statusCode, 200);
-        assert.equal(gzipped.headers['content-encoding'], 'gzip');
-        const gzipEtag = gzipped.headers.etag as string;
-        assert.notEqual(gzipEtag, etag, 'each representation has its own strong tag');
-        assert.equal(gzipped.headers['cross-origin-resource-policy'], 'cross-origin');
-        assert.ok(gunzipSync(gzipped.rawPayload).equals(plain.rawPayload), 'gunzipped, it is the plain script');
-        assert.ok(gzipped.rawPayload.length < plain.rawPayload.length);
-        ctx.diagnostic(`widget.js: ${source.length} B source, ${plain.rawPayload.length} B minified, ${gzipped.rawPayload.length} B gzipped`);
+          const gzipped = await t.app.inject({ method: 'GET', url: `/${file}`, headers: { 'accept-encoding': 'br, gzip, deflate' } });
+          assert.equal(gzipped.statusCode, 200);
+          assert.equal(gzipped.headers['content-encoding'], 'gzip');
+          const gzipEtag = gzipped.headers.etag as string;
+          assert.notEqual(gzipEtag, etag, 'each representation has its own strong tag');
+          assert.equal(gzipped.headers['cross-origin-resource-policy'], 'cross-origin');
+          assert.ok(gunzipSync(gzipped.rawPayload).equals(plain.rawPayload), 'gunzipped, it is the plain script');
+          assert.ok(gzipped.rawPayload.length < plain.rawPayload.length);
+          ctx.diagnostic(`${file}: ${source.length} B source, ${plain.rawPayload.length} B minified, ${gzipped.rawPayload.length} B gzipped`);
 
-        const notModified = await t.app.inject({ method: 'GET', url: '/widget.js', headers: { 'if-none-match': gzipEtag, 'accept-encoding': 'gzip' } });
-        assert.equal(notModified.statusCode, 304);
-        assert.equal(notModified.rawPayload.length, 0);
-        assert.equal(notModified.headers.etag, gzipEtag);
-        // If-None-Match compares weakly, takes a list, and `*`.
-        for (const given of [`W/${etag}`, `"older", ${etag}`, '*']) {
-          const revalidated = await t.app.inject({ method: 'GET', url: '/widget.js', headers: { 'if-none-match': given } });
-          assert.equal(revalidated.statusCode, 304, given);
-        }
-        const refused = await t.app.inject({ method: 'GET', url: '/widget.js', headers: { 'accept-encoding': 'gzip;q=0, identity' } });
-        assert.equal(refused.headers['content-encoding'], undefined, 'gzip;q=0 refuses gzip');
-        assert.ok(refused.rawPayload.equals(plain.rawPayload));
-        const stale = await t.app.inject({ method: 'GET', url: '/widget.js', headers: { 'if-none-match': '"something-older"' } });
-        assert.equal(stale.statusCode, 200);
-        assert.ok(stale.rawPayload.equals(plain.rawPayload));
+          const notModified = await t.app.inject({ method: 'GET', url: `/${file}`, headers: { 'if-none-match': gzipEtag, 'accept-encoding': 'gzip' } });
+          assert.equal(notModified.statusCode, 304);
+          assert.equal(notModified.rawPayload.length, 0);
+          assert.equal(notModified.headers.etag, gzipEtag);
+          // If-None-Match compares weakly, takes a list, and `*`.
+          for (const given of [`W/${etag}`, `"older", ${etag}`, '*']) {
+            const revalidated = await t.app.inject({ method: 'GET', url: `/${file}`, headers: { 'if-none-match': given } });
+            assert.equal(revalidated.statusCode, 304, given);
+          }
+          const refused = await t.app.inject({ method: 'GET', url: `/${file}`, headers: { 'accept-encoding': 'gzip;q=0, identity' } });
+          assert.equal(refused.headers['content-encoding'], undefined, 'gzip;q=0 refuses gzip');
+          assert.ok(refused.rawPayload.equals(plain.rawPayload));
+          const stale = await t.app.inject({ method: 'GET', url: `/${file}`, headers: { 'if-none-match': '"something-older"' } });
+          assert.equal(stale.statusCode, 200);
+          assert.ok(stale.rawPayload.equals(plain.rawPayload));
+        });
       });
-    });
+    }
 
     describe('property: arbitrary bodies', () => {
       type Tagged = { value: unknown; valid: boolean };

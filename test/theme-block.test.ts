@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from './fixtures/suites.ts';
 import { Liquid } from 'liquidjs';
 import type { Browser, Page } from 'playwright-core';
-import { THEME_EXTENSION_WIDGET } from '../src/storefront/widget-asset.ts';
+import { THEME_EXTENSION_ASSETS } from '../src/storefront/widget-asset.ts';
 import { startListeningTestApp, type TestApp } from './fixtures/app.ts';
 import { browserSkipReason, launchBrowser, seriousAccessibilityViolations } from './fixtures/browser.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
@@ -64,7 +64,8 @@ describe('the theme app block', () => {
         shop: SHOP,
         secret: SECRET,
         proxyUrl: `${base}/shopify/proxy`,
-        assets: { 'restock-widget.js': readFileSync(THEME_EXTENSION_WIDGET) },
+        // The widget, and the channels script it loads from beside itself when SMS or push is offered.
+        assets: { 'restock-widget.js': readFileSync(THEME_EXTENSION_ASSETS['widget.js']), 'restock-channels.js': readFileSync(THEME_EXTENSION_ASSETS['widget-channels.js']) },
       });
       cdn = store.url.replace('127.0.0.1', 'localhost');
       browser = await launchBrowser();

@@ -197,7 +197,18 @@ describe('storefront widget in a browser', { skip: browserSkipReason() }, () => 
 
       const [request] = subscribeRequests(requests);
       assert.ok(request, 'the widget called subscribe');
-      assert.deepEqual(request.postDataJSON(), { shop: SHOP, productId: PRODUCT, variantId: variantGid(SOLD_OUT), email, locale: 'en' });
+      const { timeZone, ...body } = request.postDataJSON();
+      assert.deepEqual(body, {
+        shop: SHOP,
+        productId: PRODUCT,
+        variantId: variantGid(SOLD_OUT),
+        email,
+        locale: 'en',
+        // The words beside the field, and the page: the record of the consent.
+        consentText: 'Get an e-mail when it’s back in stock. Notify me when available',
+        page: `${store.url}/product?variant=${SOLD_OUT}`,
+      });
+      assert.equal(timeZone, await page.evaluate(() => Intl.DateTimeFormat().resolvedOptions().timeZone), "the shopper's time zone, for SMS quiet hours");
       assert.equal((await request.response())?.status(), 201);
     });
     const rows = await subscriptionsOf(email.replace('Example.COM', 'example.com'));
@@ -410,13 +421,19 @@ describe('storefront widget script', () => {
   });
   after(() => t.close());
 
-  it('ships a script under its size budget', async (test) => {
-    const res = await t.app.inject({ method: 'GET', url: '/widget.js', headers: { 'accept-encoding': 'gzip' } });
-    assert.equal(res.statusCode, 200);
-    assert.match(String(res.headers['content-type']), /^text\/javascript/);
-    assert.equal(res.headers['content-encoding'], 'gzip');
-    const bytes = res.rawPayload.length;
-    test.diagnostic(`widget.js: ${bytes} bytes on the wire (gzip)`);
-    assert.ok(bytes < 4096, `widget.js is ${bytes} bytes; the budget is 4096`);
-  });
+  // Gzipped, as it goes over the wire. The widget was 4096 until the consent record and the
+  // loader of the channels script came in; the SMS and browser notification choices (four
+  // languages) are a script of their own, downloaded only where the service offers them.
+  const BUDGETS = { 'widget.js': 4608, 'widget-channels.js': 3072 };
+  for (const [file, budget] of Object.entries(BUDGETS)) {
+    it(`ships ${file} under its size budget`, async (test) => {
+      const res = await t.app.inject({ method: 'GET', url: `/${file}`, headers: { 'accept-encoding': 'gzip' } });
+      assert.equal(res.statusCode, 200);
+      assert.match(String(res.headers['content-type']), /^text\/javascript/);
+      assert.equal(res.headers['content-encoding'], 'gzip');
+      const bytes = res.rawPayload.length;
+      test.diagnostic(`${file}: ${bytes} bytes on the wire (gzip)`);
+      assert.ok(bytes < budget, `${file} is ${bytes} bytes; the budget is ${budget}`);
+    });
+  }
 });

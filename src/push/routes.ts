@@ -7,6 +7,9 @@ import type { PushService } from './service.ts';
 /** Where the service worker is served on our origin; through the app proxy, `/apps/restock/push/sw.js` on the store's. */
 export const SERVICE_WORKER_PATH = '/push/sw.js';
 export const PROXIED_SERVICE_WORKER_PATH = `${APP_PROXY_PATH}${SERVICE_WORKER_PATH}`;
+/** The VAPID public key, on our origin and, through the app proxy, `/apps/restock/push/v1/key` on the store's. */
+export const KEY_PATH = '/push/v1/key';
+export const PROXIED_KEY_PATH = `${APP_PROXY_PATH}${KEY_PATH}`;
 
 /**
  * The service worker, on our origin for the standalone tag's pages and through Shopify's app
@@ -21,18 +24,23 @@ export function pushRoutes(service: PushService, serviceWorker: Buffer) {
     app.get(SERVICE_WORKER_PATH, { schema: { hide: true } }, sendServiceWorker);
     app.get(PROXIED_SERVICE_WORKER_PATH, { schema: { hide: true } }, sendServiceWorker);
 
-    api.get('/push/v1/key', {
+    const sendKey = async (_request: unknown, reply: FastifyReply) => {
+      reply.header('access-control-allow-origin', '*').header('cache-control', 'public, max-age=3600');
+      return { publicKey: service.publicKey() };
+    };
+    api.get(KEY_PATH, {
       schema: {
         operationId: 'getPushPublicKey',
         summary: "The key a shopper's browser subscribes to web push with (for the storefront widget)",
         tags: ['storefront'],
         response: { 200: pushKeyResponse },
       },
-      handler: async (_request, reply) => {
-        reply.header('access-control-allow-origin', '*').header('cache-control', 'public, max-age=3600');
-        return { publicKey: service.publicKey() };
-      },
+      handler: sendKey,
     });
+    // The theme block's widget is loaded from Shopify's CDN and knows only the store's origin, so
+    // it reads the key through the app proxy too. The key is the same public value for every
+    // store, so, like the worker, it needs no signature check.
+    api.get(PROXIED_KEY_PATH, { schema: { hide: true, response: { 200: pushKeyResponse } }, handler: sendKey });
   };
 }
 

@@ -5,7 +5,7 @@ import type { InventoryService } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
 import { storefrontRoutes } from './routes.ts';
 import { StorefrontService, type ServiceChannels } from './service.ts';
-import { loadWidgetAsset } from './widget-asset.ts';
+import { loadWidgetAssets } from './widget-asset.ts';
 
 export interface StorefrontDeps {
   /** Which push endpoints a browser may hand over (the operator's outbound policy). */
@@ -22,8 +22,8 @@ export function storefrontService({ stores, inventory, alerts, offers }: Storefr
   return new StorefrontService(stores, inventory, alerts, offers);
 }
 
-/** The widget script and the public calls it makes (minified once, at start). */
+/** The widget's scripts and the public calls they make (minified once, at start). */
 export async function buildStorefront(deps: StorefrontDeps): Promise<Feature<StorefrontService>> {
   const service = storefrontService(deps);
-  return { service, routes: [storefrontRoutes(service, await loadWidgetAsset(), deps.policy ?? STRICT_OUTBOUND)] };
+  return { service, routes: [storefrontRoutes(service, await loadWidgetAssets(), deps.policy ?? STRICT_OUTBOUND)] };
 }

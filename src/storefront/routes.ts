@@ -4,19 +4,22 @@ import { problemResponses } from '../core/http/openapi-responses.ts';
 import { availabilityQuery, availabilityResponse, shopperSubscribeBody, shopperSubscribeResponse } from './schemas.ts';
 import type { OutboundPolicy } from '../core/net/outbound-guard.ts';
 import type { StorefrontService } from './service.ts';
-import type { WidgetAsset } from './widget-asset.ts';
+import { WIDGET_FILES, type WidgetAsset, type WidgetFile } from './widget-asset.ts';
 
 /**
- * What a store's product pages load: the widget script and the two calls it makes. Public, with
- * no cookies or tokens, so any store's origin may call them (CORS `*`); abuse is held off by a
- * per-address limit on subscribing.
+ * What a store's product pages load: the widget script (and its channels script, which it loads
+ * only when the service offers SMS or push) and the two calls it makes. Public, with no cookies or
+ * tokens, so any store's origin may call them (CORS `*`); abuse is held off by a per-address limit
+ * on subscribing.
  */
-export function storefrontRoutes(service: StorefrontService, widget: WidgetAsset, policy: OutboundPolicy) {
+export function storefrontRoutes(service: StorefrontService, scripts: Record<WidgetFile, WidgetAsset>, policy: OutboundPolicy) {
   const subscribeBody = shopperSubscribeBody(policy);
   return async function (app: FastifyInstance) {
     const api = app.withTypeProvider<ZodTypeProvider>();
 
-    app.get('/widget.js', { schema: { hide: true } }, async (request, reply) => sendWidget(request, reply, widget));
+    for (const file of WIDGET_FILES) {
+      app.get(`/${file}`, { schema: { hide: true } }, async (request, reply) => sendWidget(request, reply, scripts[file]));
+    }
 
     api.get('/storefront/v1/availability', {
       config: { rateLimitByAddress: 'storefront-read' },
@@ -50,6 +53,7 @@ export function storefrontRoutes(service: StorefrontService, widget: WidgetAsset
   };
 }
 
+/** One of the storefront scripts, from memory: gzipped when the client takes it, revalidated by ETag. */
 function sendWidget(request: FastifyRequest, reply: FastifyReply, widget: WidgetAsset) {
   const gzipped = acceptsGzip(request.headers['accept-encoding']);
   const etag = gzipped ? widget.gzippedEtag : widget.etag;

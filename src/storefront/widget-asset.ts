@@ -13,20 +13,38 @@ export interface WidgetAsset {
 }
 
 /**
- * The same minified script shipped in the theme app extension, which Shopify serves to stores from
- * its CDN. Written by `node --import tsx bin/build-theme-extension.ts`; a test fails when it differs
- * from what `loadWidgetAsset` makes.
+ * The storefront's scripts, each a readable source in src/storefront served minified at
+ * `/{file}`: the widget, and its SMS and browser-notification choices, which the widget loads from
+ * beside itself only when the service offers either.
  */
-export const THEME_EXTENSION_WIDGET = new URL('../../extensions/restock-notify/assets/restock-widget.js', import.meta.url);
+export const WIDGET_FILES = ['widget.js', 'widget-channels.js'] as const;
+export type WidgetFile = (typeof WIDGET_FILES)[number];
 
 /**
- * The storefront script, minified once at start-up: the readable source is what we keep in the
+ * The same minified scripts shipped in the theme app extension, which Shopify serves to stores
+ * from its CDN. The widget finds the channels script by its name beside its own
+ * (restock-widget.js → restock-channels.js). Written by `node --import tsx bin/build-theme-extension.ts`;
+ * a test fails when one differs from what `loadWidgetAsset` makes.
+ */
+export const THEME_EXTENSION_ASSETS: Record<WidgetFile, URL> = {
+  'widget.js': new URL('../../extensions/restock-notify/assets/restock-widget.js', import.meta.url),
+  'widget-channels.js': new URL('../../extensions/restock-notify/assets/restock-channels.js', import.meta.url),
+};
+
+/**
+ * A storefront script, minified once at start-up: the readable source is what we keep in the
  * repository, the small one is what every product page downloads.
  */
-export async function loadWidgetAsset(): Promise<WidgetAsset> {
-  const source = await readFile(new URL('./widget.js', import.meta.url), 'utf8');
+export async function loadWidgetAsset(file: WidgetFile = 'widget.js'): Promise<WidgetAsset> {
+  const source = await readFile(new URL(`./${file}`, import.meta.url), 'utf8');
   const { code } = await transform(source, { minify: true, target: 'es2019', loader: 'js', legalComments: 'none' });
   const body = Buffer.from(code);
   const tag = createHash('sha256').update(body).digest('base64url').slice(0, 27);
   return { body, gzipped: gzipSync(body, { level: 9 }), etag: `"${tag}"`, gzippedEtag: `"${tag}-gz"` };
+}
+
+/** Every storefront script, by file name. */
+export async function loadWidgetAssets(): Promise<Record<WidgetFile, WidgetAsset>> {
+  const entries = await Promise.all(WIDGET_FILES.map(async (file) => [file, await loadWidgetAsset(file)] as const));
+  return Object.fromEntries(entries) as Record<WidgetFile, WidgetAsset>;
 }

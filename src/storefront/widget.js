@@ -4,6 +4,11 @@
 
   // Only readable while this script first runs; afterwards it is null.
   const script = document.currentScript;
+  // The SMS and browser-notification choices are a second script beside this one, fetched only
+  // when the service offers either: widget.js → widget-channels.js on the service,
+  // restock-widget.js → restock-channels.js in the theme app extension (Shopify's CDN).
+  const channelsSrc =
+    script && script.src.replace(/[^/?#]*(?=[?#]|$)/, (name) => (/^restock-/.test(name) ? 'restock' : 'widget') + '-channels.js');
 
   const STRINGS = {
     en: {
@@ -17,6 +22,7 @@
       invalid: 'Please enter a valid e-mail address.',
       tooMany: 'Too many attempts. Please try again in a moment.',
       error: 'Something went wrong. Please try again.',
+      confirmEmail: 'Check your inbox to confirm.',
     },
     fr: {
       title: 'Épuisé',
@@ -29,6 +35,7 @@
       invalid: 'Veuillez saisir une adresse e-mail valide.',
       tooMany: 'Trop de tentatives. Réessayez dans un instant.',
       error: 'Une erreur est survenue. Veuillez réessayer.',
+      confirmEmail: 'Consultez votre boîte de réception pour confirmer.',
     },
     de: {
       title: 'Ausverkauft',
@@ -41,6 +48,7 @@
       invalid: 'Bitte geben Sie eine gültige E-Mail-Adresse ein.',
       tooMany: 'Zu viele Versuche. Bitte versuchen Sie es gleich noch einmal.',
       error: 'Etwas ist schiefgelaufen. Bitte versuchen Sie es erneut.',
+      confirmEmail: 'Bitte bestätigen Sie über den Link in Ihrem Posteingang.',
     },
     es: {
       title: 'Agotado',
@@ -53,6 +61,7 @@
       invalid: 'Introduce un correo electrónico válido.',
       tooMany: 'Demasiados intentos. Inténtalo de nuevo en un momento.',
       error: 'Algo salió mal. Inténtalo de nuevo.',
+      confirmEmail: 'Revisa tu bandeja de entrada para confirmar.',
     },
   };
 
@@ -83,18 +92,23 @@
     '#s{font-weight:600}#s:focus{outline:none}';
 
   const widgets = [];
+  // The one global, shared by every copy of this script on the page and the channels script.
+  const R = (window.Restock = window.Restock || {});
   // Set once the shopper (or the theme) picked a variant: the page's initial one no longer applies.
   let touched = false;
   let origin;
 
   // The theme block names Shopify's app proxy on the store's own origin, which signs each call
   // with the store; the pasted tag calls the service it was loaded from, naming the store.
+  // A service worker must come from the page's own origin: through the proxy it does; the pasted
+  // tag can offer web push only on pages of the service's own origin.
   const endpoints = (data) => {
     if (!data.proxy) {
       return {
         availability: (w) => origin + '/storefront/v1/availability?' + new URLSearchParams({ shop: w.shop, productId: w.product }),
         subscribe: origin + '/storefront/v1/subscribe',
         shop: true,
+        push: location.origin === origin && origin,
       };
     }
     const base = new URL(data.proxy, location.href).href.replace(/\/$/, '');
@@ -102,6 +116,7 @@
       availability: (w) => base + '/availability?' + new URLSearchParams({ productId: w.product }),
       subscribe: base + '/subscriptions',
       shop: false,
+      push: base,
     };
   };
 
@@ -157,10 +172,25 @@
     }
   };
 
+  // Once per page, whichever copy of this script asks first. The channels script registers
+  // `Restock.channels` (see widget-channels.js); if it cannot be had within a few seconds, the
+  // form shows as it is, e-mail only: it never waits longer on its channels.
+  const loadChannels = () =>
+    R.channelsLoading ||
+    (R.channelsLoading = new Promise((resolve) => {
+      const el = document.createElement('script');
+      el.src = channelsSrc;
+      el.onload = el.onerror = resolve;
+      setTimeout(resolve, 3000);
+      document.head.appendChild(el);
+    }));
+
   const merged = (server, page) => {
-    if (!page) return { soldOut: server.soldOut, variants: server.variants || [] };
+    const channels = server.channels || {};
+    if (!page) return { soldOut: server.soldOut, variants: server.variants || [], channels };
     const ids = page.map((v) => v.variantId);
     return {
+      channels,
       soldOut: page.every((v) => v.soldOut),
       variants: page.concat((server.variants || []).filter((v) => ids.indexOf(v.variantId) < 0)),
     };
@@ -181,13 +211,15 @@
     const pageLocale = STRINGS[lang] ? lang : null;
     const locale = pageLocale || 'en';
     const s = Object.assign({}, STRINGS[locale]);
+    let overrides = {};
     try {
-      const overrides = JSON.parse(data.strings || '{}');
+      overrides = JSON.parse(data.strings || '{}') || {};
       Object.keys(overrides).forEach((key) => {
         if (typeof overrides[key] === 'string' && key in s) s[key] = overrides[key];
       });
     } catch (e) {
       // A malformed override keeps the built-in wording rather than breaking the form.
+      overrides = {};
     }
 
     host.hidden = true;
@@ -229,16 +261,29 @@
       },
       reset: () => {
         message.textContent = status.textContent = '';
-        input.removeAttribute('aria-invalid');
+        valid();
         form.hidden = false;
+      },
+      // What the service offers beside e-mail (a phone number, this browser's notifications), added
+      // by the channels script once the answer is in; `w.x` is then the form's hooks into it.
+      offer: () => {
+        const channels = w.data.channels;
+        if (channels.sms || (channels.push && api.push)) {
+          return loadChannels().then(() => {
+            w.x = R.channels && R.channels({ root, locale, strings: overrides, push: api.push, channels });
+          });
+        }
       },
     };
 
-    const fail = (text, invalid) => {
+    const valid = () => root.querySelectorAll('[aria-invalid]').forEach((el) => el.removeAttribute('aria-invalid'));
+
+    // The field at fault is marked and focused; otherwise focus goes back to the e-mail field.
+    const fail = (text, field) => {
       message.textContent = text;
-      if (invalid) input.setAttribute('aria-invalid', 'true');
-      else input.removeAttribute('aria-invalid');
-      input.focus();
+      valid();
+      if (field) field.setAttribute('aria-invalid', 'true');
+      (field || input).focus();
     };
 
     const busy = (on) => {
@@ -251,47 +296,74 @@
     form.addEventListener('submit', (event) => {
       event.preventDefault();
       if (w.sending) return;
+      // The channels' part of the form, as it was when the shopper sent it.
+      const x = w.x;
       const email = input.value.trim();
-      if (email.length > 254 || !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) return fail(s.invalid, true);
+      if (email.length > 254 || !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) return fail(s.invalid, input);
+      const wrong = x && x.check();
+      if (wrong) return fail(...wrong);
       const known = w.known();
       message.textContent = '';
       busy(true);
-      const body = { productId: product, variantId: known ? w.variant : null, email, locale: pageLocale };
+      const body = {
+        productId: product,
+        variantId: known ? w.variant : null,
+        email,
+        locale: pageLocale,
+        consentText: (s.prompt + ' ' + s.button).slice(0, 1000),
+      };
       if (api.shop) body.shop = shop;
       if (country) body.country = country;
-      fetch(api.subscribe, {
-        method: 'POST',
-        credentials: 'omit',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-      })
-        .then((res) => {
-          if (res.ok) return;
+      if (location.href.length <= 2048) body.page = location.href;
+      try {
+        const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+        if (/^[A-Za-z][\w+/-]{0,63}$/.test(zone)) body.timeZone = zone;
+      } catch (e) {
+        // Without a time zone the store's own applies to quiet hours.
+      }
+      const post = () =>
+        fetch(api.subscribe, {
+          method: 'POST',
+          credentials: 'omit',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        }).then((res) => {
+          if (res.ok) return res.json();
           if (res.status === 429) throw [s.tooMany];
           if (res.status >= 500) throw [s.error];
           // The service words its refusals in English; the shopper reads the widget's language.
           return res.json().then(
             (problem) => {
-              const first = (problem.errors || [])[0];
-              if (first && /\/email$/.test(first.pointer)) throw [s.invalid, true];
-              throw [s.error];
+              const at = (name) => (problem.errors || []).some((error) => RegExp('/' + name + '(/|$)').test(error.pointer));
+              if (at('email')) throw [s.invalid, input];
+              // A channel's field for the shopper to fix, or a channel dropped and the rest sent again.
+              const again = x && x.refused(at, body);
+              if (again === true) return post();
+              throw again || [s.error];
             },
             () => {
               throw [s.error];
             },
           );
-        })
+        });
+      Promise.resolve()
+        .then(() => x && x.add(body))
+        .then(post)
         .then(
-          () => {
+          (answer) => {
+            const confirmBy = (answer && answer.confirmBy) || [];
             busy(false);
             form.hidden = true;
-            status.textContent = s.success;
+            status.textContent = [s.success, confirmBy.indexOf('email') < 0 ? '' : s.confirmEmail]
+              .concat(x ? x.done(confirmBy) : [])
+              .filter(Boolean)
+              .join(' ');
             status.focus();
           },
           (reason) => {
             busy(false);
             // A network failure rejects with an Error, not with one of the messages above.
-            fail.apply(null, Array.isArray(reason) ? reason : [s.error]);
+            fail(...(Array.isArray(reason) ? reason : [s.error]));
           },
         );
     });
@@ -323,12 +395,13 @@
             if (!res.ok) throw new Error('availability answered ' + res.status);
             return res.json();
           });
-        return requests[key].then(
-          (data) => {
+        return requests[key]
+          .then((data) => {
             w.data = merged(data, w.page);
-          },
-          (error) => console.warn('Restock widget:', error.message),
-        );
+            // The form shows with its channels.
+            return w.offer();
+          })
+          .catch((error) => console.warn('Restock widget:', error.message));
       });
       Promise.all(loads).then(() => {
         const initial = urlVariant();
@@ -350,8 +423,7 @@
         if (event.detail) select(event.detail.variantId);
       });
       // Every copy of the script listens to the event, so whichever copy defined this drives all.
-      window.Restock = window.Restock || {};
-      window.Restock.selectVariant = (id) => {
+      R.selectVariant = (id) => {
         document.dispatchEvent(new CustomEvent('restock:variant-change', { detail: { variantId: id } }));
       };
     } catch (error) {
