@@ -164,6 +164,15 @@ const settingsBody = taggedBody(
     reminderDelayHours: { valid: maybe(fc.oneof(fc.constant(null), fc.integer({ min: 1, max: 720 })), 3), invalid: fc.constantFrom(0, 721, 2.5, 'soon') },
     waitlistThreshold: { valid: maybe(fc.oneof(fc.constant(null), fc.integer({ min: 1, max: 1_000_000 })), 3), invalid: fc.constantFrom(0, -3, 1_000_001, 'ten') },
     weeklyDigest: { valid: maybe(fc.constantFrom(null, true, false), 3), invalid: fc.constantFrom('yes', 1, 0) },
+    doubleOptIn: { valid: maybe(fc.constantFrom(null, 'auto', 'always', 'never'), 3), invalid: fc.constantFrom('sometimes', true, '') },
+    country: { valid: maybe(fc.constantFrom(null, 'DE', 'US', 'FR'), 3), invalid: fc.constantFrom('de', 'DEU', 'D', 49) },
+    smsQuietHours: {
+      valid: maybe(fc.oneof(fc.constant(null), fc.record({ start: fc.integer({ min: 0, max: 23 }), end: fc.integer({ min: 0, max: 23 }) })), 3),
+      invalid: fc.constantFrom({ start: 24, end: 9 }, { start: 21 }, { start: 1.5, end: 2 }, '21-9', { start: 21, end: 9, extra: 1 }),
+    },
+    timeZone: { valid: maybe(fc.constantFrom(null, 'Europe/Paris', 'America/New_York', 'UTC'), 3), invalid: fc.constantFrom('Mars/Olympus', 'Europe/', '', 'x'.repeat(65)) },
+    sms: { valid: maybe(fc.constantFrom(null, true, false), 3), invalid: fc.constantFrom('on', 1) },
+    push: { valid: maybe(fc.constantFrom(null, true, false), 3), invalid: fc.constantFrom('off', 0) },
     smtpUrl: {
       valid: maybe(fc.constantFrom(null, 'smtp://mail.example.com:587', 'smtps://user:p%40ss@mail.example.com', 'smtps://[2606:4700:4700::1111]:465'), 3),
       // A store's server takes no options at all, and is never internal (docs/security.md).
@@ -392,6 +401,12 @@ for (const dialect of testDialects()) {
             reminderDelayHours: null,
             waitlistThreshold: null,
             weeklyDigest: false,
+            doubleOptIn: 'auto',
+            country: null,
+            smsQuietHours: { start: 21, end: 9 },
+            timeZone: 'UTC',
+            sms: null,
+            push: true,
           };
           assert.deepEqual(answer.settings, { ...defaults, ...settings }, settingsLabel);
           if (Object.keys(change.body).length > 0) seen.settingsChanged++;
