@@ -303,7 +303,7 @@ const CASES: PlanCase[] = [
     run: ({ dispatch }) => dispatch.sentTo('shop-1.myshopify.com', ['shopper-1@example.com', 'shopper-21@example.com']),
     sql: {
       sqlite: 'select "email_key", "restock_id", "sent_at", "kind", "channel" from "notifications" where "store_domain" = ? and "email_key" in (?, ?) and "status" = ?',
-      postgres: 'select "email_key", "restock_id", "sent_at", "kind" from "notifications" where "store_domain" = $1 and "email_key" in ($2, $3) and "status" = $4',
+      postgres: 'select "email_key", "restock_id", "sent_at", "kind", "channel" from "notifications" where "store_domain" = $1 and "email_key" in ($2, $3) and "status" = $4',
     },
     indexes: both('notifications_by_address_key'),
   },
@@ -312,7 +312,7 @@ const CASES: PlanCase[] = [
     run: ({ dispatch }) => dispatch.alreadySent(['sub_1', 'sub_2']),
     sql: {
       sqlite: 'select "subscription_id", "restock_id", "channel", "kind" from "notifications" where "subscription_id" in (?, ?) and "status" = ?',
-      postgres: 'select "subscription_id" from "notifications" where "subscription_id" in ($1, $2) and "status" = $3',
+      postgres: 'select "subscription_id", "restock_id", "channel", "kind" from "notifications" where "subscription_id" in ($1, $2) and "status" = $3',
     },
     indexes: both('notifications_by_subscription'),
   },
@@ -461,7 +461,7 @@ const CASES: PlanCase[] = [
     sql: {
       // Mail that carries a credential is filtered out on the index's rows, never listed (docs/security.md).
       sqlite: 'select * from "mail_outbox" where "store_domain" = ? and "purpose" not in (?, ?, ?, ?) order by "created_at" desc, "id" desc limit ?',
-      postgres: 'select * from "mail_outbox" where "store_domain" = $1 and "purpose" not in ($2, $3, $4) order by "created_at" desc, "id" desc limit $5',
+      postgres: 'select * from "mail_outbox" where "store_domain" = $1 and "purpose" not in ($2, $3, $4, $5) order by "created_at" desc, "id" desc limit $6',
     },
     indexes: both('mail_outbox_by_store'),
   },

@@ -16,6 +16,7 @@ import { startListeningTestApp, type TestApp } from './fixtures/app.ts';
 import { browserSkipReason, launchBrowser, seriousAccessibilityViolations } from './fixtures/browser.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { startPushService, type BrowserSubscription, type PushServiceStandIn } from './fixtures/push-service.ts';
+import { STUB_SUBSCRIBE } from './fixtures/push-stub.ts';
 import { PROXY_PREFIX, startStorefront } from './fixtures/shopify-app-proxy.ts';
 import { after, before, describe, it } from './fixtures/suites.ts';
 
@@ -46,24 +47,6 @@ const EN = {
 
 /** What the stub of `pushManager.subscribe` does: hand over a stand-in subscription, or one the service must refuse. */
 type PushStub = 'subscribe' | 'internal-endpoint';
-
-/**
- * `PushManager.prototype.subscribe` as Chrome checks it (an active worker on the registration,
- * notifications granted, userVisibleOnly), then handing over a push service stand-in subscription
- * made with the applicationServerKey the widget passed (base64url).
- */
-const STUB_SUBSCRIBE = `
-PushManager.prototype.subscribe = async function (options) {
-  const registrations = await navigator.serviceWorker.getRegistrations();
-  const registration = registrations.find((r) => r.pushManager === this);
-  if (!registration || !registration.active) throw new DOMException('Subscription failed - no active Service Worker', 'AbortError');
-  if (Notification.permission !== 'granted') throw new DOMException('Registration failed - permission denied', 'NotAllowedError');
-  if (!options || options.userVisibleOnly !== true) throw new DOMException('userVisibleOnly must be true', 'NotAllowedError');
-  const raw = options.applicationServerKey;
-  const key = typeof raw === 'string' ? raw : btoa(String.fromCharCode(...new Uint8Array(raw.buffer || raw))).replace(/[+]/g, '-').replace(/[/]/g, '_').replace(/=+$/, '');
-  const json = await window.restockTestSubscribe(key);
-  return { endpoint: json.endpoint, expirationTime: null, options, toJSON: () => json };
-};`;
 
 describe('the widget’s SMS and browser notification choices', { skip: browserSkipReason() }, () => {
   let t: TestApp;

@@ -1,6 +1,8 @@
 import type { Database, Trx } from '../core/db/database.ts';
-import type { ContactPointsTable, ContactPointStatus } from '../core/db/schema.ts';
+import type { Channel, ContactPointsTable, ContactPointStatus } from '../core/db/schema.ts';
 import { chunks } from '../core/chunks.ts';
+
+const CHANNEL_ORDER: Channel[] = ['email', 'sms', 'push'];
 
 export type ContactPointRow = ContactPointsTable;
 
@@ -51,7 +53,8 @@ export class ContactPointRepository {
     for (const chunk of chunks(subscriptionIds)) {
       out.push(...(await this.database.db.selectFrom('contact_points').selectAll().where('subscription_id', 'in', chunk).execute()));
     }
-    return out;
+    // One order on both databases, so the shopper's page and the export list channels alike.
+    return out.sort((a, b) => a.subscription_id.localeCompare(b.subscription_id) || CHANNEL_ORDER.indexOf(a.channel) - CHANNEL_ORDER.indexOf(b.channel));
   }
 
   async byIds(ids: string[]): Promise<ContactPointRow[]> {
