@@ -26,18 +26,41 @@
  * that request is sent and stops when the sink has received the last message. Afterwards the
  * ledger must hold one `sent` row per subscriber and every subscriber must have got exactly one
  * mail; anything else fails the run (exit 1).
+ *
+ *   npm run bench:fanout -- --mixed               the mixed audience (below), 10,000 subscribers
+ *   BENCH_ROUNDS=2 BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432 npm run bench:fanout -- --mixed
+ *
+ * --mixed (or BENCH_MIXED=1): every subscriber has e-mail, BENCH_SMS_PERCENT (30) of them also a
+ * confirmed phone and BENCH_PUSH_PERCENT (20) also a browser push subscription, chosen
+ * independently (subscriber n: SMS when n mod 100 < 30, push when 37n mod 100 < 20, so 6% have
+ * all three). Two more processes: the Twilio stand-in (bench/fanout-twilio.ts, the project's
+ * test/fixtures/twilio-stand-in.ts, whose signed status callbacks come back to the service) and a
+ * lean push service answering 201 (bench/fanout-push-sink.ts). Per database and round the service
+ * runs twice on fresh databases, alternating which goes first: e-mail only, and mixed, with the
+ * same settings (Twilio account, TENANT_OUTBOUND_ALLOW=127.0.0.1/32, the store's SMS quiet hours
+ * off) and the same subscribers; only the phones and browsers differ. The clock stops at the last
+ * message of any channel. Reported: messages per second per channel, and the ratio of the mixed
+ * run's messages per second to the e-mail-only run's and to the baseline's. Besides the checks
+ * above, the stand-in must have accepted exactly one text per phone and the push sink one
+ * well-formed message per browser; the ledger must hold one sent row per channel of each
+ * subscriber, every text with Twilio's Message SID and its `delivered` report recorded; and one
+ * sampled push must decrypt (RFC 8291) to the alert. Settings: BENCH_SMS_PERCENT,
+ * BENCH_PUSH_PERCENT; BENCH_COUNT defaults to 10,000 here.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createECDH, createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import SqliteDriver from 'better-sqlite3';
 import pg from 'pg';
-import { newId } from '../src/core/ids.ts';
+import { newId, newOpaqueId } from '../src/core/ids.ts';
 import type { BaselineEvent } from './fanout-baseline.ts';
+import { PUSH_PATH, type CounterEvent } from './fanout-counter.ts';
+import type { PushSample, PushSinkCommand, PushSinkEvent } from './fanout-push-sink.ts';
 import type { PhaseStats, SinkCommand, SinkEvent } from './fanout-sink.ts';
-import { dialectsSetting, exitCodeFor, guardProcess, intSetting, pgSetting, profileSetting, runMain } from './lib.ts';
+import type { CallbackStats, TwilioCommand, TwilioEvent } from './fanout-twilio.ts';
+import { dialectsSetting, exitCodeFor, fail, guardProcess, intSetting, pgSetting, profileSetting, runMain } from './lib.ts';
 import { baseUrl, cpuSeconds, freePort, restockEnv, startServer, stopChild, type Child } from './lib.ts';
 import { postgresScratch, sqliteScratch, type ScratchDatabase } from './lib.ts';
 import { median, printChecks, printSetting, printTable, restockCli } from './lib.ts';
@@ -51,7 +74,13 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 type Dialect = 'sqlite' | 'postgres';
 
 
-const COUNT = intSetting('BENCH_COUNT', 100_000, 1, 2_000_000);
+const ARGS = process.argv.slice(2);
+for (const arg of ARGS) if (arg !== '--mixed') fail(`unknown argument ${arg} (the only one is --mixed)`);
+/** The mixed audience: e-mail, SMS and web push (see the top of this file). */
+const MIXED = ARGS.includes('--mixed') || process.env.BENCH_MIXED === '1';
+const COUNT = intSetting('BENCH_COUNT', MIXED ? 10_000 : 100_000, 1, 2_000_000);
+const SMS_PERCENT = intSetting('BENCH_SMS_PERCENT', 30, 0, 100);
+const PUSH_PERCENT = intSetting('BENCH_PUSH_PERCENT', 20, 0, 100);
 const ROUNDS = intSetting('BENCH_ROUNDS', 1, 1, 20);
 const TIMEOUT_S = intSetting('BENCH_TIMEOUT', 1800, 10, 7200);
 const POOL_SIZE = intSetting('SMTP_POOL_SIZE', 5, 1, 100);
@@ -78,7 +107,11 @@ const PRODUCT = {
 const SECRET = 'fanout-bench-secret-0123456789abcdef0123456789';
 const TAG = randomBytes(3).toString('hex');
 
-guardProcess(ROUNDS * (TIMEOUT_S * (1 + DIALECTS.length) + 180 * DIALECTS.length + 120) * 1000 + 60_000);
+/** The service's Twilio account in --mixed runs (the stand-in knows it): AC + 32 hex, 32 hex, E.164. */
+const TWILIO = { accountSid: `AC${'f4'.repeat(16)}`, authToken: 'b7'.repeat(16), from: '+15005550006' };
+const SERVICE_RUNS = DIALECTS.length * (MIXED ? 2 : 1);
+
+guardProcess(ROUNDS * (TIMEOUT_S * (1 + SERVICE_RUNS) + 240 * SERVICE_RUNS + 120) * 1000 + 60_000);
 
 // ---------------------------------------------------------------------------------------------
 // Child processes with an IPC channel (the sink and the baseline); killed however the run ends
@@ -204,8 +237,53 @@ type Sink = IpcChild<SinkEvent> & {
   url: string;
   command(command: SinkCommand): void;
   /** Waits until the phase's count has arrived; gives up on the deadline or a stall, with what came. */
-  deliveries(phase: string, deadlineMs: number): Promise<{ stats: PhaseStats; complete: boolean }>;
+  deliveries(phase: string, deadlineMs: number): Promise<Delivered>;
 };
+
+interface Delivered {
+  stats: PhaseStats;
+  complete: boolean;
+}
+
+/** The events every counting child sends (the SMTP sink, the Twilio stand-in, the push sink). */
+type PhaseEvent = Extract<SinkEvent | CounterEvent, { type: 'progress' | 'complete' | 'report' }>;
+
+/**
+ * Waits until the phase's count has arrived at a counting child; gives up on the deadline or
+ * after STALL_MS without a message, and then asks for what came.
+ */
+async function awaitPhase<E extends { type: string }>(child: IpcChild<E>, askReport: () => void, phase: string, deadlineMs: number): Promise<Delivered> {
+  const events = child as unknown as IpcChild<PhaseEvent>;
+  let lastProgress = now();
+  let lastCount = 0;
+  const off = events.on((e) => {
+    if (e.type === 'progress' && e.phase === phase && e.received !== lastCount) {
+      lastCount = e.received;
+      lastProgress = now();
+    }
+  });
+  const complete = events.next((e): e is Extract<PhaseEvent, { type: 'complete' }> => e.type === 'complete' && e.phase === phase, deadlineMs, 'complete');
+  const stalled = new Promise<'stalled'>((resolve) => {
+    const timer = setInterval(() => {
+      if (now() - lastProgress > STALL_MS) {
+        clearInterval(timer);
+        resolve('stalled');
+      }
+    }, 1000);
+    void complete.finally(() => clearInterval(timer)).catch(() => {});
+  });
+  try {
+    const outcome = await Promise.race([complete.then((s) => ({ stats: s as PhaseStats })), stalled]);
+    if (outcome !== 'stalled') return { stats: outcome.stats, complete: true };
+  } catch {
+    // the deadline: report what came
+  } finally {
+    off();
+  }
+  const reported = events.next((e): e is Extract<PhaseEvent, { type: 'report' }> => e.type === 'report', 10_000, 'report');
+  askReport();
+  return { stats: await reported, complete: false };
+}
 
 async function startSink(): Promise<Sink> {
   const child = startIpcChild<SinkEvent>('SMTP sink', path.join('bench', 'fanout-sink.ts'), process.env);
@@ -215,37 +293,29 @@ async function startSink(): Promise<Sink> {
     ...child,
     url: `smtp://127.0.0.1:${ready.port}`,
     command,
-    async deliveries(phase, deadlineMs) {
-      let lastProgress = now();
-      let lastCount = 0;
-      const off = child.on((e) => {
-        if (e.type === 'progress' && e.phase === phase && e.received !== lastCount) {
-          lastCount = e.received;
-          lastProgress = now();
-        }
-      });
-      const complete = child.next((e): e is Extract<SinkEvent, { type: 'complete' }> => e.type === 'complete' && e.phase === phase, deadlineMs, 'complete');
-      const stalled = new Promise<'stalled'>((resolve) => {
-        const timer = setInterval(() => {
-          if (now() - lastProgress > STALL_MS) {
-            clearInterval(timer);
-            resolve('stalled');
-          }
-        }, 1000);
-        void complete.finally(() => clearInterval(timer)).catch(() => {});
-      });
-      try {
-        const outcome = await Promise.race([complete.then((s) => ({ stats: s as PhaseStats })), stalled]);
-        if (outcome !== 'stalled') return { stats: outcome.stats, complete: true };
-      } catch {
-        // the deadline: report what came
-      } finally {
-        off();
-      }
-      const reported = child.next((e): e is Extract<SinkEvent, { type: 'report' }> => e.type === 'report', 10_000, 'report');
-      command({ type: 'report' });
-      return { stats: await reported, complete: false };
-    },
+    deliveries: (phase, deadlineMs) => awaitPhase(child, () => command({ type: 'report' }), phase, deadlineMs),
+  };
+}
+
+/** The Twilio stand-in and the push sink of --mixed runs. */
+interface ChannelSinks {
+  twilio: IpcChild<TwilioEvent> & { url: string; command(command: TwilioCommand): void };
+  push: IpcChild<PushSinkEvent> & { origin: string; command(command: PushSinkCommand): void };
+}
+
+async function startChannelSinks(): Promise<ChannelSinks> {
+  const twilio = startIpcChild<TwilioEvent>('Twilio stand-in', path.join('bench', 'fanout-twilio.ts'), {
+    ...process.env,
+    FANOUT_TWILIO_SID: TWILIO.accountSid,
+    FANOUT_TWILIO_TOKEN: TWILIO.authToken,
+    FANOUT_TWILIO_FROM: TWILIO.from,
+  });
+  const push = startIpcChild<PushSinkEvent>('push sink', path.join('bench', 'fanout-push-sink.ts'), process.env);
+  const twilioReady = await twilio.next((e): e is Extract<TwilioEvent, { type: 'ready' }> => e.type === 'ready', 30_000, 'ready');
+  const pushReady = await push.next((e): e is Extract<PushSinkEvent, { type: 'ready' }> => e.type === 'ready', 30_000, 'ready');
+  return {
+    twilio: { ...twilio, url: twilioReady.url, command: (c) => void twilio.process.send(c) },
+    push: { ...push, origin: pushReady.origin, command: (c) => void push.process.send(c) },
   };
 }
 
@@ -272,13 +342,42 @@ interface Row {
   quantiles: Array<number | null>;
   problems: string[];
   checks: string[];
+  /** --mixed runs: what each channel carried. */
+  mixed?: MixedFigures;
 }
 
-function quantileTimes(stats: PhaseStats, start: number, bucketMs = 100): Array<number | null> {
+type Channel = 'email' | 'sms' | 'push';
+const CHANNELS: Channel[] = ['email', 'sms', 'push'];
+
+interface ChannelFigures {
+  expected: number;
+  received: number;
+  /** From the start to the channel's first and last message, seconds. */
+  firstSeconds: number | null;
+  lastSeconds: number | null;
+  /** Messages per second from the start to the channel's last message. */
+  rate: number;
+}
+
+interface MixedFigures {
+  audience: 'email' | 'mixed';
+  subscribers: number;
+  channels: Record<Channel, ChannelFigures>;
+  /** Every message of every channel, and per second from the start to the last of them. */
+  messages: number;
+  rate: number;
+  /** The service's CPU per message, every channel. */
+  cpuMsPerMessage: number | undefined;
+  callbacks?: CallbackStats;
+  /** SMS rows of the ledger by delivery_status (null: no report recorded). */
+  deliveries?: Record<string, number>;
+}
+
+function quantileTimes(stats: PhaseStats, start: number, count = COUNT, bucketMs = 100): Array<number | null> {
   if (stats.firstAt === null) return [null, null, null];
   const offset = (stats.firstAt - start) / 1000;
   return [0.1, 0.5, 0.9].map((q) => {
-    const goal = Math.ceil(q * COUNT);
+    const goal = Math.ceil(q * count);
     let sum = 0;
     for (let i = 0; i < stats.buckets.length; i++) {
       sum += stats.buckets[i]!;
@@ -288,15 +387,22 @@ function quantileTimes(stats: PhaseStats, start: number, bucketMs = 100): Array<
   });
 }
 
-function rowOf(label: string, dialect: Row['dialect'], outcome: { stats: PhaseStats; complete: boolean }, start: number): Omit<Row, 'cpuSeconds' | 'sinkCpuSeconds' | 'peakRssMb'> {
+/** What a counting child's phase says is wrong: too few, duplicates, unexpected, someone missed. */
+function deliveryProblems(what: string, outcome: Delivered, count: number): string[] {
+  const { stats, complete } = outcome;
+  const problems: string[] = [];
+  if (!complete) problems.push(`only ${stats.received} of ${count} ${what} arrived (deadline ${TIMEOUT_S} s, or nothing for ${STALL_MS / 1000} s)`);
+  if (stats.duplicates > 0) problems.push(`DUPLICATES: ${stats.duplicates} ${what} went to a recipient that already had one`);
+  if (stats.unexpected > 0) problems.push(`${stats.unexpected} ${what} to an unexpected recipient or malformed (first: ${stats.firstUnexpected})`);
+  if (complete && stats.distinct !== count) problems.push(`${count - stats.distinct} of the ${count} recipients got no ${what}`);
+  return problems;
+}
+
+function rowOf(label: string, dialect: Row['dialect'], outcome: Delivered, start: number): Omit<Row, 'cpuSeconds' | 'sinkCpuSeconds' | 'peakRssMb'> {
   const { stats, complete } = outcome;
   const end = stats.lastAt ?? now();
   const seconds = (end - start) / 1000;
-  const problems: string[] = [];
-  if (!complete) problems.push(`only ${stats.received} of ${COUNT} messages arrived (deadline ${TIMEOUT_S} s, or nothing for ${STALL_MS / 1000} s)`);
-  if (stats.duplicates > 0) problems.push(`DUPLICATES: ${stats.duplicates} messages went to a recipient that already had one`);
-  if (stats.unexpected > 0) problems.push(`${stats.unexpected} messages to an unexpected recipient (first: ${stats.firstUnexpected})`);
-  if (complete && stats.distinct !== COUNT) problems.push(`${COUNT - stats.distinct} of the ${COUNT} recipients got no mail`);
+  const problems = deliveryProblems('messages', outcome, COUNT);
   return {
     label,
     dialect,
@@ -375,40 +481,175 @@ async function claimAgent(base: string, sink: Sink): Promise<{ agentId: string; 
   return { agentId: registered.registration_id, token: claimed.credential };
 }
 
-/** `COUNT` active subscriptions to the variant, as the agent's subscribe requests would write them. */
+/** What was seeded: the e-mail prefix, and in --mixed runs the phones and browsers. */
 interface Seeded {
   prefix: string;
   seconds: number;
+  audience: Audience;
 }
 
-function subscriptionRows(prefix: string, agentId: string) {
+/**
+ * Who waits, and on which channels. Subscriber n has the e-mail `<prefix>n@example.com`; in a
+ * mixed audience also the phone `<phonePrefix>n` (7 digits) when n mod 100 < BENCH_SMS_PERCENT,
+ * and the browser `<push origin>/wpush/v2/<pushPrefix>n` when 37n mod 100 < BENCH_PUSH_PERCENT
+ * (37 is prime to 100: every 100 consecutive subscribers hold each share exactly, independently
+ * of the SMS one).
+ */
+interface Audience {
+  kind: 'email' | 'mixed';
+  prefix: string;
+  phonePrefix: string;
+  pushPrefix: string;
+  pushOrigin: string;
+  sms: number[];
+  push: number[];
+}
+
+/** Two digits that keep one run's phone numbers apart from the others'. */
+let phaseCode = 10;
+
+function audienceOf(kind: Audience['kind'], prefix: string, pushOrigin: string): Audience {
+  const code = phaseCode++;
+  const sms: number[] = [];
+  const push: number[] = [];
+  if (kind === 'mixed') {
+    for (let n = 0; n < COUNT; n++) {
+      if (n % 100 < SMS_PERCENT) sms.push(n);
+      if ((37 * n) % 100 < PUSH_PERCENT) push.push(n);
+    }
+  }
+  return { kind, prefix, phonePrefix: `+1555${code}`, pushPrefix: `${prefix}p`, pushOrigin, sms, push };
+}
+
+const phoneOf = (audience: Audience, n: number) => `${audience.phonePrefix}${String(n).padStart(7, '0')}`;
+const endpointOf = (audience: Audience, n: number) => `${audience.pushOrigin}${PUSH_PATH}${audience.pushPrefix}${n}`;
+
+/**
+ * `COUNT` active subscriptions to the variant, as the API writes them: by the bound agent
+ * (`agentId`), or from the storefront's form (null), with the address key and the consent.
+ */
+function subscriptionRows(prefix: string, agentId: string | null) {
   const first = Date.now() - COUNT - 60_000;
   return Array.from({ length: COUNT }, (_, i) => {
     const at = new Date(first + i).toISOString();
+    const email = `${prefix}${i}@example.com`;
     return {
       id: newId('sub'),
       product_id: PRODUCT.productId,
       variant_id: PRODUCT.variantId,
-      email: `${prefix}${i}@example.com`,
+      email,
+      email_key: email,
       status: 'active',
       store_domain: DOMAIN,
       agent_id: agentId,
       created_at: at,
       updated_at: at,
+      consent_method: agentId ? 'agent-api' : 'storefront-form',
+      consent_text: agentId ? `subscribed through the API by agent ${agentId}` : 'Notify me when available',
+      consent_page: agentId ? null : PRODUCT.productUrl,
     };
   });
 }
 
+type SubscriptionSeedRow = ReturnType<typeof subscriptionRows>[number];
+
+/** The shoppers' time zones (quiet hours are off for the bench's store, so they only cost the check). */
+const TIME_ZONES = ['America/New_York', 'Europe/Paris', 'Asia/Tokyo', null];
+
+interface ContactSeedRow {
+  id: string;
+  subscription_id: string;
+  store_domain: string;
+  channel: 'sms' | 'push';
+  address: string;
+  address_key: string;
+  push_p256dh: string | null;
+  push_auth: string | null;
+  status: 'active';
+  time_zone: string | null;
+  consent_method: string;
+  consent_text: string;
+  consent_page: string;
+  consent_at: string;
+  confirmed_at: string;
+  confirmation_sent_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/**
+ * The phones and browsers of a mixed audience, as the storefront's form writes them: a phone
+ * with its consent, confirmed by the shopper's YES a minute after the "reply YES" text; a browser
+ * with real P-256 keys and a 16-byte auth secret, active from the start (the permission prompt
+ * was the yes). The first browser's private key is kept, so the push sink can decrypt its alert.
+ */
+function contactRows(audience: Audience, subscriptions: SubscriptionSeedRow[]): { rows: ContactSeedRow[]; sample: PushSample | undefined } {
+  const rows: ContactSeedRow[] = [];
+  let sample: PushSample | undefined;
+  const common = (n: number) => {
+    const sub = subscriptions[n]!;
+    const confirmed = new Date(Date.parse(sub.created_at) + 60_000).toISOString();
+    return { subscription_id: sub.id, store_domain: DOMAIN, status: 'active' as const, time_zone: TIME_ZONES[n % TIME_ZONES.length] ?? null, consent_page: PRODUCT.productUrl, consent_at: sub.created_at, created_at: sub.created_at, updated_at: confirmed, confirmed };
+  };
+  for (const n of audience.sms) {
+    const { confirmed, ...c } = common(n);
+    const phone = phoneOf(audience, n);
+    rows.push({
+      ...c,
+      id: newOpaqueId('cp'),
+      channel: 'sms',
+      address: phone,
+      address_key: phone,
+      push_p256dh: null,
+      push_auth: null,
+      consent_method: 'storefront-checkbox',
+      consent_text: 'Text me when it is back in stock. Msg & data rates may apply. Reply STOP to opt out.',
+      confirmed_at: confirmed,
+      confirmation_sent_at: c.created_at,
+    });
+  }
+  for (const n of audience.push) {
+    const { confirmed: _confirmed, ...c } = common(n);
+    const endpoint = endpointOf(audience, n);
+    const ecdh = createECDH('prime256v1');
+    const publicKey = ecdh.generateKeys().toString('base64url');
+    const auth = randomBytes(16).toString('base64url');
+    sample ??= { endpoint, publicKey, auth, privateKey: ecdh.getPrivateKey().toString('base64url') };
+    rows.push({
+      ...c,
+      id: newOpaqueId('cp'),
+      channel: 'push',
+      address: endpoint,
+      address_key: createHash('sha256').update(endpoint).digest('base64url'),
+      push_p256dh: publicKey,
+      push_auth: auth,
+      consent_method: 'browser-permission',
+      consent_text: 'allowed notifications from this site when asked by the browser',
+      confirmed_at: c.created_at,
+      confirmation_sent_at: null,
+    });
+  }
+  return { rows, sample };
+}
+
 interface DatabaseAccess {
-  seed(prefix: string, agentId: string): Promise<Seeded>;
-  /** The ledger as it stands: rows per status, distinct subscriptions sent, subscriptions notified, the restock. */
+  /** Seeds the audience; returns the push sample's keys, when there are browsers. */
+  seed(audience: Audience, agentId: string | null): Promise<{ seconds: number; sample: PushSample | undefined }>;
+  /** The ledger as it stands: rows per status and channel, distinct subscriptions sent, subscriptions notified, the restock. */
   ledger(): Promise<Ledger>;
   close(): Promise<void>;
 }
 
 interface Ledger {
   byStatus: Record<string, number>;
-  distinctSent: number;
+  /** Per channel, rows per status. */
+  byChannel: Record<string, Record<string, number>>;
+  /** Per channel, distinct subscriptions with a sent row. */
+  distinctSent: Record<string, number>;
+  /** Sent texts with Twilio's Message SID recorded. */
+  smsWithRef: number;
+  /** Sent texts by delivery_status ('none': no report recorded). */
+  deliveries: Record<string, number>;
   notified: number;
   restock: { status: string; batches: number; planned: number } | undefined;
   /** Earliest and latest sent_at, ISO. */
@@ -417,37 +658,91 @@ interface Ledger {
 }
 
 const SEED_CHUNK = 5000;
+const SUBSCRIPTION_COLUMNS = ['id', 'product_id', 'variant_id', 'email', 'email_key', 'status', 'store_domain', 'agent_id', 'created_at', 'updated_at', 'consent_method', 'consent_text', 'consent_page'] as const;
+const CONTACT_COLUMNS = [
+  'id',
+  'subscription_id',
+  'store_domain',
+  'channel',
+  'address',
+  'address_key',
+  'push_p256dh',
+  'push_auth',
+  'status',
+  'time_zone',
+  'consent_method',
+  'consent_text',
+  'consent_page',
+  'consent_at',
+  'confirmed_at',
+  'confirmation_sent_at',
+  'created_at',
+  'updated_at',
+] as const;
+const TIMESTAMP_COLUMNS = new Set(['created_at', 'updated_at', 'consent_at', 'confirmed_at', 'confirmation_sent_at']);
+
+/** The ledger's queries, the same text on both databases. */
+const LEDGER_SQL = {
+  byChannel: 'select channel, status, count(*) as n from notifications group by channel, status',
+  distinct: "select channel, count(distinct subscription_id) as n from notifications where status = 'sent' group by channel",
+  sent: "select min(sent_at) as first, max(sent_at) as last from notifications where status = 'sent'",
+  sms: "select count(provider_ref) as refs, coalesce(delivery_status, 'none') as delivery, count(*) as n from notifications where channel = 'sms' and status = 'sent' group by coalesce(delivery_status, 'none')",
+  notified: "select count(*) as n from subscriptions where status = 'notified'",
+  restock: 'select status, batches, planned from restocks',
+};
+
+function ledgerOf(
+  byChannelRows: Array<{ channel: string; status: string; n: number | string }>,
+  distinctRows: Array<{ channel: string; n: number | string }>,
+  smsRows: Array<{ refs: number | string; delivery: string; n: number | string }>,
+  rest: Pick<Ledger, 'notified' | 'restock' | 'firstSentAt' | 'lastSentAt'>,
+): Ledger {
+  const byStatus: Record<string, number> = {};
+  const byChannel: Record<string, Record<string, number>> = {};
+  for (const r of byChannelRows) {
+    byStatus[r.status] = (byStatus[r.status] ?? 0) + Number(r.n);
+    (byChannel[r.channel] ??= {})[r.status] = Number(r.n);
+  }
+  const deliveries: Record<string, number> = {};
+  let smsWithRef = 0;
+  for (const r of smsRows) {
+    deliveries[r.delivery] = Number(r.n);
+    smsWithRef += Number(r.refs);
+  }
+  return { byStatus, byChannel, distinctSent: Object.fromEntries(distinctRows.map((r) => [r.channel, Number(r.n)])), smsWithRef, deliveries, ...rest };
+}
 
 function sqliteAccess(file: string): DatabaseAccess {
   const driver = new SqliteDriver(file, { timeout: 10_000 });
+  const insertInto = (table: string, columns: readonly string[]) => driver.prepare(`insert into ${table} (${columns.join(', ')}) values (${columns.map((c) => `@${c}`).join(', ')})`);
   return {
-    async seed(prefix, agentId) {
+    async seed(audience, agentId) {
       const start = now();
-      const rows = subscriptionRows(prefix, agentId);
-      const insert = driver.prepare(
-        'insert into subscriptions (id, product_id, variant_id, email, status, store_domain, agent_id, created_at, updated_at) ' +
-          'values (@id, @product_id, @variant_id, @email, @status, @store_domain, @agent_id, @created_at, @updated_at)',
-      );
-      const many = driver.transaction((chunk: typeof rows) => {
-        for (const row of chunk) insert.run(row);
+      const rows = subscriptionRows(audience.prefix, agentId);
+      const contacts = contactRows(audience, rows);
+      const subscriptions = insertInto('subscriptions', SUBSCRIPTION_COLUMNS);
+      const points = insertInto('contact_points', CONTACT_COLUMNS);
+      const many = driver.transaction((statement: SqliteDriver.Statement, chunk: object[]) => {
+        for (const row of chunk) statement.run(row);
       });
       // Chunks, so the running service's worker never waits long for the write lock.
-      for (let i = 0; i < rows.length; i += SEED_CHUNK) {
-        many(rows.slice(i, i + SEED_CHUNK));
-        await new Promise((resolve) => setImmediate(resolve));
+      for (const [statement, all] of [[subscriptions, rows], [points, contacts.rows]] as const) {
+        for (let i = 0; i < all.length; i += SEED_CHUNK) {
+          many(statement, all.slice(i, i + SEED_CHUNK));
+          await new Promise((resolve) => setImmediate(resolve));
+        }
       }
-      return { prefix, seconds: (now() - start) / 1000 };
+      return { seconds: (now() - start) / 1000, sample: contacts.sample };
     },
     async ledger() {
-      const byStatus = Object.fromEntries(
-        (driver.prepare('select status, count(*) as n from notifications group by status').all() as Array<{ status: string; n: number }>).map((r) => [r.status, r.n]),
-      );
-      const sent = driver
-        .prepare("select count(distinct subscription_id) as n, min(sent_at) as first, max(sent_at) as last from notifications where status = 'sent'")
-        .get() as { n: number; first: string | null; last: string | null };
-      const notified = (driver.prepare("select count(*) as n from subscriptions where status = 'notified'").get() as { n: number }).n;
-      const restock = driver.prepare('select status, batches, planned from restocks').get() as Ledger['restock'];
-      return { byStatus, distinctSent: sent.n, notified, restock, firstSentAt: sent.first, lastSentAt: sent.last };
+      const all = <T>(statement: string) => driver.prepare(statement).all() as T[];
+      const sent = driver.prepare(LEDGER_SQL.sent).get() as { first: string | null; last: string | null };
+      return ledgerOf(all(LEDGER_SQL.byChannel), all(LEDGER_SQL.distinct), all(LEDGER_SQL.sms), {
+        notified: (driver.prepare(LEDGER_SQL.notified).get() as { n: number }).n,
+        restock: driver.prepare(LEDGER_SQL.restock).get() as Ledger['restock'],
+        firstSentAt: sent.first,
+        lastSentAt: sent.last,
+      });
     },
     async close() {
       driver.close();
@@ -458,42 +753,37 @@ function sqliteAccess(file: string): DatabaseAccess {
 function postgresAccess(url: string): DatabaseAccess {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
   const connected = client.connect();
+  /** One `insert ... select from unnest(...)` per chunk: a column of values per parameter. */
+  async function insertAll(table: string, columns: readonly string[], rows: Array<Record<string, unknown>>) {
+    const types = columns.map((c) => (TIMESTAMP_COLUMNS.has(c) ? 'timestamptz[]' : 'text[]'));
+    const statement = `insert into ${table} (${columns.join(', ')}) select * from unnest(${types.map((t, i) => `$${i + 1}::${t}`).join(', ')})`;
+    for (let i = 0; i < rows.length; i += SEED_CHUNK) {
+      const chunk = rows.slice(i, i + SEED_CHUNK);
+      await client.query(statement, columns.map((c) => chunk.map((row) => row[c] ?? null)));
+    }
+  }
   return {
-    async seed(prefix, agentId) {
+    async seed(audience, agentId) {
       await connected;
       const start = now();
-      const rows = subscriptionRows(prefix, agentId);
-      for (let i = 0; i < rows.length; i += SEED_CHUNK) {
-        const chunk = rows.slice(i, i + SEED_CHUNK);
-        await client.query(
-          'insert into subscriptions (id, product_id, variant_id, email, status, store_domain, agent_id, created_at, updated_at) ' +
-            "select unnest($1::text[]), $2, $3, unnest($4::text[]), 'active', $5, $6, unnest($7::timestamptz[]), unnest($7::timestamptz[])",
-          [chunk.map((r) => r.id), PRODUCT.productId, PRODUCT.variantId, chunk.map((r) => r.email), DOMAIN, agentId, chunk.map((r) => r.created_at)],
-        );
-      }
+      const rows = subscriptionRows(audience.prefix, agentId);
+      const contacts = contactRows(audience, rows);
+      await insertAll('subscriptions', SUBSCRIPTION_COLUMNS, rows);
+      await insertAll('contact_points', CONTACT_COLUMNS, contacts.rows as unknown as Array<Record<string, unknown>>);
       await client.query('analyze subscriptions');
-      return { prefix, seconds: (now() - start) / 1000 };
+      await client.query('analyze contact_points');
+      return { seconds: (now() - start) / 1000, sample: contacts.sample };
     },
     async ledger() {
       await connected;
-      const byStatus = Object.fromEntries(
-        (await client.query<{ status: string; n: string }>('select status, count(*) as n from notifications group by status')).rows.map((r) => [r.status, Number(r.n)]),
-      );
-      const sent = (
-        await client.query<{ n: string; first: Date | null; last: Date | null }>(
-          "select count(distinct subscription_id) as n, min(sent_at) as first, max(sent_at) as last from notifications where status = 'sent'",
-        )
-      ).rows[0]!;
-      const notified = Number((await client.query<{ n: string }>("select count(*) as n from subscriptions where status = 'notified'")).rows[0]!.n);
-      const restock = (await client.query<{ status: string; batches: number; planned: number }>('select status, batches, planned from restocks')).rows[0];
-      return {
-        byStatus,
-        distinctSent: Number(sent.n),
-        notified,
-        restock,
+      const rows = async <T extends pg.QueryResultRow>(statement: string) => (await client.query<T>(statement)).rows;
+      const sent = (await rows<{ first: Date | null; last: Date | null }>(LEDGER_SQL.sent))[0]!;
+      return ledgerOf(await rows(LEDGER_SQL.byChannel), await rows(LEDGER_SQL.distinct), await rows(LEDGER_SQL.sms), {
+        notified: Number((await rows<{ n: string }>(LEDGER_SQL.notified))[0]!.n),
+        restock: (await rows<{ status: string; batches: number; planned: number }>(LEDGER_SQL.restock))[0],
         firstSentAt: sent.first?.toISOString() ?? null,
         lastSentAt: sent.last?.toISOString() ?? null,
-      };
+      });
     },
     async close() {
       await connected.catch(() => {});
@@ -502,32 +792,55 @@ function postgresAccess(url: string): DatabaseAccess {
   };
 }
 
+/** Messages each channel must carry: one per subscriber by e-mail, one per phone, one per browser. */
+function expectedOf(audience: Audience): Record<Channel, number> {
+  return { email: COUNT, sms: audience.sms.length, push: audience.push.length };
+}
+
 /** Polls until every planned alert is settled (or the time is up); returns the last look. */
-async function settledLedger(db: DatabaseAccess): Promise<{ ledger: Ledger; waitedMs: number }> {
+async function settledLedger(db: DatabaseAccess, total: number): Promise<{ ledger: Ledger; waitedMs: number }> {
   const start = now();
   for (;;) {
     const ledger = await db.ledger();
     const pending = (ledger.byStatus.queued ?? 0) + (ledger.byStatus.sending ?? 0);
-    const settled = (ledger.byStatus.sent ?? 0) >= COUNT || (ledger.restock?.status !== 'dispatching' && pending === 0);
+    const settled = (ledger.byStatus.sent ?? 0) >= total || (ledger.restock?.status !== 'dispatching' && pending === 0);
     if (settled || now() - start > LEDGER_TIMEOUT_MS) return { ledger, waitedMs: now() - start };
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
 
-function ledgerProblems(ledger: Ledger): string[] {
+function ledgerProblems(ledger: Ledger, expected: Record<Channel, number>): string[] {
   const problems: string[] = [];
   const total = Object.values(ledger.byStatus).reduce((a, b) => a + b, 0);
-  const sent = ledger.byStatus.sent ?? 0;
-  if (total !== COUNT) problems.push(`the ledger has ${total} rows, expected ${COUNT}`);
-  if (sent !== COUNT) problems.push(`the ledger has ${sent} sent rows, expected ${COUNT} (${JSON.stringify(ledger.byStatus)})`);
-  if (ledger.distinctSent !== sent) problems.push(`DUPLICATES in the ledger: ${sent} sent rows for ${ledger.distinctSent} subscriptions`);
+  const wanted = expected.email + expected.sms + expected.push;
+  if (total !== wanted) problems.push(`the ledger has ${total} rows, expected ${wanted}`);
+  for (const channel of CHANNELS) {
+    const sent = ledger.byChannel[channel]?.sent ?? 0;
+    if (sent !== expected[channel]) problems.push(`the ledger has ${sent} sent ${channel} rows, expected ${expected[channel]} (${JSON.stringify(ledger.byChannel[channel] ?? {})})`);
+    if ((ledger.distinctSent[channel] ?? 0) !== sent) problems.push(`DUPLICATES in the ledger: ${sent} sent ${channel} rows for ${ledger.distinctSent[channel] ?? 0} subscriptions`);
+  }
+  if (ledger.smsWithRef !== expected.sms) problems.push(`${ledger.smsWithRef} sent texts carry Twilio's Message SID, expected ${expected.sms}`);
   if (ledger.notified !== COUNT) problems.push(`${ledger.notified} subscriptions are notified, expected ${COUNT}`);
   if (ledger.restock?.status !== 'done') problems.push(`the restock is ${ledger.restock?.status ?? 'missing'}, expected done`);
   return problems;
 }
 
-async function runService(sink: Sink, dialect: Dialect, round: number): Promise<Row> {
-  const label = `restock ${dialect}`;
+/** A --mixed service run: which audience, and the SMS and push sinks. */
+interface MixRun {
+  kind: Audience['kind'];
+  sinks: ChannelSinks;
+}
+
+/** Waits for the Twilio stand-in's status callbacks to have been answered by the service. */
+async function settleCallbacks(sinks: ChannelSinks): Promise<CallbackStats> {
+  const settled = sinks.twilio.next((e): e is Extract<TwilioEvent, { type: 'settled' }> => e.type === 'settled', 75_000, 'settled');
+  sinks.twilio.command({ type: 'settle' });
+  const { type: _type, ...stats } = await settled;
+  return stats;
+}
+
+async function runService(sink: Sink, dialect: Dialect, round: number, mix?: MixRun): Promise<Row> {
+  const label = mix ? `restock ${dialect} ${mix.kind === 'mixed' ? 'mixed' : 'e-mail only'}` : `restock ${dialect}`;
   const scratch: ScratchDatabase = dialect === 'sqlite' ? sqliteScratch('restock-fanout', 'FULL') : await postgresScratch(PG_ADMIN!, 'restock_fanout');
   let service: Child | undefined;
   let db: DatabaseAccess | undefined;
@@ -546,6 +859,16 @@ async function runService(sink: Sink, dialect: Dialect, round: number): Promise<
       DISPATCH_POLL_MS: '100',
       RESTOCK_SECRET: SECRET,
       LOG_LEVEL: 'warn',
+      // Both runs of --mixed, e-mail only too: the service's Twilio account (the stand-in), push
+      // endpoints on loopback allowed, and the address Twilio's status callbacks are signed for.
+      ...(mix && {
+        TWILIO_ACCOUNT_SID: TWILIO.accountSid,
+        TWILIO_AUTH_TOKEN: TWILIO.authToken,
+        TWILIO_FROM: TWILIO.from,
+        TWILIO_API_URL: mix.sinks.twilio.url,
+        TENANT_OUTBOUND_ALLOW: '127.0.0.1/32',
+        BASE_URL: baseUrl(port),
+      }),
     });
     process.stdout.write(`  ${label}: database, store, agent, ${COUNT} subscribers ... `);
     await restockCli(['migrate'], env);
@@ -555,44 +878,118 @@ async function runService(sink: Sink, dialect: Dialect, round: number): Promise<
     service = await startServer(label, [...profile, path.join('bin', 'restock.js'), 'serve'], env, port, '/api/health');
     const base = baseUrl(port);
     const agent = await claimAgent(base, sink);
+    if (mix) {
+      // No quiet hours: texts go whatever the hour in the shoppers' time zones.
+      expectStatus('store settings', await requestJson(base, 'PATCH', `/api/v1/stores/${DOMAIN}`, { smsQuietHours: { start: 0, end: 0 } }, agent.token), 200);
+    }
     db = dialect === 'sqlite' ? sqliteAccess(path.join(scratch.env.DATA_DIR!, 'restock.db')) : postgresAccess(scratch.env.DATABASE_URL!);
-    const prefix = `fan${round}${dialect[0]}-${TAG}-`;
-    const seeded = await db.seed(prefix, agent.agentId);
+    const prefix = `fan${round}${dialect[0]}${mix ? mix.kind[0] : ''}-${TAG}-`;
+    const audience = audienceOf(mix?.kind ?? 'email', prefix, mix?.sinks.push.origin ?? '');
+    const expected = expectedOf(audience);
+    // The classic run's subscribers are the bound agent's; --mixed's come from the storefront's form, as phones and browsers do.
+    const seeded = await db.seed(audience, mix ? null : agent.agentId);
     process.stdout.write(`seeded in ${seeded.seconds.toFixed(1)} s\n`);
 
     const phase = `${label} ${round}`;
     sink.command({ type: 'expect', phase, prefix, count: COUNT });
-    process.stdout.write(`  ${label}: restock reported, alerting ${COUNT} subscribers ... `);
+    if (mix) {
+      mix.sinks.twilio.command({ type: 'expect', phase, prefix: audience.phonePrefix, count: expected.sms, range: COUNT });
+      mix.sinks.push.command({ type: 'expect', phase, prefix: audience.pushPrefix, count: expected.push, range: COUNT, ...(seeded.sample && { sample: seeded.sample }) });
+    }
+    const sampled = mix && seeded.sample ? mix.sinks.push.next((e): e is Extract<PushSinkEvent, { type: 'sample' }> => e.type === 'sample', TIMEOUT_S * 1000, 'the sampled push') : undefined;
+    sampled?.catch(() => {});
+    const what = mix?.kind === 'mixed' ? `${expected.email} e-mails, ${expected.sms} texts, ${expected.push} pushes` : `${COUNT} subscribers`;
+    process.stdout.write(`  ${label}: restock reported, alerting ${what} ... `);
     const pid = service.process.pid;
+    const sinkPids = { smtp: sink.process.pid, twilio: mix?.sinks.twilio.process.pid, push: mix?.sinks.push.process.pid };
     const cpu0 = cpuSeconds(pid);
-    const sinkCpu0 = cpuSeconds(sink.process.pid);
+    const sinkCpu0 = Object.fromEntries(Object.entries(sinkPids).map(([k, p]) => [k, cpuSeconds(p)]));
     const rssSampler = sampleRss(pid);
     const start = now();
     const reported = await requestJson(base, 'POST', `/api/v1/stores/${DOMAIN}/inventory`, { items: [{ ...PRODUCT, available: COUNT }] }, agent.token);
     const reportMs = now() - start;
     const items = expectStatus('inventory report', reported, 200).items as Array<{ restockId?: string }>;
     if (!items[0]?.restockId) throw new Error(`the report started no restock: ${reported.text.slice(0, 300)}`);
-    const outcome = await sink.deliveries(phase, TIMEOUT_S * 1000);
+    const none: Delivered = { stats: { phase, received: 0, expected: 0, distinct: 0, duplicates: 0, unexpected: 0, firstAt: null, lastAt: null, buckets: [], firstUnexpected: null }, complete: true };
+    const [outcome, texts, pushes] = await Promise.all([
+      sink.deliveries(phase, TIMEOUT_S * 1000),
+      mix && expected.sms > 0 ? awaitPhase(mix.sinks.twilio, () => mix.sinks.twilio.command({ type: 'report' }), phase, TIMEOUT_S * 1000) : none,
+      mix && expected.push > 0 ? awaitPhase(mix.sinks.push, () => mix.sinks.push.command({ type: 'report' }), phase, TIMEOUT_S * 1000) : none,
+    ]);
     const cpu1 = cpuSeconds(pid);
-    const sinkCpu1 = cpuSeconds(sink.process.pid);
+    const sinkCpu = Object.fromEntries(Object.entries(sinkPids).map(([k, p]) => [k, cpuSeconds(p)])) as Record<string, number | undefined>;
+    const sinkSeconds = (k: string) => (sinkCpu0[k] !== undefined && sinkCpu[k] !== undefined ? sinkCpu[k]! - sinkCpu0[k]! : undefined);
     const rss = peakRssMb(pid);
     const rssSamples = rssSampler.stop();
     const row = rowOf(label, dialect, outcome, start);
+    const cpuSecondsUsed = cpu0 !== undefined && cpu1 !== undefined ? cpu1 - cpu0 : undefined;
     row.checks.push(`${label}: service RSS ${rssStory(rssSamples, start, outcome.stats.firstAt)}; peak (VmHWM) ${fmt(rss, 0)} MB`);
-    process.stdout.write(`${Math.round(row.rate)} alerts/s\n`);
+    if (mix) {
+      const delivered = { email: outcome, sms: texts, push: pushes };
+      const figures = Object.fromEntries(
+        CHANNELS.map((channel) => {
+          const { stats } = delivered[channel];
+          const lastSeconds = stats.lastAt === null ? null : (stats.lastAt - start) / 1000;
+          return [
+            channel,
+            {
+              expected: expected[channel],
+              received: stats.received,
+              firstSeconds: stats.firstAt === null ? null : (stats.firstAt - start) / 1000,
+              lastSeconds,
+              rate: lastSeconds ? stats.received / lastSeconds : 0,
+            },
+          ];
+        }),
+      ) as Record<Channel, ChannelFigures>;
+      const messages = CHANNELS.reduce((sum, c) => sum + figures[c].received, 0);
+      const lastAt = Math.max(...CHANNELS.map((c) => delivered[c].stats.lastAt ?? 0));
+      row.seconds = (lastAt - start) / 1000;
+      row.rate = messages / row.seconds;
+      row.problems.push(...deliveryProblems('texts', texts, expected.sms), ...deliveryProblems('pushes', pushes, expected.push));
+      row.mixed = { audience: audience.kind, subscribers: COUNT, channels: figures, messages, rate: row.rate, cpuMsPerMessage: cpuSecondsUsed === undefined ? undefined : (cpuSecondsUsed * 1000) / messages };
+      row.checks.push(
+        `${label}: Twilio stand-in got ${texts.stats.received} texts, ${texts.stats.distinct} distinct phones of ${expected.sms}, ${texts.stats.duplicates} duplicates, ${texts.stats.unexpected} unexpected; ` +
+          `push sink got ${pushes.stats.received} pushes, ${pushes.stats.distinct} distinct browsers of ${expected.push}, ${pushes.stats.duplicates} duplicates, ${pushes.stats.unexpected} unexpected or malformed; ` +
+          `CPU s: SMTP sink ${fmt(sinkSeconds('smtp'), 1)}, Twilio stand-in ${fmt(sinkSeconds('twilio'), 1)}, push sink ${fmt(sinkSeconds('push'), 1)}`,
+      );
+      if (sampled) {
+        const sample: { plaintext?: string; error?: string } = await sampled.catch((err: Error) => ({ error: err.message }));
+        const payload = sample.plaintext === undefined ? undefined : (JSON.parse(sample.plaintext) as { title?: string; url?: string });
+        // The link is the service's click redirect (/r/<store>/<signed alert id>), as in the e-mail.
+        if (!payload?.title?.includes(PRODUCT.productTitle) || !payload.url?.startsWith(`${base}/r/${DOMAIN}/`)) {
+          row.problems.push(`the sampled push did not decrypt to the alert: ${sample.error ?? sample.plaintext}`);
+        } else row.checks.push(`${label}: the sampled push decrypted (RFC 8291) to ${sample.plaintext}`);
+      }
+      if (expected.sms > 0) {
+        row.mixed.callbacks = await settleCallbacks(mix.sinks);
+        if (row.mixed.callbacks.unsettled) row.problems.push('the Twilio stand-in still had status callbacks unanswered 60 s after the last text');
+      }
+    }
+    process.stdout.write(mix ? `${Math.round(row.rate)} messages/s\n` : `${Math.round(row.rate)} alerts/s\n`);
 
-    const { ledger, waitedMs } = await settledLedger(db);
-    row.problems.push(...ledgerProblems(ledger));
+    const { ledger, waitedMs } = await settledLedger(db, expected.email + expected.sms + expected.push);
+    row.problems.push(...ledgerProblems(ledger, expected));
     row.checks.push(
-      `${label}: ledger ${JSON.stringify(ledger.byStatus)}, ${ledger.distinctSent} distinct subscriptions sent, ${ledger.notified} notified, ` +
+      `${label}: ledger ${JSON.stringify(ledger.byChannel)}, distinct subscriptions sent ${JSON.stringify(ledger.distinctSent)}, ${ledger.notified} notified, ` +
         `restock ${ledger.restock?.status} after ${ledger.restock?.batches} batch(es), settled ${(waitedMs / 1000).toFixed(1)} s after the last message ` +
         `(sent_at ${ledger.firstSentAt} .. ${ledger.lastSentAt})`,
     );
+    if (row.mixed && expected.sms > 0) {
+      row.mixed.deliveries = ledger.deliveries;
+      const callbacks = row.mixed.callbacks!;
+      row.checks.push(`${label}: status callbacks answered ${JSON.stringify(callbacks.answers)} (${callbacks.finalAnswered} 'delivered' answered 2xx); sent texts by delivery_status ${JSON.stringify(ledger.deliveries)}`);
+      // Every text's report must land on its ledger row, also when it comes before the send is settled.
+      const recorded = ledger.deliveries.delivered ?? 0;
+      if (callbacks.finalAnswered !== expected.sms || recorded !== expected.sms) {
+        row.problems.push(`${recorded} sent texts record their delivery report, ${callbacks.finalAnswered} 'delivered' reports were answered 2xx, expected ${expected.sms}`);
+      }
+    }
     result = {
       ...row,
       reportMs,
-      cpuSeconds: cpu0 !== undefined && cpu1 !== undefined ? cpu1 - cpu0 : undefined,
-      sinkCpuSeconds: sinkCpu0 !== undefined && sinkCpu1 !== undefined ? sinkCpu1 - sinkCpu0 : undefined,
+      cpuSeconds: cpuSecondsUsed,
+      sinkCpuSeconds: sinkSeconds('smtp'),
       peakRssMb: rss,
     };
     return result;
@@ -646,6 +1043,60 @@ function report(rows: Row[]): void {
   printChecks(rows.flatMap((r) => r.checks));
 }
 
+/** The e-mail-only run of the same database in the same round: what a mixed run is compared with. */
+function emailOnlyOf(rows: Row[], r: Row): Row | undefined {
+  return rows.find((o) => o.dialect === r.dialect && o.mixed?.audience === 'email');
+}
+
+/** --mixed: per run, the messages of each channel and their rates; the mixed run against the e-mail-only one and the baseline. */
+function reportMixed(rows: Row[]): void {
+  const baseline = rows[0]!;
+  const services = rows.filter((r) => r.mixed);
+  printTable(
+    ['run', 'e-mail', 'SMS', 'push', 'to last s', 'first s', 'e-mail/s', 'SMS/s', 'push/s', 'all msgs/s', 'CPU ms/msg', 'peak RSS MB', 'to baseline', 'to e-mail only'],
+    [30, 6, 5, 5, 9, 7, 8, 6, 6, 10, 10, 11, 11, 14],
+    rows.map((r) => {
+      const m = r.mixed;
+      const emailOnly = m?.audience === 'mixed' ? emailOnlyOf(rows, r) : undefined;
+      return [
+        r.label,
+        String(m?.channels.email.received ?? r.stats.received),
+        m ? String(m.channels.sms.received) : '-',
+        m ? String(m.channels.push.received) : '-',
+        fmt(r.seconds, 1),
+        fmt(r.firstSeconds, 2),
+        fmt(m?.channels.email.rate ?? r.rate, 0),
+        m?.channels.sms.expected ? fmt(m.channels.sms.rate, 0) : '-',
+        m?.channels.push.expected ? fmt(m.channels.push.rate, 0) : '-',
+        fmt(r.rate, 0),
+        fmt(m ? m.cpuMsPerMessage : perMessageMs(r.cpuSeconds, r), 3),
+        fmt(r.peakRssMb, 0),
+        (r.rate / baseline.rate).toFixed(2),
+        emailOnly ? (r.rate / emailOnly.rate).toFixed(2) : m ? '1' : '-',
+      ];
+    }),
+  );
+  console.log('');
+  console.log('per channel: messages / first s / last s / msgs/s from the report to the channel\'s last message');
+  for (const r of services) {
+    const m = r.mixed!;
+    console.log(`  ${r.label}: ${CHANNELS.filter((c) => m.channels[c].expected > 0).map((c) => `${c} ${m.channels[c].received} / ${fmt(m.channels[c].firstSeconds, 2)} / ${fmt(m.channels[c].lastSeconds, 1)} / ${fmt(m.channels[c].rate, 0)}`).join(', ')}`);
+  }
+  console.log('');
+  for (const r of services.filter((s) => s.mixed!.audience === 'mixed')) {
+    const m = r.mixed!;
+    const emailOnly = emailOnlyOf(rows, r);
+    if (!emailOnly) continue;
+    console.log(
+      `ratio ${r.label} / e-mail only = ${(r.rate / emailOnly.rate).toFixed(2)} in messages/s (${fmt(r.rate, 0)} vs ${fmt(emailOnly.rate, 0)}), ` +
+        `${(emailOnly.seconds / r.seconds).toFixed(2)} in subscribers served per second (${fmt(r.seconds, 1)} vs ${fmt(emailOnly.seconds, 1)} s to the last message), ` +
+        `${(m.channels.email.rate / emailOnly.rate).toFixed(2)} in e-mails/s; to baseline: all messages ${(r.rate / baseline.rate).toFixed(2)}, e-mail only ${(emailOnly.rate / baseline.rate).toFixed(2)}; ` +
+        `service CPU ${fmt(m.cpuMsPerMessage, 3)} vs ${fmt(emailOnly.mixed!.cpuMsPerMessage, 3)} ms per message, ${fmt(r.cpuSeconds, 1)} vs ${fmt(emailOnly.cpuSeconds, 1)} s in all`,
+    );
+  }
+  printChecks(rows.flatMap((r) => r.checks));
+}
+
 // ---------------------------------------------------------------------------------------------
 
 async function main(): Promise<number> {
@@ -654,29 +1105,51 @@ async function main(): Promise<number> {
     `bench: ${COUNT} subscribers on one variant, SMTP pool of ${POOL_SIZE}, claim size / outstanding sends ${CLAIM_SIZE}, ` +
       `${ROUNDS} round${ROUNDS === 1 ? '' : 's'}, ${DIALECTS.join(' and ')}, 127.0.0.1`,
   );
+  if (MIXED) {
+    const mix = audienceOf('mixed', '', '');
+    phaseCode--;
+    const both = mix.sms.filter((n) => (37 * n) % 100 < PUSH_PERCENT).length;
+    console.log(
+      `bench: --mixed: e-mail only, then (alternating by round) every subscriber by e-mail, ${mix.sms.length} also by SMS (${SMS_PERCENT}%), ` +
+        `${mix.push.length} also by web push (${PUSH_PERCENT}%), ${both} on all three: ${COUNT + mix.sms.length + mix.push.length} messages`,
+    );
+  }
   const sink = await startSink();
+  const channelSinks = MIXED ? await startChannelSinks() : undefined;
   const rounds: Row[][] = [];
   try {
     for (let round = 1; round <= ROUNDS; round++) {
       if (ROUNDS > 1) console.log(`\nround ${round} of ${ROUNDS}`);
       const rows: Row[] = [await runBaseline(sink, round)];
-      for (const dialect of DIALECTS) rows.push(await runService(sink, dialect, round));
+      for (const dialect of DIALECTS) {
+        if (!channelSinks) {
+          rows.push(await runService(sink, dialect, round));
+          continue;
+        }
+        // Which audience goes first alternates, so neither always meets the warmer machine.
+        const kinds: Array<Audience['kind']> = round % 2 === 1 ? ['email', 'mixed'] : ['mixed', 'email'];
+        for (const kind of kinds) rows.push(await runService(sink, dialect, round, { kind, sinks: channelSinks }));
+      }
       rounds.push(rows);
-      report(rows);
+      if (MIXED) reportMixed(rows);
+      else report(rows);
     }
   } finally {
     await stopIpcChild(sink);
+    if (channelSinks) await Promise.all([stopIpcChild(channelSinks.twilio), stopIpcChild(channelSinks.push)]);
   }
 
   if (ROUNDS > 1) {
     console.log('');
     const labels = rounds[0]!.map((r) => r.label);
     for (const label of labels) {
-      const of = rounds.map((rows) => ({ row: rows.find((r) => r.label === label)!, base: rows[0]!.rate }));
+      const of = rounds.map((rows) => ({ row: rows.find((r) => r.label === label)!, base: rows[0]!.rate, rows }));
       const ratios = of.map(({ row, base }) => row.rate / base);
+      const toEmail = of.flatMap(({ row, rows }) => (row.mixed?.audience === 'mixed' ? [row.rate / emailOnlyOf(rows, row)!.rate] : []));
       console.log(
         `median ${label}: ${median(of.map(({ row }) => row.rate)).toFixed(0)} msgs/s, ${median(of.map(({ row }) => row.seconds)).toFixed(1)} s to last` +
-          (label.startsWith('baseline') ? '' : `, ratio ${median(ratios).toFixed(2)} (${ratios.map((v) => v.toFixed(2)).join(', ')})`),
+          (label.startsWith('baseline') ? '' : `, ratio ${median(ratios).toFixed(2)} (${ratios.map((v) => v.toFixed(2)).join(', ')})`) +
+          (toEmail.length > 0 ? `, to e-mail only ${median(toEmail).toFixed(2)} (${toEmail.map((v) => v.toFixed(2)).join(', ')})` : ''),
       );
     }
   }
@@ -693,9 +1166,17 @@ async function main(): Promise<number> {
         cpuMsPerMessage: perMessageMs(r.cpuSeconds, r) === undefined ? null : Number(perMessageMs(r.cpuSeconds, r)!.toFixed(3)),
         peakRssMb: r.peakRssMb === undefined ? null : Math.round(r.peakRssMb),
         ratio: Number((r.rate / rows[0]!.rate).toFixed(3)),
+        ...(r.mixed && {
+          audience: r.mixed.audience,
+          messages: r.mixed.messages,
+          channels: Object.fromEntries(CHANNELS.map((c) => [c, { received: r.mixed!.channels[c].received, lastSeconds: r.mixed!.channels[c].lastSeconds, rate: Math.round(r.mixed!.channels[c].rate) }])),
+          cpuMsPerMessage: r.mixed.cpuMsPerMessage === undefined ? null : Number(r.mixed.cpuMsPerMessage.toFixed(3)),
+          ...(r.mixed.audience === 'mixed' && { ratioToEmailOnly: Number((r.rate / emailOnlyOf(rows, r)!.rate).toFixed(3)) }),
+          ...(r.mixed.deliveries && { smsDeliveryStatus: r.mixed.deliveries }),
+        }),
       })),
     );
-    console.log(`BENCH_JSON ${JSON.stringify({ count: COUNT, poolSize: POOL_SIZE, claimSize: CLAIM_SIZE, rounds: summary, failed: problems.length > 0 })}`);
+    console.log(`BENCH_JSON ${JSON.stringify({ count: COUNT, poolSize: POOL_SIZE, claimSize: CLAIM_SIZE, ...(MIXED && { smsPercent: SMS_PERCENT, pushPercent: PUSH_PERCENT }), rounds: summary, failed: problems.length > 0 })}`);
   }
   return exitCodeFor(problems);
 }

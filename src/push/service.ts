@@ -3,7 +3,7 @@ import { postToTenant, type PostOutcome } from '../core/net/http-post.ts';
 import type { OutboundPolicy } from '../core/net/outbound-guard.ts';
 import { PushDeliveryError, type PushChannel, type PushMessage } from '../dispatch/channels.ts';
 import type { PushConfig } from './settings.ts';
-import { checkPushEndpoint, parsePushSubscription } from './subscription.ts';
+import { checkPushEndpoint, pushSubscriptionSchema } from './subscription.ts';
 import type { VapidKeys } from './vapid.ts';
 
 export interface PushServiceOptions {
@@ -13,6 +13,10 @@ export interface PushServiceOptions {
   policy: OutboundPolicy;
 }
 
+const VAPID_TOKEN_SECONDS = 12 * 3600;
+/** Browsers use a handful of push services; a map this size never fills but for a flood of made-up origins. */
+const VAPID_TOKENS_KEPT = 100;
+
 /**
  * Web push (RFC 8030): the payload encrypted for the browser (RFC 8291, aes128gcm) and signed
  * for the push service with our VAPID key (RFC 8292), both by the `web-push` library; the request
@@ -21,7 +25,13 @@ export interface PushServiceOptions {
  * the subscription.
  */
 export class PushService implements PushChannel {
-  constructor(private readonly options: PushServiceOptions) {}
+  /** Built once: a zod schema is compiled on first use, which cost more than the send itself when made per message. */
+  private readonly subscriptionSchema: ReturnType<typeof pushSubscriptionSchema>;
+  private readonly vapidTokens = new Map<string, { authorization: string; renewAt: number }>();
+
+  constructor(private readonly options: PushServiceOptions) {
+    this.subscriptionSchema = pushSubscriptionSchema(options.policy);
+  }
 
   publicKey(): string {
     return this.options.keys.publicKey;
@@ -41,7 +51,7 @@ export class PushService implements PushChannel {
 
   /** The stored subscription, checked again as at storage: the policy may have tightened since. */
   private checkedEndpoint(message: PushMessage): URL {
-    const parsed = parsePushSubscription({ endpoint: message.endpoint, keys: message.keys }, this.options.policy);
+    const parsed = this.subscriptionSchema.safeParse({ endpoint: message.endpoint, keys: message.keys });
     if (!parsed.success) {
       const reason = parsed.error.issues[0]?.message ?? 'is not a push subscription';
       throw new PushDeliveryError(`The push subscription cannot be used: ${reason}`, undefined, false, true);
@@ -55,12 +65,28 @@ export class PushService implements PushChannel {
    * The library's request for the WHATWG-normalised endpoint, so the VAPID audience it signs is
    * the origin we then connect to. Its headers are turned into strings; the length is the POST's.
    */
-  private encryptedRequest(endpoint: URL, message: PushMessage): { body: Buffer; headers: Record<string, string> } {
+  /**
+   * The VAPID `Authorization` for one push service (its origin is the JWT's audience), signed
+   * once and reused until an hour before it expires: signing per message cost as much as
+   * encrypting it. RFC 8292 allows a token for up to 24 hours; the library signs for 12.
+   */
+  private vapidAuthorization(audience: string): string {
+    const now = Date.now();
+    const cached = this.vapidTokens.get(audience);
+    if (cached && cached.renewAt > now) return cached.authorization;
     const { subject, publicKey, privateKey } = { ...this.options.config, ...this.options.keys };
+    const expires = Math.floor(now / 1000) + VAPID_TOKEN_SECONDS;
+    const { Authorization: authorization } = webpush.getVapidHeaders(audience, subject, publicKey, privateKey, 'aes128gcm', expires);
+    if (this.vapidTokens.size >= VAPID_TOKENS_KEPT) this.vapidTokens.clear();
+    this.vapidTokens.set(audience, { authorization, renewAt: now + (VAPID_TOKEN_SECONDS - 3600) * 1000 });
+    return authorization;
+  }
+
+  private encryptedRequest(endpoint: URL, message: PushMessage): { body: Buffer; headers: Record<string, string> } {
     let details: ReturnType<typeof webpush.generateRequestDetails>;
     try {
       details = webpush.generateRequestDetails({ endpoint: endpoint.href, keys: message.keys }, JSON.stringify(message.payload), {
-        vapidDetails: { subject, publicKey, privateKey },
+        headers: { Authorization: this.vapidAuthorization(endpoint.origin) },
         TTL: message.ttlSeconds,
         contentEncoding: 'aes128gcm',
       });
