@@ -44,7 +44,7 @@ describe('the test command', () => {
     assert.match(output, /SKIPPING the browser tests/);
     assert.match(output, /health on postgres \(skipped: PostgreSQL not reachable/);
     assert.ok(summary(output, 'skipped') >= 10, `the PostgreSQL health tests and the browser widget tests are counted as skipped:\n${output.slice(-600)}`);
-    assert.match(output, /✔ ships a script under its size budget/, 'the size budget needs no browser');
+    assert.match(output, /✔ ships widget.js under its size budget/, 'the size budget needs no browser');
     assert.match(output, /✔ health on sqlite/);
   });
 
