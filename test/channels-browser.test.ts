@@ -18,12 +18,13 @@ import { dialectSkip, startListeningTestApp, testDialects, type TestApp } from '
 import { createStore, uniqueDomain, uniqueEmail } from './fixtures/agents.ts';
 import { browserSkipReason, launchBrowser } from './fixtures/browser.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
-import { startPushService, type BrowserSubscription, type PushServiceStandIn } from './fixtures/push-service.ts';
+import { startChannelPeers, type ChannelPeers } from './fixtures/channel-peers.ts';
+import type { BrowserSubscription, PushServiceStandIn } from './fixtures/push-service.ts';
 import { STUB_SUBSCRIBE } from './fixtures/push-stub.ts';
 import { PROXY_PREFIX, startStorefront } from './fixtures/shopify-app-proxy.ts';
-import { startSmtpSink, type SinkMessage, type SmtpSink } from './fixtures/smtp-sink.ts';
+import type { SinkMessage, SmtpSink } from './fixtures/smtp-sink.ts';
 import { after, before, describe, it } from './fixtures/suites.ts';
-import { startTwilioStandIn, type TwilioStandIn } from './fixtures/twilio-stand-in.ts';
+import type { TwilioStandIn } from './fixtures/twilio-stand-in.ts';
 
 failOnLeakedHandles();
 
@@ -62,6 +63,7 @@ describe('one shopper, three channels, in Chromium', { skip: browserSkip }, () =
 
   for (const dialect of testDialects()) {
     describe(`e-mail, SMS and push from one product page on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
+      let peers: ChannelPeers | undefined;
       let sink: SmtpSink;
       let twilio: TwilioStandIn;
       let pushService: PushServiceStandIn;
@@ -72,17 +74,10 @@ describe('one shopper, three channels, in Chromium', { skip: browserSkip }, () =
       const domain = uniqueDomain('browser-channels');
 
       before(async () => {
-        sink = await startSmtpSink();
-        twilio = await startTwilioStandIn([{ accountSid: TWILIO.accountSid, authToken: TWILIO.authToken, numbers: [TWILIO.from] }]);
-        pushService = await startPushService();
-        // testConfig's TENANT_OUTBOUND_ALLOW (loopback) lets the push stand-in's plain-http endpoints in.
+        peers = await startChannelPeers(TWILIO);
+        ({ sink, twilio, pushService } = peers);
         ({ t, base } = await startListeningTestApp(dialect, {
-          SMTP_URL: sink.url,
-          TWILIO_ACCOUNT_SID: TWILIO.accountSid,
-          TWILIO_AUTH_TOKEN: TWILIO.authToken,
-          TWILIO_FROM: TWILIO.from,
-          TWILIO_API_URL: twilio.url,
-          RECONCILE_INTERVAL_MINUTES: '0',
+          ...peers.env,
           SHOPIFY_API_KEY: 'restock-channels-browser',
           SHOPIFY_API_SECRET: SECRET,
           RESTOCK_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
@@ -109,9 +104,7 @@ describe('one shopper, three channels, in Chromium', { skip: browserSkip }, () =
         await twilio?.settled();
         await store?.close();
         await t?.close();
-        await twilio?.close();
-        await pushService?.close();
-        await sink?.close();
+        await peers?.close();
       });
 
       const linkIn = (mail: SinkMessage, label: string) => {

@@ -14,10 +14,11 @@ import { WHY } from '../src/dispatch/rules.ts';
 import { createStore, uniqueDomain, uniqueEmail } from './fixtures/agents.ts';
 import { dialectSkip, startListeningTestApp, testDialects, type TestApp } from './fixtures/app.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
-import { startPushService, type BrowserSubscription, type PushServiceStandIn } from './fixtures/push-service.ts';
-import { startSmtpSink, type SinkMessage, type SmtpSink } from './fixtures/smtp-sink.ts';
+import { startChannelPeers, type ChannelPeers } from './fixtures/channel-peers.ts';
+import type { BrowserSubscription, PushServiceStandIn } from './fixtures/push-service.ts';
+import type { SinkMessage, SmtpSink } from './fixtures/smtp-sink.ts';
 import { after, before, describe, it } from './fixtures/suites.ts';
-import { startTwilioStandIn, type TwilioStandIn } from './fixtures/twilio-stand-in.ts';
+import type { TwilioStandIn } from './fixtures/twilio-stand-in.ts';
 
 failOnLeakedHandles();
 
@@ -67,6 +68,7 @@ function parisTime(daysAhead: number, hour: number, minute: number): number {
 
 for (const dialect of testDialects()) {
   describe(`channels beside e-mail on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
+    let peers: ChannelPeers | undefined;
     let sink: SmtpSink;
     let twilio: TwilioStandIn;
     let pushService: PushServiceStandIn;
@@ -78,18 +80,9 @@ for (const dialect of testDialects()) {
     let applicationServerKey: string;
 
     before(async () => {
-      sink = await startSmtpSink();
-      twilio = await startTwilioStandIn([{ accountSid: TWILIO.accountSid, authToken: TWILIO.authToken, numbers: [TWILIO.from] }]);
-      pushService = await startPushService();
-      // The fixture's TENANT_OUTBOUND_ALLOW (loopback) lets the push stand-in's plain-http endpoints in, as docs/push.md says.
-      ({ t, base } = await startListeningTestApp(dialect, {
-        SMTP_URL: sink.url,
-        TWILIO_ACCOUNT_SID: TWILIO.accountSid,
-        TWILIO_AUTH_TOKEN: TWILIO.authToken,
-        TWILIO_FROM: TWILIO.from,
-        TWILIO_API_URL: twilio.url,
-        RECONCILE_INTERVAL_MINUTES: '0',
-      }));
+      peers = await startChannelPeers(TWILIO);
+      ({ sink, twilio, pushService } = peers);
+      ({ t, base } = await startListeningTestApp(dialect, peers.env));
       inbound = `${base}/sms/twilio/inbound`;
       const key = await t.app.inject({ method: 'GET', url: '/push/v1/key' });
       assert.equal(key.statusCode, 200, key.body);
@@ -100,9 +93,7 @@ for (const dialect of testDialects()) {
       // Delivery reports still on their way to the app are answered before it closes.
       await twilio?.settled();
       await t?.close();
-      await twilio?.close();
-      await pushService?.close();
-      await sink?.close();
+      await peers?.close();
     });
 
     // --- helpers ---------------------------------------------------------------------------

@@ -135,7 +135,7 @@ export class SubscriptionService {
   }
 
   /** Whether a new e-mail signup at the store, from a shopper in that country, waits for a confirmation link. */
-  async confirmationRequired(storeDomain: string, shopperCountry: string | null | undefined): Promise<boolean> {
+  private async confirmationRequired(storeDomain: string, shopperCountry: string | null | undefined): Promise<boolean> {
     return requiresConfirmation(await this.channels.settingsOf(storeDomain), shopperCountry);
   }
 
@@ -171,7 +171,7 @@ export class SubscriptionService {
     country?: string | null;
     consent?: Consent;
     contacts?: ExtraContact[];
-  }): Promise<SubscriptionRow> {
+  }): Promise<SubscriptionRow & { confirmationRequired: boolean }> {
     const target: WatchTarget = {
       productId: input.productId,
       variantId: input.variantId ?? null,
@@ -186,7 +186,8 @@ export class SubscriptionService {
     const row = pending ? await this.store.subscribePending(target, owner, now) : await this.store.subscribe(target, owner, now);
     if (input.contacts?.length) await this.addContacts(row, input.contacts, now);
     await this.announceIfNew(row, now);
-    return row;
+    // The store's policy, not the row's status: the storefront's answer must not show whether the address already waited.
+    return { ...row, confirmationRequired: pending };
   }
 
   // --- double opt-in ------------------------------------------------------------------------

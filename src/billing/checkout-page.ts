@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { keepCapabilityPagesPrivate } from '../core/http/capability-pages.ts';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { html, page } from '../core/html.ts';
@@ -32,11 +33,7 @@ export function checkoutPages(service: BillingService) {
     const pages = app.withTypeProvider<ZodTypeProvider>();
 
     // The key is in the URL: no page may hand it on, or be kept by a cache.
-    app.addHook('onSend', async (_request, reply, payload) => {
-      reply.header('referrer-policy', 'no-referrer');
-      reply.header('cache-control', 'no-store');
-      return payload;
-    });
+    keepCapabilityPagesPrivate(app);
 
     pages.get('/checkout/:sessionId', {
       config: { page: true },

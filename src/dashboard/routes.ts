@@ -1,6 +1,7 @@
 // Longer than most files on purpose: every page of the dashboard and the one gate in front of them
 // (owner session or Shopify session token, CSRF) in one place.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { keepCapabilityPagesPrivate } from '../core/http/capability-pages.ts';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { planIds } from '../billing/plans.ts';
@@ -50,13 +51,8 @@ export function dashboardRoutes(service: DashboardService, signIn: DashboardSign
     parseUrlEncodedForms(app);
     const pages = app.withTypeProvider<ZodTypeProvider>();
 
-    app.addHook('onSend', async (_request, reply, payload) => {
-      reply.header('cache-control', 'no-store');
-      // Sign-in links carry their secret in the path; no page may hand it on.
-      reply.header('referrer-policy', 'no-referrer');
-      if (!reply.hasHeader('content-security-policy')) reply.header('content-security-policy', "frame-ancestors 'none'");
-      return payload;
-    });
+    // Sign-in links carry their secret in the path; no page may hand it on.
+    keepCapabilityPagesPrivate(app, { unframed: true });
 
     // ---- signing in -------------------------------------------------------------------------
 

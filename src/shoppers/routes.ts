@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { keepCapabilityPagesPrivate } from '../core/http/capability-pages.ts';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { z } from 'zod';
 import { parseUrlEncodedForms, postedFromAnotherSite } from '../core/http/form-posts.ts';
@@ -19,14 +20,8 @@ export function shopperRoutes(service: ShopperPageService, pageOrigin: string) {
     parseUrlEncodedForms(app);
     const pages = app.withTypeProvider<ZodTypeProvider>();
 
-    app.addHook('onSend', async (_request, reply, payload) => {
-      reply.header('cache-control', 'no-store');
-      reply.header('referrer-policy', 'no-referrer');
-      reply.header('x-robots-tag', 'noindex');
-      // The erase button must not be clickable through another site's frame.
-      reply.header('content-security-policy', "frame-ancestors 'none'");
-      return payload;
-    });
+    // The erase button must not be clickable through another site's frame.
+    keepCapabilityPagesPrivate(app, { noindex: true, unframed: true });
 
     /** A browser's post from another site is refused before the token is even looked at. */
     const sameSiteOnly = async (request: FastifyRequest) => {

@@ -67,7 +67,7 @@ export class StorefrontService {
         timeZone,
       });
     }
-    await this.alerts.subscribeShopper({
+    const { confirmationRequired } = await this.alerts.subscribeShopper({
       shop: domain,
       productId: input.productId,
       variantId: input.variantId ?? null,
@@ -77,10 +77,8 @@ export class StorefrontService {
       consent: { method: 'storefront-form', text: input.consentText ?? 'Notify me when available', page },
       contacts,
     });
-    // From the store's policy, not the row: whether the address was already waiting (and
-    // confirmed) must not show in the answer.
     const confirmBy: Array<'email' | 'sms'> = [];
-    if (await this.alerts.confirmationRequired(domain, input.country ?? null)) confirmBy.push('email');
+    if (confirmationRequired) confirmBy.push('email');
     if (input.phone && input.smsConsent) confirmBy.push('sms');
     return { status: 'subscribed', confirmBy };
   }
