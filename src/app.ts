@@ -10,6 +10,7 @@ import { redactUrl } from './core/http/log-redaction.ts';
 import { openMailTransport, type MailTransport } from './core/mail/transport.ts';
 import { Problem } from './core/problems.ts';
 import { buildWebFeatures, type Domain } from './features.ts';
+import type { ChangeBus } from './core/changes/bus.ts';
 
 export interface AppOptions {
   /** Origin of the mTLS listener, when the server runs one (advertised in the metadata). */
@@ -22,6 +23,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** The product's features; tests and the server reach the dispatch worker through it. */
     restock: Domain;
+    /** Where this process hears other processes' changes (tests wait for it to be live). */
+    restockChanges: ChangeBus;
   }
 }
 
@@ -72,15 +75,17 @@ export async function buildApp(config: Config, database: Database, options: AppO
   installErrorHandling(app, config.baseUrl, config.bodyLimitBytes);
 
   const mail = options.mail ?? openMailTransport({ smtpUrl: config.smtpUrl, from: config.mailFrom, database, poolSize: config.dispatch.smtpPoolSize });
-  const { domain, features } = await buildWebFeatures(config, database, mail, app.log, options);
+  const { domain, features, changes, metrics } = await buildWebFeatures(config, database, mail, app.log, options);
   app.decorate('restock', domain);
+  app.decorate('restockChanges', changes);
   app.addHook('onClose', async () => {
     for (const feature of [...features].reverse()) await feature.close?.();
+    await changes.close();
     if (!options.mail) await mail.close();
   });
   startMaintenance(app, features);
 
-  const gates = sharedGates(config, database);
+  const gates = sharedGates(config, database, metrics);
   for (const plugin of inDependencyOrder([...features.flatMap((feature) => feature.plugins ?? []), ...gates])) await app.register(plugin);
   for (const feature of features) for (const routes of feature.routes ?? []) await app.register(routes);
   return app;

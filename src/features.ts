@@ -5,9 +5,12 @@ import type { SubscriptionService } from './alerts/service.ts';
 import { buildBilling } from './billing/feature.ts';
 import type { BillingService } from './billing/service.ts';
 import type { Config } from './config.ts';
+import type { ChangeBus } from './core/changes/bus.ts';
+import { openChangeBus } from './core/changes/open.ts';
 import type { Database } from './core/db/database.ts';
 import type { Feature } from './core/feature.ts';
 import type { MailTransport } from './core/mail/transport.ts';
+import { noMetrics, type Metrics } from './core/metrics.ts';
 import { loadServiceSecret } from './core/secrets.ts';
 import { TokenSigner } from './core/signed-token.ts';
 import { stripeClient } from './core/stripe-client.ts';
@@ -15,7 +18,7 @@ import { buildConversions } from './conversions/feature.ts';
 import type { ConversionService } from './conversions/service.ts';
 import { buildDashboard, endFormerOwnerSessions } from './dashboard/feature.ts';
 import { buildDiscovery } from './discovery/feature.ts';
-import { buildDispatch, buildDispatchWorker } from './dispatch/feature.ts';
+import { buildDispatch, buildDispatchWorker, queueReadings } from './dispatch/feature.ts';
 import type { DispatchService } from './dispatch/service.ts';
 import type { DispatchWorker } from './dispatch/worker.ts';
 import { buildHealth } from './health/feature.ts';
@@ -23,6 +26,7 @@ import { buildInventory } from './inventory/feature.ts';
 import type { InventoryService } from './inventory/service.ts';
 import { buildMcp } from './mcp/feature.ts';
 import { buildNotices } from './notices/feature.ts';
+import { buildObservability, openMetrics } from './observability/feature.ts';
 import { buildPayments } from './payments/feature.ts';
 import type { PaymentService } from './payments/service.ts';
 import { buildShopify, type ShopifyFeature } from './shopify/feature.ts';
@@ -58,27 +62,34 @@ export interface DomainFeatures {
   features: Feature<unknown>[];
   /** Signs what the service hands out and must recognise later (unsubscribe links, known devices). */
   signer: TokenSigner;
+  /** Where changes that processes keep in memory are announced; closed after the features. */
+  changes: ChangeBus;
 }
 
 /**
  * What ends when a store changes hands, whichever path changed it (the CLI, a Shopify
  * reinstall): the former owner's bound agents, dashboard sessions and unused sign-in links.
  */
-export function formerOwnerAccess(database: Database): OwnerChangeListener[] {
-  return [unbindFormerOwnersAgents(database), endFormerOwnerSessions(database)];
+export function formerOwnerAccess(database: Database, changes: ChangeBus): OwnerChangeListener[] {
+  return [unbindFormerOwnersAgents(database, changes), endFormerOwnerSessions(database)];
 }
 
 /**
  * The features `restock worker` needs (everything but the web's own): each built by its folder's
  * `build` function, then the dispatch worker with every feature's background jobs.
  */
-export async function buildDomainFeatures(config: Config, database: Database, mail: MailTransport, log: FastifyBaseLogger): Promise<DomainFeatures> {
+/**
+ * `metrics` is what the features report to (openMetrics in src/observability); without it they
+ * report to nothing.
+ */
+export async function buildDomainFeatures(config: Config, database: Database, mail: MailTransport, log: FastifyBaseLogger, metrics: Metrics = noMetrics): Promise<DomainFeatures> {
   const serviceSecret = await loadServiceSecret(database, config.secret);
+  const changes = openChangeBus(config.redisUrl, database, log);
   const { secretKey: stripeKey, apiUrl: stripeUrl } = config.payments.stripe;
   const stripe = stripeKey ? stripeClient(stripeKey, stripeUrl, config.payments.settleTimeoutMs) : undefined;
 
   // The store routes show the plan, which billing (built below, on the stores) reports.
-  const stores = buildStores({ config, database, planUsage: (shop) => billing.service.planUsage(shop), onOwnerChange: formerOwnerAccess(database) });
+  const stores = buildStores({ config, database, changes, planUsage: (shop) => billing.service.planUsage(shop), onOwnerChange: formerOwnerAccess(database, changes) });
   const webhooks = buildWebhooks({ config, database, mail, log, stores: stores.service });
   const signer = new TokenSigner(serviceSecret);
   const alerts = buildAlerts({
@@ -94,7 +105,7 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
     textConfirmation: () => confirmationTexter({ sms: sms.service, stores: stores.service, inventory: inventory.service, alerts: alerts.service }),
   });
   const dispatch = buildDispatch({ database, alerts: alerts.service });
-  const inventory = buildInventory({ database, stores: stores.service, restocks: dispatch.service });
+  const inventory = buildInventory({ database, changes, stores: stores.service, restocks: dispatch.service });
   const conversions = buildConversions({
     config,
     database,
@@ -123,6 +134,7 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
     config,
     database,
     log,
+    metrics,
     mail,
     stores: stores.service,
     inventory: inventory.service,
@@ -133,7 +145,7 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
     storefront: storefrontService({ stores: stores.service, inventory: inventory.service, alerts: alerts.service, offers: { sms: config.sms.account !== undefined, push: true } }),
   });
   if (shopify.billing) billing.service.useShopify(shopify.billing);
-  const payments = buildPayments(config, database, serviceSecret, log, stripe);
+  const payments = buildPayments(config, database, serviceSecret, log, stripe, metrics);
   // A plan proposal paid per request is refunded unless the store's owner accepts it.
   billing.service.usePayments((sessionId) => payments.service.refundResult('checkoutPlan', sessionId));
   // A store installed as the Shopify app pays only through Shopify Billing: refused before any charge.
@@ -144,6 +156,7 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
   const worker = buildDispatchWorker({
     config,
     log,
+    metrics,
     mail,
     dispatch,
     alerts: alerts.service,
@@ -160,6 +173,7 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
   return {
     built,
     signer,
+    changes,
     features: Object.values(built),
     domain: {
       stores: stores.service,
@@ -183,9 +197,13 @@ export interface WebOptions {
 
 /** Every feature the HTTP app serves: the domain's, then those only the web has. */
 export async function buildWebFeatures(config: Config, database: Database, mail: MailTransport, log: FastifyBaseLogger, options: WebOptions = {}) {
-  const { domain, built, signer } = await buildDomainFeatures(config, database, mail, log);
-  const agents = await buildAgents({ config, database, mail, stores: domain.stores, ...(options.mtlsBaseUrl ? { mtlsBaseUrl: options.mtlsBaseUrl } : {}) });
+  const metrics = openMetrics(config);
+  const { domain, built, signer, changes } = await buildDomainFeatures(config, database, mail, log, metrics);
+  // First, so that its instrumentation wraps every other plugin and route.
+  const observability = await buildObservability({ config, database, log, metrics, queue: queueReadings(database) });
+  const agents = await buildAgents({ config, database, mail, stores: domain.stores, changes, cacheLookup: (hit) => metrics.tokenCacheLookup(hit), ...(options.mtlsBaseUrl ? { mtlsBaseUrl: options.mtlsBaseUrl } : {}) });
   const storefront = await buildStorefront({
+    changes,
     policy: config.tenantOutbound,
     stores: domain.stores,
     inventory: domain.inventory,
@@ -208,8 +226,12 @@ export async function buildWebFeatures(config: Config, database: Database, mail:
   });
   return {
     domain,
+    changes,
+    /** What the app-wide gates report to (the rate limits). */
+    metrics,
     // The order their routes register in: the web's own among the domain's.
     features: [
+      observability,
       buildHealth({ config, database }),
       agents,
       built.stores,
@@ -226,7 +248,7 @@ export async function buildWebFeatures(config: Config, database: Database, mail:
       built.billing,
       dashboard,
       buildShoppers({ alerts: domain.alerts, dispatch: domain.dispatch, conversions: domain.conversions, inventory: domain.inventory, stores: domain.stores }),
-      buildMcp({ config, domain, gate: agents.gate }),
+      buildMcp({ config, domain, gate: agents.gate, metrics }),
       buildDiscovery({ config }),
       built.worker,
     ],

@@ -8,6 +8,8 @@ import { dashboardSignIn } from './dashboard/feature.ts';
 import { buildDomainFeatures, formerOwnerAccess } from './features.ts';
 import { startServer } from './server.ts';
 import { storeService } from './stores/feature.ts';
+import { LocalChangeBus } from './core/changes/bus.ts';
+import { openChangeBus } from './core/changes/open.ts';
 
 const USAGE = `Restock: back-in-stock alerts for e-commerce stores.
 
@@ -48,11 +50,12 @@ async function worker(): Promise<void> {
   const database = Database.open(config.database);
   await database.migrate();
   const mail = openMailTransport({ smtpUrl: config.smtpUrl, from: config.mailFrom, database, poolSize: config.dispatch.smtpPoolSize });
-  const { domain, features } = await buildDomainFeatures(config, database, mail, log);
+  const { domain, features, changes } = await buildDomainFeatures(config, database, mail, log);
   domain.worker.start();
   log.info({ worker: domain.worker.id, database: database.dialect, mail: mail.kind }, 'Restock worker is running');
   stopOnSignal(log, 'worker stopping after the alerts in flight', async () => {
     for (const feature of features.reverse()) await feature.close?.();
+    await changes.close();
     await mail.close();
     await database.close();
   });
@@ -111,7 +114,7 @@ async function storeCommand(args: string[]): Promise<number> {
   }
   const config = loadConfig();
   try {
-    const { store, ended } = await withDatabase(config, (database) => storeService(config, database, formerOwnerAccess(database)).transferStore(domain, owner));
+    const { store, ended } = await withDatabase(config, (database) => transferStore(config, database, domain, owner));
     console.log(`Store ${store.domain} is owned by ${store.ownerEmail}.`);
     for (const line of ended) console.log(`${line}.`);
     return 0;
@@ -119,6 +122,19 @@ async function storeCommand(args: string[]): Promise<number> {
     if (!(err instanceof ValidationFailed)) throw err;
     process.stderr.write(`restock: ${err.detail.replace('/domain', 'domain').replace('/owner', '--owner')}\n`);
     return 2;
+  }
+}
+
+/** A store changes hands; running processes hear it (their former owners' agents lose it at once). */
+async function transferStore(config: Config, database: Database, domain: string, owner: string) {
+  const changes = openChangeBus(config.redisUrl, database, pino({ level: 'warn' }));
+  try {
+    if (!(await changes.whenLive(5000))) {
+      process.stderr.write('restock: could not reach the channel running processes listen on; restart them to be sure the former owner\'s agents lose the store.\n');
+    }
+    return await storeService(config, database, changes, formerOwnerAccess(database, changes)).transferStore(domain, owner);
+  } finally {
+    await changes.close();
   }
 }
 
@@ -132,7 +148,7 @@ async function dashboardCommand(args: string[]): Promise<number> {
   const issued = await withDatabase(config, async (database) => {
     const mail = openMailTransport({ smtpUrl: config.smtpUrl, from: config.mailFrom, database, poolSize: 1 });
     try {
-      return await dashboardSignIn({ config, database, mail, stores: storeService(config, database) }).issueLink(domain);
+      return await dashboardSignIn({ config, database, mail, stores: storeService(config, database, new LocalChangeBus()) }).issueLink(domain);
     } finally {
       await mail.close();
     }

@@ -15,6 +15,7 @@ import type { StoreService } from '../src/stores/service.ts';
 import { createTestDatabase, dialectSkip, testConfig, testDialects, type TestDatabase } from './fixtures/app.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { startSmtpSink, type SinkMessage, type SmtpSink } from './fixtures/smtp-sink.ts';
+import { LocalChangeBus } from '../src/core/changes/bus.ts';
 
 failOnLeakedHandles();
 
@@ -91,7 +92,7 @@ for (const dialect of testDialects()) {
       sink = await startSmtpSink();
       smtp = openMailTransport({ smtpUrl: sink.url, from: 'Restock <alerts@restock.test>', database });
       mail = new FlakyTransport(smtp);
-      stores = storeService(config, database);
+      stores = storeService(config, database, new LocalChangeBus());
       alerts = buildAlerts({
         config,
         database,

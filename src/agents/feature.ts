@@ -1,4 +1,5 @@
 import type { Config } from '../config.ts';
+import { LocalChangeBus, type ChangeBus } from '../core/changes/bus.ts';
 import type { Database } from '../core/db/database.ts';
 import type { Feature } from '../core/feature.ts';
 import type { MailTransport } from '../core/mail/transport.ts';
@@ -21,6 +22,10 @@ export interface AgentsDeps {
   database: Database;
   mail: MailTransport;
   stores: StoreService;
+  /** Where changes to agents and tokens are announced to every process (and heard from them). */
+  changes: ChangeBus;
+  /** Told whether each token check was answered from memory. */
+  cacheLookup?: (hit: boolean) => void;
   /** Origin of the mTLS listener, when the server runs one (advertised in the metadata). */
   mtlsBaseUrl?: string;
 }
@@ -34,8 +39,8 @@ export function longestTokenMs(agents: Config['agents']): number {
  * Agent identity: registration and claims, access tokens and their signing keys, the access check
  * in front of scoped routes (`identity-gate`), and the well-known metadata.
  */
-export async function buildAgents({ config, database, mail, stores, mtlsBaseUrl }: AgentsDeps): Promise<Feature<AgentService> & { gate: BearerGate }> {
-  const store = new AgentRepository(database);
+export async function buildAgents({ config, database, mail, stores, changes, cacheLookup, mtlsBaseUrl }: AgentsDeps): Promise<Feature<AgentService> & { gate: BearerGate }> {
+  const store = new AgentRepository(database, changes, cacheLookup);
   const longestToken = longestTokenMs(config.agents);
   const keys = new SigningKeys(store, longestToken);
   await keys.load(config.agents.signingKeyMaxAgeDays);
@@ -80,15 +85,16 @@ export async function buildAgents({ config, database, mail, stores, mtlsBaseUrl 
 
 /** `restock keys rotate`: a new signing key; running processes pick it up at their next refresh. */
 export function rotateSigningKey(config: Config, database: Database): Promise<string> {
-  return new SigningKeys(new AgentRepository(database), longestTokenMs(config.agents)).rotate();
+  // Rotating changes no agent's standing: nothing to announce.
+  return new SigningKeys(new AgentRepository(database, new LocalChangeBus()), longestTokenMs(config.agents)).rotate();
 }
 
 /**
  * When a store changes hands (stores' `OwnerChangeListener`): agents bound by anyone but the new
- * owner lose the store and its scopes, at their next request (the gate reads the binding each time).
+ * owner lose the store and its scopes, at their next request in any process (the change is announced).
  */
-export function unbindFormerOwnersAgents(database: Database) {
-  const repository = new AgentRepository(database);
+export function unbindFormerOwnersAgents(database: Database, changes: ChangeBus) {
+  const repository = new AgentRepository(database, changes);
   return async (shop: string, newOwner: string): Promise<string | undefined> => {
     const unbound = await repository.unbindStoreAgents(shop, newOwner, storeScopes);
     return unbound > 0 ? `${unbound} agent(s) bound by a former owner are no longer bound to it` : undefined;

@@ -1,6 +1,8 @@
 import { sql } from 'kysely';
+import type { ChangeBus } from '../core/changes/bus.ts';
 import type { Database } from '../core/db/database.ts';
 import type { AgentClaimAttemptsTable, AgentsTable, SigningKeysTable } from '../core/db/schema.ts';
+import { AgentStateCache, type CacheLookup } from './state-cache.ts';
 
 export type AgentRow = AgentsTable;
 export type ClaimAttemptRow = AgentClaimAttemptsTable;
@@ -18,20 +20,27 @@ export interface AgentState {
 
 /**
  * Storage of agents, their claims, revoked tokens, used assertions and signing keys; the only
- * code that touches those tables.
+ * code that touches those tables. What an authenticated request reads is kept in memory
+ * (`AgentStateCache`); each write that changes it announces the agents it changed on the bus
+ * once committed, so no process goes on answering from what it kept.
  */
 export class AgentRepository {
-  /** Built once: every authenticated request runs it. */
-  private readonly readAgentState: (agentId: string, jti: string) => Promise<AgentState | undefined>;
+  private readonly states: AgentStateCache;
 
-  constructor(private readonly database: Database) {
-    this.readAgentState = database.preparedRead<AgentState>(2, (db, agentId, jti) =>
+  constructor(
+    private readonly database: Database,
+    bus: ChangeBus,
+    cacheLookup?: CacheLookup,
+  ) {
+    // Built once: every authenticated request that misses the cache runs it.
+    const readAgentState = database.preparedRead<AgentState>(2, (db, agentId, jti) =>
       db
         .selectFrom('agents')
         .select(['method', 'status', 'scopes', 'store_domain', 'claimed_at'])
         .select(sql<number>`exists (select 1 from revoked_tokens where jti = ${jti})`.as('token_revoked'))
         .where('id', '=', agentId!),
     );
+    this.states = new AgentStateCache(bus, (agentId, jti) => readAgentState(agentId, jti), cacheLookup);
   }
 
   insertAgent(row: AgentRow): Promise<unknown> {
@@ -127,11 +136,11 @@ export class AgentRepository {
 
   /** The agent's standing and whether this token was revoked: the per-request check. */
   agentState(agentId: string, jti: string): Promise<AgentState | undefined> {
-    return this.readAgentState(agentId, jti);
+    return this.states.stateOf(agentId, jti);
   }
 
-  revokeAgent(id: string, now: string): Promise<AgentRow | undefined> {
-    return this.database.write(async (trx) => {
+  async revokeAgent(id: string, now: string): Promise<AgentRow | undefined> {
+    const revoked = await this.database.write(async (trx) => {
       await trx
         .updateTable('agents')
         .set({ status: 'revoked', revoked_at: now, claim_token_hash: null })
@@ -140,33 +149,38 @@ export class AgentRepository {
         .execute();
       return trx.selectFrom('agents').selectAll().where('id', '=', id).executeTakeFirst();
     });
+    await this.states.changed([id]);
+    return revoked;
   }
 
   /**
    * A store changed hands: agents bound by anyone but `ownerEmail` lose the binding and the store
    * scopes with it, at once (the per-request check reads both). Returns how many were unbound.
    */
-  unbindStoreAgents(storeDomain: string, ownerEmail: string, storeScopes: readonly string[]): Promise<number> {
-    return this.database.write(async (trx) => {
+  async unbindStoreAgents(storeDomain: string, ownerEmail: string, storeScopes: readonly string[]): Promise<number> {
+    const unbound = await this.database.write(async (trx) => {
       const bound = await trx.selectFrom('agents').select(['id', 'email', 'scopes']).where('store_domain', '=', storeDomain).execute();
       const former = bound.filter((agent) => agent.email !== ownerEmail);
       for (const agent of former) {
         const scopes = agent.scopes.split(' ').filter((scope) => scope && !storeScopes.includes(scope));
         await trx.updateTable('agents').set({ store_domain: null, scopes: scopes.join(' ') }).where('id', '=', agent.id).execute();
       }
-      return former.length;
+      return former.map((agent) => agent.id);
     });
+    await this.states.changed(unbound);
+    return unbound.length;
   }
 
   /** Remembers a revoked token until it would have expired; revoking twice is harmless. */
-  revokeToken(jti: string, agentId: string, now: string, expiresAt: string): Promise<unknown> {
-    return this.database.writeStatement((db) =>
+  async revokeToken(jti: string, agentId: string, now: string, expiresAt: string): Promise<void> {
+    await this.database.writeStatement((db) =>
       db
         .insertInto('revoked_tokens')
         .values({ jti, agent_id: agentId, revoked_at: now, expires_at: expiresAt })
         .onConflict((oc) => oc.column('jti').doNothing())
         .execute(),
     );
+    await this.states.changed([agentId]);
   }
 
   /** Records an assertion's (issuer, jti); false when it was seen before (a replay). */
@@ -213,8 +227,8 @@ export class AgentRepository {
    * Completes a claim: the attempt is consumed and the agent takes its new standing, in one
    * transaction. Returns undefined when the attempt was no longer open (a concurrent completion).
    */
-  completeClaim(attemptId: string, agentId: string, changes: Partial<AgentRow>): Promise<AgentRow | undefined> {
-    return this.database.write(async (trx) => {
+  async completeClaim(attemptId: string, agentId: string, changes: Partial<AgentRow>): Promise<AgentRow | undefined> {
+    const claimed = await this.database.write(async (trx) => {
       const consumed = await trx
         .updateTable('agent_claim_attempts')
         .set({ status: 'claimed' })
@@ -230,6 +244,8 @@ export class AgentRepository {
         .execute();
       return trx.selectFrom('agents').selectAll().where('id', '=', agentId).executeTakeFirst();
     });
+    if (claimed) await this.states.changed([agentId]);
+    return claimed;
   }
 
   listSigningKeys(): Promise<SigningKeyRow[]> {

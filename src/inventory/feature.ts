@@ -1,3 +1,4 @@
+import type { ChangeBus } from '../core/changes/bus.ts';
 import type { Database } from '../core/db/database.ts';
 import type { Feature } from '../core/feature.ts';
 import type { StoreService } from '../stores/service.ts';
@@ -7,13 +8,15 @@ import { InventoryRepository } from './repository.ts';
 
 export interface InventoryDeps {
   database: Database;
+  /** Where changes to stock are announced to every process. */
+  changes: ChangeBus;
   stores: StoreService;
   /** Where detected restocks go (the dispatch feature). */
   restocks: RestockSink;
 }
 
 /** Known stock, what counts as a restock, and the inventory API. */
-export function buildInventory({ database, stores, restocks }: InventoryDeps): Feature<InventoryService> {
-  const service = new InventoryService(new InventoryRepository(database), stores, restocks);
+export function buildInventory({ database, changes, stores, restocks }: InventoryDeps): Feature<InventoryService> {
+  const service = new InventoryService(new InventoryRepository(database, changes), stores, restocks);
   return { service, routes: [inventoryRoutes(service)] };
 }

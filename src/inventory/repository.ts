@@ -1,4 +1,6 @@
 import { chunks } from '../core/chunks.ts';
+import type { ChangeBus } from '../core/changes/bus.ts';
+import { STOCK_CHANGES, STORE_CHANGES, stockKey } from '../core/changes/topics.ts';
 import type { Database } from '../core/db/database.ts';
 import type { InventoryLevelsTable, InventoryVariantsTable } from '../core/db/schema.ts';
 
@@ -12,7 +14,11 @@ export class InventoryRepository {
   /** Built once: every storefront page view asks it. */
   readonly availability: (storeDomain: string, productId: string) => Promise<Availability[]>;
 
-  constructor(private readonly database: Database) {
+  constructor(
+    private readonly database: Database,
+    /** Every committed change to a product's stock is announced here (the storefront keeps answers built from it). */
+    private readonly changes: ChangeBus,
+  ) {
     this.availability = database.preparedReadAll<Availability>(2, (db, storeDomain, productId) =>
       db
         .selectFrom('inventory_variants')
@@ -81,6 +87,7 @@ export class InventoryRepository {
         .onConflict((oc) => oc.columns(['store_domain', 'product_id', 'variant_id']).doUpdateSet(changes))
         .execute(),
     );
+    await this.changes.publish(STOCK_CHANGES, [stockKey(store_domain, product_id)]);
   }
 
   level(storeDomain: string, inventoryItemId: string, locationId: string): Promise<LevelRow | undefined> {
@@ -144,5 +151,6 @@ export class InventoryRepository {
       await trx.deleteFrom('inventory_levels').where('store_domain', '=', storeDomain).execute();
       await trx.deleteFrom('inventory_unlisted_countries').where('store_domain', '=', storeDomain).execute();
     });
+    await this.changes.publish(STORE_CHANGES, [storeDomain]);
   }
 }

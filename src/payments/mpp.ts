@@ -77,6 +77,8 @@ export class MppAcceptance {
   private readonly mppx;
   private readonly offered = new Set<string>();
   private readonly challengeTemplates = new Map<PaidOperation, Promise<ChallengeTemplate[]>>();
+  private readonly noncePrefix = randomBytes(9).toString('base64url');
+  private nonceCount = 0;
   readonly stripe: Stripe | undefined;
 
   constructor(
@@ -110,13 +112,16 @@ export class MppAcceptance {
   }
 
   /**
-   * One challenge per offer this deployment can take. Each carries a random nonce in its
-   * HMAC-covered `opaque`, so no two answers share a challenge id (an id pays for one request;
-   * two clients handed the same one would race for it).
+   * One challenge per offer this deployment can take. Each carries a nonce in its HMAC-covered
+   * `opaque`, so no two answers share a challenge id (an id pays for one request; two clients
+   * handed the same one would race for it). Unique is all the nonce must be (the HMAC is what
+   * cannot be forged): this process's random prefix and a counter, cheaper than random bytes
+   * per answer.
    */
   async challenges(operation: PaidOperation): Promise<IssuedChallenge[]> {
     const expires = new Date(Date.now() + CHALLENGE_TTL_MS).toISOString();
-    const opaque = PaymentRequest.serialize({ [SCOPE_KEY]: operation, [NONCE_KEY]: randomBytes(12).toString('base64url') });
+    const nonce = `${this.noncePrefix}${(++this.nonceCount).toString(36)}`;
+    const opaque = PaymentRequest.serialize({ [SCOPE_KEY]: operation, [NONCE_KEY]: nonce });
     return (await this.templates(operation)).map((template) => {
       // The id is mppx's binding (realm|method|intent|request|expires|digest|opaque), computed
       // with Node's HMAC: the SDK's portable one costs more than the rest of the 402 together.

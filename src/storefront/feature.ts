@@ -1,5 +1,7 @@
 import type { SubscriptionService } from '../alerts/service.ts';
+import type { ChangeBus } from '../core/changes/bus.ts';
 import type { Feature } from '../core/feature.ts';
+import { AvailabilityCache } from './availability-cache.ts';
 import { STRICT_OUTBOUND, type OutboundPolicy } from '../core/net/outbound-guard.ts';
 import type { InventoryService } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
@@ -15,11 +17,13 @@ export interface StorefrontDeps {
   alerts: SubscriptionService;
   /** What the service can send beside e-mail (an SMS sender of its own, web push). */
   offers?: ServiceChannels;
+  /** Where stock and store changes are heard: availability answers are kept between them. */
+  changes?: ChangeBus;
 }
 
 /** What the widget's calls answer, also through Shopify's app proxy (the Shopify feature's routes). */
-export function storefrontService({ stores, inventory, alerts, offers }: StorefrontDeps): StorefrontService {
-  return new StorefrontService(stores, inventory, alerts, offers);
+export function storefrontService({ stores, inventory, alerts, offers, changes }: StorefrontDeps): StorefrontService {
+  return new StorefrontService(stores, inventory, alerts, offers, changes ? new AvailabilityCache(changes) : undefined);
 }
 
 /** The widget's scripts and the public calls they make (minified once, at start). */

@@ -31,11 +31,14 @@ export function storefrontRoutes(service: StorefrontService, scripts: Record<Wid
         response: { 200: availabilityResponse, ...problemResponses(400, 429, 503) },
       },
       handler: async (request, reply) => {
-        const answer = await service.availability(request.query.shop, request.query.productId);
+        const { body, etag } = await service.availabilityAnswer(request.query.shop, request.query.productId);
         // Short: a restock should show on product pages within a minute. Set only on success,
-        // so a refusal is never kept by a cache.
-        reply.header('cache-control', 'public, max-age=30');
-        return answer;
+        // so a refusal is never kept by a cache. A CDN or the browser revalidates with the ETag.
+        reply.header('cache-control', 'public, max-age=30').header('etag', etag);
+        // Not in the typed responses: a 304 has no body, and clients (CDNs, browsers) send If-None-Match themselves.
+        if (matchesIfNoneMatch(request.headers['if-none-match'], etag)) return (reply as FastifyReply).code(304).send();
+        // Already JSON, built when the answer was kept.
+        return reply.type('application/json; charset=utf-8').serializer(String).send(body as never);
       },
     });
 

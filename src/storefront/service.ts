@@ -4,6 +4,7 @@ import { NotFound } from '../core/problems.ts';
 import type { InventoryService } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
 import type { ShopperSubscribeInput } from './schemas.ts';
+import type { AvailabilityAnswer, AvailabilityCache } from './availability-cache.ts';
 
 /** Whether the service has an SMS sender of its own and can send web push at all. */
 export interface ServiceChannels {
@@ -19,15 +20,35 @@ export class StorefrontService {
     private readonly alerts: SubscriptionService,
     /** What the service itself can send beside e-mail, whatever the store. */
     private readonly offers: ServiceChannels = { sms: false, push: false },
+    /** Answers kept between changes; without it, each is built from the database. */
+    private readonly cache?: AvailabilityCache,
   ) {}
+
+  /** The availability answer as sent (JSON and its ETag), kept between changes when there is a cache. */
+  async availabilityAnswer(shop: string, productId: string): Promise<AvailabilityAnswer> {
+    const key = shop.toLowerCase();
+    const build = async () => {
+      const { answer, customer } = await this.availabilityOf(shop, productId);
+      return { answer, keep: customer && answer.shop === key };
+    };
+    if (this.cache) return this.cache.answer(key, productId, build);
+    const { answer } = await build();
+    const body = JSON.stringify(answer);
+    return { body, etag: `"${createHash('sha1').update(body).digest('base64url')}"` };
+  }
 
   /**
    * The same answer for a store that is not a customer as for a product nobody knows, so the
    * endpoint cannot be used to list the service's customers.
    */
   async availability(shop: string, productId: string) {
+    return (await this.availabilityOf(shop, productId)).answer;
+  }
+
+  /** The answer, and whether the store is a customer (never sent: see `availability`). */
+  private async availabilityOf(shop: string, productId: string) {
     const domain = await this.stores.activeStore(shop);
-    if (!domain) return { shop: shop.toLowerCase(), productId, soldOut: null, variants: [], channels: { sms: false, push: false } };
+    if (!domain) return { answer: { shop: shop.toLowerCase(), productId, soldOut: null, variants: [], channels: { sms: false, push: false } }, customer: false };
     const rows = await this.inventory.availabilityOf(domain, productId);
     const variants = rows
       .filter((row) => row.variantId !== null)
@@ -39,7 +60,7 @@ export class StorefrontService {
     // Only a page that shows the form needs to know its channels; an in-stock page costs no more.
     const showsForm = productSoldOut === true || variants.some((variant) => variant.soldOut);
     const channels = showsForm ? await this.channelsOf(domain) : { sms: false, push: false };
-    return { shop: domain, productId, soldOut: productSoldOut, variants, channels };
+    return { answer: { shop: domain, productId, soldOut: productSoldOut, variants, channels }, customer: true };
   }
 
   private async channelsOf(domain: string): Promise<{ sms: boolean; push: boolean }> {

@@ -1,3 +1,5 @@
+import type { ChangeBus } from '../core/changes/bus.ts';
+import { STORE_CHANGES } from '../core/changes/topics.ts';
 import type { Database } from '../core/db/database.ts';
 import { lockRows } from '../core/db/locking.ts';
 import type { StoresTable } from '../core/db/schema.ts';
@@ -26,7 +28,11 @@ export class StoreRepository {
   /** Built once: every sold-out product page asks which channels its form offers. */
   readonly storefrontOffer: (domain: string) => Promise<Pick<StoreRow, 'status' | 'settings' | 'sms_sender_sealed'> | undefined>;
 
-  constructor(private readonly database: Database) {
+  constructor(
+    private readonly database: Database,
+    /** Every committed change to a store is announced here (the storefront keeps answers built from it). */
+    private readonly changes: ChangeBus,
+  ) {
     this.status = database.preparedRead<Pick<StoreRow, 'domain' | 'status'>>(1, (db, domain) =>
       db.selectFrom('stores').select(['domain', 'status']).where('domain', '=', domain!),
     );
@@ -37,14 +43,14 @@ export class StoreRepository {
 
   /** Creates the store, or updates its owner when it exists; returns the row as stored. */
   upsert(row: NewStoreRow): Promise<StoreRow> {
-    return this.database.write(async (trx) => {
+    return this.announced(row.domain, this.database.write(async (trx) => {
       await trx
         .insertInto('stores')
         .values({ ...row, status: 'active', settings: '{}' })
         .onConflict((oc) => oc.column('domain').doUpdateSet({ owner_email: row.owner_email, updated_at: row.updated_at }))
         .execute();
       return trx.selectFrom('stores').selectAll().where('domain', '=', row.domain).executeTakeFirstOrThrow();
-    });
+    }));
   }
 
   find(domain: string): Promise<StoreRow | undefined> {
@@ -70,20 +76,20 @@ export class StoreRepository {
       uninstalled_at: null,
       updated_at: row.updated_at,
     };
-    return this.database.write(async (trx) => {
+    return this.announced(row.domain, this.database.write(async (trx) => {
       await trx
         .insertInto('stores')
         .values({ ...row, ...connection, settings: '{}' })
         .onConflict((oc) => oc.column('domain').doUpdateSet({ ...connection, owner_email: row.owner_email }))
         .execute();
       return trx.selectFrom('stores').selectAll().where('domain', '=', row.domain).executeTakeFirstOrThrow();
-    });
+    }));
   }
 
   async update(domain: string, changes: Partial<Omit<StoreRow, 'domain' | 'created_at'>>): Promise<boolean> {
-    const result = await this.database.writeStatement((db) =>
+    const result = await this.announced(domain, this.database.writeStatement((db) =>
       db.updateTable('stores').set(changes).where('domain', '=', domain).executeTakeFirst(),
-    );
+    ));
     return Number(result.numUpdatedRows) > 0;
   }
 
@@ -156,6 +162,13 @@ export class StoreRepository {
   }
 
   async remove(domain: string): Promise<void> {
-    await this.database.writeStatement((db) => db.deleteFrom('stores').where('domain', '=', domain).execute());
+    await this.announced(domain, this.database.writeStatement((db) => db.deleteFrom('stores').where('domain', '=', domain).execute()));
+  }
+
+  /** The write's result, once the change it made is announced. */
+  private async announced<T>(domain: string, write: Promise<T>): Promise<T> {
+    const result = await write;
+    await this.changes.publish(STORE_CHANGES, [domain]);
+    return result;
   }
 }

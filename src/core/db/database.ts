@@ -5,7 +5,7 @@ import { CompiledQuery, Kysely, PostgresDialect, SqliteDialect, sql, type Compil
 import pg from 'pg';
 import { DEFAULT_PG_STATEMENT_TIMEOUT_MS, type DatabaseConfig } from '../../config.ts';
 import { pgTypes, QUERY_READ_TIMEOUT, type Dialect } from './dialect.ts';
-import { parsePostgresUrl } from '../service-urls.ts';
+import { parsePostgresUrl, type PostgresServer } from '../service-urls.ts';
 import { GroupCommit } from './group-commit.ts';
 import { migrateToLatest } from './migrate.ts';
 import type { Tables } from './schema.ts';
@@ -25,6 +25,11 @@ export class Database {
   private readonly reader: SqliteDriver.Database | undefined;
   /** PostgreSQL: where migrations open their own, unbounded connections. */
   private postgres: Extract<DatabaseConfig, { dialect: 'postgres' }> | undefined;
+  /** PostgreSQL: the pool `db` draws from, for its use figures. */
+  private pool: pg.Pool | undefined;
+
+  /** SQLite: the connection every write of this process goes through. */
+  private writer: SqliteDriver.Database | undefined;
 
   private constructor(db: Db, dialect: Dialect, groupCommit?: GroupCommit, reader?: SqliteDriver.Database) {
     this.db = db;
@@ -33,16 +38,32 @@ export class Database {
     this.reader = reader;
   }
 
+  /**
+   * SQLite: a number that moves whenever another process (another connection than this
+   * process's writer) commits to the file, read synchronously for a microsecond or so
+   * (`PRAGMA data_version` on the writer). Undefined on PostgreSQL.
+   */
+  otherWritersVersion(): (() => number) | undefined {
+    const writer = this.writer;
+    if (!writer) return undefined;
+    const statement = writer.prepare('pragma data_version').pluck();
+    return () => statement.get() as number;
+  }
+
   static open(config: DatabaseConfig): Database {
     if (config.dialect === 'postgres') {
-      const database = new Database(openPostgres(config), 'postgres');
+      const { db, pool } = openPostgresPool(config);
+      const database = new Database(db, 'postgres');
       database.postgres = config;
+      database.pool = pool;
       return database;
     }
     const driver = openSqliteDriver(config);
     const db = new Kysely<Tables>({ dialect: new SqliteDialect({ database: driver }) });
     const reader = config.file === ':memory:' ? undefined : new SqliteDriver(config.file, { readonly: true, timeout: config.busyTimeoutMs });
-    return new Database(db, 'sqlite', new GroupCommit(db, (statement) => driver.exec(statement)), reader);
+    const database = new Database(db, 'sqlite', new GroupCommit(db, (statement) => driver.exec(statement)), reader);
+    database.writer = driver;
+    return database;
   }
 
   /**
@@ -101,6 +122,17 @@ export class Database {
     return statement(this.db);
   }
 
+  /**
+   * Connections in use, for metrics. PostgreSQL: the pool's open, idle and waiting counts and its
+   * size. SQLite keeps its connections open (the writer, and the reader of prepared reads):
+   * `waiting` is then the writes queued for the next group commit.
+   */
+  poolUse(): { total: number; idle: number | undefined; waiting: number; max: number } {
+    if (this.pool) return { total: this.pool.totalCount, idle: this.pool.idleCount, waiting: this.pool.waitingCount, max: this.postgres!.poolMax };
+    const open = this.reader ? 2 : 1;
+    return { total: open, idle: undefined, waiting: this.groupCommit?.waiting ?? 0, max: open };
+  }
+
   async migrate(): Promise<string[]> {
     if (!this.postgres) return migrateToLatest(this.db, this.dialect);
     const db = openPostgres({ ...this.postgres, poolMax: 2 }, false);
@@ -118,6 +150,15 @@ export class Database {
    */
   async ping(): Promise<void> {
     await this.write((trx) => sql`update service_secrets set name = name where name = ''`.execute(trx));
+  }
+
+  /**
+   * PostgreSQL: a connection of its own, outside the pool, for LISTEN (a listening session must
+   * stay open and idle); undefined on SQLite.
+   */
+  listenerConnection(applicationName: string): pg.Client | undefined {
+    if (!this.postgres) return undefined;
+    return new pg.Client({ ...connectionOptions(parsePostgresUrl(this.postgres.url)), application_name: applicationName, keepAlive: true, connectionTimeoutMillis: 3000 });
   }
 
   async close(): Promise<void> {
@@ -156,6 +197,18 @@ function cachePreparedStatements(driver: SqliteDriver.Database, limit = 500): vo
   }) as typeof driver.prepare;
 }
 
+function connectionOptions(server: PostgresServer) {
+  return {
+    host: server.host,
+    port: server.port,
+    ...(server.user !== undefined && { user: server.user }),
+    ...(server.password !== undefined && { password: server.password }),
+    ...(server.database !== undefined && { database: server.database }),
+    ...(server.applicationName !== undefined && { application_name: server.applicationName }),
+    ...(server.ssl !== 'disable' && { ssl: { rejectUnauthorized: server.ssl === 'verify-full' } }),
+  };
+}
+
 /**
  * How long a silent connection gets beyond the server's own statement timeout: the server's
  * cancel (a clean error, the connection still usable) comes first while the network works.
@@ -173,16 +226,13 @@ const IDLE_IN_TRANSACTION_MS = 60_000;
  * go without: they wait for another process's migration lock and may build an index on a large table.
  */
 function openPostgres(config: Extract<DatabaseConfig, { dialect: 'postgres' }>, bounded = true): Db {
+  return openPostgresPool(config, bounded).db;
+}
+
+function openPostgresPool(config: Extract<DatabaseConfig, { dialect: 'postgres' }>, bounded = true): { db: Db; pool: pg.Pool } {
   const statementTimeoutMs = config.statementTimeoutMs ?? DEFAULT_PG_STATEMENT_TIMEOUT_MS;
-  const server = parsePostgresUrl(config.url);
   const pool = new pg.Pool({
-    host: server.host,
-    port: server.port,
-    ...(server.user !== undefined && { user: server.user }),
-    ...(server.password !== undefined && { password: server.password }),
-    ...(server.database !== undefined && { database: server.database }),
-    ...(server.applicationName !== undefined && { application_name: server.applicationName }),
-    ...(server.ssl !== 'disable' && { ssl: { rejectUnauthorized: server.ssl === 'verify-full' } }),
+    ...connectionOptions(parsePostgresUrl(config.url)),
     max: config.poolMax,
     types: pgTypes,
     Client: DroppedWhenSilent,
@@ -204,7 +254,7 @@ function openPostgres(config: Extract<DatabaseConfig, { dialect: 'postgres' }>, 
   // anyway, and the next one gets a fresh connection or a 503.
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
-  return new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) });
+  return { db: new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) }), pool };
 }
 
 /**

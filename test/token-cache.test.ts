@@ -1,0 +1,237 @@
+/**
+ * The access-token check answers from memory between changes, and a change made in one process
+ * reaches every other before its next request: through Redis when it is set, through
+ * PostgreSQL's notifications without it, in-process on the embedded default. Two apps on one
+ * database stand for two processes: they share nothing but the database and the channel.
+ */
+import assert from 'node:assert/strict';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { after, before, describe, it } from './fixtures/suites.ts';
+import { createTestDatabase, dialectSkip, testConfig, testDialects, type TestDatabase } from './fixtures/app.ts';
+import { registerAgent, startProcess, type ServiceProcess } from './fixtures/oauth.ts';
+import { REDIS_URL, redisAvailable } from './fixtures/redis.ts';
+import { pgUrlFor } from './fixtures/services.ts';
+import { AgentStateCache } from '../src/agents/state-cache.ts';
+import type { AgentState } from '../src/agents/repository.ts';
+import { LocalChangeBus, type ChangeBus, type ChangeListener } from '../src/core/changes/bus.ts';
+import { PG_LISTENER_NAME } from '../src/core/changes/postgres.ts';
+import { REDIS_CONNECTION_NAME } from '../src/core/changes/redis.ts';
+
+const redisUp = await redisAvailable();
+
+const me = (process: ServiceProcess, token: string) =>
+  process.app.inject({ method: 'GET', url: '/api/agent/me', headers: { authorization: `Bearer ${token}` } });
+
+/**
+ * The same request over a real connection: "the next request" arrives on a socket, after the
+ * change reached this process's own socket to the channel (an injected request would skip the
+ * event loop's turn that reads it).
+ */
+async function meOverHttp(origin: string, token: string) {
+  const response = await fetch(`${origin}/api/agent/me`, { headers: { authorization: `Bearer ${token}` } });
+  return { statusCode: response.status, body: await response.text(), headers: { 'www-authenticate': response.headers.get('www-authenticate') } };
+}
+
+const revoke = (process: ServiceProcess, token: string) =>
+  process.app.inject({
+    method: 'POST',
+    url: '/oauth/revoke',
+    payload: `token=${encodeURIComponent(token)}`,
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+  });
+
+async function waitUntil(what: string, check: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > until) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** The bus an app announces on, to wait for its channel before a test relies on it. */
+const busOf = (process: ServiceProcess) => process.app.restockChanges;
+
+/** Cuts every connection the apps hear changes on, as a restarted Redis or PostgreSQL would. */
+async function cutChannel(channel: 'redis' | 'postgres' | 'sqlite', testDatabase: TestDatabase): Promise<number> {
+  if (channel === 'redis') {
+    const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
+    try {
+      const clients = String(await redis.client('LIST')).split('\n').filter((line) => line.includes(` name=${REDIS_CONNECTION_NAME} `));
+      for (const line of clients) await redis.client('KILL', 'ID', /\bid=(\d+)/.exec(line)![1]!);
+      return clients.length;
+    } finally {
+      redis.disconnect();
+    }
+  }
+  const client = new pg.Client({ connectionString: pgUrlFor('postgres') });
+  await client.connect();
+  try {
+    const result = await client.query('select pg_terminate_backend(pid) from pg_stat_activity where application_name = $1 and datname = $2', [PG_LISTENER_NAME, testDatabase.name]);
+    return result.rowCount ?? 0;
+  } finally {
+    await client.end();
+  }
+}
+
+for (const dialect of testDialects()) {
+  const channels = [
+    ...(redisUp ? [{ channel: 'redis' as const, env: { REDIS_URL } as Record<string, string> }] : []),
+    // Without Redis: PostgreSQL's notifications, or on SQLite the file's own count of other writers.
+    { channel: dialect, env: {} as Record<string, string> },
+  ];
+  for (const { channel, env } of channels) {
+    describe(`token cache on ${dialect}, changes through ${channel}`, { skip: dialectSkip(dialect) }, () => {
+      let testDatabase: TestDatabase;
+      let one: ServiceProcess;
+      let two: ServiceProcess;
+      let twoOrigin: string;
+
+      before(async () => {
+        testDatabase = await createTestDatabase(dialect);
+        const config = testConfig(testDatabase.url, env);
+        one = await startProcess(config);
+        two = await startProcess(config);
+        twoOrigin = await two.app.listen({ host: '127.0.0.1', port: 0 });
+        await waitUntil('both processes hear changes', () => busOf(one).live && busOf(two).live);
+      });
+
+      after(async () => {
+        await one?.close();
+        await two?.close();
+        await testDatabase?.drop();
+      });
+
+      it('a token revoked on one process is refused by the other at its next request', async () => {
+        const agent = await registerAgent(one.app);
+        // Twice, so the second answer comes from what the second process kept.
+        assert.equal((await meOverHttp(twoOrigin, agent.token)).statusCode, 200);
+        assert.equal((await meOverHttp(twoOrigin, agent.token)).statusCode, 200);
+        assert.equal((await revoke(one, agent.token)).statusCode, 200);
+        const refused = await meOverHttp(twoOrigin, agent.token);
+        assert.equal(refused.statusCode, 401, `the revoked token was still accepted: ${refused.body}`);
+        assert.match(refused.headers['www-authenticate'] as string, /error="invalid_token"/);
+      });
+
+      it('with the channel cut, a revocation is still refused everywhere; once it is back, the cache serves again', { skip: channel === 'sqlite' ? 'no channel to cut: the SQLite file itself tells' : false }, async () => {
+        const agent = await registerAgent(one.app);
+        const other = await registerAgent(one.app);
+        for (const token of [agent.token, other.token]) assert.equal((await meOverHttp(twoOrigin, token)).statusCode, 200);
+
+        const cut = await cutChannel(channel, testDatabase);
+        assert.ok(cut >= 2, `expected both processes' listening connections to be cut, cut ${cut}`);
+        assert.equal((await revoke(one, agent.token)).statusCode, 200);
+        const refused = await meOverHttp(twoOrigin, agent.token);
+        assert.equal(refused.statusCode, 401, `a revocation made while the channel was cut was not applied: ${refused.body}`);
+
+        await waitUntil('the channel is back', () => busOf(one).live && busOf(two).live);
+        const afterwards = await meOverHttp(twoOrigin, agent.token);
+        assert.equal(afterwards.statusCode, 401, `what was kept before the cut must not be served once the channel is back: ${afterwards.body}`);
+        assert.equal((await meOverHttp(twoOrigin, other.token)).statusCode, 200, 'a valid token must still work once the channel is back');
+        assert.equal((await revoke(one, other.token)).statusCode, 200);
+        assert.equal((await meOverHttp(twoOrigin, other.token)).statusCode, 401, 'after the channel came back, revocations must reach the other process again');
+      });
+    });
+  }
+
+  describe(`token cache on ${dialect}, one process`, { skip: dialectSkip(dialect) }, () => {
+    it('a revoked token is refused at the next request after being served from memory', async () => {
+      const testDatabase = await createTestDatabase(dialect);
+      const service = await startProcess(testConfig(testDatabase.url));
+      try {
+        const agent = await registerAgent(service.app);
+        assert.equal((await me(service, agent.token)).statusCode, 200);
+        assert.equal((await me(service, agent.token)).statusCode, 200);
+        assert.equal((await revoke(service, agent.token)).statusCode, 200);
+        assert.equal((await me(service, agent.token)).statusCode, 401, 'the revoked token was still accepted');
+      } finally {
+        await service.close();
+        await testDatabase.drop();
+      }
+    });
+  });
+}
+
+describe('the agent state cache', () => {
+  const active: AgentState = { method: 'anonymous', status: 'active', scopes: 'api:read', store_domain: null, claimed_at: null, token_revoked: 0 };
+
+  /** A bus whose liveness the test sets, and whose listeners it can reach. */
+  function controlledBus(): ChangeBus & { isLive: boolean; heard: ChangeListener[] } {
+    const bus = new LocalChangeBus();
+    const heard: ChangeListener[] = [];
+    const controlled: ChangeBus & { isLive: boolean; heard: ChangeListener[] } = {
+      isLive: true,
+      heard,
+      get live() {
+        return controlled.isLive;
+      },
+      listen(topic: string, listener: ChangeListener) {
+        heard.push(listener);
+        bus.listen(topic, listener);
+      },
+      publish: (topic: string, keys: readonly string[]) => bus.publish(topic, keys),
+      whenLive: async () => controlled.isLive,
+      close: () => bus.close(),
+    };
+    return controlled;
+  }
+
+  it('reads the database once between changes, and again after each change to that agent', async () => {
+    let reads = 0;
+    const lookups: boolean[] = [];
+    const bus = controlledBus();
+    const cache = new AgentStateCache(bus, async () => (reads++, active), (hit) => lookups.push(hit));
+    await cache.stateOf('a1', 'j1');
+    await cache.stateOf('a1', 'j1');
+    assert.equal(reads, 1, 'the second lookup should be answered from memory');
+    await cache.changed(['a2']);
+    await cache.stateOf('a1', 'j1');
+    assert.equal(reads, 1, "another agent's change must not drop this one");
+    await cache.changed(['a1']);
+    await cache.stateOf('a1', 'j1');
+    assert.equal(reads, 2, 'a change to the agent must send the next lookup to the database');
+    assert.deepEqual(lookups, [false, true, true, false]);
+  });
+
+  it('reads the database every time while the channel is not live, and keeps nothing read meanwhile', async () => {
+    let reads = 0;
+    const bus = controlledBus();
+    const cache = new AgentStateCache(bus, async () => (reads++, active));
+    bus.isLive = false;
+    await cache.stateOf('a1', 'j1');
+    await cache.stateOf('a1', 'j1');
+    assert.equal(reads, 2, 'nothing may be answered from memory while the channel is not live');
+    bus.isLive = true;
+    await cache.stateOf('a1', 'j1');
+    assert.equal(reads, 3, 'what was read while the channel was down must not have been kept');
+  });
+
+  it('does not keep a read that a change overtook', async () => {
+    let release!: () => void;
+    const bus = controlledBus();
+    let reads = 0;
+    const cache = new AgentStateCache(bus, async () => {
+      reads++;
+      if (reads === 1) await new Promise<void>((resolve) => (release = resolve));
+      return active;
+    });
+    const racing = cache.stateOf('a1', 'j1');
+    await new Promise((resolve) => setImmediate(resolve));
+    // The change commits and is announced while the read of the old state is still on its way.
+    await cache.changed(['a1']);
+    release();
+    await racing;
+    await cache.stateOf('a1', 'j1');
+    assert.equal(reads, 2, 'the state read before the change must not be served after it');
+  });
+
+  it('drops everything on a reset', async () => {
+    let reads = 0;
+    const bus = controlledBus();
+    const cache = new AgentStateCache(bus, async () => (reads++, active));
+    await cache.stateOf('a1', 'j1');
+    for (const listener of bus.heard) listener.reset();
+    await cache.stateOf('a1', 'j1');
+    assert.equal(reads, 2, 'a reset must drop what was kept');
+  });
+});
