@@ -9,6 +9,7 @@ import { pushConfig, type PushConfig } from './push/settings.ts';
 import { isApiOrigin, smsConfig, type SmsConfig } from './sms/settings.ts';
 import { DEFAULT_RETRY_SCHEDULE, retrySchedulePattern, webhookConfig, type WebhookConfig } from './webhooks/settings.ts';
 import { parsePostgresUrl, parseRedisUrl, ServiceUrlError } from './core/service-urls.ts';
+import { isOtlpEndpoint, observabilityConfig, type ObservabilityConfig } from './observability/settings.ts';
 
 /** The batch policy a store follows until it sets its own (docs/dispatch.md says why). */
 export const DEFAULT_BATCH_POLICY: BatchPolicy = { batchMultiplier: 2, batchIntervalSeconds: 600, minStock: 1, frequencyCapMinutes: 60 };
@@ -175,6 +176,13 @@ const envSchema = z.object({
   TLS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   TLS_CERT_FILE: z.string().optional(),
   TLS_KEY_FILE: z.string().optional(),
+  /** The bearer secret GET /metrics asks for on PORT; with neither this nor METRICS_PORT, /metrics is not served. */
+  METRICS_TOKEN: z.string().min(16, 'at least 16 characters (a random secret)').optional(),
+  /** Serves /metrics on a listener of its own, bound to 127.0.0.1, without a token. */
+  METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
+  /** OTLP/HTTP collector: traces are exported there when set; nothing is loaded otherwise. */
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().refine(isOtlpEndpoint, 'an http(s) URL without credentials, query or fragment').optional(),
+  OTEL_SERVICE_NAME: z.string().min(1).optional(),
 });
 
 const trustedIssuerSchema = z.union([
@@ -222,6 +230,8 @@ export interface Config {
   push: PushConfig;
   /** Hours a subscription waits for its double opt-in before it expires. */
   doubleOptInExpiryHours: number;
+  /** /metrics and tracing (src/observability). */
+  observability: ObservabilityConfig;
 }
 
 export interface BillingConfig {
@@ -386,7 +396,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sms: smsConfig(e),
     push: pushConfig(e, e.MAIL_FROM),
     doubleOptInExpiryHours: e.DOUBLE_OPT_IN_EXPIRY_HOURS,
+    observability: observability(e),
   };
+}
+
+function observability(e: z.infer<typeof envSchema>): ObservabilityConfig {
+  try {
+    return observabilityConfig(e);
+  } catch (err) {
+    throw new ConfigError(`Invalid configuration:\n  ${(err as Error).message}`);
+  }
 }
 
 function billingConfig(e: z.infer<typeof envSchema>): BillingConfig {

@@ -30,6 +30,11 @@ export const problemTypes = {
     title: 'The access token is not valid',
     description: 'The token is malformed, expired, revoked, not issued for this API, or bound to a client certificate that was not presented. Get a new one.',
   },
+  'metrics-unauthorized': {
+    status: 401,
+    title: 'The metrics token is missing or wrong',
+    description: 'GET /metrics on the service\'s port answers only a request carrying the operator\'s METRICS_TOKEN as `Authorization: Bearer ...`. Agent access tokens do not open it.',
+  },
   'insufficient-scope': {
     status: 403,
     title: 'The access token lacks a scope this operation needs',

@@ -1,6 +1,7 @@
 import type { PaymentPayload } from '@x402/core/types';
 import { Challenge, Credential, PaymentRequest, Receipt } from 'mppx';
 import type { Caller } from '../core/http/caller.ts';
+import type { Metrics } from '../core/metrics.ts';
 import { Problem } from '../core/problems.ts';
 import { unreadableCredential } from '../payments/mpp.ts';
 import type { PaidOperation } from '../payments/offers.ts';
@@ -46,6 +47,7 @@ export async function payForToolCall(
   call: PaidToolCall,
   run: (caller: Caller, paidWith: 'x402' | 'mpp') => Promise<Record<string, unknown>>,
   asError: (err: Problem) => ToolResult,
+  metrics?: Metrics,
 ): Promise<ToolResult> {
   const paid: PaidCall = {
     operation: call.operation,
@@ -57,7 +59,7 @@ export async function payForToolCall(
   };
   let outcome;
   try {
-    outcome = await new PaymentPipeline(payments, rateLimitPerMinute).pay(paid, proofOf(call.meta), run);
+    outcome = await new PaymentPipeline(payments, rateLimitPerMinute, metrics).pay(paid, proofOf(call.meta), run);
   } catch (err) {
     if (err instanceof Problem) return asError(err);
     throw err;

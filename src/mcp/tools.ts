@@ -8,6 +8,7 @@ import { API_VERSION } from '../discovery/openapi.ts';
 import { alertQueueSchema } from '../dispatch/schemas.ts';
 import type { Domain } from '../features.ts';
 import type { Caller } from '../core/http/caller.ts';
+import type { Metrics } from '../core/metrics.ts';
 import { Problem } from '../core/problems.ts';
 import type { PaidOperation } from '../payments/offers.ts';
 import { declarationOf } from '../payments/paid-operations.ts';
@@ -132,6 +133,8 @@ export type RestockTool = ReturnType<typeof restockTools>[number];
 export interface McpPayments {
   service: PaymentService;
   rateLimitPerMinute: number;
+  /** Where payment outcomes are counted. */
+  metrics?: Metrics;
 }
 
 /**
@@ -160,7 +163,7 @@ export function mcpServerFor(tools: RestockTool[], caller: Caller | undefined, s
             // The endpoint lets a caller without a token reach paid tools only.
             if (!t.paid) return toolError(new Problem('unauthorized', `${t.name} needs an access token.`));
             const call = { tool: t.name, operation: t.paid, input: input as Record<string, unknown>, meta: ctx.mcpReq._meta, requestId: String(ctx.mcpReq.id) };
-            return await payForToolCall(payments.service, payments.rateLimitPerMinute, call, (payer, paidWith) => run(input, payer, paidWith), toolError);
+            return await payForToolCall(payments.service, payments.rateLimitPerMinute, call, (payer, paidWith) => run(input, payer, paidWith), toolError, payments.metrics);
           }
           const result = await run(input, caller);
           return { content: [{ type: 'text' as const, text: JSON.stringify(result) }], structuredContent: result };

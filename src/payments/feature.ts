@@ -4,6 +4,7 @@ import type Stripe from 'stripe';
 import type { Config } from '../config.ts';
 import type { Database } from '../core/db/database.ts';
 import type { Feature } from '../core/feature.ts';
+import { noMetrics, type Metrics } from '../core/metrics.ts';
 import type { WorkerJob } from '../dispatch/jobs.ts';
 import { paymentGate } from './gate.ts';
 import { MppAcceptance } from './mpp.ts';
@@ -24,7 +25,7 @@ const RECONCILE_EVERY_MS = 60_000;
  * sharing the database issues and accepts the same challenges. Offers that lack a setting are
  * named in the log at start-up (and in every 402), never filled with a placeholder.
  */
-export function buildPayments(config: Config, database: Database, serviceSecret: Buffer, log: FastifyBaseLogger, stripe?: Stripe): PaymentsFeature {
+export function buildPayments(config: Config, database: Database, serviceSecret: Buffer, log: FastifyBaseLogger, stripe?: Stripe, metrics: Metrics = noMetrics): PaymentsFeature {
   const mppSecret = createHmac('sha256', serviceSecret).update('mpp-challenge-binding').digest('hex');
   const realm = new URL(config.baseUrl).host;
   const x402 = new X402Acceptance(config.payments.x402, config.payments.settleTimeoutMs);
@@ -36,7 +37,7 @@ export function buildPayments(config: Config, database: Database, serviceSecret:
   }
   return {
     service,
-    plugins: [paymentGate({ payments: service, baseUrl: config.baseUrl, rateLimitPerMinute: config.agents.rateLimits.anonymous })],
+    plugins: [paymentGate({ payments: service, baseUrl: config.baseUrl, rateLimitPerMinute: config.agents.rateLimits.anonymous, metrics })],
     routes: [paymentRoutes(service)],
     jobs: [{ name: 'payment-reconcile', everyMs: RECONCILE_EVERY_MS, run: () => service.reconcile() }],
   };

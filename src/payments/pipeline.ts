@@ -1,4 +1,5 @@
 import type { Caller } from '../core/http/caller.ts';
+import { noMetrics, type Metrics, type PaymentOutcome, type PaymentProtocolLabel } from '../core/metrics.ts';
 import { ValidationFailed, type Problem } from '../core/problems.ts';
 import { declarationOf, type PaidOperationDeclaration } from './paid-operations.ts';
 import type { AcceptedPayment, PaidRequest, PaidResource, PayerLimit, PaymentProof, PaymentRequired, PaymentService, Settlement } from './service.ts';
@@ -72,22 +73,26 @@ export class PaymentPipeline {
   constructor(
     private readonly service: PaymentService,
     private readonly payerRateLimitPerMinute: number,
+    /** Where each step's outcome is counted, by protocol. */
+    private readonly metrics: Metrics = noMetrics,
   ) {}
 
   /** No proof (or none this service reads): every offer, with `reason` when one came. */
   demand(resource: PaidResource, reason?: Problem): Promise<PaymentRequired> {
+    this.metrics.paymentOutcome('none', 'challenged');
     return this.service.paymentRequired(resource, reason);
   }
 
   async accept(call: PaidCall, proof: TransportProof): Promise<Accepted | PaymentRequired | Refused> {
+    const protocol: PaymentProtocolLabel = proof.kind === 'unreadable' ? 'unknown' : proof.kind;
     const declaration = declarationOf(call.operation);
     const admitted = declaration.admits(call.input);
-    if (admitted !== true) return { kind: 'refused', problem: new ValidationFailed([admitted]) };
+    if (admitted !== true) return this.counted(protocol, 'refused', { kind: 'refused', problem: new ValidationFailed([admitted]) });
     const refused = await this.refusedBeforeCharge(call);
-    if (refused) return refused;
-    if (proof.kind === 'unreadable') return this.refusal(call, proof.refusal);
+    if (refused) return this.counted(protocol, 'refused', refused);
+    if (proof.kind === 'unreadable') return this.counted(protocol, 'rejected', await this.refusal(call, proof.refusal));
     const acceptance = await this.service.accept(proof, ledgerRequest(call, declaration), payerLimits.get(this.service));
-    if (acceptance.kind === 'refused') return this.refusal(call, acceptance.refusal);
+    if (acceptance.kind === 'refused') return this.counted(protocol, 'rejected', await this.refusal(call, acceptance.refusal));
     const { payment } = acceptance;
     return { kind: 'accepted', call, payment, caller: payerCaller(payment, this.payerRateLimitPerMinute) };
   }
@@ -95,13 +100,16 @@ export class PaymentPipeline {
   async finish(accepted: Accepted, outcome: HandlerOutcome): Promise<Finish> {
     if (outcome.succeeded) return this.settle(accepted, outcome.result);
     await this.service.undo(accepted.payment);
-    return { kind: 'undone' };
+    return this.counted(accepted.payment.protocol, 'undone', { kind: 'undone' });
   }
 
   /** The whole lifecycle around `handler`, for a transport that runs the handler itself. A handler's failure is thrown once the payment is undone. */
   async pay<T>(call: PaidCall, proof: TransportProof | undefined, handler: (payer: Caller, paidWith: AcceptedPayment['protocol']) => Promise<T>): Promise<Served<T> | PaymentRequired | Refused> {
     // The input is at hand before any offer here: a call no payment could buy is told so first.
-    if (!proof) return (await this.refusedBeforeCharge(call)) ?? this.demand(call);
+    if (!proof) {
+      const refused = await this.refusedBeforeCharge(call);
+      return refused ? this.counted('none', 'refused', refused) : this.demand(call);
+    }
     const accepted = await this.accept(call, proof);
     if (accepted.kind !== 'accepted') return accepted;
     let result: T;
@@ -125,8 +133,14 @@ export class PaymentPipeline {
   private async settle(accepted: Accepted, result: unknown): Promise<Taken | PaymentRequired> {
     const reference = resultReference(declarationOf(accepted.call.operation), result);
     const settlement = await this.service.settle(accepted.payment, reference);
+    this.metrics.paymentOutcome(accepted.payment.protocol, settlement.kind === 'refused' ? 'settle-refused' : settlement.kind);
     if (settlement.kind !== 'refused') return settlement;
     return this.service.paymentRequired(accepted.call, settlement.refusal);
+  }
+
+  private counted<T>(protocol: PaymentProtocolLabel, outcome: PaymentOutcome, result: T): T {
+    this.metrics.paymentOutcome(protocol, outcome);
+    return result;
   }
 
   /** A refused proof gets fresh offers with the reason, as both protocols expect; a refusal that paying again cannot fix (a method not offered, a network down) does not. */

@@ -6,6 +6,7 @@ import type { OrderSink } from '../conversions/reports.ts';
 import type { Database } from '../core/db/database.ts';
 import type { Feature } from '../core/feature.ts';
 import type { MailTransport } from '../core/mail/transport.ts';
+import type { Metrics } from '../core/metrics.ts';
 import { NotConfigured } from '../core/problems.ts';
 import type { WorkerJob } from '../dispatch/jobs.ts';
 import type { InventoryService } from '../inventory/service.ts';
@@ -27,6 +28,8 @@ export interface ShopifyDeps {
   config: Config;
   database: Database;
   log: FastifyBaseLogger;
+  /** Where the webhook queue's lag is measured. */
+  metrics?: Metrics;
   mail: MailTransport;
   stores: StoreService;
   inventory: InventoryService;
@@ -80,6 +83,7 @@ export function buildShopify(deps: ShopifyDeps): ShopifyFeature {
       billing: deps.billing,
       orders: deps.orders,
       log,
+      ...(deps.metrics ? { metrics: deps.metrics } : {}),
       maxAttempts: config.dispatch.maxAttempts,
       retryBaseMs: config.dispatch.retryBaseMs,
     }),

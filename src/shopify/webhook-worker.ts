@@ -4,6 +4,7 @@ import type { SubscriptionService } from '../alerts/service.ts';
 import type { OrderSink } from '../conversions/reports.ts';
 import { isoAfter, nowIso } from '../core/clock.ts';
 import type { MailTransport } from '../core/mail/transport.ts';
+import type { Metrics } from '../core/metrics.ts';
 import type { WorkerJob } from '../dispatch/jobs.ts';
 import type { InventoryService, StockSource } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
@@ -60,6 +61,8 @@ export interface WebhookWorkerDeps {
   /** Where orders, refunds and cancellations go for attribution (the conversions service). */
   orders: OrderSink;
   log: FastifyBaseLogger;
+  /** Where the time from receipt to processing is measured. */
+  metrics?: Metrics;
   /** Attempts before an event is given up as failed. */
   maxAttempts: number;
   /** First retry delay; doubles with each attempt. */
@@ -108,6 +111,7 @@ async function settleEvent(deps: WebhookWorkerDeps, event: WebhookEventRow): Pro
   try {
     await processEvent(deps, event);
     await deps.events.markDone(event, { dropPayload: CARRIES_PERSONAL_DATA.has(event.topic) });
+    deps.metrics?.webhookLag((Date.now() - Date.parse(event.received_at)) / 1000);
   } catch (err) {
     const reason = err instanceof Error ? err.message : String(err);
     if (err instanceof PermanentFailure || event.attempts >= deps.maxAttempts) {

@@ -22,6 +22,7 @@ const URL_SETTINGS: Record<string, string> = {
   TWILIO_API_URL: 'typed: sms/settings.ts parseApiOrigin keeps the origin only (no credentials, path or query); the SDK is never given it, its HTTP client rewrites the origin',
   X402_FACILITATOR_URL: 'an HTTP endpoint the facilitator client posts to; no options',
   MPP_TEMPO_RPC_URL: 'an HTTP endpoint the RPC transport posts to; no options',
+  OTEL_EXPORTER_OTLP_ENDPOINT: 'typed: observability/settings.ts tracesUrlOf keeps scheme, host, port and path (no credentials, query or fragment); the exporter is given that with /v1/traces and nothing else',
 };
 
 const base = { DATA_DIR: '/tmp', LOG_LEVEL: 'silent' };
@@ -38,6 +39,14 @@ describe('finding 1: option injection in the operator’s URL-shaped settings', 
       assert.throws(() => loadConfig({ ...base, TWILIO_API_URL: injected }), (err: Error) => err instanceof ConfigError && err.message.includes('TWILIO_API_URL'), injected);
     }
     assert.equal(loadConfig({ ...base, TWILIO_API_URL: 'http://127.0.0.1:4010/' }).sms.apiUrl, 'http://127.0.0.1:4010');
+  });
+
+  it('finding 1: OTEL_EXPORTER_OTLP_ENDPOINT is an http(s) base URL and nothing more', () => {
+    for (const injected of ['ftp://collector.example.com', 'http://user:pass@collector.example.com', 'http://collector.example.com/?compression=none', 'http://collector.example.com/#x', 'collector:4318']) {
+      assert.throws(() => loadConfig({ ...base, OTEL_EXPORTER_OTLP_ENDPOINT: injected }), (err: Error) => err instanceof ConfigError && err.message.includes('OTEL_EXPORTER_OTLP_ENDPOINT'), injected);
+    }
+    assert.equal(loadConfig({ ...base, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318/' }).observability.tracing?.tracesUrl, 'http://127.0.0.1:4318/v1/traces');
+    assert.equal(loadConfig({ ...base, OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otel.example.com/otlp' }).observability.tracing?.tracesUrl, 'https://otel.example.com/otlp/v1/traces');
   });
 
   it('finding 1: REDIS_URL options are refused at start-up, and what is accepted is typed', () => {

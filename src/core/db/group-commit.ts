@@ -30,6 +30,11 @@ export class GroupCommit {
     private readonly exec: (statement: string) => void,
   ) {}
 
+  /** Writes queued for the next commit. */
+  get waiting(): number {
+    return this.queue.length;
+  }
+
   run<T>(work: (trx: Transaction<Tables>) => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ work, resolve: resolve as (value: unknown) => void, reject });

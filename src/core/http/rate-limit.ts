@@ -4,6 +4,7 @@ import { normalizeIP } from '@fastify/rate-limit';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { Redis } from 'ioredis';
+import { noMetrics, type Metrics } from '../metrics.ts';
 import { Problem } from '../problems.ts';
 import { parseRedisUrl } from '../service-urls.ts';
 import type { Caller } from './caller.ts';
@@ -78,6 +79,8 @@ export interface RateLimitOptions {
   paymentPerAddress?: Policy;
   /** Prefix of every Redis key; tests give each run its own. */
   keyPrefix?: string;
+  /** Where refusals are counted, by limit. */
+  metrics?: Metrics;
 }
 
 export interface RateLimits {
@@ -129,6 +132,8 @@ return {current, ttl}`;
 
 /** One limit applied to one key. */
 interface Rule {
+  /** How metrics name the limit: `credential`, or the address policy. */
+  limit: string;
   key: string;
   max: number;
   windowSeconds: number;
@@ -164,8 +169,10 @@ export async function installRateLimits(app: FastifyInstance, options: RateLimit
   const warning = throttledWarning();
   const shared = options.redisUrl ? new SharedCounters(options.redisUrl, keyPrefix, app.log, warning) : undefined;
   const counters: Counters = shared ?? new LocalCounters();
+  const metrics = options.metrics ?? noMetrics;
 
   const perCredential = (caller: Pick<Caller, 'agentId' | 'rateLimitPerMinute'>): Rule => ({
+    limit: 'credential',
     key: `agent:${caller.agentId}`,
     max: caller.rateLimitPerMinute,
     windowSeconds: CREDENTIAL_WINDOW_SECONDS,
@@ -184,6 +191,7 @@ export async function installRateLimits(app: FastifyInstance, options: RateLimit
     const policy = policies[name];
     return {
       // A request whose socket has already gone has no address; it is counted with the others like it.
+      limit: name,
       key: `address:${name}:${normalizeIP(request.ip ?? 'unknown')}`,
       max: policy.max,
       windowSeconds: policy.windowSeconds,
@@ -217,7 +225,7 @@ export async function installRateLimits(app: FastifyInstance, options: RateLimit
   // request's body is never read. A callback hook, so requests that count nothing pay no promise.
   app.addHook('preParsing', (request, reply, _payload, done) => {
     if (!request.caller && !addressPolicyOf(request)) return done();
-    enforce(counters, rulesOf(request), 1, request.log).then((counted) => {
+    enforce(counters, rulesOf(request), 1, request.log, metrics).then((counted) => {
       if (counted.length > 0) reply.headers(rateLimitHeaders(counted));
       done();
     }, done);
@@ -231,11 +239,11 @@ export async function installRateLimits(app: FastifyInstance, options: RateLimit
       await shared?.close();
     },
     async countMore(request, reply, count) {
-      const counted = await enforce(counters, rulesOf(request), count, request.log);
+      const counted = await enforce(counters, rulesOf(request), count, request.log, metrics);
       if (counted.length > 0) reply.headers(rateLimitHeaders(counted));
     },
     async countCaller(caller, log, how = 'take') {
-      await enforce(counters, [perCredential(caller)], how === 'check' ? 0 : 1, log, how !== 'record');
+      await enforce(counters, [perCredential(caller)], how === 'check' ? 0 : 1, log, metrics, how !== 'record');
     },
   };
   app.decorate('rateLimits', limits);
@@ -248,7 +256,7 @@ export async function installRateLimits(app: FastifyInstance, options: RateLimit
  * Counts `by` against each rule in turn; the first one over its limit refuses the request (unless
  * `refuse` is false). `by` 0 only looks: over when not one more request fits.
  */
-async function enforce(counters: Counters, rules: Rule[], by: number, log: FastifyBaseLogger, refuse = true): Promise<Counted[]> {
+async function enforce(counters: Counters, rules: Rule[], by: number, log: FastifyBaseLogger, metrics: Metrics, refuse = true): Promise<Counted[]> {
   const counted: Counted[] = [];
   for (const rule of rules) {
     const tally = await counters.add(rule.key, by, rule.windowSeconds * 1000, log);
@@ -262,6 +270,7 @@ async function enforce(counters: Counters, rules: Rule[], by: number, log: Fasti
       rule,
     };
     if (c.exceeded && refuse) {
+      metrics.rateLimitRefused(rule.limit);
       const retryAfter = Math.max(1, c.resetSeconds);
       throw new Problem('rate-limited', rule.refusal(c.max, retryAfter), {
         headers: { ...rateLimitHeaders([c]), 'retry-after': String(retryAfter) },
