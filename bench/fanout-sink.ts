@@ -12,6 +12,8 @@
  *   { type: 'ready', port }
  *   { type: 'progress', phase, received, at } every 250 ms while messages arrive
  *   { type: 'complete' | 'report', ...PhaseStats } when the phase's count is reached / asked
+ *                                             (with the messages per EHLO name, so runs with
+ *                                             several sending processes can tell their shares)
  *   { type: 'captured', address, raw }
  *
  * Times are milliseconds on the wall clock (performance.timeOrigin + performance.now()), so the
@@ -38,6 +40,8 @@ export interface PhaseStats {
   buckets: number[];
   /** The first unexpected address, for the report. */
   firstUnexpected: string | null;
+  /** Messages per EHLO name of the connection they came on: which sending process sent how many. */
+  byClient?: Record<string, number>;
 }
 
 export type SinkCommand =
@@ -72,7 +76,7 @@ let completeSent = false;
 const captures = new Set<string>();
 
 function fresh(name: string): PhaseStats {
-  return { phase: name, received: 0, expected: 0, distinct: 0, duplicates: 0, unexpected: 0, firstAt: null, lastAt: null, buckets: [], firstUnexpected: null };
+  return { phase: name, received: 0, expected: 0, distinct: 0, duplicates: 0, unexpected: 0, firstAt: null, lastAt: null, buckets: [], firstUnexpected: null, byClient: {} };
 }
 
 function unexpected(address: string): void {
@@ -81,8 +85,10 @@ function unexpected(address: string): void {
 }
 
 /** Counts one received message; the only per-message work besides draining its stream. */
-function count1(recipients: string[], at: number): void {
+function count1(recipients: string[], at: number, client: string): void {
   stats.received++;
+  const byClient = (stats.byClient ??= {});
+  byClient[client] = (byClient[client] ?? 0) + 1;
   stats.firstAt ??= at;
   stats.lastAt = at;
   const bucket = Math.floor((at - stats.firstAt) / BUCKET_MS);
@@ -125,7 +131,7 @@ const server = new SMTPServer({
         captures.delete(recipients[0]!);
         send({ type: 'captured', address: recipients[0]!, raw: Buffer.concat(chunks).toString('utf8') });
       }
-      count1(recipients, now());
+      count1(recipients, now(), session.hostNameAppearsAs ?? '');
       callback();
     });
   },

@@ -12,7 +12,8 @@
  * Settings: BENCH_COUNT (subscribers and messages, default 100000), BENCH_ROUNDS (default 1;
  * baseline and services take turns, medians at the end), BENCH_SQLITE=0 (PostgreSQL only),
  * BENCH_TIMEOUT (seconds a delivery phase may take, default 1800), BENCH_PROFILE=<dir> (the
- * service writes V8 CPU profiles there), BENCH_JSON=1 (one machine-readable summary line).
+ * service writes V8 CPU profiles there), BENCH_JSON=1 (one machine-readable summary line),
+ * BENCH_WORKERS=n (below).
  * SMTP_POOL_SIZE (default 5) and DISPATCH_CLAIM_SIZE (default 500) apply to both sides: the
  * pool's connections, and how many sendMail calls are outstanding at once.
  *
@@ -29,6 +30,17 @@
  *
  *   npm run bench:fanout -- --mixed               the mixed audience (below), 10,000 subscribers
  *   BENCH_ROUNDS=2 BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432 npm run bench:fanout -- --mixed
+ *
+ *   BENCH_WORKERS=2 BENCH_SQLITE=0 BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432 npm run bench:fanout
+ *                                                 also PostgreSQL with the API alone (RUN_WORKER=false
+ *                                                 restock serve) and two `restock worker` processes
+ *
+ * BENCH_WORKERS=n (PostgreSQL only, 2 to 8): after the embedded run, the same fan-out sent by n
+ * `restock worker` processes sharing the work through leases and SKIP LOCKED. Each worker's SMTP
+ * pool greets with an EHLO name of its own, so the sink tells how many messages each sent; the
+ * report gives each worker's share, CPU per alert and peak RSS, and the run's alerts/s counts
+ * every worker's messages. The same exactly-once checks apply (the sink: one message per
+ * subscriber, no duplicate; the ledger: one sent row per subscription, every one notified).
  *
  * --mixed (or BENCH_MIXED=1): every subscriber has e-mail, BENCH_SMS_PERCENT (30) of them also a
  * confirmed phone and BENCH_PUSH_PERCENT (20) also a browser push subscription, chosen
@@ -86,6 +98,8 @@ const TIMEOUT_S = intSetting('BENCH_TIMEOUT', 1800, 10, 7200);
 const POOL_SIZE = intSetting('SMTP_POOL_SIZE', 5, 1, 100);
 const CLAIM_SIZE = intSetting('DISPATCH_CLAIM_SIZE', 500, 1, 5000);
 const PG_ADMIN = pgSetting();
+/** `restock worker` processes of the extra PostgreSQL run; 0: no such run. */
+const WORKERS = intSetting('BENCH_WORKERS', 0, 0, 8);
 const PROFILE_DIR = profileSetting();
 const DIALECTS: Dialect[] = dialectsSetting(PG_ADMIN);
 
@@ -109,7 +123,11 @@ const TAG = randomBytes(3).toString('hex');
 
 /** The service's Twilio account in --mixed runs (the stand-in knows it): AC + 32 hex, 32 hex, E.164. */
 const TWILIO = { accountSid: `AC${'f4'.repeat(16)}`, authToken: 'b7'.repeat(16), from: '+15005550006' };
-const SERVICE_RUNS = DIALECTS.length * (MIXED ? 2 : 1);
+const WORKER_RUN = WORKERS > 0 && DIALECTS.includes('postgres');
+if (WORKERS === 1) fail('BENCH_WORKERS is 0 (off) or 2 to 8: one worker process is the embedded run over again');
+if (WORKERS > 0 && !DIALECTS.includes('postgres')) fail('BENCH_WORKERS needs PostgreSQL (BENCH_DATABASE_URL): SQLite has one writer, so one process');
+if (WORKERS > 0 && MIXED) fail('BENCH_WORKERS and --mixed are separate runs');
+const SERVICE_RUNS = DIALECTS.length * (MIXED ? 2 : 1) + (WORKER_RUN ? 1 : 0);
 
 guardProcess(ROUNDS * (TIMEOUT_S * (1 + SERVICE_RUNS) + 240 * SERVICE_RUNS + 120) * 1000 + 60_000);
 
@@ -344,6 +362,17 @@ interface Row {
   checks: string[];
   /** --mixed runs: what each channel carried. */
   mixed?: MixedFigures;
+  /** BENCH_WORKERS runs: each `restock worker` process (the API process apart). */
+  workers?: WorkerFigures[];
+}
+
+interface WorkerFigures {
+  name: string;
+  /** Messages the sink received on this worker's connections, and their share of all. */
+  messages: number;
+  share: number;
+  cpuMsPerMessage: number | undefined;
+  peakRssMb: number | undefined;
 }
 
 type Channel = 'email' | 'sms' | 'push';
@@ -839,10 +868,74 @@ async function settleCallbacks(sinks: ChannelSinks): Promise<CallbackStats> {
   return stats;
 }
 
-async function runService(sink: Sink, dialect: Dialect, round: number, mix?: MixRun): Promise<Row> {
-  const label = mix ? `restock ${dialect} ${mix.kind === 'mixed' ? 'mixed' : 'e-mail only'}` : `restock ${dialect}`;
+/** A `restock worker` process, running once it has said so. */
+interface WorkerChild {
+  name: string;
+  /** The EHLO name its SMTP pool greets the sink with. */
+  ehlo: string;
+  process: ChildProcess;
+  output(): string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+async function startWorker(n: number, env: NodeJS.ProcessEnv, smtpUrl: string, extraArgs: string[]): Promise<WorkerChild> {
+  const ehlo = `worker${n}.fanout.localhost`;
+  const name = `restock worker ${n}`;
+  const url = new URL(smtpUrl);
+  url.searchParams.set('name', ehlo);
+  // Info, for the line that says the worker runs; it logs nothing per alert.
+  const child = spawn(process.execPath, [...extraArgs, path.join('bin', 'restock.js'), 'worker'], { cwd: ROOT, env: { ...env, SMTP_URL: url.toString(), LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  ipcChildren.add(child);
+  let tail = '';
+  let ready: () => void = () => {};
+  const running = new Promise<void>((resolve) => (ready = resolve));
+  const keep = (chunk: Buffer) => {
+    tail = (tail + chunk.toString()).slice(-65_536);
+    if (tail.includes('Restock worker is running')) ready();
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => {
+      ipcChildren.delete(child);
+      resolve({ code, signal });
+    }),
+  );
+  let timer: NodeJS.Timeout | undefined;
+  const outcome = await Promise.race([
+    running.then(() => 'running' as const),
+    exited.then(() => 'exited' as const),
+    new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), 60_000))),
+  ]);
+  clearTimeout(timer);
+  const worker = { name, ehlo, process: child, output: () => tail, exited };
+  if (outcome !== 'running') {
+    await stopWorker(worker);
+    throw new Error(`${name} ${outcome === 'exited' ? 'exited' : 'did not say it runs within 60 s'}:\n${tail}`);
+  }
+  return worker;
+}
+
+/** SIGTERM (the worker finishes and records what is in flight), then the exit; killed after 30 s. */
+async function stopWorker(worker: WorkerChild): Promise<string | undefined> {
+  if (worker.process.exitCode !== null || worker.process.signalCode !== null) return undefined;
+  worker.process.kill('SIGTERM');
+  let timer: NodeJS.Timeout | undefined;
+  const outcome = await Promise.race([worker.exited, new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), 30_000)))]);
+  clearTimeout(timer);
+  if (outcome === 'timeout') {
+    worker.process.kill('SIGKILL');
+    await worker.exited;
+    return `${worker.name} did not exit within 30 s of SIGTERM and was killed`;
+  }
+  return outcome.code === 0 ? undefined : `${worker.name} exited with ${outcome.code ?? outcome.signal} after SIGTERM:\n${worker.output()}`;
+}
+
+async function runService(sink: Sink, dialect: Dialect, round: number, mix?: MixRun, workers = 0): Promise<Row> {
+  const label = mix ? `restock ${dialect} ${mix.kind === 'mixed' ? 'mixed' : 'e-mail only'}` : workers > 0 ? `restock ${dialect} ${workers} workers` : `restock ${dialect}`;
   const scratch: ScratchDatabase = dialect === 'sqlite' ? sqliteScratch('restock-fanout', 'FULL') : await postgresScratch(PG_ADMIN!, 'restock_fanout');
   let service: Child | undefined;
+  const workerChildren: WorkerChild[] = [];
   let db: DatabaseAccess | undefined;
   let result: Row | undefined;
   try {
@@ -859,6 +952,8 @@ async function runService(sink: Sink, dialect: Dialect, round: number, mix?: Mix
       DISPATCH_POLL_MS: '100',
       RESTOCK_SECRET: SECRET,
       LOG_LEVEL: 'warn',
+      // The API alone: the worker processes send.
+      ...(workers > 0 && { RUN_WORKER: 'false' }),
       // Both runs of --mixed, e-mail only too: the service's Twilio account (the stand-in), push
       // endpoints on loopback allowed, and the address Twilio's status callbacks are signed for.
       ...(mix && {
@@ -876,6 +971,7 @@ async function runService(sink: Sink, dialect: Dialect, round: number, mix?: Mix
     // One file per thread (the main thread's ends in .0.001.cpuprofile, or the lowest sequence).
     const profile = PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
     service = await startServer(label, [...profile, path.join('bin', 'restock.js'), 'serve'], env, port, '/api/health');
+    for (let n = 1; n <= workers; n++) workerChildren.push(await startWorker(n, env, sink.url, profile));
     const base = baseUrl(port);
     const agent = await claimAgent(base, sink);
     if (mix) {
@@ -901,6 +997,8 @@ async function runService(sink: Sink, dialect: Dialect, round: number, mix?: Mix
     const what = mix?.kind === 'mixed' ? `${expected.email} e-mails, ${expected.sms} texts, ${expected.push} pushes` : `${COUNT} subscribers`;
     process.stdout.write(`  ${label}: restock reported, alerting ${what} ... `);
     const pid = service.process.pid;
+    const workerCpu0 = workerChildren.map((w) => cpuSeconds(w.process.pid));
+    const workerRss = workerChildren.map((w) => sampleRss(w.process.pid));
     const sinkPids = { smtp: sink.process.pid, twilio: mix?.sinks.twilio.process.pid, push: mix?.sinks.push.process.pid };
     const cpu0 = cpuSeconds(pid);
     const sinkCpu0 = Object.fromEntries(Object.entries(sinkPids).map(([k, p]) => [k, cpuSeconds(p)]));
@@ -919,11 +1017,26 @@ async function runService(sink: Sink, dialect: Dialect, round: number, mix?: Mix
     const cpu1 = cpuSeconds(pid);
     const sinkCpu = Object.fromEntries(Object.entries(sinkPids).map(([k, p]) => [k, cpuSeconds(p)])) as Record<string, number | undefined>;
     const sinkSeconds = (k: string) => (sinkCpu0[k] !== undefined && sinkCpu[k] !== undefined ? sinkCpu[k]! - sinkCpu0[k]! : undefined);
+    const workerCpu1 = workerChildren.map((w) => cpuSeconds(w.process.pid));
     const rss = peakRssMb(pid);
     const rssSamples = rssSampler.stop();
     const row = rowOf(label, dialect, outcome, start);
-    const cpuSecondsUsed = cpu0 !== undefined && cpu1 !== undefined ? cpu1 - cpu0 : undefined;
-    row.checks.push(`${label}: service RSS ${rssStory(rssSamples, start, outcome.stats.firstAt)}; peak (VmHWM) ${fmt(rss, 0)} MB`);
+    let cpuSecondsUsed = cpu0 !== undefined && cpu1 !== undefined ? cpu1 - cpu0 : undefined;
+    row.checks.push(`${label}: ${workers > 0 ? 'API process' : 'service'} RSS ${rssStory(rssSamples, start, outcome.stats.firstAt)}; peak (VmHWM) ${fmt(rss, 0)} MB`);
+    if (workers > 0) {
+      const byClient = outcome.stats.byClient ?? {};
+      row.workers = workerChildren.map((w, i) => {
+        const messages = byClient[w.ehlo] ?? 0;
+        const used = workerCpu0[i] !== undefined && workerCpu1[i] !== undefined ? workerCpu1[i]! - workerCpu0[i]! : undefined;
+        row.checks.push(`${label}: ${w.name} RSS ${rssStory(workerRss[i]!.stop(), start, outcome.stats.firstAt)}; peak (VmHWM) ${fmt(peakRssMb(w.process.pid), 0)} MB`);
+        return { name: w.name, messages, share: messages / Math.max(1, outcome.stats.received), cpuMsPerMessage: used === undefined || messages === 0 ? undefined : (used * 1000) / messages, peakRssMb: peakRssMb(w.process.pid) };
+      });
+      const others = Object.entries(byClient).filter(([ehlo]) => !workerChildren.some((w) => w.ehlo === ehlo));
+      if (others.length > 0) row.problems.push(`messages came from connections no worker opened: ${JSON.stringify(Object.fromEntries(others))}`);
+      // Every process of the service counts: the API's (the report) and each worker's.
+      const used = workerChildren.map((_, i) => (workerCpu0[i] !== undefined && workerCpu1[i] !== undefined ? workerCpu1[i]! - workerCpu0[i]! : undefined));
+      cpuSecondsUsed = cpuSecondsUsed === undefined || used.some((u) => u === undefined) ? undefined : cpuSecondsUsed + used.reduce((a, b) => a! + b!, 0)!;
+    }
     if (mix) {
       const delivered = { email: outcome, sms: texts, push: pushes };
       const figures = Object.fromEntries(
@@ -990,10 +1103,18 @@ async function runService(sink: Sink, dialect: Dialect, round: number, mix?: Mix
       reportMs,
       cpuSeconds: cpuSecondsUsed,
       sinkCpuSeconds: sinkSeconds('smtp'),
-      peakRssMb: rss,
+      // The largest process's: the aim is per process.
+      peakRssMb: row.workers ? Math.max(rss ?? 0, ...row.workers.map((w) => w.peakRssMb ?? 0)) : rss,
     };
     return result;
   } finally {
+    for (const worker of workerChildren) {
+      const stopProblem = await stopWorker(worker);
+      if (stopProblem) {
+        if (result) result.problems.push(stopProblem);
+        else console.error(`${label}: ${stopProblem}`);
+      }
+    }
     await db?.close();
     if (service) {
       const stopProblem = await stopChild(service);
@@ -1016,7 +1137,7 @@ function report(rows: Row[]): void {
   const baseline = rows[0]!.rate;
   printTable(
     ['run', 'messages', 'to last s', 'first s', '10/50/90% s', 'msgs/s', 'CPU ms/msg', 'sink ms/msg', 'peak RSS MB', 'ratio'],
-    [20, 8, 9, 7, 17, 7, 10, 11, 11, 5],
+    [26, 8, 9, 7, 17, 7, 10, 11, 11, 5],
     rows.map((r) => [
       r.label,
       String(r.stats.received),
@@ -1039,6 +1160,9 @@ function report(rows: Row[]): void {
       `peak RSS ${fmt(r.peakRssMb, 0)} MB ${r.peakRssMb !== undefined && r.peakRssMb < 300 ? '<' : 'NOT <'} 300 MB`,
     ];
     console.log(`ratio ${r.label} / baseline = ${ratio.toFixed(2)} (inventory report answered in ${fmt(r.reportMs, 0)} ms); aim: ${aims.join(', ')}`);
+    for (const w of r.workers ?? []) {
+      console.log(`  ${w.name}: ${w.messages} alerts (${(100 * w.share).toFixed(1)}%), ${fmt(w.messages / r.seconds, 0)} alerts/s, CPU ${fmt(w.cpuMsPerMessage, 3)} ms/alert, peak RSS ${fmt(w.peakRssMb, 0)} MB`);
+    }
   }
   printChecks(rows.flatMap((r) => r.checks));
 }
@@ -1124,6 +1248,7 @@ async function main(): Promise<number> {
       for (const dialect of DIALECTS) {
         if (!channelSinks) {
           rows.push(await runService(sink, dialect, round));
+          if (dialect === 'postgres' && WORKER_RUN) rows.push(await runService(sink, dialect, round, undefined, WORKERS));
           continue;
         }
         // Which audience goes first alternates, so neither always meets the warmer machine.
@@ -1166,6 +1291,9 @@ async function main(): Promise<number> {
         cpuMsPerMessage: perMessageMs(r.cpuSeconds, r) === undefined ? null : Number(perMessageMs(r.cpuSeconds, r)!.toFixed(3)),
         peakRssMb: r.peakRssMb === undefined ? null : Math.round(r.peakRssMb),
         ratio: Number((r.rate / rows[0]!.rate).toFixed(3)),
+        ...(r.workers && {
+          workers: r.workers.map((w) => ({ name: w.name, messages: w.messages, share: Number(w.share.toFixed(3)), cpuMsPerMessage: w.cpuMsPerMessage === undefined ? null : Number(w.cpuMsPerMessage.toFixed(3)), peakRssMb: w.peakRssMb === undefined ? null : Math.round(w.peakRssMb) })),
+        }),
         ...(r.mixed && {
           audience: r.mixed.audience,
           messages: r.mixed.messages,

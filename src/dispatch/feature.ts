@@ -6,11 +6,13 @@ import type { EventSink } from '../core/events.ts';
 import type { Feature } from '../core/feature.ts';
 import { MailOutboxRepository } from '../core/mail/outbox-repository.ts';
 import type { MailTransport } from '../core/mail/transport.ts';
+import type { Metrics } from '../core/metrics.ts';
 import type { InventoryService } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
 import type { PushChannel, SmsSending } from './channels.ts';
 import type { WorkerJob } from './jobs.ts';
 import { dispatchRoutes } from './routes.ts';
+import { QueueReadings } from './queue-readings.ts';
 import { NotificationSenders } from './senders.ts';
 import { DispatchService } from './service.ts';
 import { DispatchRepository } from './repository.ts';
@@ -31,9 +33,16 @@ export function buildDispatch({ database, alerts }: DispatchDeps): Feature<Dispa
   return { service, store, routes: [dispatchRoutes(service)] };
 }
 
+/** The send queue's size, for metrics read when scraped. */
+export function queueReadings(database: Database): QueueReadings {
+  return new QueueReadings(database);
+}
+
 export interface WorkerDeps {
   config: Config;
   log: FastifyBaseLogger;
+  /** Where alerts planned and settled are counted. */
+  metrics?: Metrics;
   mail: MailTransport;
   dispatch: ReturnType<typeof buildDispatch>;
   alerts: SubscriptionService;
@@ -65,6 +74,7 @@ export function buildDispatchWorker(deps: WorkerDeps): Feature<DispatchWorker> {
     senders,
     config: deps.config.dispatch,
     log: deps.log,
+    ...(deps.metrics ? { metrics: deps.metrics } : {}),
     jobs: deps.jobs,
     sms: deps.sms,
     push: deps.push,

@@ -18,113 +18,206 @@ const EMAIL: PlannedChannel = { channel: 'email', contactPointId: null };
 /** How the audit names a channel. */
 export const CHANNEL_WORDS: Record<Channel, string> = { email: 'by e-mail', sms: 'by SMS', push: 'by browser push' };
 
-/** How many restocks one turn plans at most, so sending is never starved by planning. */
+/** How many restocks one turn starts planning at most, so sending is never starved by planning. */
 const RESTOCKS_PER_TURN = 10;
 
-export type PlannerDeps = Pick<WorkerDeps, 'store' | 'inventory' | 'stores' | 'alerts' | 'config'>;
+/**
+ * Subscribers read, written and committed at a time. A batch of 100,000 planned at once held
+ * every waiting subscriber and ledger row in memory and kept the first alert waiting for all of
+ * them; a page bounds both, whatever the waiting list's size.
+ */
+export const PLAN_PAGE_SIZE = 2000;
+
+export type PlannerDeps = Pick<WorkerDeps, 'store' | 'inventory' | 'stores' | 'alerts' | 'config' | 'log'>;
+
+export interface PlannerOptions {
+  /** Subscribers per page (a test seam; PLAN_PAGE_SIZE otherwise). */
+  pageSize?: number;
+}
+
+/** A batch whose first pages are queued: what its next page needs, kept while its restock stays leased. */
+interface BatchInProgress {
+  /** The restock as the last page left it (cursors, planned, batches). */
+  restock: RestockRow;
+  batch: number;
+  /** Subscribers the batch holds (stock × multiplier when it began) and those queued so far. */
+  size: number;
+  taken: number;
+  available: number;
+  settings: EffectiveSettings;
+  exceptCountries: string[];
+  nextBatchAt: string;
+}
 
 /**
  * Plans restocks into batches, one worker per restock at a time (by lease): the stock re-read,
- * then the next stock × multiplier waiting subscribers queued as one batch, in the same
- * transaction that moves the restock on. A batch takes the store's own subscribers first (the
- * storefront's and its bound agents', in signup order), and fills what is left with third-party
- * ones (made by agents not bound to the store, in signup order): each kind has its own cursor,
- * so a shopper of the store who signs up while a restock runs still goes ahead of third parties
- * not yet planned, and third parties never take the allowance the store's shoppers wait for.
+ * then the next stock × multiplier waiting subscribers queued as one batch. A batch takes the
+ * store's own subscribers first (the storefront's and its bound agents', in signup order), and
+ * fills what is left with third-party ones (made by agents not bound to the store, in signup
+ * order): each kind has its own cursor, so a shopper of the store who signs up while a restock
+ * runs still goes ahead of third parties not yet planned, and third parties never take the
+ * allowance the store's shoppers wait for.
+ *
+ * A batch is queued a page at a time, each page in the transaction that moves the restock's
+ * cursors past it, so a crash between pages neither loses nor repeats a subscriber. The worker
+ * keeps the restock leased from the first page to the last and queues the next page when the
+ * send queue runs low (`refill`). A batch cut short (the worker died or stopped) counts as a
+ * batch: the rest wait for the next one, due at the same time.
  */
 export class BatchPlanner {
+  private readonly inProgress = new Map<string, BatchInProgress>();
+  private readonly pageSize: number;
+
   constructor(
     private readonly deps: PlannerDeps,
     private readonly owner: string,
     /** The worker's clock (ms since the epoch). */
     private readonly now: () => number = Date.now,
-  ) {}
+    options: PlannerOptions = {},
+  ) {
+    this.pageSize = Math.max(1, options.pageSize ?? PLAN_PAGE_SIZE);
+  }
 
-  /** Plans every restock whose next batch is due, up to RESTOCKS_PER_TURN; resolves to how many. */
+  /**
+   * Queues the next page of every batch in progress, then starts the batches due, up to
+   * RESTOCKS_PER_TURN; resolves to how many pages and stops were written.
+   */
   async planDue(): Promise<number> {
-    let planned = 0;
+    let planned = await this.continueBatches();
     for (let i = 0; i < RESTOCKS_PER_TURN; i++) {
       const now = new Date(this.now());
       const restock = await this.deps.store.claimDueRestock(this.owner, now.toISOString(), leaseEnd(this.deps.config.leaseSeconds, now));
       if (!restock) break;
-      planned += await this.planBatch(restock, now);
+      planned += await this.startBatch(restock, now);
     }
     return planned;
   }
 
-  private async planBatch(restock: RestockRow, now: Date): Promise<number> {
+  /** The send queue ran low: the next page of each batch in progress. Never throws (the next turn retries). */
+  async refill(): Promise<number> {
+    if (this.inProgress.size === 0) return 0;
+    try {
+      return await this.continueBatches();
+    } catch (err) {
+      this.deps.log.warn({ err, worker: this.owner }, 'planning the next page of a batch failed; the next turn retries');
+      return 0;
+    }
+  }
+
+  /** A stopping worker lets go of the restocks it holds: their next batch is planned by whoever takes them. */
+  async release(): Promise<void> {
+    const held = [...this.inProgress.values()];
+    this.inProgress.clear();
+    for (const { restock } of held) {
+      await this.deps.store.releaseRestock(this.owner, restock.id, { updated_at: new Date(this.now()).toISOString() }).catch((err) => this.deps.log.warn({ err, restock: restock.id }, 'releasing a restock failed; its lease runs out'));
+    }
+  }
+
+  private async continueBatches(): Promise<number> {
+    let pages = 0;
+    for (const progress of [...this.inProgress.values()]) {
+      await this.planPage(progress, new Date(this.now()));
+      pages++;
+    }
+    return pages;
+  }
+
+  private async startBatch(restock: RestockRow, now: Date): Promise<number> {
     const { inventory, stores } = this.deps;
     const { sending, settings } = await stores.sendingProfile(restock.store_domain);
     // A store that stopped sending is not asked for its stock.
     const stock = sending ? await inventory.stockOf(restock.store_domain, restock.product_id, restock.variant_id) : { available: 0, published: false, unlimited: false };
     const verdict = planVerdict(sending, stock, settings);
     if (verdict.kind === 'stop') return this.stop(restock, now, verdict.status, verdict.reason);
+    await this.planPage(
+      {
+        restock,
+        batch: restock.batches + 1,
+        size: verdict.size,
+        taken: 0,
+        available: stock.available,
+        settings,
+        exceptCountries: await inventory.unlistedCountries(restock.store_domain, restock.product_id),
+        nextBatchAt: new Date(now.getTime() + settings.batchIntervalSeconds * 1000).toISOString(),
+      },
+      now,
+    );
+    return 1;
+  }
 
+  /** Queues the batch's next page: the store's own waiting subscribers first, then third parties. */
+  private async planPage(progress: BatchInProgress, now: Date): Promise<void> {
+    const { restock, batch, size, taken } = progress;
+    const limit = Math.min(this.pageSize, size - taken);
     const query = {
       storeDomain: restock.store_domain,
       includeUnowned: restock.include_unowned === 1,
       productId: restock.product_id,
       variantId: restock.variant_id,
-      exceptCountries: await inventory.unlistedCountries(restock.store_domain, restock.product_id),
+      exceptCountries: progress.exceptCountries,
     };
-    const own = await this.deps.alerts.waitingSubscribers({
-      ...query,
-      thirdParty: false,
-      after: cursor(restock.cursor_created_at, restock.cursor_id),
-      limit: verdict.size,
-    });
+    const own = await this.deps.alerts.waitingSubscribers({ ...query, thirdParty: false, after: cursor(restock.cursor_created_at, restock.cursor_id), limit });
     const thirdParty =
-      own.length < verdict.size
+      own.length < limit
         ? await this.deps.alerts.waitingSubscribers({
             ...query,
             thirdParty: true,
             after: cursor(restock.third_party_cursor_created_at, restock.third_party_cursor_id),
-            limit: verdict.size - own.length,
+            limit: limit - own.length,
           })
         : [];
     const waiting = [...own, ...thirdParty];
-    if (waiting.length === 0) return this.stop(restock, now, 'done', WHY.everyoneAlerted);
+    if (waiting.length === 0 && taken === 0) {
+      this.inProgress.delete(restock.id);
+      await this.stop(restock, now, 'done', WHY.everyoneAlerted);
+      return;
+    }
 
-    const batch = restock.batches + 1;
     const nowIso = now.toISOString();
     const channels = await this.channelsOf(waiting);
-    const rows: NotificationRow[] = waiting.flatMap((subscriber, i) =>
-      channels(subscriber).map((channel) => ({
-        id: newId('ntf'),
-        restock_id: restock.id,
-        subscription_id: subscriber.id,
-        store_domain: restock.store_domain,
-        email: subscriber.email,
-        email_key: addressKey(subscriber.email),
-        product_id: restock.product_id,
-        variant_id: restock.variant_id,
-        batch,
-        position: restock.planned + i,
-        status: 'queued',
-        reason: `${CHANNEL_WORDS[channel.channel]}: ${whySent(restock, stock.available, settings, verdict.size, batch, subscriber.created_at, restock.planned + i, i >= own.length)}`,
-        outcome: null,
-        attempts: 0,
-        next_attempt_at: nowIso,
-        lease_owner: null,
-        lease_until: null,
-        created_at: nowIso,
-        sent_at: null,
-        locale: subscriber.locale,
-        held_by_plan: 0,
-        third_party: i >= own.length ? 1 : 0,
-        kind: 'alert',
-        reminder_of: null,
-        channel: channel.channel,
-        contact_point_id: channel.contactPointId,
-        provider_ref: null,
-        delivery_status: null,
-      })),
-    );
+    const rows: NotificationRow[] = [];
+    waiting.forEach((subscriber, i) => {
+      const position = restock.planned + i;
+      const third = i >= own.length;
+      for (const channel of channels(subscriber)) {
+        rows.push({
+          id: newId('ntf'),
+          restock_id: restock.id,
+          subscription_id: subscriber.id,
+          store_domain: restock.store_domain,
+          email: subscriber.email,
+          email_key: addressKey(subscriber.email),
+          product_id: restock.product_id,
+          variant_id: restock.variant_id,
+          batch,
+          position,
+          status: 'queued',
+          reason: `${CHANNEL_WORDS[channel.channel]}: ${whySent(restock, progress.available, progress.settings, size, batch, subscriber.created_at, position, third)}`,
+          outcome: null,
+          attempts: 0,
+          next_attempt_at: nowIso,
+          lease_owner: null,
+          lease_until: null,
+          created_at: nowIso,
+          sent_at: null,
+          locale: subscriber.locale,
+          held_by_plan: 0,
+          third_party: third ? 1 : 0,
+          kind: 'alert',
+          reminder_of: null,
+          channel: channel.channel,
+          contact_point_id: channel.contactPointId,
+          provider_ref: null,
+          delivery_status: null,
+        });
+      }
+    });
     const lastOwn = own[own.length - 1];
     const lastThirdParty = thirdParty[thirdParty.length - 1];
-    // Fewer waiting than the batch holds: everyone was reached.
-    const finished = waiting.length < verdict.size;
-    await this.deps.store.queueBatch(this.owner, restock, rows, {
+    // Fewer waiting than the page asked for: everyone was reached.
+    const finished = waiting.length < limit;
+    const batchComplete = finished || taken + waiting.length >= size;
+    const changes = {
       batches: batch,
       planned: restock.planned + waiting.length,
       cursor_created_at: lastOwn?.created_at ?? restock.cursor_created_at,
@@ -133,10 +226,18 @@ export class BatchPlanner {
       third_party_cursor_id: lastThirdParty?.id ?? restock.third_party_cursor_id,
       status: finished ? 'done' : 'dispatching',
       stop_reason: finished ? WHY.everyoneAlerted : null,
-      next_batch_at: new Date(now.getTime() + settings.batchIntervalSeconds * 1000).toISOString(),
+      next_batch_at: progress.nextBatchAt,
       updated_at: nowIso,
-    });
-    return 1;
+    };
+    // Between pages the restock stays this worker's, its lease renewed with each page.
+    const lease = batchComplete ? {} : { lease_owner: this.owner, lease_until: leaseEnd(this.deps.config.leaseSeconds, now) };
+    const queued = await this.deps.store.queueBatch(this.owner, restock, rows, { ...changes, ...lease });
+    // Not queued: the lease ran out and another worker took the restock over; its plan stands.
+    if (!queued || batchComplete) {
+      this.inProgress.delete(restock.id);
+      return;
+    }
+    this.inProgress.set(restock.id, { ...progress, restock: { ...restock, ...changes }, taken: taken + waiting.length });
   }
 
   /**

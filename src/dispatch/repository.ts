@@ -75,12 +75,15 @@ export class DispatchRepository {
     });
   }
 
-  /** Queues a planned batch and moves the restock on, in one transaction. */
+  /**
+   * Queues a planned page of a batch and moves the restock on, in one transaction. The lease is
+   * let go unless `changes` renews it (a batch with pages still to plan).
+   */
   async queueBatch(owner: string, restock: Pick<RestockRow, 'id'>, rows: NotificationRow[], changes: Partial<RestockRow>): Promise<boolean> {
     return this.database.write(async (trx) => {
       const still = await trx
         .updateTable('restocks')
-        .set({ ...changes, lease_owner: null, lease_until: null })
+        .set({ lease_owner: null, lease_until: null, ...changes })
         .where('id', '=', restock.id)
         .where('lease_owner', '=', owner)
         .executeTakeFirst();

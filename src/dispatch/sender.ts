@@ -22,6 +22,8 @@ export class NotificationSender {
     private readonly stopping: () => boolean,
     /** The worker's clock (ms since the epoch): what is due, the rules' now, retry times. */
     private readonly now: () => number = Date.now,
+    /** Queues the next page of the batches being planned; resolves to how many pages. */
+    private readonly refill: () => Promise<number> = async () => 0,
   ) {}
 
   /**
@@ -40,13 +42,14 @@ export class NotificationSender {
     try {
       for (;;) {
         if (!this.stopping() && !exhausted && leases.count < config.claimSize / 2) {
-          const claimed = await this.claim(leases, config.claimSize - leases.count);
-          exhausted = claimed.length === 0;
+          const wanted = config.claimSize - leases.count;
+          const claimed = await this.claim(leases, wanted);
+          // The queue runs low: the next page of a batch is queued while these still go out.
+          const refilled = claimed.length < wanted && !this.stopping() && (await this.refill()) > 0;
+          exhausted = claimed.length === 0 && !refilled;
           handled += claimed.length;
-          if (!exhausted) {
-            handover.add(await this.prepare(claimed, settler));
-            continue;
-          }
+          if (claimed.length > 0) handover.add(await this.prepare(claimed, settler));
+          if (!exhausted) continue;
         }
         // Checked before every wait: sends that ended during a claim woke no one.
         if (handover.done) break;

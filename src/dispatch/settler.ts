@@ -2,6 +2,7 @@ import { addressKey } from '../core/email.ts';
 import { eventId } from '../core/events.ts';
 import { newId } from '../core/ids.ts';
 import type { AlertLeases } from './leases.ts';
+import { reportSettled } from './outcome-metrics.ts';
 import type { Defer, Failed, Retry, Skip } from './rules.ts';
 import type { NotificationRow } from './repository.ts';
 import type { WorkerDeps } from './worker.ts';
@@ -14,7 +15,7 @@ type Unsent = Exclude<Outcome, { kind: 'sent' }>;
 const FLUSH_SIZE = 250;
 const FLUSH_EVERY_MS = 100;
 
-export type SettlerDeps = Pick<WorkerDeps, 'store' | 'alerts' | 'dispatch' | 'log' | 'events'>;
+export type SettlerDeps = Pick<WorkerDeps, 'store' | 'alerts' | 'dispatch' | 'log' | 'events' | 'metrics'>;
 
 /**
  * Collects outcomes and writes them in groups: sent alerts in one statement per group, their
@@ -86,6 +87,8 @@ export class Settler {
       await store.queueReminders(trx, reminders);
     });
     await this.announceSent(sent, now);
+    // Counted once written: a group whose commit failed is retaken and counted then.
+    if (this.deps.metrics?.enabled) await reportSettled(this.deps.metrics, store, [...sent.map((row) => ({ row, outcome: { kind: 'sent' } as const })), ...others], now);
     for (const { row, outcome } of others) {
       if (outcome.kind !== 'failed') continue;
       if (outcome.suppress && row.channel === 'email') await dispatch.suppress(row.store_domain, row.email, 'bounce', outcome.why);

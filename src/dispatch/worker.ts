@@ -4,11 +4,12 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { SubscriptionService } from '../alerts/service.ts';
 import type { DispatchConfig } from '../config.ts';
 import type { EventSink } from '../core/events.ts';
+import type { Metrics } from '../core/metrics.ts';
 import type { InventoryService } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
 import type { PushChannel, SmsSending } from './channels.ts';
 import type { WorkerJob } from './jobs.ts';
-import { BatchPlanner } from './planner.ts';
+import { BatchPlanner, type PlannerOptions } from './planner.ts';
 import type { AllowanceGrant } from './rules.ts';
 import { NotificationSender } from './sender.ts';
 import type { NotificationSenders } from './senders.ts';
@@ -49,6 +50,8 @@ export interface WorkerDeps {
   /** Browser push, when the push feature is set up. */
   push?: PushChannel | undefined;
   pushTtlSeconds?: number;
+  /** Where alerts planned and settled are counted. */
+  metrics?: Metrics | undefined;
 }
 
 /** The longest pause after failed turns, however many failed in a row. */
@@ -79,10 +82,13 @@ export class DispatchWorker {
   /** The time the worker plans, checks, records and runs its jobs at (ms since the epoch). */
   private now: () => number = Date.now;
 
-  constructor(private readonly deps: WorkerDeps) {
+  constructor(
+    private readonly deps: WorkerDeps,
+    options: PlannerOptions = {},
+  ) {
     const now = () => this.now();
-    this.planner = new BatchPlanner(deps, this.id, now);
-    this.sender = new NotificationSender(deps, this.id, () => this.stopping, now);
+    this.planner = new BatchPlanner({ ...deps, store: countingPlanned(deps.store, deps.metrics) }, this.id, now, options);
+    this.sender = new NotificationSender(deps, this.id, () => this.stopping, now, () => this.planner.refill());
     this.unsubscribeFromWork = deps.dispatch.onWork(() => this.wake());
   }
 
@@ -111,6 +117,7 @@ export class DispatchWorker {
     this.stopping = true;
     this.wake();
     await this.loop;
+    await this.planner.release();
     this.unsubscribeFromWork();
   }
 
@@ -196,4 +203,16 @@ export class DispatchWorker {
     this.lastRun.set(job.name, now);
     return true;
   }
+}
+
+/** The planner's repository, counting the alerts of each batch it queues (planned, by store). */
+function countingPlanned(store: DispatchRepository, metrics: Metrics | undefined): DispatchRepository {
+  if (!metrics?.enabled) return store;
+  const counting = Object.create(store) as DispatchRepository;
+  counting.queueBatch = async (owner, restock, rows, changes) => {
+    const queued = await store.queueBatch(owner, restock, rows, changes);
+    if (queued && rows[0]) metrics.alertsPlanned(rows[0].store_domain, rows.length);
+    return queued;
+  };
+  return counting;
 }
