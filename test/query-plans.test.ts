@@ -11,12 +11,14 @@ import { after, before, describe, it } from './fixtures/suites.ts';
 import { createTestDatabase, dialectSkip, testConfig, testDialects, type TestDatabase } from './fixtures/app.ts';
 import { SubscriptionRepository, WaitingRepository } from '../src/alerts/repository.ts';
 import { BillingRepository } from '../src/billing/repository.ts';
+import { ConversionRepository } from '../src/conversions/repository.ts';
 import { Database } from '../src/core/db/database.ts';
 import type { Dialect } from '../src/core/db/dialect.ts';
 import { MailOutboxRepository } from '../src/core/mail/outbox-repository.ts';
 import { DispatchRepository, type NotificationRow, type RestockRow } from '../src/dispatch/repository.ts';
 import { InventoryRepository } from '../src/inventory/repository.ts';
 import { WebhookEventRepository } from '../src/shopify/webhook-events.ts';
+import { LocalChangeBus } from '../src/core/changes/bus.ts';
 
 interface Statement {
   sql: string;
@@ -232,6 +234,7 @@ interface Stores {
   billing: BillingRepository;
   inventory: InventoryRepository;
   outbox: MailOutboxRepository;
+  conversions: ConversionRepository;
 }
 
 interface PlanCase {
@@ -408,6 +411,79 @@ const CASES: PlanCase[] = [
     },
     indexes: both('subscriptions_by_address'),
   },
+  // A store's pages at any size (bench/scale.ts): counts read from what triggers keep, lists
+  // read in an index's order and stopped at their limit.
+  {
+    name: "alerts: a store's subscriptions per status are read from subscription_counts, not counted",
+    run: ({ waiting }) => waiting.countsByStatus('shop-1.myshopify.com'),
+    sql: {
+      sqlite: 'select "status", "n" from "subscription_counts" where "store_domain" = ? and "n" > ?',
+      postgres: 'select "status", "n" from "subscription_counts" where "store_domain" = $1 and "n" > $2',
+    },
+    indexes: { sqlite: ['sqlite_autoindex_subscription_counts_1'], postgres: ['subscription_counts_pk'] },
+  },
+  {
+    name: "alerts: a store's waiting subscribers per product are read from waitlists, not counted",
+    run: ({ waiting }) => waiting.waitingCounts('shop-1.myshopify.com', 1000, 'product'),
+    sql: {
+      sqlite: `select "product_id", nullif(variant_key, '') as "variant_id", "waiting" from "waitlists" where "store_domain" = ? order by "product_id", nullif(variant_key, '') limit ?`,
+      postgres: `select "product_id", nullif(variant_key, '') as "variant_id", "waiting" from "waitlists" where "store_domain" = $1 order by "product_id", nullif(variant_key, '') limit $2`,
+    },
+    indexes: { sqlite: ['sqlite_autoindex_waitlists_1'], postgres: ['waitlists_pk'] },
+  },
+  {
+    name: "alerts: a store's latest unsubscribes come from the partial subscriptions_unsubscribed in its order",
+    run: ({ waiting }) => waiting.inStatus('shop-1.myshopify.com', 'unsubscribed', 100),
+    sql: {
+      sqlite: `select * from "subscriptions" where "store_domain" = ? and "status" = 'unsubscribed' order by "updated_at" desc limit ?`,
+      postgres: `select * from "subscriptions" where "store_domain" = $1 and "status" = 'unsubscribed' order by "updated_at" desc limit $2`,
+    },
+    indexes: both('subscriptions_unsubscribed'),
+    inIndexOrder: true,
+  },
+  {
+    name: "dispatch: a store's ledger, newest first, is read from notifications_ledger in its order",
+    run: ({ dispatch }) => dispatch.listNotifications({ storeDomain: 'shop-1.myshopify.com', limit: 200 }),
+    sql: {
+      sqlite: 'select * from "notifications" where "store_domain" = ? order by "created_at" desc, "position" desc limit ?',
+      postgres: 'select * from "notifications" where "store_domain" = $1 order by "created_at" desc, "position" desc limit $2',
+    },
+    indexes: both('notifications_ledger'),
+    inIndexOrder: true,
+  },
+  {
+    // Only on PostgreSQL (see migration 0017): SQLite reads notifications_ledger newest first and filters.
+    name: "dispatch: a store's ledger in one status, newest first, is read from notifications_ledger_by_status (PostgreSQL) or notifications_ledger (SQLite) in its order",
+    run: ({ dispatch }) => dispatch.listNotifications({ storeDomain: 'shop-1.myshopify.com', status: 'failed', limit: 200 }),
+    sql: {
+      sqlite: 'select * from "notifications" where "store_domain" = ? and "status" = ? order by "created_at" desc, "position" desc limit ?',
+      postgres: 'select * from "notifications" where "store_domain" = $1 and "status" = $2 order by "created_at" desc, "position" desc limit $3',
+    },
+    indexes: { sqlite: ['notifications_ledger'], postgres: ['notifications_ledger_by_status'] },
+    inIndexOrder: true,
+  },
+  {
+    name: "dispatch: a store's suppressions, newest first, come from suppressions_by_store_time in its order",
+    run: ({ dispatch }) => dispatch.listSuppressions('shop-1.myshopify.com', 500),
+    sql: {
+      sqlite: 'select * from "suppressions" where "store_domain" = ? order by "created_at" desc limit ?',
+      postgres: 'select * from "suppressions" where "store_domain" = $1 order by "created_at" desc limit $2',
+    },
+    indexes: both('suppressions_by_store_time'),
+    inIndexOrder: true,
+  },
+  {
+    name: "conversions: a page of the attributed orders export comes from order_attributions_by_store_order in its order",
+    run: ({ conversions }) => conversions.attributionPage('shop-1.myshopify.com', { placedAt: EARLIER, orderId: 'ord_1', lineId: 'line_1' }, 1000),
+    sql: {
+      sqlite:
+        'select * from "order_attributions" where "store_domain" = ? and ("placed_at" > ? or ("placed_at" = ? and "order_id" > ?) or ("placed_at" = ? and "order_id" = ? and "line_id" > ?)) order by "placed_at", "order_id", "line_id" limit ?',
+      postgres:
+        'select * from "order_attributions" where "store_domain" = $1 and ("placed_at" > $2 or ("placed_at" = $3 and "order_id" > $4) or ("placed_at" = $5 and "order_id" = $6 and "line_id" > $7)) order by "placed_at", "order_id", "line_id" limit $8',
+    },
+    indexes: both('order_attributions_by_store_order'),
+    inIndexOrder: true,
+  },
   {
     name: "shopify: the webhook queue is claimed through shopify_webhook_events_queue",
     run: ({ webhooks }) => webhooks.claim(10, 60_000),
@@ -482,8 +558,9 @@ for (const dialect of testDialects()) {
         waiting: new WaitingRepository(database),
         webhooks: new WebhookEventRepository(database),
         billing: new BillingRepository(database),
-        inventory: new InventoryRepository(database),
+        inventory: new InventoryRepository(database, new LocalChangeBus()),
         outbox: new MailOutboxRepository(database),
+        conversions: new ConversionRepository(database),
       };
     });
     after(async () => {

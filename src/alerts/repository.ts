@@ -320,25 +320,28 @@ export class WaitingRepository {
     }
   }
 
-  /** Waiting subscribers per product and variant of a store. */
+  /**
+   * Waiting subscribers per product and variant of a store, from `waitlists` (kept by triggers on
+   * every change of a subscription), so the queue and the demand cost the same at any size of the
+   * store. Ordered as the count over subscriptions was: `variant_id`, null for the whole product,
+   * sorts as each database sorts nulls.
+   */
   waitingCounts(storeDomain: string, limit: number, order: WaitingOrder): Promise<Array<{ product_id: string; variant_id: string | null; waiting: number }>> {
-    let query = this.database.db
-      .selectFrom('subscriptions')
-      .select(['product_id', 'variant_id', (eb) => eb.fn.countAll<number>().as('waiting')])
-      .where('store_domain', '=', storeDomain)
-      .where('status', '=', 'active')
-      .groupBy(['product_id', 'variant_id']);
+    const variantId = sql<string | null>`nullif(variant_key, '')`;
+    let query = this.database.db.selectFrom('waitlists').select(['product_id', variantId.as('variant_id'), 'waiting']).where('store_domain', '=', storeDomain);
     if (order === 'most-wanted') query = query.orderBy('waiting', 'desc');
-    return query.orderBy('product_id').orderBy('variant_id').limit(limit).execute();
+    return query.orderBy('product_id').orderBy(variantId).limit(limit).execute();
   }
 
   /** Waitlists of a store with at least `threshold` waiting, in (product, variant) order after `after`; the whole product ('') first. */
   waitingAtLeast(storeDomain: string, threshold: number, after: { productId: string; variantKey: string } | null, limit: number): Promise<Array<{ product_id: string; variant_id: string | null; waiting: number }>> {
-    const variantKey = sql<string>`coalesce(variant_id, '')`;
-    let query = this.database.db.selectFrom('subscriptions').select(['product_id', 'variant_id', (eb) => eb.fn.countAll<number>().as('waiting')]);
-    query = query.where('store_domain', '=', storeDomain).where('status', '=', 'active');
-    if (after) query = query.where((eb) => eb.or([eb('product_id', '>', after.productId), eb.and([eb('product_id', '=', after.productId), eb(variantKey, '>', after.variantKey)])]));
-    return query.groupBy(['product_id', 'variant_id']).having((eb) => eb(eb.fn.countAll(), '>=', threshold)).orderBy('product_id').orderBy(variantKey).limit(limit).execute();
+    let query = this.database.db
+      .selectFrom('waitlists')
+      .select(['product_id', sql<string | null>`nullif(variant_key, '')`.as('variant_id'), 'waiting'])
+      .where('store_domain', '=', storeDomain)
+      .where('waiting', '>=', threshold);
+    if (after) query = query.where((eb) => eb.or([eb('product_id', '>', after.productId), eb.and([eb('product_id', '=', after.productId), eb('variant_key', '>', after.variantKey)])]));
+    return query.orderBy('product_id').orderBy('variant_key').limit(limit).execute();
   }
 
   /** Subscriptions made for the store in [from, to): the sign-ups of a digest. */
@@ -360,25 +363,24 @@ export class WaitingRepository {
     return query.orderBy('id').limit(limit).execute();
   }
 
-  /** A store's subscriptions in one status, most recently changed first. */
+  /**
+   * A store's subscriptions in one status, most recently changed first. The status is spelt out
+   * so that the partial index of unsubscribes (subscriptions_unsubscribed) can serve it.
+   */
   inStatus(storeDomain: string, status: SubscriptionStatus, limit: number): Promise<SubscriptionRow[]> {
     return this.database.db
       .selectFrom('subscriptions')
       .selectAll()
       .where('store_domain', '=', storeDomain)
-      .where('status', '=', status)
+      .where('status', '=', sql.lit(status))
       .orderBy('updated_at', 'desc')
       .limit(limit)
       .execute();
   }
 
+  /** A store's subscriptions per status, from `subscription_counts` (kept by triggers); statuses with none are absent. */
   async countsByStatus(storeDomain: string): Promise<Record<string, number>> {
-    const rows = await this.database.db
-      .selectFrom('subscriptions')
-      .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
-      .where('store_domain', '=', storeDomain)
-      .groupBy('status')
-      .execute();
+    const rows = await this.database.db.selectFrom('subscription_counts').select(['status', 'n']).where('store_domain', '=', storeDomain).where('n', '>', 0).execute();
     return Object.fromEntries(rows.map((row) => [row.status, Number(row.n)]));
   }
 

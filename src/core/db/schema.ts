@@ -9,6 +9,10 @@
 export interface Tables {
   /** alerts */
   subscriptions: SubscriptionsTable;
+  /** alerts: kept by triggers on subscriptions (migration 0017) */
+  subscription_counts: SubscriptionCountsTable;
+  /** alerts: kept by triggers on subscriptions (migration 0017) */
+  waitlists: WaitlistsTable;
   /** billing */
   checkout_sessions: CheckoutSessionsTable;
   /** billing */
@@ -124,6 +128,21 @@ export interface SubscriptionsTable {
   email_muted: number;
   /** When the double opt-in request went out (null: not yet, or not needed). */
   confirmation_sent_at: string | null;
+}
+
+/** A store's subscriptions in one status, counted as they change (never written by the service's code). */
+export interface SubscriptionCountsTable {
+  store_domain: string;
+  status: SubscriptionStatus;
+  n: number;
+}
+
+/** The shoppers waiting for one product of a store (`variant_key` '') or one variant; a row only while someone waits. */
+export interface WaitlistsTable {
+  store_domain: string;
+  product_id: string;
+  variant_key: string;
+  waiting: number;
 }
 
 export type Channel = 'email' | 'sms' | 'push';

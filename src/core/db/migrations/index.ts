@@ -16,6 +16,7 @@ import { outgoingWebhooks } from './0013_outgoing_webhooks.ts';
 import { notices } from './0014_notices.ts';
 import { channels } from './0015_channels.ts';
 import { channelFigures } from './0016_channel_figures.ts';
+import { storeScale } from './0017_store_scale.ts';
 
 export interface DialectMigration {
   up(db: Kysely<any>, dialect: Dialect): Promise<void>;
@@ -39,4 +40,5 @@ export const migrations: Record<string, DialectMigration> = {
   '0014_notices': notices,
   '0015_channels': channels,
   '0016_channel_figures': channelFigures,
+  '0017_store_scale': storeScale,
 };
