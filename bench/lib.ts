@@ -14,6 +14,11 @@ import { promisify } from 'node:util';
 import autocannon from 'autocannon';
 import SqliteDriver from 'better-sqlite3';
 import pg from 'pg';
+import { loadConfig } from '../src/config.ts';
+import { LocalChangeBus } from '../src/core/changes/bus.ts';
+import { Database } from '../src/core/db/database.ts';
+import { MailOutboxRepository } from '../src/core/mail/outbox-repository.ts';
+import { storeService } from '../src/stores/feature.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const HOST = '127.0.0.1';
@@ -66,7 +71,7 @@ const tempDirs = new Set<string>();
 const scratchDatabases = new Map<string, URL>();
 let watchdog: NodeJS.Timeout | undefined;
 
-function removeTempDir(dir: string): void {
+export function removeTempDir(dir: string): void {
   fs.rmSync(dir, { recursive: true, force: true });
   tempDirs.delete(dir);
 }
@@ -376,21 +381,38 @@ export function problemsOf(r: Outcome): string[] {
 // ---------------------------------------------------------------------------------------------
 // The agent and its subscribe traffic
 
-/** A new anonymous agent on that server: its id and bearer credential (scopes api:read api:write). */
-async function registerAgent(base: string): Promise<{ agentId: string; token: string }> {
-  const res = await fetch(`${base}/api/agent/register`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ type: 'anonymous' }),
-    signal: AbortSignal.timeout(5000),
-  });
-  const text = await res.text();
-  if (res.status !== 201) throw new Error(`agent registration answered ${res.status}: ${text.slice(0, 300)}`);
-  const body = JSON.parse(text) as { registration_id?: unknown; credential?: unknown };
-  if (typeof body.registration_id !== 'string' || typeof body.credential !== 'string') {
-    throw new Error(`agent registration answered without registration_id or credential: ${text.slice(0, 300)}`);
+/**
+ * An agent its store's owner claimed for the store, as a merchant's own agent is: an agent bound
+ * to no store may hold only a few waiting subscriptions per store (the third-party cap), which a
+ * load of new subscriptions reaches at once. The store is made as `restock store create` makes
+ * it, and the claim code read from the outbox of the server's own database.
+ */
+async function registerBoundAgent(base: string, env: NodeJS.ProcessEnv): Promise<{ agentId: string; token: string }> {
+  const domain = `bench-${randomBytes(4).toString('hex')}.myshopify.com`;
+  const owner = `owner@${domain}`;
+  const config = loadConfig(Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined)));
+  const database = Database.open(config.database);
+  try {
+    await storeService(config, database, new LocalChangeBus()).createStore(domain, owner);
+    const registered = await postJson(base, '/api/agent/register', { type: 'anonymous' }, 201);
+    const claimToken = String(registered.claim_token);
+    await postJson(base, '/api/agent/claim', { claim_token: claimToken, email: owner, store: domain }, 200);
+    const mail = await new MailOutboxRepository(database).latestFor(owner, 'agent-claim-code');
+    const otp = /code: (\d{6})/.exec(mail?.text ?? '')?.[1];
+    if (!otp) throw new Error(`no claim code was mailed to ${owner}`);
+    const claimed = await postJson(base, '/api/agent/claim', { claim_token: claimToken, otp }, 200);
+    if (claimed.store !== domain || typeof claimed.credential !== 'string') throw new Error(`the claim did not bind the agent to ${domain}: ${JSON.stringify(claimed).slice(0, 300)}`);
+    return { agentId: String(registered.registration_id), token: claimed.credential };
+  } finally {
+    await database.close();
   }
-  return { agentId: body.registration_id, token: body.credential };
+}
+
+async function postJson(base: string, route: string, body: unknown, status: number): Promise<Record<string, unknown>> {
+  const res = await fetch(`${base}${route}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(5000) });
+  const text = await res.text();
+  if (res.status !== status) throw new Error(`${route} answered ${res.status}: ${text.slice(0, 300)}`);
+  return JSON.parse(text) as Record<string, unknown>;
 }
 
 /**
@@ -452,7 +474,7 @@ export async function startAgentServer(name: string, args: string[], env: NodeJS
   const child = await startServer(name, args, env, port, '/api/health');
   const base = baseUrl(port);
   try {
-    const agent = await registerAgent(base);
+    const agent = await registerBoundAgent(base, env);
     return { child, base, agentId: agent.agentId, ...subscribeTraffic(agent.token) };
   } catch (err) {
     await stopChild(child);
@@ -604,6 +626,16 @@ export async function startBareServer(): Promise<{ child: Child; url: string }> 
   const args = ['--import', 'tsx', path.join('bench', 'bare-server.ts')];
   const child = await startServer('bare fastify', args, { ...process.env, PORT: String(port), HOST }, port, '/');
   return { child, url: `${baseUrl(port)}/` };
+}
+
+/** The naive Express + better-sqlite3 subscribe endpoint (bench/express-peer.ts) on a scratch directory. */
+export async function startExpressPeer(): Promise<{ child: Child; url: string; requests: autocannon.Request[]; dataDir: string }> {
+  const port = await freePort();
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'restock-bench-peer-'));
+  tempDirs.add(dataDir);
+  const args = ['--import', 'tsx', path.join('bench', 'express-peer.ts')];
+  const child = await startServer('naive express', args, { ...process.env, PORT: String(port), HOST, DATA_DIR: dataDir }, port, '/');
+  return { child, url: `${baseUrl(port)}${SUBSCRIBE_PATH}`, requests: subscribeTraffic('').requests, dataDir };
 }
 
 export interface JsonAnswer {

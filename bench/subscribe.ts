@@ -27,7 +27,7 @@ import { exitCodeFor, fail, guardProcess, intSetting, pgSetting, runMain } from 
 import { freePort, restockEnv, startAgentServer, stopChild, type Child } from './lib.ts';
 import { SUBSCRIBE_PATH, cpuSeconds, load, outcomeOf, problemsOf, type Result } from './lib.ts';
 import { checkStored, postgresScratch, sqliteScratch, type ScratchDatabase } from './lib.ts';
-import { median, printChecks, printSetting, printTable, startBareServer } from './lib.ts';
+import { median, printChecks, printSetting, printTable, removeTempDir, startBareServer, startExpressPeer } from './lib.ts';
 
 function syncSetting(): Array<'FULL' | 'NORMAL'> {
   const raw = process.env.BENCH_SYNC;
@@ -97,6 +97,18 @@ async function bare(): Promise<Row> {
   return measure('bare GET /', child, url);
 }
 
+const NAIVE = 'naive express subscribe';
+
+/** The naive peer: Express 5, one better-sqlite3 insert per request, no authentication. */
+async function naivePeer(): Promise<Row> {
+  const { child, url, requests, dataDir } = await startExpressPeer();
+  try {
+    return await measure(NAIVE, child, url, requests);
+  } finally {
+    removeTempDir(dataDir);
+  }
+}
+
 /** Restock on a scratch database, loaded by a newly registered agent, then checked and dropped. */
 async function restock(label: string, checkLabel: string, database: ScratchDatabase): Promise<Row> {
   try {
@@ -133,8 +145,12 @@ function report(rows: Row[]): void {
     ]),
   );
   console.log('');
+  const naive = rows.find((r) => r.label === NAIVE)!.result.requests.average;
   for (const r of rows.slice(1)) {
     console.log(`ratio ${r.label} / bare = ${(r.result.requests.average / baseline).toFixed(2)}`);
+  }
+  for (const r of rows.filter((row) => row.label.startsWith('subscribe'))) {
+    console.log(`ratio ${r.label} / ${NAIVE} = ${(r.result.requests.average / naive).toFixed(2)}`);
   }
   printChecks(rows.flatMap((r) => r.checks));
 }
@@ -144,6 +160,7 @@ function report(rows: Row[]): void {
 async function round(): Promise<Row[]> {
   const rows: Row[] = [];
   rows.push(await bare());
+  rows.push(await naivePeer());
   for (const sync of SYNC_MODES) rows.push(await restock(`subscribe sqlite ${sync}`, `sqlite ${sync}`, sqliteScratch('restock-bench', sync)));
   if (PG_ADMIN) rows.push(await restock('subscribe postgres', 'postgres', await postgresScratch(PG_ADMIN, 'restock_bench')));
   return rows;
@@ -167,12 +184,17 @@ async function main(): Promise<number> {
   const ratios = new Map<string, number[]>();
   for (const rows of rounds) {
     const baseline = rows[0]!.result.requests.average;
-    for (const r of rows.slice(1)) ratios.set(r.label, [...(ratios.get(r.label) ?? []), r.result.requests.average / baseline]);
+    const naive = rows.find((r) => r.label === NAIVE)!.result.requests.average;
+    for (const r of rows.slice(1)) ratios.set(`${r.label} / bare`, [...(ratios.get(`${r.label} / bare`) ?? []), r.result.requests.average / baseline]);
+    for (const r of rows.filter((row) => row.label.startsWith('subscribe'))) {
+      const key = `${r.label} / ${NAIVE}`;
+      ratios.set(key, [...(ratios.get(key) ?? []), r.result.requests.average / naive]);
+    }
   }
   if (ROUNDS > 1) {
     console.log('');
     for (const [label, values] of ratios) {
-      console.log(`median ratio ${label} / bare over ${values.length} rounds = ${median(values).toFixed(2)} (${values.map((v) => v.toFixed(2)).join(', ')})`);
+      console.log(`median ratio ${label} over ${values.length} rounds = ${median(values).toFixed(2)} (${values.map((v) => v.toFixed(2)).join(', ')})`);
     }
   }
 
