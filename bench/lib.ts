@@ -246,6 +246,7 @@ export function restockEnv(port: number, extra: Record<string, string>): NodeJS.
     RATE_LIMIT_VERIFIED_EMAIL_PER_MINUTE: UNREACHABLE_RATE_LIMIT,
     RATE_LIMIT_ID_JAG_PER_MINUTE: UNREACHABLE_RATE_LIMIT,
     STOREFRONT_READ_LIMIT_PER_MINUTE: UNREACHABLE_RATE_LIMIT,
+    PAYMENT_LIMIT_PER_MINUTE: UNREACHABLE_RATE_LIMIT,
     // Nor the free plan's monthly allowance (the fan-out sends far more for a store without a plan).
     FREE_ALERTS_PER_MONTH: '1000000000',
     ...extra,
