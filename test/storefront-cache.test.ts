@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from './fixtures/suites.ts';
 import { createTestDatabase, dialectSkip, testConfig, testDialects, type TestDatabase } from './fixtures/app.ts';
 import { startProcess, type ServiceProcess } from './fixtures/oauth.ts';
+import { changeChannels, startTwoProcesses, type TwoProcesses } from './fixtures/two-processes.ts';
 import { REDIS_URL, redisAvailable } from './fixtures/redis.ts';
 
 const redisUp = await redisAvailable();
@@ -30,14 +31,6 @@ async function newStoreWithSoldOutProduct(process: ServiceProcess) {
   await process.app.restock.stores.createStore(shop, `owner-${unique()}@example.com`);
   await process.app.restock.inventory.reportStock(shop, [{ productId, variantId, available: 0 }], SOURCE);
   return { shop, productId, variantId };
-}
-
-async function waitUntil(what: string, check: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > until) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 for (const dialect of testDialects()) {
@@ -83,30 +76,19 @@ for (const dialect of testDialects()) {
     });
   });
 
-  const channels = [
-    ...(redisUp ? [{ channel: 'redis', env: { REDIS_URL } as Record<string, string> }] : []),
-    ...(dialect === 'postgres' ? [{ channel: 'postgres', env: {} as Record<string, string> }] : []),
-  ];
-  for (const { channel, env } of channels) {
+  for (const { channel, env } of changeChannels(dialect, redisUp, REDIS_URL)) {
     describe(`storefront availability cache on ${dialect}, changes through ${channel}`, { skip: dialectSkip(dialect) }, () => {
-      let testDatabase: TestDatabase;
+      let processes: TwoProcesses;
       let one: ServiceProcess;
-      let two: ServiceProcess;
       let twoOrigin: string;
 
       before(async () => {
-        testDatabase = await createTestDatabase(dialect);
-        const config = testConfig(testDatabase.url, env);
-        one = await startProcess(config);
-        two = await startProcess(config);
-        twoOrigin = await two.app.listen({ host: '127.0.0.1', port: 0 });
-        await waitUntil('both processes hear changes', () => one.app.restockChanges.live && two.app.restockChanges.live);
+        processes = await startTwoProcesses(dialect, env);
+        ({ one, twoOrigin } = processes);
       });
 
       after(async () => {
-        await one?.close();
-        await two?.close();
-        await testDatabase?.drop();
+        await processes?.close();
       });
 
       it('a restock reported to one process shows on the other at the next page view', async () => {

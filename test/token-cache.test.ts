@@ -10,6 +10,7 @@ import pg from 'pg';
 import { after, before, describe, it } from './fixtures/suites.ts';
 import { createTestDatabase, dialectSkip, testConfig, testDialects, type TestDatabase } from './fixtures/app.ts';
 import { registerAgent, startProcess, type ServiceProcess } from './fixtures/oauth.ts';
+import { changeChannels, startTwoProcesses, waitUntil, type TwoProcesses } from './fixtures/two-processes.ts';
 import { REDIS_URL, redisAvailable } from './fixtures/redis.ts';
 import { pgUrlFor } from './fixtures/services.ts';
 import { AgentStateCache } from '../src/agents/state-cache.ts';
@@ -41,17 +42,6 @@ const revoke = (process: ServiceProcess, token: string) =>
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
   });
 
-async function waitUntil(what: string, check: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > until) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
-/** The bus an app announces on, to wait for its channel before a test relies on it. */
-const busOf = (process: ServiceProcess) => process.app.restockChanges;
-
 /** Cuts every connection the apps hear changes on, as a restarted Redis or PostgreSQL would. */
 async function cutChannel(channel: 'redis' | 'postgres' | 'sqlite', testDatabase: TestDatabase): Promise<number> {
   if (channel === 'redis') {
@@ -75,31 +65,19 @@ async function cutChannel(channel: 'redis' | 'postgres' | 'sqlite', testDatabase
 }
 
 for (const dialect of testDialects()) {
-  const channels = [
-    ...(redisUp ? [{ channel: 'redis' as const, env: { REDIS_URL } as Record<string, string> }] : []),
-    // Without Redis: PostgreSQL's notifications, or on SQLite the file's own count of other writers.
-    { channel: dialect, env: {} as Record<string, string> },
-  ];
-  for (const { channel, env } of channels) {
+  for (const { channel, env } of changeChannels(dialect, redisUp, REDIS_URL)) {
     describe(`token cache on ${dialect}, changes through ${channel}`, { skip: dialectSkip(dialect) }, () => {
-      let testDatabase: TestDatabase;
+      let processes: TwoProcesses;
       let one: ServiceProcess;
-      let two: ServiceProcess;
       let twoOrigin: string;
 
       before(async () => {
-        testDatabase = await createTestDatabase(dialect);
-        const config = testConfig(testDatabase.url, env);
-        one = await startProcess(config);
-        two = await startProcess(config);
-        twoOrigin = await two.app.listen({ host: '127.0.0.1', port: 0 });
-        await waitUntil('both processes hear changes', () => busOf(one).live && busOf(two).live);
+        processes = await startTwoProcesses(dialect, env);
+        ({ one, twoOrigin } = processes);
       });
 
       after(async () => {
-        await one?.close();
-        await two?.close();
-        await testDatabase?.drop();
+        await processes?.close();
       });
 
       it('a token revoked on one process is refused by the other at its next request', async () => {
@@ -118,13 +96,13 @@ for (const dialect of testDialects()) {
         const other = await registerAgent(one.app);
         for (const token of [agent.token, other.token]) assert.equal((await meOverHttp(twoOrigin, token)).statusCode, 200);
 
-        const cut = await cutChannel(channel, testDatabase);
+        const cut = await cutChannel(channel, processes.testDatabase);
         assert.ok(cut >= 2, `expected both processes' listening connections to be cut, cut ${cut}`);
         assert.equal((await revoke(one, agent.token)).statusCode, 200);
         const refused = await meOverHttp(twoOrigin, agent.token);
         assert.equal(refused.statusCode, 401, `a revocation made while the channel was cut was not applied: ${refused.body}`);
 
-        await waitUntil('the channel is back', () => busOf(one).live && busOf(two).live);
+        await waitUntil('the channel is back', () => one.app.restockChanges.live && processes.two.app.restockChanges.live);
         const afterwards = await meOverHttp(twoOrigin, agent.token);
         assert.equal(afterwards.statusCode, 401, `what was kept before the cut must not be served once the channel is back: ${afterwards.body}`);
         assert.equal((await meOverHttp(twoOrigin, other.token)).statusCode, 200, 'a valid token must still work once the channel is back');

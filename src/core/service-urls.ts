@@ -32,6 +32,18 @@ export function parseRedisUrl(text: string): RedisServer {
   return { host: hostOf(url, 'REDIS_URL'), port: url.port === '' ? 6379 : Number(url.port), username, password, db: Number(db), tls: url.protocol === 'rediss:' };
 }
 
+/** A parsed REDIS_URL as ioredis's connection options, nothing else taken from the URL. */
+export function redisConnectionOptions(server: RedisServer) {
+  return {
+    host: server.host,
+    port: server.port,
+    ...(server.username !== undefined && { username: server.username }),
+    ...(server.password !== undefined && { password: server.password }),
+    db: server.db,
+    ...(server.tls && { tls: { servername: server.host } }),
+  };
+}
+
 export interface PostgresServer {
   host: string;
   port: number;

@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { parseRedisUrl } from '../service-urls.ts';
+import { parseRedisUrl, redisConnectionOptions } from '../service-urls.ts';
 import type { ChangeTransport } from './bus.ts';
 
 /** The one channel every Restock process on a Redis server hears. */
@@ -18,14 +18,8 @@ export class RedisChangeTransport implements ChangeTransport {
   private readonly publisher: Redis;
 
   constructor(url: string) {
-    const server = parseRedisUrl(url);
     const options = {
-      host: server.host,
-      port: server.port,
-      ...(server.username !== undefined && { username: server.username }),
-      ...(server.password !== undefined && { password: server.password }),
-      db: server.db,
-      ...(server.tls && { tls: { servername: server.host } }),
+      ...redisConnectionOptions(parseRedisUrl(url)),
       connectionName: REDIS_CONNECTION_NAME,
       connectTimeout: 2000,
       // A change not sent now is not worth sending later: the heartbeat tells who missed it.

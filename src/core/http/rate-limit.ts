@@ -6,7 +6,7 @@ import fp from 'fastify-plugin';
 import { Redis } from 'ioredis';
 import { noMetrics, type Metrics } from '../metrics.ts';
 import { Problem } from '../problems.ts';
-import { parseRedisUrl } from '../service-urls.ts';
+import { parseRedisUrl, redisConnectionOptions } from '../service-urls.ts';
 import type { Caller } from './caller.ts';
 
 /**
@@ -439,14 +439,8 @@ function throttledWarning() {
  * It keeps reconnecting in the background.
  */
 function connect(url: string, log: FastifyBaseLogger, warning: Warning) {
-  const server = parseRedisUrl(url);
   const client = new Redis({
-    host: server.host,
-    port: server.port,
-    ...(server.username !== undefined && { username: server.username }),
-    ...(server.password !== undefined && { password: server.password }),
-    db: server.db,
-    ...(server.tls && { tls: { servername: server.host } }),
+    ...redisConnectionOptions(parseRedisUrl(url)),
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
     commandTimeout: COMMAND_TIMEOUT_MS,
