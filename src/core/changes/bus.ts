@@ -166,7 +166,7 @@ export class RemoteChangeBus implements ChangeBus {
         this.echoes.delete(sequence);
         // The change is committed; other processes that cannot hear it have lost the channel too,
         // or will find out within SILENT_AFTER_MS when their heartbeats stop coming back.
-        this.log.warn({ err, channel: this.name }, 'a change could not be announced to other processes');
+        this.log.warn({ channel: this.name, reason: reasonOf(err) }, 'a change could not be announced to other processes');
       }
     }
   }
@@ -213,7 +213,8 @@ export class RemoteChangeBus implements ChangeBus {
     if (!this.connected) return;
     this.connected = false;
     this.listeners.reset();
-    if (!this.closed) this.log.warn({ err, channel: this.name }, 'lost the channel other processes announce changes on: reading the database until it is back');
+    // One line, no stack: a database or Redis outage is reported where it is felt (the 503s).
+    if (!this.closed) this.log.warn({ channel: this.name, reason: reasonOf(err) }, 'lost the channel other processes announce changes on: reading the database until it is back');
   }
 
   private beat(): void {
@@ -235,6 +236,10 @@ export class RemoteChangeBus implements ChangeBus {
     for (const key of keys) this.listeners.changed(topic, key);
     if (ours) this.echoes.get(Number(origin.slice(this.processId.length + 1)))?.();
   }
+}
+
+function reasonOf(err: unknown): string | undefined {
+  return err instanceof Error ? err.message : undefined;
 }
 
 /** Keys split so that no message is over the channel's limit. */
