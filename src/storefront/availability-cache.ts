@@ -8,6 +8,12 @@ export interface AvailabilityAnswer {
   etag: string;
 }
 
+/** An answer as sent: its JSON, and an ETag that changes whenever that JSON does. */
+export function availabilityAnswerOf(answer: unknown): AvailabilityAnswer {
+  const body = JSON.stringify(answer);
+  return { body, etag: `"${createHash('sha1').update(body).digest('base64url')}"` };
+}
+
 /** Products kept at most, over every store; the oldest is dropped first. */
 const MAX_PRODUCTS = 20_000;
 
@@ -43,8 +49,7 @@ export class AvailabilityCache {
     }
     const generation = this.generation;
     const { answer, keep } = await build();
-    const body = JSON.stringify(answer);
-    const made = { body, etag: `"${createHash('sha1').update(body).digest('base64url')}"` };
+    const made = availabilityAnswerOf(answer);
     if (keep && generation === this.generation && this.bus.live) this.keep(domain, productId, made);
     return made;
   }

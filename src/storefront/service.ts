@@ -4,7 +4,7 @@ import { NotFound } from '../core/problems.ts';
 import type { InventoryService } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
 import type { ShopperSubscribeInput } from './schemas.ts';
-import type { AvailabilityAnswer, AvailabilityCache } from './availability-cache.ts';
+import { availabilityAnswerOf, type AvailabilityAnswer, type AvailabilityCache } from './availability-cache.ts';
 
 /** Whether the service has an SMS sender of its own and can send web push at all. */
 export interface ServiceChannels {
@@ -32,9 +32,7 @@ export class StorefrontService {
       return { answer, keep: customer && answer.shop === key };
     };
     if (this.cache) return this.cache.answer(key, productId, build);
-    const { answer } = await build();
-    const body = JSON.stringify(answer);
-    return { body, etag: `"${createHash('sha1').update(body).digest('base64url')}"` };
+    return availabilityAnswerOf((await build()).answer);
   }
 
   /**
