@@ -20,7 +20,8 @@
  * an agent the owner claimed for the store. Every path is asked once, then each in turn
  * BENCH_SCALE_WARMUP times and BENCH_SCALE_REQUESTS times one after the other, and the median is kept. The CSV exports stream
  * the whole store by design: what is timed is their first 1,000 rows (a page of the keyset read),
- * after which the request is abandoned.
+ * after which the request is abandoned; at the large size, no more rows than the small store's
+ * whole export had, so that both sizes are timed to the same output.
  *
  * Settings: BENCH_SCALE_ROWS (default 1000000, at least 2000), BENCH_SCALE_REQUESTS (30),
  * BENCH_SCALE_WARMUP (5), BENCH_SEED_BATCH (50000), BENCH_DATABASE_URL, BENCH_SQLITE=0,
@@ -223,8 +224,10 @@ interface Target {
   /** The OpenAPI path it covers, for the check that every GET under /api/v1 is timed. */
   operation?: string;
   as: 'owner' | 'agent';
-  /** A CSV export: timed to its first 1,000 rows. */
+  /** A CSV export: timed to its first 1,000 rows, or to as many as the small store's whole export has. */
   csv?: boolean;
+  /** For a CSV export at the large size: the rows the small store's export had, which the large one is timed to. */
+  csvRows?: number;
   method?: 'POST';
 }
 
@@ -288,8 +291,8 @@ async function uncoveredOperations(base: string, token: string, covered: Target[
 
 let subscribed = 0;
 
-/** One request, its latency in ms; throws on a non-2xx answer. */
-async function timeOnce(base: string, target: Target, auth: { cookie: string; token: string }): Promise<number> {
+/** One request, its latency in ms (and for an export the rows read); throws on a non-2xx answer. */
+async function timeOnce(base: string, target: Target, auth: { cookie: string; token: string }): Promise<{ ms: number; rows?: number }> {
   const headers: Record<string, string> = target.as === 'owner' ? { cookie: auth.cookie } : { authorization: `Bearer ${auth.token}` };
   let body: string | undefined;
   if (target.method === 'POST') {
@@ -303,27 +306,33 @@ async function timeOnce(base: string, target: Target, auth: { cookie: string; to
   }
   if (!target.csv) {
     await res.arrayBuffer();
-    return performance.now() - started;
+    return { ms: performance.now() - started };
   }
-  // The header and the first 1,000 rows (a page of the export's keyset read), then hang up.
+  // The header and the first rows (at most 1,000, a page of the export's keyset read), then hang up.
+  const wanted = Math.min(1000, target.csvRows ?? 1000);
   const reader = res.body!.getReader();
   let lines = 0;
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
     for (let at = value.indexOf(10); at !== -1; at = value.indexOf(10, at + 1)) lines++;
-    if (lines > 1000) break;
+    if (lines > wanted) break;
   }
   const ms = performance.now() - started;
   await reader.cancel().catch(() => {});
-  return ms;
+  return { ms, rows: Math.min(wanted, Math.max(0, lines - 1)) };
 }
 
-async function timeTarget(base: string, target: Target, auth: { cookie: string; token: string }): Promise<number> {
+async function timeTarget(base: string, target: Target, auth: { cookie: string; token: string }): Promise<{ ms: number; rows?: number }> {
   for (let i = 0; i < WARMUP; i++) await timeOnce(base, target, auth);
   const samples: number[] = [];
-  for (let i = 0; i < REQUESTS; i++) samples.push(await timeOnce(base, target, auth));
-  return median(samples);
+  let rows: number | undefined;
+  for (let i = 0; i < REQUESTS; i++) {
+    const once = await timeOnce(base, target, auth);
+    samples.push(once.ms);
+    rows = once.rows;
+  }
+  return { ms: median(samples), rows };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -331,10 +340,17 @@ async function timeTarget(base: string, target: Target, auth: { cookie: string; 
 interface SizeRun {
   seeding: number;
   medians: Map<string, number>;
+  /** Rows each export gave (at most 1,000 were read). */
+  csvRows: Map<string, number>;
   uncovered: string[];
 }
 
-async function runSize(dialect: Dialect, n: number): Promise<SizeRun> {
+/**
+ * One size of the store. `csvRows` (the small run's) times each export at the large size to the
+ * same number of rows: the small store's orders export has 10 rows, and 1,000 rows against 10
+ * would measure the page filling up, not the store growing.
+ */
+async function runSize(dialect: Dialect, n: number, csvRows?: Map<string, number>): Promise<SizeRun> {
   const scratch: ScratchDatabase = dialect === 'sqlite' ? sqliteScratch('restock-scale', 'FULL') : await postgresScratch(PG_ADMIN!, 'restock_scale');
   try {
     const port = await freePort();
@@ -354,17 +370,19 @@ async function runSize(dialect: Dialect, n: number): Promise<SizeRun> {
     try {
       const base = baseUrl(port);
       const auth = { cookie: await dashboardCookie(base, seeded.signInPath), token: await claimedAgentToken(base, config) };
-      const list = targets(seeded);
+      const list = targets(seeded).map((target) => (target.csv && csvRows?.has(target.label) ? { ...target, csvRows: csvRows.get(target.label) } : target));
       const uncovered = ONLY.length === 0 ? await uncoveredOperations(base, auth.token, list) : [];
       // One untimed pass over everything first, so that no path pays for compiling what later ones reuse.
       for (const target of list) await timeOnce(base, target, auth);
       const medians = new Map<string, number>();
+      const exportRows = new Map<string, number>();
       for (const target of list) {
-        const ms = await timeTarget(base, target, auth);
+        const { ms, rows } = await timeTarget(base, target, auth);
         medians.set(target.label, ms);
-        console.log(`  ${target.label}: ${ms.toFixed(1)} ms`);
+        if (rows !== undefined) exportRows.set(target.label, rows);
+        console.log(`  ${target.label}: ${ms.toFixed(1)} ms${rows === undefined ? '' : ` (${rows} rows)`}`);
       }
-      return { seeding: seeded.seconds, medians, uncovered };
+      return { seeding: seeded.seconds, medians, csvRows: exportRows, uncovered };
     } finally {
       const problem = await stopChild(server);
       if (problem) console.error(`bench: ${problem}`);
@@ -381,7 +399,7 @@ async function main(): Promise<number> {
   const summary: Record<string, unknown> = {};
   for (const dialect of DIALECTS) {
     const small = await runSize(dialect, SMALL);
-    const large = await runSize(dialect, ROWS);
+    const large = await runSize(dialect, ROWS, small.csvRows);
     for (const op of new Set([...small.uncovered, ...large.uncovered])) problems.push(`${dialect}: GET ${op} is in /openapi.json but not timed here`);
     console.log(`\n${dialect}: seeding took ${small.seeding.toFixed(1)} s for ${SMALL.toLocaleString('en')} rows, ${large.seeding.toFixed(1)} s for ${ROWS.toLocaleString('en')}`);
     const rows = [...small.medians.keys()].map((label) => {

@@ -432,6 +432,16 @@ const CASES: PlanCase[] = [
     indexes: { sqlite: ['sqlite_autoindex_waitlists_1'], postgres: ['waitlists_pk'] },
   },
   {
+    name: "alerts: a store's most wanted products come from waitlists_most_wanted in its order",
+    run: ({ waiting }) => waiting.waitingCounts('shop-1.myshopify.com', 20, 'most-wanted'),
+    sql: {
+      sqlite: `select "product_id", nullif(variant_key, '') as "variant_id", "waiting" from "waitlists" where "store_domain" = ? order by "waiting" desc, "product_id", "variant_key" limit ?`,
+      postgres: `select "product_id", nullif(variant_key, '') as "variant_id", "waiting" from "waitlists" where "store_domain" = $1 order by "waiting" desc, "product_id", "variant_key" limit $2`,
+    },
+    indexes: both('waitlists_most_wanted'),
+    inIndexOrder: true,
+  },
+  {
     name: "alerts: a store's latest unsubscribes come from the partial subscriptions_unsubscribed in its order",
     run: ({ waiting }) => waiting.inStatus('shop-1.myshopify.com', 'unsubscribed', 100),
     sql: {
@@ -452,14 +462,90 @@ const CASES: PlanCase[] = [
     inIndexOrder: true,
   },
   {
-    // Only on PostgreSQL (see migration 0017): SQLite reads notifications_ledger newest first and filters.
-    name: "dispatch: a store's ledger in one status, newest first, is read from notifications_ledger_by_status (PostgreSQL) or notifications_ledger (SQLite) in its order",
+    // PostgreSQL has an index led by (store_domain, status) (migration 0017); SQLite a partial
+    // index per status but sent (migration 0018), which only a literal status selects.
+    name: "dispatch: a store's ledger in one status, newest first, is read from notifications_ledger_by_status (PostgreSQL) or that status's partial index (SQLite) in its order",
     run: ({ dispatch }) => dispatch.listNotifications({ storeDomain: 'shop-1.myshopify.com', status: 'failed', limit: 200 }),
     sql: {
-      sqlite: 'select * from "notifications" where "store_domain" = ? and "status" = ? order by "created_at" desc, "position" desc limit ?',
-      postgres: 'select * from "notifications" where "store_domain" = $1 and "status" = $2 order by "created_at" desc, "position" desc limit $3',
+      sqlite: `select * from "notifications" where "store_domain" = ? and "status" = 'failed' order by "created_at" desc, "position" desc limit ?`,
+      postgres: `select * from "notifications" where "store_domain" = $1 and "status" = 'failed' order by "created_at" desc, "position" desc limit $2`,
     },
-    indexes: { sqlite: ['notifications_ledger'], postgres: ['notifications_ledger_by_status'] },
+    indexes: { sqlite: ['notifications_ledger_failed'], postgres: ['notifications_ledger_by_status'] },
+    inIndexOrder: true,
+  },
+  {
+    name: "dispatch: a store's queued alerts, newest first, are read from notifications_ledger_queued (SQLite) without walking its sent ones",
+    run: ({ dispatch }) => dispatch.listNotifications({ storeDomain: 'shop-1.myshopify.com', status: 'queued', limit: 200 }),
+    sql: {
+      sqlite: `select * from "notifications" where "store_domain" = ? and "status" = 'queued' order by "created_at" desc, "position" desc limit ?`,
+      postgres: `select * from "notifications" where "store_domain" = $1 and "status" = 'queued' order by "created_at" desc, "position" desc limit $2`,
+    },
+    indexes: { sqlite: ['notifications_ledger_queued'], postgres: ['notifications_ledger_by_status'] },
+    inIndexOrder: true,
+  },
+  {
+    name: "dispatch: a store's alerts per status are read from ledger_counts, not counted",
+    run: ({ dispatch }) => dispatch.countsByStatus('shop-1.myshopify.com'),
+    sql: {
+      sqlite: 'select "status", "n" from "ledger_counts" where "store_domain" = ? and "n" > ?',
+      postgres: 'select "status", "n" from "ledger_counts" where "store_domain" = $1 and "n" > $2',
+    },
+    indexes: { sqlite: ['sqlite_autoindex_ledger_counts_1'], postgres: ['ledger_counts_pk'] },
+  },
+  {
+    name: 'dispatch: the alerts a store sent per day and channel are read from alerts_sent_daily',
+    run: ({ dispatch }) => dispatch.sentDaily('shop-1.myshopify.com', '2026-01-01'),
+    sql: {
+      sqlite: 'select "day", "channel", "kind", "n" from "alerts_sent_daily" where "store_domain" = ? and "day" >= ? and "n" > ?',
+      postgres: 'select "day", "channel", "kind", "n" from "alerts_sent_daily" where "store_domain" = $1 and "day" >= $2 and "n" > $3',
+    },
+    indexes: { sqlite: ['sqlite_autoindex_alerts_sent_daily_1'], postgres: ['alerts_sent_daily_pk'] },
+  },
+  {
+    name: 'dispatch: the alerts sent for the products a report shows are read from alerts_sent_by_product',
+    run: ({ dispatch }) => dispatch.sentForProducts('shop-1.myshopify.com', '2026-01-01', ['gid://shopify/Product/1', 'gid://shopify/Product/2']),
+    sql: {
+      sqlite: `select "product_id", nullif(variant_key, '') as "variant_id", "kind", sum("n") as "n" from "alerts_sent_by_product" where "store_domain" = ? and "product_id" in (?, ?) and "day" >= ? group by "product_id", "variant_key", "kind"`,
+      postgres: `select "product_id", nullif(variant_key, '') as "variant_id", "kind", sum("n") as "n" from "alerts_sent_by_product" where "store_domain" = $1 and "product_id" in ($2, $3) and "day" >= $4 group by "product_id", "variant_key", "kind"`,
+    },
+    indexes: { sqlite: ['sqlite_autoindex_alerts_sent_by_product_1'], postgres: ['alerts_sent_by_product_pk'] },
+  },
+  {
+    name: 'dispatch: the first products alerts went out for come from alerts_sent_by_product in its order',
+    run: ({ dispatch }) => dispatch.productsSentSince('shop-1.myshopify.com', '2026-01-01', 200),
+    sql: {
+      sqlite: `select "product_id", nullif(variant_key, '') as "variant_id" from "alerts_sent_by_product" where "store_domain" = ? and "day" >= ? and "kind" = 'alert' and "n" > ? group by "product_id", "variant_key" order by "product_id", "variant_key" limit ?`,
+      postgres: `select "product_id", nullif(variant_key, '') as "variant_id" from "alerts_sent_by_product" where "store_domain" = $1 and "day" >= $2 and "kind" = 'alert' and "n" > $3 group by "product_id", "variant_key" order by "product_id", "variant_key" limit $4`,
+    },
+    indexes: { sqlite: ['sqlite_autoindex_alerts_sent_by_product_1'], postgres: ['alerts_sent_by_product_pk'] },
+    inIndexOrder: true,
+  },
+  {
+    name: 'conversions: clicks per day and channel are read from alert_clicks_daily',
+    run: ({ conversions }) => conversions.clicksDaily('shop-1.myshopify.com', '2026-01-01'),
+    sql: {
+      sqlite: 'select "day", "channel", "n" from "alert_clicks_daily" where "store_domain" = ? and "day" >= ? and "n" > ?',
+      postgres: 'select "day", "channel", "n" from "alert_clicks_daily" where "store_domain" = $1 and "day" >= $2 and "n" > $3',
+    },
+    indexes: { sqlite: ['sqlite_autoindex_alert_clicks_daily_1'], postgres: ['alert_clicks_daily_pk'] },
+  },
+  {
+    name: 'conversions: clicks for the products a report shows are read from alert_clicks_by_product',
+    run: ({ conversions }) => conversions.clicksForProducts('shop-1.myshopify.com', '2026-01-01', ['gid://shopify/Product/1', 'gid://shopify/Product/2']),
+    sql: {
+      sqlite: `select "product_id", nullif(variant_key, '') as "variant_id", sum("n") as "n" from "alert_clicks_by_product" where "store_domain" = ? and "product_id" in (?, ?) and "day" >= ? group by "product_id", "variant_key"`,
+      postgres: `select "product_id", nullif(variant_key, '') as "variant_id", sum("n") as "n" from "alert_clicks_by_product" where "store_domain" = $1 and "product_id" in ($2, $3) and "day" >= $4 group by "product_id", "variant_key"`,
+    },
+    indexes: { sqlite: ['sqlite_autoindex_alert_clicks_by_product_1'], postgres: ['alert_clicks_by_product_pk'] },
+  },
+  {
+    name: 'conversions: the first products whose alerts were clicked come from alert_clicks_by_product in its order',
+    run: ({ conversions }) => conversions.productsClickedSince('shop-1.myshopify.com', '2026-01-01', 200),
+    sql: {
+      sqlite: `select "product_id", nullif(variant_key, '') as "variant_id" from "alert_clicks_by_product" where "store_domain" = ? and "day" >= ? and "n" > ? group by "product_id", "variant_key" order by "product_id", "variant_key" limit ?`,
+      postgres: `select "product_id", nullif(variant_key, '') as "variant_id" from "alert_clicks_by_product" where "store_domain" = $1 and "day" >= $2 and "n" > $3 group by "product_id", "variant_key" order by "product_id", "variant_key" limit $4`,
+    },
+    indexes: { sqlite: ['sqlite_autoindex_alert_clicks_by_product_1'], postgres: ['alert_clicks_by_product_pk'] },
     inIndexOrder: true,
   },
   {

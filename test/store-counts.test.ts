@@ -56,14 +56,14 @@ async function assertCountsMatch(database: Database, step: string): Promise<void
 
 /** What `waitingCounts` answered before the waitlists: the count over subscriptions, in its order. */
 async function countedOverSubscriptions(database: Database, shop: string, order: 'product' | 'most-wanted') {
-  let query = database.db
+  const query = database.db
     .selectFrom('subscriptions')
     .select(['product_id', 'variant_id', (eb) => eb.fn.countAll<number>().as('waiting')])
     .where('store_domain', '=', shop)
     .where('status', '=', 'active')
     .groupBy(['product_id', 'variant_id']);
-  if (order === 'most-wanted') query = query.orderBy('waiting', 'desc');
-  const rows = await query.orderBy('product_id').orderBy('variant_id').execute();
+  // Most wanted: the whole product (no variant) before its variants, on both databases.
+  const rows = order === 'most-wanted' ? await query.orderBy('waiting', 'desc').orderBy('product_id').orderBy(sql`coalesce(variant_id, '')`).execute() : await query.orderBy('product_id').orderBy('variant_id').execute();
   return rows.map((row) => ({ productId: row.product_id, variantId: row.variant_id, waiting: Number(row.waiting) }));
 }
 

@@ -328,9 +328,27 @@ export class WaitingRepository {
    */
   waitingCounts(storeDomain: string, limit: number, order: WaitingOrder): Promise<Array<{ product_id: string; variant_id: string | null; waiting: number }>> {
     const variantId = sql<string | null>`nullif(variant_key, '')`;
-    let query = this.database.db.selectFrom('waitlists').select(['product_id', variantId.as('variant_id'), 'waiting']).where('store_domain', '=', storeDomain);
-    if (order === 'most-wanted') query = query.orderBy('waiting', 'desc');
+    const query = this.database.db.selectFrom('waitlists').select(['product_id', variantId.as('variant_id'), 'waiting']).where('store_domain', '=', storeDomain);
+    // Most wanted: in waitlists_most_wanted's order (migration 0018), the whole product before its
+    // variants on both databases, so the first rows are read and nothing is sorted.
+    if (order === 'most-wanted') return query.orderBy('waiting', 'desc').orderBy('product_id').orderBy('variant_key').limit(limit).execute();
     return query.orderBy('product_id').orderBy(variantId).limit(limit).execute();
+  }
+
+  /** Waiting subscribers of these products, per product and variant, from `waitlists`. */
+  async waitingForProducts(storeDomain: string, productIds: string[]): Promise<Array<{ product_id: string; variant_id: string | null; waiting: number }>> {
+    const out: Array<{ product_id: string; variant_id: string | null; waiting: number }> = [];
+    for (const chunk of chunks([...new Set(productIds)])) {
+      out.push(
+        ...(await this.database.db
+          .selectFrom('waitlists')
+          .select(['product_id', sql<string | null>`nullif(variant_key, '')`.as('variant_id'), 'waiting'])
+          .where('store_domain', '=', storeDomain)
+          .where('product_id', 'in', chunk)
+          .execute()),
+      );
+    }
+    return out;
   }
 
   /** Waitlists of a store with at least `threshold` waiting, in (product, variant) order after `after`; the whole product ('') first. */

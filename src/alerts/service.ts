@@ -412,6 +412,12 @@ export class SubscriptionService {
     return this.waitingCounts(ownStore(caller, domain), limit, order);
   }
 
+  /** Who waits for these products of the store, per product and variant. */
+  async waitingFor(caller: Caller, domain: string, productIds: string[]): Promise<WaitingCount[]> {
+    const rows = await this.waitingStore.waitingForProducts(ownStore(caller, domain), productIds);
+    return rows.map((row) => ({ productId: row.product_id, variantId: row.variant_id, waiting: Number(row.waiting) }));
+  }
+
   /** Shoppers who unsubscribed from a store's alerts, most recent first. */
   async recentUnsubscribes(caller: Caller, domain: string, limit = 50): Promise<SubscriptionRow[]> {
     return this.waitingStore.inStatus(ownStore(caller, domain), 'unsubscribed', limit);

@@ -155,27 +155,48 @@ export class ConversionRepository {
     return Number(row.n);
   }
 
-  async clicksPerDay(storeDomain: string, since: string): Promise<Map<string, number>> {
-    const day = utcDay(this.database.dialect, 'clicked_at');
+  /** Clicks from the UTC day `fromDay` on, per day and channel of the alert (kept in alert_clicks_daily). */
+  async clicksDaily(storeDomain: string, fromDay: string): Promise<Array<{ day: string; channel: string; n: number }>> {
     const rows = await this.database.db
-      .selectFrom('alert_clicks')
-      .select([day.as('day'), (eb) => eb.fn.countAll<number>().as('n')])
+      .selectFrom('alert_clicks_daily')
+      .select(['day', 'channel', 'n'])
       .where('store_domain', '=', storeDomain)
-      .where('clicked_at', '>=', since)
-      .groupBy(day)
-      .execute();
-    return new Map(rows.map((row) => [row.day, Number(row.n)]));
-  }
-
-  async clicksPerProduct(storeDomain: string, since: string): Promise<Array<{ product_id: string; variant_id: string | null; n: number }>> {
-    const rows = await this.database.db
-      .selectFrom('alert_clicks')
-      .select(['product_id', 'variant_id', (eb) => eb.fn.countAll<number>().as('n')])
-      .where('store_domain', '=', storeDomain)
-      .where('clicked_at', '>=', since)
-      .groupBy(['product_id', 'variant_id'])
+      .where('day', '>=', fromDay)
+      .where('n', '>', 0)
       .execute();
     return rows.map((row) => ({ ...row, n: Number(row.n) }));
+  }
+
+  /** Clicks from `fromDay` on for these products, per product and variant (alert_clicks_by_product). */
+  async clicksForProducts(storeDomain: string, fromDay: string, productIds: string[]): Promise<Array<{ product_id: string; variant_id: string | null; n: number }>> {
+    const out: Array<{ product_id: string; variant_id: string | null; n: number }> = [];
+    for (const chunk of chunks([...new Set(productIds)])) {
+      const rows = await this.database.db
+        .selectFrom('alert_clicks_by_product')
+        .select(['product_id', sql<string | null>`nullif(variant_key, '')`.as('variant_id'), (eb) => eb.fn.sum<number>('n').as('n')])
+        .where('store_domain', '=', storeDomain)
+        .where('product_id', 'in', chunk)
+        .where('day', '>=', fromDay)
+        .groupBy(['product_id', 'variant_key'])
+        .execute();
+      for (const row of rows) if (Number(row.n) > 0) out.push({ ...row, n: Number(row.n) });
+    }
+    return out;
+  }
+
+  /** The first `limit` products and variants, in id order, whose alerts were clicked from `fromDay` on. */
+  productsClickedSince(storeDomain: string, fromDay: string, limit: number): Promise<Array<{ product_id: string; variant_id: string | null }>> {
+    return this.database.db
+      .selectFrom('alert_clicks_by_product')
+      .select(['product_id', sql<string | null>`nullif(variant_key, '')`.as('variant_id')])
+      .where('store_domain', '=', storeDomain)
+      .where('day', '>=', fromDay)
+      .where('n', '>', 0)
+      .groupBy(['product_id', 'variant_key'])
+      .orderBy('product_id')
+      .orderBy('variant_key')
+      .limit(limit)
+      .execute();
   }
 
   /** Attributed orders since `since` by kind: an order counts once, direct when any of its lines is. */
@@ -221,17 +242,6 @@ export class ConversionRepository {
       .groupBy(day)
       .execute();
     return rows.map((row) => ({ day: row.day, orders: Number(row.orders), revenue: Number(row.revenue ?? 0) }));
-  }
-
-  async clicksPerChannel(storeDomain: string, since: string): Promise<Map<string, number>> {
-    const rows = await this.database.db
-      .selectFrom('alert_clicks')
-      .select(['channel', (eb) => eb.fn.countAll<number>().as('n')])
-      .where('store_domain', '=', storeDomain)
-      .where('clicked_at', '>=', since)
-      .groupBy('channel')
-      .execute();
-    return new Map(rows.map((row) => [row.channel, Number(row.n)]));
   }
 
   /** Attributed orders and net revenue in the store's currency per channel of the credited alert. */

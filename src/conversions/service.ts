@@ -28,16 +28,18 @@ const CHANNELS: Channel[] = ['email', 'sms', 'push'];
 export interface SentAlerts {
   sentAlert(id: string): Promise<NotificationRow | undefined>;
   sentToAddressFor(storeDomain: string, email: string, productIds: string[]): Promise<SentAlertRow[]>;
-  sentPerDay(caller: Caller, domain: string, since: string): Promise<Map<string, number>>;
   sentBetween(storeDomain: string, from: string, to: string): Promise<number>;
-  sentPerProduct(caller: Caller, domain: string, since: string): Promise<Array<{ product_id: string; variant_id: string | null; kind: string; n: number }>>;
-  sentPerChannel(caller: Caller, domain: string, since: string): Promise<Array<{ channel: string; n: number }>>;
+  sentDaily(caller: Caller, domain: string, fromDay: string): Promise<Array<{ day: string; channel: string; kind: string; n: number }>>;
+  sentForProducts(caller: Caller, domain: string, fromDay: string, productIds: string[]): Promise<Array<{ product_id: string; variant_id: string | null; kind: string; n: number }>>;
+  productsSentSince(caller: Caller, domain: string, fromDay: string, limit: number): Promise<Array<{ product_id: string; variant_id: string | null }>>;
 }
 
 export interface ConversionDeps {
   alerts: SentAlerts;
   waiting: {
-    demandOf(caller: Caller, domain: string, limit?: number): Promise<WaitingCount[]>;
+    demandOf(caller: Caller, domain: string, limit?: number, order?: 'product' | 'most-wanted'): Promise<WaitingCount[]>;
+    waitingFor(caller: Caller, domain: string, productIds: string[]): Promise<WaitingCount[]>;
+    subscriptionCounts(caller: Caller, domain: string): Promise<Record<string, number>>;
     signupsBetween(storeDomain: string, from: string, to: string): Promise<number>;
   };
   stores: { activeStore(domain: string): Promise<string | undefined>; settingsOf(domain: string): Promise<EffectiveSettings> };
@@ -267,35 +269,39 @@ export class ConversionService implements OrderSink {
     );
   }
 
-  /** getPerformance: what alerts did over the last `days` days, overall, per day and per product. */
+  /**
+   * getPerformance: what alerts did over the last `days` days, overall, per day and per product.
+   * Sent alerts and clicks are read from the per-day figures kept beside the ledger and the
+   * clicks (migration 0018), so the report costs the same at any size of the store.
+   */
   async performance(caller: Caller, domain: string, days = 30, now = new Date()): Promise<Performance> {
     const shop = ownStore(caller, domain);
     const first = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()) - (days - 1) * DAY_MS);
     const since = first.toISOString();
-    const [demand, sentPerDay, sentPerProduct, clicks, clicksPerDay, clicksPerProduct, orders, revenue, perProduct] = await Promise.all([
-      this.deps.waiting.demandOf(caller, shop),
-      this.deps.alerts.sentPerDay(caller, shop, since),
-      this.deps.alerts.sentPerProduct(caller, shop, since),
-      this.store.countClicks(shop, since),
-      this.store.clicksPerDay(shop, since),
-      this.store.clicksPerProduct(shop, since),
+    const fromDay = since.slice(0, 10);
+    const [subscriptions, sentDaily, clicksDaily, orders, revenue, perProduct] = await Promise.all([
+      this.deps.waiting.subscriptionCounts(caller, shop),
+      this.deps.alerts.sentDaily(caller, shop, fromDay),
+      this.store.clicksDaily(shop, fromDay),
       this.store.ordersByKind(shop, since),
       this.store.revenue(shop, since),
       this.store.perProduct(shop, since),
     ]);
     const currency = revenue.shop[0]?.currency;
-    const perDay = currency ? await this.store.perDay(shop, since, currency) : [];
-    const byChannel = await this.channelFigures(caller, shop, since, currency);
-    const sent = sum(sentPerProduct.filter((row) => row.kind === 'alert').map((row) => row.n));
+    const [perDay, perChannel] = currency ? await Promise.all([this.store.perDay(shop, since, currency), this.store.perChannel(shop, since, currency)]) : [[], []];
+    const alerts = sentDaily.filter((row) => row.kind === 'alert');
+    const sent = sum(alerts.map((row) => row.n));
+    const clicks = sum(clicksDaily.map((row) => row.n));
     const total = orders.direct + orders.assisted;
+    const countOf = (rows: Array<{ n: number }>) => sum(rows.map((row) => row.n));
     return {
       shop,
       from: since,
       to: now.toISOString(),
       days,
-      waiting: sum(demand.map((row) => row.waiting)),
+      waiting: subscriptions.active ?? 0,
       sent,
-      reminders: sum(sentPerProduct.filter((row) => row.kind === 'reminder').map((row) => row.n)),
+      reminders: countOf(sentDaily.filter((row) => row.kind === 'reminder')),
       clicks,
       orders: { ...orders, total },
       conversionRate: sent === 0 ? 0 : round4(total / sent),
@@ -304,34 +310,46 @@ export class ConversionService implements OrderSink {
       revenueByPresentmentCurrency: revenue.presentment,
       byDay: everyDay(first, days).map((day) => {
         const figures = perDay.find((row) => row.day === day);
-        return { day, sent: sentPerDay.get(day) ?? 0, clicks: clicksPerDay.get(day) ?? 0, orders: figures?.orders ?? 0, revenueMinor: figures?.revenue ?? 0 };
+        return {
+          day,
+          sent: countOf(alerts.filter((row) => row.day === day)),
+          clicks: countOf(clicksDaily.filter((row) => row.day === day)),
+          orders: figures?.orders ?? 0,
+          revenueMinor: figures?.revenue ?? 0,
+        };
       }),
-      byChannel,
-      products: await this.productFigures(caller, shop, demand, sentPerProduct, clicksPerProduct, perProduct),
+      byChannel: CHANNELS.map((channel) => {
+        const figures = perChannel.find((row) => row.channel === channel);
+        return {
+          channel,
+          sent: countOf(alerts.filter((row) => row.channel === channel)),
+          clicks: countOf(clicksDaily.filter((row) => row.channel === channel)),
+          orders: figures?.orders ?? 0,
+          revenueMinor: figures?.revenue ?? 0,
+        };
+      }),
+      products: await this.productFigures(caller, shop, fromDay, perProduct),
     };
   }
 
-  /** Every channel, in a fixed order, even one that sent nothing: a merchant compares them side by side. */
-  private async channelFigures(caller: Caller, shop: string, since: string, currency: string | undefined): Promise<Performance['byChannel']> {
-    const [sent, clicks, orders] = await Promise.all([
-      this.deps.alerts.sentPerChannel(caller, shop, since),
-      this.store.clicksPerChannel(shop, since),
-      currency ? this.store.perChannel(shop, since, currency) : Promise.resolve([]),
-    ]);
-    return CHANNELS.map((channel) => {
-      const figures = orders.find((row) => row.channel === channel);
-      return { channel, sent: sent.find((row) => row.channel === channel)?.n ?? 0, clicks: clicks.get(channel) ?? 0, orders: figures?.orders ?? 0, revenueMinor: figures?.revenue ?? 0 };
-    });
-  }
-
+  /**
+   * The products the report lists: most revenue first, then most waiting, then by id. Figures are
+   * read only for the products that can make the list: every product with attributed orders in
+   * the window, the most waited for, and the first by id of those alerts went out or were
+   * clicked for. The last three are each as long as the list, so no product outside them can
+   * rank above the last one shown.
+   */
   private async productFigures(
     caller: Caller,
     shop: string,
-    demand: WaitingCount[],
-    sent: Array<{ product_id: string; variant_id: string | null; kind: string; n: number }>,
-    clicks: Array<{ product_id: string; variant_id: string | null; n: number }>,
+    fromDay: string,
     orders: Array<{ product_id: string; variant_id: string | null; orders: number; currency: string; revenue: number }>,
   ): Promise<ProductPerformance[]> {
+    const [mostWanted, sentFirst, clickedFirst] = await Promise.all([
+      this.deps.waiting.demandOf(caller, shop, PRODUCTS_SHOWN, 'most-wanted'),
+      this.deps.alerts.productsSentSince(caller, shop, fromDay, PRODUCTS_SHOWN),
+      this.store.productsClickedSince(shop, fromDay, PRODUCTS_SHOWN),
+    ]);
     const byKey = new Map<string, ProductPerformance>();
     const entry = (productId: string, variantId: string | null) => {
       const key = `${productId}\n${variantId ?? ''}`;
@@ -339,18 +357,35 @@ export class ConversionService implements OrderSink {
       if (!found) byKey.set(key, (found = { productId, variantId, title: null, waiting: 0, sent: 0, clicked: 0, ordered: 0, revenue: [] }));
       return found;
     };
-    for (const row of demand) entry(row.productId, row.variantId).waiting += row.waiting;
-    for (const row of sent) if (row.kind === 'alert') entry(row.product_id, row.variant_id).sent += row.n;
-    for (const row of clicks) entry(row.product_id, row.variant_id).clicked += row.n;
     for (const row of orders) {
       const product = entry(row.product_id, row.variant_id);
       product.ordered += row.orders;
       product.revenue.push({ currency: row.currency, minor: row.revenue });
     }
-    const products = [...byKey.values()].sort((a, b) => revenueOf(b) - revenueOf(a) || b.waiting - a.waiting || a.productId.localeCompare(b.productId));
-    const shown = products.slice(0, PRODUCTS_SHOWN);
-    // The titles of every product shown, in one read of the store's known stock.
-    const known = await this.deps.products.stockStatusOf(caller, shop, [...new Set(shown.map((product) => product.productId))]);
+    for (const row of mostWanted) entry(row.productId, row.variantId);
+    for (const row of [...sentFirst, ...clickedFirst]) entry(row.product_id, row.variant_id);
+    const candidateIds = [...new Set([...byKey.values()].map((product) => product.productId))];
+    for (const row of await this.deps.waiting.waitingFor(caller, shop, candidateIds)) {
+      const product = byKey.get(`${row.productId}\n${row.variantId ?? ''}`);
+      if (product) product.waiting = row.waiting;
+    }
+    const shown = [...byKey.values()].sort(byRevenueThenWaiting).slice(0, PRODUCTS_SHOWN);
+    const shownIds = [...new Set(shown.map((product) => product.productId))];
+    const [sent, clicks, known] = await Promise.all([
+      this.deps.alerts.sentForProducts(caller, shop, fromDay, shownIds),
+      this.store.clicksForProducts(shop, fromDay, shownIds),
+      // The titles of every product shown, in one read of the store's known stock.
+      this.deps.products.stockStatusOf(caller, shop, shownIds),
+    ]);
+    const shownByKey = new Map(shown.map((product) => [`${product.productId}\n${product.variantId ?? ''}`, product]));
+    for (const row of sent) {
+      const product = shownByKey.get(`${row.product_id}\n${row.variant_id ?? ''}`);
+      if (product && row.kind === 'alert') product.sent += row.n;
+    }
+    for (const row of clicks) {
+      const product = shownByKey.get(`${row.product_id}\n${row.variant_id ?? ''}`);
+      if (product) product.clicked += row.n;
+    }
     for (const product of shown) {
       const exact = known.find((row) => row.productId === product.productId && row.variantId === product.variantId);
       const any = exact ?? known.find((row) => row.productId === product.productId);
@@ -477,6 +512,10 @@ function sum(values: number[]): number {
 
 function round4(value: number): number {
   return Math.round(value * 10_000) / 10_000;
+}
+
+function byRevenueThenWaiting(a: ProductPerformance, b: ProductPerformance): number {
+  return revenueOf(b) - revenueOf(a) || b.waiting - a.waiting || a.productId.localeCompare(b.productId);
 }
 
 function revenueOf(product: ProductPerformance): number {

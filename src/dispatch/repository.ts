@@ -3,7 +3,6 @@
 import { sql } from 'kysely';
 import { chunks } from '../core/chunks.ts';
 import type { Database, Trx } from '../core/db/database.ts';
-import { utcDay } from '../core/db/dialect.ts';
 import { lockRows } from '../core/db/locking.ts';
 import type { NotificationsTable, RestocksTable, SuppressionsTable } from '../core/db/schema.ts';
 
@@ -11,6 +10,15 @@ export type RestockRow = RestocksTable;
 export type NotificationRow = NotificationsTable;
 export type SuppressionRow = SuppressionsTable;
 export type SentAlertRow = Pick<NotificationRow, 'id' | 'product_id' | 'variant_id' | 'kind' | 'channel'> & { sent_at: string };
+
+const LEDGER_STATUSES = ['queued', 'sending', 'sent', 'skipped', 'failed'] as const;
+
+/** A ledger status from a checked filter; anything else is a programming error, never spliced into SQL. */
+function ledgerStatus(status: string): (typeof LEDGER_STATUSES)[number] {
+  const known = LEDGER_STATUSES.find((candidate) => candidate === status);
+  if (!known) throw new Error(`not a ledger status: ${JSON.stringify(status)}`);
+  return known;
+}
 
 /**
  * Storage of restocks, the notification ledger and suppressions; the only code that touches
@@ -301,31 +309,49 @@ export class DispatchRepository {
     return Number(row.n);
   }
 
-  /** Sent alerts and reminders per product since `since`. */
-  async sentPerProduct(storeDomain: string, since: string): Promise<Array<{ product_id: string; variant_id: string | null; kind: string; n: number }>> {
+  /** Alerts and reminders sent from the UTC day `fromDay` on, per day, channel and kind (kept in alerts_sent_daily). */
+  async sentDaily(storeDomain: string, fromDay: string): Promise<Array<{ day: string; channel: string; kind: string; n: number }>> {
     const rows = await this.database.db
-      .selectFrom('notifications')
-      .select(['product_id', 'variant_id', 'kind', (eb) => eb.fn.countAll<number>().as('n')])
+      .selectFrom('alerts_sent_daily')
+      .select(['day', 'channel', 'kind', 'n'])
       .where('store_domain', '=', storeDomain)
-      .where('status', '=', 'sent')
-      .where('sent_at', '>=', since)
-      .groupBy(['product_id', 'variant_id', 'kind'])
+      .where('day', '>=', fromDay)
+      .where('n', '>', 0)
       .execute();
     return rows.map((row) => ({ ...row, n: Number(row.n) }));
   }
 
-  /** Sent alerts (reminders apart) per channel since `since`. */
-  async sentPerChannel(storeDomain: string, since: string): Promise<Array<{ channel: string; n: number }>> {
-    const rows = await this.database.db
-      .selectFrom('notifications')
-      .select(['channel', (eb) => eb.fn.countAll<number>().as('n')])
+  /** Alerts and reminders sent from `fromDay` on for these products, per product, variant and kind (alerts_sent_by_product). */
+  async sentForProducts(storeDomain: string, fromDay: string, productIds: string[]): Promise<Array<{ product_id: string; variant_id: string | null; kind: string; n: number }>> {
+    const out: Array<{ product_id: string; variant_id: string | null; kind: string; n: number }> = [];
+    for (const chunk of chunks([...new Set(productIds)])) {
+      const rows = await this.database.db
+        .selectFrom('alerts_sent_by_product')
+        .select(['product_id', sql<string | null>`nullif(variant_key, '')`.as('variant_id'), 'kind', (eb) => eb.fn.sum<number>('n').as('n')])
+        .where('store_domain', '=', storeDomain)
+        .where('product_id', 'in', chunk)
+        .where('day', '>=', fromDay)
+        .groupBy(['product_id', 'variant_key', 'kind'])
+        .execute();
+      for (const row of rows) if (Number(row.n) > 0) out.push({ ...row, n: Number(row.n) });
+    }
+    return out;
+  }
+
+  /** The first `limit` products and variants, in id order, that alerts (not reminders) went out for from `fromDay` on. */
+  productsSentSince(storeDomain: string, fromDay: string, limit: number): Promise<Array<{ product_id: string; variant_id: string | null }>> {
+    return this.database.db
+      .selectFrom('alerts_sent_by_product')
+      .select(['product_id', sql<string | null>`nullif(variant_key, '')`.as('variant_id')])
       .where('store_domain', '=', storeDomain)
-      .where('status', '=', 'sent')
-      .where('sent_at', '>=', since)
+      .where('day', '>=', fromDay)
       .where('kind', '=', sql.lit('alert'))
-      .groupBy('channel')
+      .where('n', '>', 0)
+      .groupBy(['product_id', 'variant_key'])
+      .orderBy('product_id')
+      .orderBy('variant_key')
+      .limit(limit)
       .execute();
-    return rows.map((row) => ({ channel: row.channel, n: Number(row.n) }));
   }
 
   /** One page of the store's ledger in id order (creation order: ids begin with the time), after the cursor: exports read it page by page. */
@@ -389,7 +415,9 @@ export class DispatchRepository {
 
   listNotifications(filter: { storeDomain: string; status?: string; restockId?: string; limit: number }): Promise<NotificationRow[]> {
     let query = this.database.db.selectFrom('notifications').selectAll().where('store_domain', '=', filter.storeDomain);
-    if (filter.status) query = query.where('status', '=', filter.status);
+    // Spelt as a literal: on SQLite a status other than sent is read through its partial index
+    // (migration 0018), which a bound parameter would not select.
+    if (filter.status) query = query.where('status', '=', sql.lit(ledgerStatus(filter.status)));
     if (filter.restockId) query = query.where('restock_id', '=', filter.restockId);
     return query.orderBy('created_at', 'desc').orderBy('position', 'desc').limit(filter.limit).execute();
   }
@@ -400,21 +428,6 @@ export class DispatchRepository {
 
   findRestock(storeDomain: string, id: string): Promise<RestockRow | undefined> {
     return this.database.db.selectFrom('restocks').selectAll().where('id', '=', id).where('store_domain', '=', storeDomain).executeTakeFirst();
-  }
-
-  /** Alerts sent since `since`, counted per UTC day (days without any are absent). */
-  async sentPerDay(storeDomain: string, since: string): Promise<Map<string, number>> {
-    const day = utcDay(this.database.dialect, 'sent_at');
-    const rows = await this.database.db
-      .selectFrom('notifications')
-      .select([day.as('day'), (eb) => eb.fn.countAll<number>().as('n')])
-      .where('store_domain', '=', storeDomain)
-      .where('status', '=', 'sent')
-      .where('sent_at', '>=', since)
-      .where('kind', '=', sql.lit('alert'))
-      .groupBy(day)
-      .execute();
-    return new Map(rows.map((row) => [row.day, Number(row.n)]));
   }
 
   /**
@@ -433,13 +446,9 @@ export class DispatchRepository {
     return Number(row.n);
   }
 
+  /** Alerts per ledger status, kept in ledger_counts by triggers (migration 0018). */
   async countsByStatus(storeDomain: string): Promise<Record<string, number>> {
-    const rows = await this.database.db
-      .selectFrom('notifications')
-      .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
-      .where('store_domain', '=', storeDomain)
-      .groupBy('status')
-      .execute();
+    const rows = await this.database.db.selectFrom('ledger_counts').select(['status', 'n']).where('store_domain', '=', storeDomain).where('n', '>', 0).execute();
     return Object.fromEntries(rows.map((row) => [row.status, Number(row.n)]));
   }
 

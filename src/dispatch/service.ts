@@ -173,24 +173,25 @@ export class DispatchService implements RestockSink {
     return this.store.countSent(storeDomain, from, to);
   }
 
-  /** Alerts and reminders sent per product since `since`. */
-  async sentPerProduct(caller: Caller, domain: string, since: string) {
-    return this.store.sentPerProduct(ownStore(caller, domain), since);
+  /** Alerts and reminders sent from the UTC day `fromDay` on, per day, channel and kind. */
+  async sentDaily(caller: Caller, domain: string, fromDay: string) {
+    return this.store.sentDaily(ownStore(caller, domain), fromDay);
   }
 
-  /** Alerts sent per channel since `since` (reminders apart). */
-  async sentPerChannel(caller: Caller, domain: string, since: string) {
-    return this.store.sentPerChannel(ownStore(caller, domain), since);
+  /** Alerts and reminders sent from `fromDay` on for these products. */
+  async sentForProducts(caller: Caller, domain: string, fromDay: string, productIds: string[]) {
+    return this.store.sentForProducts(ownStore(caller, domain), fromDay, productIds);
+  }
+
+  /** The first `limit` products (id order) alerts went out for from `fromDay` on. */
+  async productsSentSince(caller: Caller, domain: string, fromDay: string, limit: number) {
+    return this.store.productsSentSince(ownStore(caller, domain), fromDay, limit);
   }
 
   /** The store's whole ledger, oldest first, read a page at a time (exports). Tenancy is decided at the call, before anything streams. */
   ledgerRows(caller: Caller, domain: string): AsyncGenerator<NotificationRow> {
     const store = ownStore(caller, domain);
     return inPages<NotificationRow, string>((after, limit) => this.store.ledgerPage(store, after, limit), (row) => row.id);
-  }
-
-  async sentPerDay(caller: Caller, domain: string, since: string): Promise<Map<string, number>> {
-    return this.store.sentPerDay(ownStore(caller, domain), since);
   }
 
   /** Alerts per ledger status (queued, sending, sent, skipped, failed). */

@@ -54,6 +54,12 @@ export interface Tables {
   restocks: RestocksTable;
   /** dispatch (the notification ledger, which is also the send queue) */
   notifications: NotificationsTable;
+  /** dispatch: kept by triggers on notifications (migration 0018) */
+  ledger_counts: LedgerCountsTable;
+  /** dispatch: kept by triggers on notifications (migration 0018) */
+  alerts_sent_daily: AlertsSentDailyTable;
+  /** dispatch: kept by triggers on notifications (migration 0018) */
+  alerts_sent_by_product: AlertsSentByProductTable;
   /** dispatch */
   suppressions: SuppressionsTable;
   /** payments */
@@ -66,6 +72,10 @@ export interface Tables {
   webhook_attempts: WebhookAttemptsTable;
   /** conversions */
   alert_clicks: AlertClicksTable;
+  /** conversions: kept by triggers on alert_clicks (migration 0018) */
+  alert_clicks_daily: AlertClicksDailyTable;
+  /** conversions: kept by triggers on alert_clicks (migration 0018) */
+  alert_clicks_by_product: AlertClicksByProductTable;
   /** conversions */
   orders: OrdersTable;
   /** conversions */
@@ -143,6 +153,49 @@ export interface WaitlistsTable {
   product_id: string;
   variant_key: string;
   waiting: number;
+}
+
+/** A store's alerts in one ledger status. */
+export interface LedgerCountsTable {
+  store_domain: string;
+  status: string;
+  n: number;
+}
+
+/** Alerts or reminders a store sent on one UTC day (YYYY-MM-DD) on one channel. */
+export interface AlertsSentDailyTable {
+  store_domain: string;
+  day: string;
+  channel: string;
+  kind: string;
+  n: number;
+}
+
+/** The same per product and variant (`variant_key` '' for the whole product). */
+export interface AlertsSentByProductTable {
+  store_domain: string;
+  product_id: string;
+  variant_key: string;
+  day: string;
+  kind: string;
+  n: number;
+}
+
+/** Clicks on a store's alerts on one UTC day, per channel of the alert. */
+export interface AlertClicksDailyTable {
+  store_domain: string;
+  day: string;
+  channel: string;
+  n: number;
+}
+
+/** The same per product and variant. */
+export interface AlertClicksByProductTable {
+  store_domain: string;
+  product_id: string;
+  variant_key: string;
+  day: string;
+  n: number;
 }
 
 export type Channel = 'email' | 'sms' | 'push';

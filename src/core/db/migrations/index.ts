@@ -17,6 +17,7 @@ import { notices } from './0014_notices.ts';
 import { channels } from './0015_channels.ts';
 import { channelFigures } from './0016_channel_figures.ts';
 import { storeScale } from './0017_store_scale.ts';
+import { ledgerFigures } from './0018_ledger_figures.ts';
 
 export interface DialectMigration {
   up(db: Kysely<any>, dialect: Dialect): Promise<void>;
@@ -41,4 +42,5 @@ export const migrations: Record<string, DialectMigration> = {
   '0015_channels': channels,
   '0016_channel_figures': channelFigures,
   '0017_store_scale': storeScale,
+  '0018_ledger_figures': ledgerFigures,
 };
