@@ -19,13 +19,15 @@ export interface CsvColumn<Row> {
 
 /** Rows are joined into chunks of about this many characters before they are pushed. */
 const CHUNK_CHARS = 64 * 1024;
+/** The first chunk is small: the header and the first rows leave at once, however big the export. */
+const FIRST_CHUNK_CHARS = 4 * 1024;
 const RECORD_END = '\r\n';
 const FORMULA_START = /^[=+\-@\t\r\0]/;
 const NEEDS_QUOTES = /[",;\r\n]/;
 
 /**
  * A readable byte stream of `rows` as CSV. It pulls from `rows` only as its reader asks for more
- * (one chunk of about 64 KiB at a time), so millions of rows never sit in memory. An error from
+ * (one chunk of about 64 KiB at a time, the first 4 KiB), so millions of rows never sit in memory. An error from
  * `rows` or from a column's `value` destroys the stream with that error; a reader that stops
  * early (the stream destroyed) ends the iteration, so the source's `finally` blocks run.
  */
@@ -37,12 +39,13 @@ export function csvStream<Row>(columns: CsvColumn<Row>[], rows: AsyncIterable<Ro
   async function nextChunk(): Promise<string | null> {
     const records: string[] = [];
     let size = 0;
+    const limit = headerWritten ? CHUNK_CHARS : FIRST_CHUNK_CHARS;
     if (!headerWritten) {
       headerWritten = true;
       records.push(recordOf(columns.map((column) => column.header)));
       size += records[0]!.length;
     }
-    while (size < CHUNK_CHARS) {
+    while (size < limit) {
       const next = await iterator.next();
       if (next.done) {
         finished = true;
