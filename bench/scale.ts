@@ -20,15 +20,18 @@
  * an agent the owner claimed for the store. Every path is asked once, then each in turn
  * BENCH_SCALE_WARMUP times and BENCH_SCALE_REQUESTS times one after the other, and the median is kept. The CSV exports stream
  * the whole store by design: what is timed is their first 1,000 rows (a page of the keyset read),
- * after which the request is abandoned; at the large size, no more rows than the small store's
- * whole export had, so that both sizes are timed to the same output.
+ * after which the request is abandoned (and the server given 50 ms, untimed, to drop the page it
+ * read ahead); at the large size, no more rows than the small store's whole export had, so that
+ * both sizes are timed to the same output.
  *
  * Settings: BENCH_SCALE_ROWS (default 1000000, at least 2000), BENCH_SCALE_REQUESTS (30),
  * BENCH_SCALE_WARMUP (5), BENCH_SEED_BATCH (50000), BENCH_DATABASE_URL, BENCH_SQLITE=0,
- * BENCH_SCALE_ONLY (a comma list of path substrings, to time only some), BENCH_JSON=1. Exit 1 on
+ * BENCH_SCALE_ONLY (a comma list of path substrings, to time only some), BENCH_JSON=1,
+ * BENCH_PROFILE (a directory: each served size writes V8 CPU profiles there). Exit 1 on
  * any non-2xx answer, or when /openapi.json lists a GET under /api/v1 that this bench does not time.
  */
 import { randomBytes } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
 import path from 'node:path';
 import { sql, type Kysely } from 'kysely';
 import { loadConfig, type Config } from '../src/config.ts';
@@ -38,10 +41,13 @@ import type { Dialect } from '../src/core/db/dialect.ts';
 import { openMailTransport } from '../src/core/mail/transport.ts';
 import { dashboardSignIn } from '../src/dashboard/feature.ts';
 import { storeService } from '../src/stores/feature.ts';
-import { baseUrl, dialectsSetting, exitCodeFor, expectStatus, fail, freePort, guardProcess, intSetting, median, pgSetting, postgresScratch } from './lib.ts';
+import { baseUrl, dialectsSetting, exitCodeFor, expectStatus, fail, freePort, guardProcess, intSetting, median, pgSetting, postgresScratch, profileSetting } from './lib.ts';
 import { printSetting, printTable, requestJson, restockEnv, runMain, sqliteScratch, startServer, stopChild, type ScratchDatabase } from './lib.ts';
 
 const SMALL = 1000;
+const PROFILE_DIR = profileSetting();
+/** Untimed pause after an abandoned export, for the page the server read ahead. */
+const EXPORT_SETTLE_MS = 50;
 const ROWS = intSetting('BENCH_SCALE_ROWS', 1_000_000, 2 * SMALL, 20_000_000);
 const REQUESTS = intSetting('BENCH_SCALE_REQUESTS', 30, 1, 1000);
 const WARMUP = intSetting('BENCH_SCALE_WARMUP', 5, 0, 100);
@@ -320,6 +326,9 @@ async function timeOnce(base: string, target: Target, auth: { cookie: string; to
   }
   const ms = performance.now() - started;
   await reader.cancel().catch(() => {});
+  // The server reads a page ahead of the socket; it stops when it sees the hang-up. Let it, so the
+  // next request is timed on an idle server at both sizes (the small store's export has ended).
+  await delay(EXPORT_SETTLE_MS);
   return { ms, rows: Math.min(wanted, Math.max(0, lines - 1)) };
 }
 
@@ -366,7 +375,7 @@ async function runSize(dialect: Dialect, n: number, csvRows?: Map<string, number
     console.log(`${dialect}, ${n.toLocaleString('en')} rows: seeding`);
     const seeded = await seedStore(config, n);
     console.log(`${dialect}, ${n.toLocaleString('en')} rows: seeded in ${seeded.seconds.toFixed(1)} s`);
-    const server = await startServer(`restock ${dialect} ${n}`, [path.join('bin', 'restock.js'), 'serve'], env, port, '/api/health');
+    const server = await startServer(`restock ${dialect} ${n}`, [...(PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : []), path.join('bin', 'restock.js'), 'serve'], env, port, '/api/health');
     try {
       const base = baseUrl(port);
       const auth = { cookie: await dashboardCookie(base, seeded.signInPath), token: await claimedAgentToken(base, config) };

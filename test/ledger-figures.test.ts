@@ -1,9 +1,10 @@
 /**
  * The figures kept beside the alert ledger and the clicks (`ledger_counts`, `alerts_sent_daily`,
- * `alerts_sent_by_product`, `alert_clicks_daily`, `alert_clicks_by_product`; triggers since
- * migration 0018) must equal what counting the rows gives after every kind of change: alerts
- * queued, claimed and sent by the worker, a click, a status or time changed afterwards, a
- * customer and a store erased. And the performance report read from them must list the products
+ * `alerts_sent_by_product`, `alert_clicks_daily`, `alert_clicks_by_product`, and the orders'
+ * `orders_daily`, `orders_by_channel_daily`, `orders_by_product_daily`; triggers since
+ * migrations 0018 and 0019) must equal what counting the rows gives after every kind of change: alerts
+ * queued, claimed and sent by the worker, a click, an order of several credited lines, a refund
+ * and a cancellation, a status or time changed afterwards, a customer and a store erased. And the performance report read from them must list the products
  * the full count lists, in the same order, with the same figures.
  */
 import assert from 'node:assert/strict';
@@ -15,6 +16,7 @@ import type { Database } from '../src/core/db/database.ts';
 import { utcDay } from '../src/core/db/dialect.ts';
 import { ownerCaller } from '../src/dashboard/service.ts';
 import type { ProductPerformance } from '../src/conversions/service.ts';
+import { ConversionRepository } from '../src/conversions/repository.ts';
 
 failOnLeakedHandles();
 
@@ -26,7 +28,8 @@ let counter = 0;
 const unique = () => `${Date.now() % 1_000_000}${++counter}`;
 
 type Row = Record<string, string | number | null>;
-const numbers = (rows: Row[]) => rows.map((row) => Object.fromEntries(Object.entries(row).map(([key, value]) => [key, key === 'n' ? Number(value) : value])));
+const COUNTED = new Set(['n', 'orders', 'direct_orders', 'net_minor', 'net_shop_minor']);
+const numbers = (rows: Row[]) => rows.map((row) => Object.fromEntries(Object.entries(row).map(([key, value]) => [key, COUNTED.has(key) ? Number(value) : value])));
 
 /** Each kept table (its non-zero rows) against the same figure counted over its source rows. */
 async function assertFiguresMatch(database: Database, step: string): Promise<void> {
@@ -85,9 +88,55 @@ async function assertFiguresMatch(database: Database, step: string): Promise<voi
         .execute(),
     ],
   ];
+  const placedDay = utcDay(dialect, 'placed_at');
+  const orders = sql<number>`count(distinct order_id)`;
+  const money = (column: 'net_minor' | 'net_shop_minor') => sql<number>`sum(${sql.ref(column)})`;
+  pairs.push(
+    [
+      'orders_daily',
+      db.selectFrom('orders_daily').select(['store_domain', 'day', 'shop_currency', 'currency', 'orders', 'direct_orders', 'net_minor', 'net_shop_minor']).where('orders', '<>', 0).orderBy(['store_domain', 'day', 'shop_currency', 'currency']).execute(),
+      db
+        .selectFrom('order_attributions')
+        .select([
+          'store_domain',
+          placedDay.as('day'),
+          'shop_currency',
+          'currency',
+          orders.as('orders'),
+          sql<number>`count(distinct case when kind = 'direct' then order_id end)`.as('direct_orders'),
+          money('net_minor').as('net_minor'),
+          money('net_shop_minor').as('net_shop_minor'),
+        ])
+        .groupBy(['store_domain', placedDay, 'shop_currency', 'currency'])
+        .orderBy(['store_domain', 'day', 'shop_currency', 'currency'])
+        .execute(),
+    ],
+    [
+      'orders_by_channel_daily',
+      db.selectFrom('orders_by_channel_daily').select(['store_domain', 'day', 'shop_currency', 'channel', 'orders', 'net_shop_minor']).where('orders', '<>', 0).orderBy(['store_domain', 'day', 'shop_currency', 'channel']).execute(),
+      db
+        .selectFrom('order_attributions')
+        .select(['store_domain', placedDay.as('day'), 'shop_currency', 'channel', orders.as('orders'), money('net_shop_minor').as('net_shop_minor')])
+        .groupBy(['store_domain', placedDay, 'shop_currency', 'channel'])
+        .orderBy(['store_domain', 'day', 'shop_currency', 'channel'])
+        .execute(),
+    ],
+    [
+      'orders_by_product_daily',
+      db.selectFrom('orders_by_product_daily').select(['store_domain', 'product_id', 'variant_key', 'day', 'shop_currency', 'orders', 'net_shop_minor']).where('orders', '<>', 0).orderBy(['store_domain', 'product_id', 'variant_key', 'day', 'shop_currency']).execute(),
+      db
+        .selectFrom('order_attributions')
+        .select(['store_domain', 'product_id', variantKey.as('variant_key'), placedDay.as('day'), 'shop_currency', orders.as('orders'), money('net_shop_minor').as('net_shop_minor')])
+        .groupBy(['store_domain', 'product_id', variantKey, placedDay, 'shop_currency'])
+        .orderBy(['store_domain', 'product_id', 'variant_key', 'day', 'shop_currency'])
+        .execute(),
+    ],
+  );
   for (const [table, kept, counted] of pairs) {
     assert.deepEqual(numbers(await kept), numbers(await counted), `${step}: ${table} equals the count over its rows`);
   }
+  const stale = await db.selectFrom('attributed_order_keys').select('order_id').where('lines', '<=', 0).execute();
+  assert.deepEqual(stale, [], `${step}: no order is kept under a key none of its lines has`);
 }
 
 /** A deterministic stream of numbers in [0, 1), so a failure can be replayed. */
@@ -143,9 +192,13 @@ async function seedStore(t: TestApp, seed: number, products: number, shares: { r
       if (status === 'sent' && next() < 0.4) clicks.push({ notification_id: id, store_domain: shop, product_id: productId, variant_id: variantId, clicked_at: at(Math.max(0, daysAgo - 1)), channel });
       if (status === 'sent' && kind === 'alert' && next() < shares.revenue) {
         const amount = 500 + Math.floor(next() * 20) * 250;
+        // Some orders have several credited lines (products, channels, kinds): each counts once per figure.
+        const previous = attributions.at(-1);
+        const joins = previous !== undefined && next() < 0.4;
         attributions.push({
-          store_domain: shop, order_id: `ord_${p}_${s}`, line_id: `line_${p}_${s}`, notification_id: id, channel, product_id: productId, variant_id: variantId,
-          kind: next() < 0.7 ? 'direct' : 'assisted', placed_at: at(daysAgo), amount_minor: amount, currency: 'EUR', shop_amount_minor: amount, shop_currency: 'EUR', net_minor: amount, net_shop_minor: amount,
+          store_domain: shop, order_id: joins ? previous.order_id! : `ord_${p}_${s}`, line_id: `line_${p}_${s}`, notification_id: id, channel, product_id: productId, variant_id: variantId,
+          kind: next() < 0.7 ? 'direct' : 'assisted', placed_at: joins ? previous.placed_at! : at(daysAgo), amount_minor: amount, currency: joins ? previous.currency! : next() < 0.8 ? 'EUR' : 'USD',
+          shop_amount_minor: amount, shop_currency: 'EUR', net_minor: amount, net_shop_minor: next() < 0.1 ? 0 : amount,
         });
       }
     }
@@ -189,6 +242,11 @@ async function countedProducts(database: Database, shop: string, since: string):
   return [...byKey.values()].sort((a, b) => revenueOf(b) - revenueOf(a) || b.waiting - a.waiting || a.productId.localeCompare(b.productId)).slice(0, 200);
 }
 
+/** The order figures counted over every line of the window, as the digest still reads them. */
+function conversionsStore(t: TestApp): ConversionRepository {
+  return new ConversionRepository(t.database);
+}
+
 async function assertReportCounts(t: TestApp, { shop, now }: Seeded): Promise<void> {
   const report = await t.app.restock.conversions.performance(ownerCaller(shop), shop, 30, now);
   const { db } = t.database;
@@ -203,6 +261,10 @@ async function assertReportCounts(t: TestApp, { shop, now }: Seeded): Promise<vo
   assert.equal(report.clicks, Number(clicks.n), 'clicks in the window');
   assert.equal(report.byDay.reduce((sum, day) => sum + day.sent, 0), report.sent, 'the days add up to the alerts sent');
   assert.equal(report.byDay.reduce((sum, day) => sum + day.clicks, 0), report.clicks, 'the days add up to the clicks');
+  const [kinds, money] = await Promise.all([conversionsStore(t).ordersByKind(shop, report.from), conversionsStore(t).revenue(shop, report.from)]);
+  assert.deepEqual(report.orders, { ...kinds, total: kinds.direct + kinds.assisted }, 'orders credited in the window, direct and assisted');
+  assert.deepEqual({ shop: report.revenue, presentment: report.revenueByPresentmentCurrency }, money, 'revenue won back in the window, in both currencies');
+  assert.equal(report.byDay.reduce((sum, day) => sum + day.orders, 0), report.orders.total, 'the days add up to the orders');
   const waiting = await db.selectFrom('subscriptions').select((eb) => eb.fn.countAll<number>().as('n')).where('store_domain', '=', shop).where('status', '=', 'active').executeTakeFirstOrThrow();
   assert.equal(report.waiting, Number(waiting.n), 'everyone waiting, whatever the number of products');
 }
@@ -241,6 +303,18 @@ for (const dialect of testDialects()) {
       assert.equal(click.statusCode, 302, click.body);
       assert.equal(Number((await t.database.db.selectFrom('alert_clicks').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n), 1, 'the click was recorded');
       await assertFiguresMatch(t.database, 'after a click');
+
+      // An order by an alerted shopper, two of its lines for the variant, then a refund and a cancellation.
+      const money = (minor: number) => ({ minor, currency: 'EUR' });
+      const line = (lineId: string, minor: number) => ({ lineId, productId: mug, variantId: large, quantity: 1, amount: money(minor), shopAmount: money(minor) });
+      const orderId = `ord_${unique()}`;
+      await t.app.restock.conversions.recordOrder({ storeDomain: shop, orderId, email: 'shopper-1@example.com', placedAt: new Date().toISOString(), lines: [line('l1', 2500), line('l2', 1500)], source: 'api' });
+      assert.equal(Number((await t.database.db.selectFrom('order_attributions').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n), 2, 'both lines were credited');
+      await assertFiguresMatch(t.database, 'after an order of two credited lines');
+      await t.app.restock.conversions.recordRefund({ storeDomain: shop, orderId, refundId: `re_${unique()}`, refundedAt: new Date().toISOString(), lines: [{ lineId: 'l2', quantity: 1, amount: money(1500), shopAmount: money(1500) }] });
+      await assertFiguresMatch(t.database, 'after a refund of one line');
+      await t.app.restock.conversions.recordCancellation({ storeDomain: shop, orderId, cancelledAt: new Date().toISOString() });
+      await assertFiguresMatch(t.database, 'after the order was cancelled');
 
       // Changes no path of the service makes today, each moving a row between kept figures.
       await t.database.write((trx) => trx.updateTable('notifications').set({ status: 'failed' }).where('id', '=', alerts[1]!.id).execute());

@@ -571,6 +571,44 @@ const CASES: PlanCase[] = [
     inIndexOrder: true,
   },
   {
+    name: "conversions: the first page of the attributed orders export comes from order_attributions_by_store_order in its order",
+    run: ({ conversions }) => conversions.attributionPage('shop-1.myshopify.com', undefined, 100),
+    sql: {
+      sqlite: 'select * from "order_attributions" where "store_domain" = ? order by "placed_at", "order_id", "line_id" limit ?',
+      postgres: 'select * from "order_attributions" where "store_domain" = $1 order by "placed_at", "order_id", "line_id" limit $2',
+    },
+    indexes: both('order_attributions_by_store_order'),
+    inIndexOrder: true,
+  },
+  {
+    name: 'conversions: attributed orders per day are read from orders_daily',
+    run: ({ conversions }) => conversions.ordersDaily('shop-1.myshopify.com', '2026-01-01'),
+    sql: {
+      sqlite: 'select "day", "shop_currency", "currency", "orders", "direct_orders", "net_minor", "net_shop_minor" from "orders_daily" where "store_domain" = ? and "day" >= ? and "orders" > ?',
+      postgres: 'select "day", "shop_currency", "currency", "orders", "direct_orders", "net_minor", "net_shop_minor" from "orders_daily" where "store_domain" = $1 and "day" >= $2 and "orders" > $3',
+    },
+    indexes: { sqlite: ['sqlite_autoindex_orders_daily_1'], postgres: ['orders_daily_pk'] },
+  },
+  {
+    name: 'conversions: attributed orders per channel are read from orders_by_channel_daily',
+    run: ({ conversions }) => conversions.ordersPerChannel('shop-1.myshopify.com', '2026-01-01'),
+    sql: {
+      sqlite: 'select "channel", "shop_currency", sum("orders") as "orders", sum("net_shop_minor") as "revenue" from "orders_by_channel_daily" where "store_domain" = ? and "day" >= ? and "orders" > ? group by "channel", "shop_currency"',
+      postgres: 'select "channel", "shop_currency", sum("orders") as "orders", sum("net_shop_minor") as "revenue" from "orders_by_channel_daily" where "store_domain" = $1 and "day" >= $2 and "orders" > $3 group by "channel", "shop_currency"',
+    },
+    indexes: { sqlite: ['sqlite_autoindex_orders_by_channel_daily_1'], postgres: ['orders_by_channel_daily_pk'] },
+  },
+  {
+    name: 'conversions: attributed orders per product are read from orders_by_product_daily by day',
+    run: ({ conversions }) => conversions.ordersPerProduct('shop-1.myshopify.com', '2026-01-01'),
+    sql: {
+      sqlite: `select "product_id", nullif(variant_key, '') as "variant_id", "shop_currency" as "currency", sum("orders") as "orders", sum("net_shop_minor") as "revenue" from "orders_by_product_daily" where "store_domain" = ? and "day" >= ? and "orders" > ? group by "product_id", "variant_key", "shop_currency"`,
+      postgres: `select "product_id", nullif(variant_key, '') as "variant_id", "shop_currency" as "currency", sum("orders") as "orders", sum("net_shop_minor") as "revenue" from "orders_by_product_daily" where "store_domain" = $1 and "day" >= $2 and "orders" > $3 group by "product_id", "variant_key", "shop_currency"`,
+    },
+    // PostgreSQL weighs the two by its statistics; on a seeded handful of rows it may take the key.
+    indexes: { sqlite: ['orders_by_product_daily_by_day'], postgres: [['orders_by_product_daily_by_day', 'orders_by_product_daily_pk']] },
+  },
+  {
     name: "shopify: the webhook queue is claimed through shopify_webhook_events_queue",
     run: ({ webhooks }) => webhooks.claim(10, 60_000),
     sql: {

@@ -3,7 +3,6 @@
 import { sql } from 'kysely';
 import { chunks } from '../core/chunks.ts';
 import type { Database, Trx } from '../core/db/database.ts';
-import { utcDay } from '../core/db/dialect.ts';
 import type { AlertClicksTable, OrderAttributionsTable, OrderLinesTable, OrderRefundsTable, OrdersTable } from '../core/db/schema.ts';
 
 export type ClickRow = AlertClicksTable;
@@ -15,11 +14,15 @@ export type AttributionRow = OrderAttributionsTable;
 /** An upper bound past every stored time: "until now and later". */
 const FAR_FUTURE = '9999-12-31T23:59:59.999Z';
 
-/** Figures per UTC day, for the performance chart. */
-export interface DayFigures {
+/** One day's attributed orders in one pair of currencies (the store's, the shoppers'). */
+export interface OrdersDay {
   day: string;
+  shop_currency: string;
+  currency: string;
   orders: number;
-  revenue: number;
+  direct_orders: number;
+  net_minor: number;
+  net_shop_minor: number;
 }
 
 /** An order's stored facts, everything attribution and refunds need to recompute its revenue. */
@@ -230,40 +233,46 @@ export class ConversionRepository {
     return { shop: money(shop), presentment: money(presentment) };
   }
 
-  /** Attributed orders and net revenue in the store's currency per UTC day of the order. */
-  async perDay(storeDomain: string, since: string, currency: string): Promise<DayFigures[]> {
-    const day = utcDay(this.database.dialect, 'placed_at');
+  /** Attributed orders (direct ones apart) and net revenue per UTC day of the order and currencies, from `fromDay` on (kept in orders_daily). */
+  async ordersDaily(storeDomain: string, fromDay: string): Promise<OrdersDay[]> {
     const rows = await this.database.db
-      .selectFrom('order_attributions')
-      .select([day.as('day'), sql<number>`count(distinct order_id)`.as('orders'), (eb) => eb.fn.sum<number>('net_shop_minor').as('revenue')])
+      .selectFrom('orders_daily')
+      .select(['day', 'shop_currency', 'currency', 'orders', 'direct_orders', 'net_minor', 'net_shop_minor'])
       .where('store_domain', '=', storeDomain)
-      .where('placed_at', '>=', since)
-      .where('shop_currency', '=', currency)
-      .groupBy(day)
+      .where('day', '>=', fromDay)
+      .where('orders', '>', 0)
       .execute();
-    return rows.map((row) => ({ day: row.day, orders: Number(row.orders), revenue: Number(row.revenue ?? 0) }));
+    return rows.map((row) => ({ ...row, orders: Number(row.orders), direct_orders: Number(row.direct_orders), net_minor: Number(row.net_minor), net_shop_minor: Number(row.net_shop_minor) }));
   }
 
-  /** Attributed orders and net revenue in the store's currency per channel of the credited alert. */
-  async perChannel(storeDomain: string, since: string, currency: string): Promise<Array<{ channel: string; orders: number; revenue: number }>> {
+  /** Attributed orders and net revenue in the store's currency per channel of the credited alerts, from `fromDay` on (orders_by_channel_daily). */
+  async ordersPerChannel(storeDomain: string, fromDay: string): Promise<Array<{ channel: string; shop_currency: string; orders: number; revenue: number }>> {
     const rows = await this.database.db
-      .selectFrom('order_attributions')
-      .select(['channel', sql<number>`count(distinct order_id)`.as('orders'), (eb) => eb.fn.sum<number>('net_shop_minor').as('revenue')])
+      .selectFrom('orders_by_channel_daily')
+      .select(['channel', 'shop_currency', (eb) => eb.fn.sum<number>('orders').as('orders'), (eb) => eb.fn.sum<number>('net_shop_minor').as('revenue')])
       .where('store_domain', '=', storeDomain)
-      .where('placed_at', '>=', since)
-      .where('shop_currency', '=', currency)
-      .groupBy('channel')
+      .where('day', '>=', fromDay)
+      .where('orders', '>', 0)
+      .groupBy(['channel', 'shop_currency'])
       .execute();
-    return rows.map((row) => ({ channel: row.channel, orders: Number(row.orders), revenue: Number(row.revenue ?? 0) }));
+    return rows.map((row) => ({ ...row, orders: Number(row.orders), revenue: Number(row.revenue ?? 0) }));
   }
 
-  async perProduct(storeDomain: string, since: string): Promise<Array<{ product_id: string; variant_id: string | null; orders: number; currency: string; revenue: number }>> {
+  /** Attributed orders and net revenue in the store's currency per product and variant, from `fromDay` on (orders_by_product_daily). */
+  async ordersPerProduct(storeDomain: string, fromDay: string): Promise<Array<{ product_id: string; variant_id: string | null; orders: number; currency: string; revenue: number }>> {
     const rows = await this.database.db
-      .selectFrom('order_attributions')
-      .select(['product_id', 'variant_id', 'shop_currency as currency', sql<number>`count(distinct order_id)`.as('orders'), (eb) => eb.fn.sum<number>('net_shop_minor').as('revenue')])
+      .selectFrom('orders_by_product_daily')
+      .select([
+        'product_id',
+        sql<string | null>`nullif(variant_key, '')`.as('variant_id'),
+        'shop_currency as currency',
+        (eb) => eb.fn.sum<number>('orders').as('orders'),
+        (eb) => eb.fn.sum<number>('net_shop_minor').as('revenue'),
+      ])
       .where('store_domain', '=', storeDomain)
-      .where('placed_at', '>=', since)
-      .groupBy(['product_id', 'variant_id', 'shop_currency'])
+      .where('day', '>=', fromDay)
+      .where('orders', '>', 0)
+      .groupBy(['product_id', 'variant_key', 'shop_currency'])
       .execute();
     return rows.map((row) => ({ ...row, orders: Number(row.orders), revenue: Number(row.revenue ?? 0) }));
   }

@@ -271,24 +271,33 @@ export class ConversionService implements OrderSink {
 
   /**
    * getPerformance: what alerts did over the last `days` days, overall, per day and per product.
-   * Sent alerts and clicks are read from the per-day figures kept beside the ledger and the
-   * clicks (migration 0018), so the report costs the same at any size of the store.
+   * Sent alerts, clicks and attributed orders are read from the per-day figures kept beside the
+   * ledger, the clicks and the order lines (migrations 0018 and 0019), so the report costs the
+   * same at any size of the store.
    */
   async performance(caller: Caller, domain: string, days = 30, now = new Date()): Promise<Performance> {
     const shop = ownStore(caller, domain);
     const first = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()) - (days - 1) * DAY_MS);
     const since = first.toISOString();
     const fromDay = since.slice(0, 10);
-    const [subscriptions, sentDaily, clicksDaily, orders, revenue, perProduct] = await Promise.all([
+    const [subscriptions, sentDaily, clicksDaily, ordersDaily, ordersPerChannel, perProduct] = await Promise.all([
       this.deps.waiting.subscriptionCounts(caller, shop),
       this.deps.alerts.sentDaily(caller, shop, fromDay),
       this.store.clicksDaily(shop, fromDay),
-      this.store.ordersByKind(shop, since),
-      this.store.revenue(shop, since),
-      this.store.perProduct(shop, since),
+      this.store.ordersDaily(shop, fromDay),
+      this.store.ordersPerChannel(shop, fromDay),
+      this.store.ordersPerProduct(shop, fromDay),
     ]);
+    const revenue = {
+      shop: moneyPer(ordersDaily.map((row) => ({ currency: row.shop_currency, minor: row.net_shop_minor }))),
+      presentment: moneyPer(ordersDaily.map((row) => ({ currency: row.currency, minor: row.net_minor }))),
+    };
+    const direct = sum(ordersDaily.map((row) => row.direct_orders));
+    const orders = { direct, assisted: sum(ordersDaily.map((row) => row.orders)) - direct };
+    // The chart and the channels are in the store's currency (the first, if it ever changed).
     const currency = revenue.shop[0]?.currency;
-    const [perDay, perChannel] = currency ? await Promise.all([this.store.perDay(shop, since, currency), this.store.perChannel(shop, since, currency)]) : [[], []];
+    const inCurrency = ordersDaily.filter((row) => row.shop_currency === currency);
+    const perChannel = ordersPerChannel.filter((row) => row.shop_currency === currency);
     const alerts = sentDaily.filter((row) => row.kind === 'alert');
     const sent = sum(alerts.map((row) => row.n));
     const clicks = sum(clicksDaily.map((row) => row.n));
@@ -309,13 +318,13 @@ export class ConversionService implements OrderSink {
       revenue: revenue.shop,
       revenueByPresentmentCurrency: revenue.presentment,
       byDay: everyDay(first, days).map((day) => {
-        const figures = perDay.find((row) => row.day === day);
+        const figures = inCurrency.filter((row) => row.day === day);
         return {
           day,
           sent: countOf(alerts.filter((row) => row.day === day)),
           clicks: countOf(clicksDaily.filter((row) => row.day === day)),
-          orders: figures?.orders ?? 0,
-          revenueMinor: figures?.revenue ?? 0,
+          orders: sum(figures.map((row) => row.orders)),
+          revenueMinor: sum(figures.map((row) => row.net_shop_minor)),
         };
       }),
       byChannel: CHANNELS.map((channel) => {
@@ -512,6 +521,13 @@ function sum(values: number[]): number {
 
 function round4(value: number): number {
   return Math.round(value * 10_000) / 10_000;
+}
+
+/** Amounts summed per currency, in currency order. */
+function moneyPer(amounts: Array<{ currency: string; minor: number }>): Array<{ currency: string; minor: number }> {
+  const totals = new Map<string, number>();
+  for (const { currency, minor } of amounts) totals.set(currency, (totals.get(currency) ?? 0) + minor);
+  return [...totals].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([currency, minor]) => ({ currency, minor }));
 }
 
 function byRevenueThenWaiting(a: ProductPerformance, b: ProductPerformance): number {

@@ -76,6 +76,14 @@ export interface Tables {
   alert_clicks_daily: AlertClicksDailyTable;
   /** conversions: kept by triggers on alert_clicks (migration 0018) */
   alert_clicks_by_product: AlertClicksByProductTable;
+  /** conversions: kept by triggers on order_attributions (migration 0019) */
+  attributed_order_keys: AttributedOrderKeysTable;
+  /** conversions: kept by triggers on order_attributions (migration 0019) */
+  orders_daily: OrdersDailyTable;
+  /** conversions: kept by triggers on order_attributions (migration 0019) */
+  orders_by_channel_daily: OrdersByChannelDailyTable;
+  /** conversions: kept by triggers on order_attributions (migration 0019) */
+  orders_by_product_daily: OrdersByProductDailyTable;
   /** conversions */
   orders: OrdersTable;
   /** conversions */
@@ -196,6 +204,49 @@ export interface AlertClicksByProductTable {
   variant_key: string;
   day: string;
   n: number;
+}
+
+/** How many lines of one attributed order fall under one key of one kept figure: the order counts there while any do. */
+export interface AttributedOrderKeysTable {
+  store_domain: string;
+  order_id: string;
+  figure: string;
+  key: string;
+  lines: number;
+}
+
+/** Attributed orders of one UTC day (YYYY-MM-DD of `placed_at`) in one pair of currencies. */
+export interface OrdersDailyTable {
+  store_domain: string;
+  day: string;
+  shop_currency: string;
+  currency: string;
+  orders: number;
+  /** Orders with at least one line credited directly. */
+  direct_orders: number;
+  net_minor: number | string;
+  net_shop_minor: number | string;
+}
+
+/** The same per channel of the credited alerts, in the store's currency. */
+export interface OrdersByChannelDailyTable {
+  store_domain: string;
+  day: string;
+  shop_currency: string;
+  channel: string;
+  orders: number;
+  net_shop_minor: number | string;
+}
+
+/** The same per product and variant (`variant_key` '' for the whole product). */
+export interface OrdersByProductDailyTable {
+  store_domain: string;
+  product_id: string;
+  variant_key: string;
+  day: string;
+  shop_currency: string;
+  orders: number;
+  net_shop_minor: number | string;
 }
 
 export type Channel = 'email' | 'sms' | 'push';

@@ -18,6 +18,7 @@ import { channels } from './0015_channels.ts';
 import { channelFigures } from './0016_channel_figures.ts';
 import { storeScale } from './0017_store_scale.ts';
 import { ledgerFigures } from './0018_ledger_figures.ts';
+import { orderFigures } from './0019_order_figures.ts';
 
 export interface DialectMigration {
   up(db: Kysely<any>, dialect: Dialect): Promise<void>;
@@ -43,4 +44,5 @@ export const migrations: Record<string, DialectMigration> = {
   '0016_channel_figures': channelFigures,
   '0017_store_scale': storeScale,
   '0018_ledger_figures': ledgerFigures,
+  '0019_order_figures': orderFigures,
 };
