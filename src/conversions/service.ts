@@ -344,9 +344,9 @@ export class ConversionService implements OrderSink {
   /**
    * The products the report lists: most revenue first, then most waiting, then by id. Figures are
    * read only for the products that can make the list: every product with attributed orders in
-   * the window, the most waited for, and the first by id of those alerts went out or were
-   * clicked for. The last three are each as long as the list, so no product outside them can
-   * rank above the last one shown.
+   * the window, the most waited for, and (when those leave room) the first by id of those alerts
+   * went out or were clicked for. The last three are each as long as the list, so no product
+   * outside them can rank above the last one shown.
    */
   private async productFigures(
     caller: Caller,
@@ -354,11 +354,7 @@ export class ConversionService implements OrderSink {
     fromDay: string,
     orders: Array<{ product_id: string; variant_id: string | null; orders: number; currency: string; revenue: number }>,
   ): Promise<ProductPerformance[]> {
-    const [mostWanted, sentFirst, clickedFirst] = await Promise.all([
-      this.deps.waiting.demandOf(caller, shop, PRODUCTS_SHOWN, 'most-wanted'),
-      this.deps.alerts.productsSentSince(caller, shop, fromDay, PRODUCTS_SHOWN),
-      this.store.productsClickedSince(shop, fromDay, PRODUCTS_SHOWN),
-    ]);
+    const mostWanted = await this.deps.waiting.demandOf(caller, shop, PRODUCTS_SHOWN, 'most-wanted');
     const byKey = new Map<string, ProductPerformance>();
     const entry = (productId: string, variantId: string | null) => {
       const key = `${productId}\n${variantId ?? ''}`;
@@ -371,8 +367,17 @@ export class ConversionService implements OrderSink {
       product.ordered += row.orders;
       product.revenue.push({ currency: row.currency, minor: row.revenue });
     }
-    for (const row of mostWanted) entry(row.productId, row.variantId);
-    for (const row of [...sentFirst, ...clickedFirst]) entry(row.product_id, row.variant_id);
+    for (const row of mostWanted) entry(row.productId, row.variantId).waiting = row.waiting;
+    // Products with neither revenue nor anyone waiting come last, by id: read only when fewer
+    // than a full list of products have either (every most wanted has someone waiting).
+    const ranked = [...byKey.values()].filter((product) => revenueOf(product) > 0 || product.waiting > 0).length;
+    if (ranked < PRODUCTS_SHOWN) {
+      const [sentFirst, clickedFirst] = await Promise.all([
+        this.deps.alerts.productsSentSince(caller, shop, fromDay, PRODUCTS_SHOWN),
+        this.store.productsClickedSince(shop, fromDay, PRODUCTS_SHOWN),
+      ]);
+      for (const row of [...sentFirst, ...clickedFirst]) entry(row.product_id, row.variant_id);
+    }
     const candidateIds = [...new Set([...byKey.values()].map((product) => product.productId))];
     for (const row of await this.deps.waiting.waitingFor(caller, shop, candidateIds)) {
       const product = byKey.get(`${row.productId}\n${row.variantId ?? ''}`);

@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Dialect } from '../dialect.ts';
 import type { DialectMigration } from './index.ts';
+import { createFigureTable } from './0018_ledger_figures.ts';
 
 /**
  * The performance report's orders and revenue, kept per UTC day of the order as attributed order
@@ -19,7 +20,7 @@ import type { DialectMigration } from './index.ts';
  */
 export const orderFigures: DialectMigration = {
   async up(db: Kysely<any>, dialect: Dialect) {
-    await createTables(db);
+    await createTables(db, dialect);
     const steps = figureSteps(dialect);
     if (dialect === 'sqlite') {
       await sql.raw(`create trigger order_attributions_figures_insert after insert on order_attributions begin ${steps.arrive('new')} end`).execute(db);
@@ -49,51 +50,15 @@ export const orderFigures: DialectMigration = {
   },
 };
 
-async function createTables(db: Kysely<any>): Promise<void> {
-  await db.schema
-    .createTable('attributed_order_keys')
-    .addColumn('store_domain', 'text', (c) => c.notNull())
-    .addColumn('order_id', 'text', (c) => c.notNull())
-    .addColumn('figure', 'text', (c) => c.notNull())
-    .addColumn('key', 'text', (c) => c.notNull())
-    .addColumn('lines', 'integer', (c) => c.notNull())
-    .addPrimaryKeyConstraint('attributed_order_keys_pk', ['store_domain', 'order_id', 'figure', 'key'])
-    .execute();
-  await db.schema
-    .createTable('orders_daily')
-    .addColumn('store_domain', 'text', (c) => c.notNull())
-    .addColumn('day', 'text', (c) => c.notNull())
-    .addColumn('shop_currency', 'text', (c) => c.notNull())
-    .addColumn('currency', 'text', (c) => c.notNull())
-    .addColumn('orders', 'integer', (c) => c.notNull())
-    .addColumn('direct_orders', 'integer', (c) => c.notNull())
-    .addColumn('net_minor', 'bigint', (c) => c.notNull())
-    .addColumn('net_shop_minor', 'bigint', (c) => c.notNull())
-    .addPrimaryKeyConstraint('orders_daily_pk', ['store_domain', 'day', 'shop_currency', 'currency'])
-    .execute();
-  await db.schema
-    .createTable('orders_by_channel_daily')
-    .addColumn('store_domain', 'text', (c) => c.notNull())
-    .addColumn('day', 'text', (c) => c.notNull())
-    .addColumn('shop_currency', 'text', (c) => c.notNull())
-    .addColumn('channel', 'text', (c) => c.notNull())
-    .addColumn('orders', 'integer', (c) => c.notNull())
-    .addColumn('net_shop_minor', 'bigint', (c) => c.notNull())
-    .addPrimaryKeyConstraint('orders_by_channel_daily_pk', ['store_domain', 'day', 'shop_currency', 'channel'])
-    .execute();
-  await db.schema
-    .createTable('orders_by_product_daily')
-    .addColumn('store_domain', 'text', (c) => c.notNull())
-    .addColumn('product_id', 'text', (c) => c.notNull())
-    .addColumn('variant_key', 'text', (c) => c.notNull())
-    .addColumn('day', 'text', (c) => c.notNull())
-    .addColumn('shop_currency', 'text', (c) => c.notNull())
-    .addColumn('orders', 'integer', (c) => c.notNull())
-    .addColumn('net_shop_minor', 'bigint', (c) => c.notNull())
-    .addPrimaryKeyConstraint('orders_by_product_daily_pk', ['store_domain', 'product_id', 'variant_key', 'day', 'shop_currency'])
-    .execute();
-  // The report's candidates: products with orders in the window, read without the day in front.
-  await sql`create index orders_by_product_daily_by_day on orders_by_product_daily (store_domain, day)`.execute(db);
+async function createTables(db: Kysely<any>, dialect: Dialect): Promise<void> {
+  const text = 'text';
+  await createFigureTable(db, dialect, 'attributed_order_keys', { store_domain: text, order_id: text, figure: text, key: text }, { lines: 'integer' });
+  const money = { net_shop_minor: 'bigint' };
+  await createFigureTable(db, dialect, 'orders_daily', { store_domain: text, day: text, shop_currency: text, currency: text }, { orders: 'integer', direct_orders: 'integer', net_minor: 'bigint', ...money });
+  await createFigureTable(db, dialect, 'orders_by_channel_daily', { store_domain: text, day: text, shop_currency: text, channel: text }, { orders: 'integer', ...money });
+  await createFigureTable(db, dialect, 'orders_by_product_daily', { store_domain: text, product_id: text, variant_key: text, day: text, shop_currency: text }, { orders: 'integer', ...money });
+  // The report reads every product's orders in its window: by day, from the index alone.
+  await sql`create index orders_by_product_daily_by_day on orders_by_product_daily (store_domain, day, product_id, variant_key, shop_currency, orders, net_shop_minor)`.execute(db);
 }
 
 /** One kept figure: its table's key columns read off a line `r`, what it sums, and which lines it counts. */
