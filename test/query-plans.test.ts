@@ -484,7 +484,17 @@ const CASES: PlanCase[] = [
     inIndexOrder: true,
   },
   {
-    name: "dispatch: a store's alerts per status are read from ledger_counts, not counted",
+    name: "dispatch: a store's queued alerts are counted through notifications_ledger_queued (SQLite) or notifications_ledger_by_status, not its whole ledger",
+    run: ({ dispatch }) => dispatch.countsByStatus('shop-1.myshopify.com'),
+    statement: 1,
+    sql: {
+      sqlite: `select 'queued' as "status", count(*) as "n" from "notifications" where "store_domain" = ? and "status" = 'queued'`,
+      postgres: `select 'queued' as "status", count(*) as "n" from "notifications" where "store_domain" = $1 and "status" = 'queued'`,
+    },
+    indexes: { sqlite: ['notifications_ledger_queued'], postgres: ['notifications_ledger_by_status'] },
+  },
+  {
+    name: "dispatch: a store's alerts in a final status are read from ledger_counts, not counted",
     run: ({ dispatch }) => dispatch.countsByStatus('shop-1.myshopify.com'),
     sql: {
       sqlite: 'select "status", "n" from "ledger_counts" where "store_domain" = ? and "n" > ?',

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from './fixtures/suites.ts';
 import SqliteDriver from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
-import { Database } from '../src/core/db/database.ts';
+import { Database, type Trx } from '../src/core/db/database.ts';
 import type { Tables } from '../src/core/db/schema.ts';
 import { GroupCommit } from '../src/core/db/group-commit.ts';
 import { createTestDatabase, dialectSkip, tableDigests, TABLES, testConfig, testDialects, type TestDatabase } from './fixtures/app.ts';
@@ -44,6 +44,44 @@ for (const dialect of testDialects()) {
       assert.notEqual(updated.service_secrets, inserted.service_secrets);
       assert.deepEqual({ ...updated, service_secrets: '' }, { ...inserted, service_secrets: '' }, 'the other tables are untouched');
       assert.deepEqual(await tableDigests(database), updated, 'reading twice gives the same digests');
+    });
+
+    it('two transactions that lock the same kept counts in opposite orders both commit: the one PostgreSQL aborts runs again', { skip: dialect === 'sqlite' && 'SQLite runs one write at a time' }, async () => {
+      const store = `deadlock-${Date.now()}.myshopify.com`;
+      await database.write((trx) => trx.insertInto('ledger_counts').values([{ store_domain: store, status: 'sent', n: 0 }, { store_domain: store, status: 'failed', n: 0 }]).execute());
+      const add = (trx: Trx, status: string) => trx.updateTable('ledger_counts').set((eb) => ({ n: eb('n', '+', 1) })).where('store_domain', '=', store).where('status', '=', status).execute();
+      let signalSent!: () => void;
+      let signalFailed!: () => void;
+      const sentLocked = new Promise<void>((resolve) => (signalSent = resolve));
+      const failedLocked = new Promise<void>((resolve) => (signalFailed = resolve));
+      let attempts = 0;
+      // Each holds one row and then asks for the other's: a cycle PostgreSQL breaks by aborting one.
+      const first = database.writeRetrying(async (trx) => {
+        attempts++;
+        await add(trx, 'sent');
+        signalSent();
+        await failedLocked;
+        await add(trx, 'failed');
+      });
+      const second = database.writeRetrying(async (trx) => {
+        attempts++;
+        await sentLocked;
+        await add(trx, 'failed');
+        signalFailed();
+        await add(trx, 'sent');
+      });
+      await Promise.all([first, second]);
+      assert.equal(attempts, 3, 'one of the two ran again');
+      const rows = await database.db.selectFrom('ledger_counts').select(['status', 'n']).where('store_domain', '=', store).orderBy('status').execute();
+      assert.deepEqual(rows.map((row) => [row.status, Number(row.n)]), [['failed', 2], ['sent', 2]], 'each counted once');
+      await assert.rejects(
+        database.writeRetrying(async () => {
+          attempts++;
+          throw Object.assign(new Error('not a lock cycle'), { code: '23505' });
+        }),
+        /not a lock cycle/,
+      );
+      assert.equal(attempts, 4, 'any other failure is not run again');
     });
 
     it('timestamps read back as the ISO strings written', async () => {

@@ -88,7 +88,7 @@ export class DispatchRepository {
    * let go unless `changes` renews it (a batch with pages still to plan).
    */
   async queueBatch(owner: string, restock: Pick<RestockRow, 'id'>, rows: NotificationRow[], changes: Partial<RestockRow>): Promise<boolean> {
-    return this.database.write(async (trx) => {
+    return this.database.writeRetrying(async (trx) => {
       const still = await trx
         .updateTable('restocks')
         .set({ lease_owner: null, lease_until: null, ...changes })
@@ -119,7 +119,7 @@ export class DispatchRepository {
    * has come, and ones a dead worker left in `sending` past their lease.
    */
   claimNotifications(owner: string, now: string, leaseUntil: string, limit: number): Promise<NotificationRow[]> {
-    return this.database.write(async (trx) => {
+    return this.database.writeRetrying(async (trx) => {
       // Two queries, each walking notifications_queue in its order (an OR of both would sort
       // every due row of the table on each claim): alerts a dead worker left first, then queued.
       const due = (status: 'sending' | 'queued', n: number) => {
@@ -153,7 +153,7 @@ export class DispatchRepository {
    */
   async giveBack(owner: string, ids: string[]): Promise<void> {
     if (ids.length === 0) return;
-    await this.database.write(async (trx) => {
+    await this.database.writeRetrying(async (trx) => {
       for (const chunk of chunks(ids)) {
         await trx
           .updateTable('notifications')
@@ -193,7 +193,7 @@ export class DispatchRepository {
     others: Array<{ id: string; changes: Partial<NotificationRow> }>,
     alongside: (trx: Trx) => Promise<void>,
   ): Promise<void> {
-    await this.database.write(async (trx) => {
+    await this.database.writeRetrying(async (trx) => {
       for (const chunk of chunks(sent.ids)) {
         await trx
           .updateTable('notifications')
@@ -446,9 +446,24 @@ export class DispatchRepository {
     return Number(row.n);
   }
 
-  /** Alerts per ledger status, kept in ledger_counts by triggers (migration 0018). */
+  /**
+   * Alerts per ledger status: the final ones kept in ledger_counts by triggers (migration 0018),
+   * queued and sending counted where they are, each through its own index (the queue is short).
+   */
   async countsByStatus(storeDomain: string): Promise<Record<string, number>> {
-    const rows = await this.database.db.selectFrom('ledger_counts').select(['status', 'n']).where('store_domain', '=', storeDomain).where('n', '>', 0).execute();
+    const inQueue = (status: 'queued' | 'sending') =>
+      this.database.db
+        .selectFrom('notifications')
+        .select((eb) => [sql.lit(status).as('status'), eb.fn.countAll<number>().as('n')])
+        .where('store_domain', '=', storeDomain)
+        .where('status', '=', sql.lit(status))
+        .executeTakeFirstOrThrow();
+    const [kept, queued, sending] = await Promise.all([
+      this.database.db.selectFrom('ledger_counts').select(['status', 'n']).where('store_domain', '=', storeDomain).where('n', '>', 0).execute(),
+      inQueue('queued'),
+      inQueue('sending'),
+    ]);
+    const rows = [...kept, ...[queued, sending].filter((row) => Number(row.n) > 0)];
     return Object.fromEntries(rows.map((row) => [row.status, Number(row.n)]));
   }
 

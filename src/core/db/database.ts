@@ -4,13 +4,16 @@ import SqliteDriver from 'better-sqlite3';
 import { CompiledQuery, Kysely, PostgresDialect, SqliteDialect, sql, type Compilable, type Transaction } from 'kysely';
 import pg from 'pg';
 import { DEFAULT_PG_STATEMENT_TIMEOUT_MS, type DatabaseConfig } from '../../config.ts';
-import { pgTypes, QUERY_READ_TIMEOUT, type Dialect } from './dialect.ts';
+import { isTransientConflict, pgTypes, QUERY_READ_TIMEOUT, type Dialect } from './dialect.ts';
 import { parsePostgresUrl, type PostgresServer } from '../service-urls.ts';
 import { GroupCommit } from './group-commit.ts';
 import { migrateToLatest } from './migrate.ts';
 import type { Tables } from './schema.ts';
 
 export type Db = Kysely<Tables>;
+
+/** How many times `writeRetrying` runs a transaction PostgreSQL aborted for a lock cycle. */
+const WRITE_ATTEMPTS = 3;
 export type Trx = Transaction<Tables>;
 
 /**
@@ -111,6 +114,23 @@ export class Database {
   write<T>(work: (trx: Trx) => Promise<T>): Promise<T> {
     if (this.groupCommit) return this.groupCommit.run(work);
     return this.db.transaction().execute(work);
+  }
+
+  /**
+   * `write`, run again when PostgreSQL aborted it for a deadlock or a serialization failure (at
+   * most three attempts). Transactions that record outcomes move kept counts, rows other
+   * transactions move too, and PostgreSQL breaks a lock cycle by aborting one of them: recording
+   * an alert sent must not fail for that, or it would be sent again. `work` must touch nothing
+   * but the database: it runs once per attempt.
+   */
+  async writeRetrying<T>(work: (trx: Trx) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.write(work);
+      } catch (err) {
+        if (attempt >= WRITE_ATTEMPTS || !isTransientConflict(err)) throw err;
+      }
+    }
   }
 
   /**

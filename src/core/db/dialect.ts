@@ -67,6 +67,12 @@ export function isUnavailableError(err: unknown): boolean {
     .test(err.message);
 }
 
+/** True when PostgreSQL aborted a transaction that may simply be run again: a deadlock, or a serialization failure. */
+export function isTransientConflict(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === '40P01' || code === '40001';
+}
+
 /** True when an insert lost a race against a unique constraint (both dialects). */
 export function isUniqueViolation(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;

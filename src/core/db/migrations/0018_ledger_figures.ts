@@ -7,7 +7,10 @@ import type { DialectMigration } from './index.ts';
  * counted on every read, so the queue, the overview and the performance report cost the same at
  * a million alerts as at a thousand (bench/scale.ts):
  *
- * - `ledger_counts`: a store's alerts per ledger status (the queue, the overview).
+ * - `ledger_counts`: a store's alerts per final ledger status (sent, skipped, failed: the queue,
+ *   the overview). Queued and sending alerts are counted where they are, through the ledger's
+ *   indexes by status: the queue is short-lived, and a worker's claim then moves no kept row, so
+ *   claims never wait on one another's counts.
  * - `alerts_sent_daily`: sent alerts and reminders per store, UTC day of sending, channel and
  *   kind (the report's totals, its days and its channels).
  * - `alerts_sent_by_product`: the same per product and variant ('' for the whole product) and
@@ -64,6 +67,9 @@ async function createTables(db: Kysely<any>, dialect: Dialect): Promise<void> {
   await createFigureTable(db, dialect, 'alert_clicks_by_product', { store_domain: text, product_id: text, variant_key: text, day: text }, { n: 'integer' });
 }
 
+/** The ledger statuses an alert ends in; only rows in one of them are in a kept figure. */
+const FINAL_STATUSES = `'sent', 'skipped', 'failed'`;
+
 /** How a kept figure is told from the rows of its source: its key columns and which rows count. */
 interface Figure {
   table: string;
@@ -76,9 +82,10 @@ interface Figure {
 function figures(dialect: Dialect): { ledger: Figure[]; clicks: Figure[] } {
   const day = (column: string) => (dialect === 'sqlite' ? `substr(${column}, 1, 10)` : `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD')`);
   const sent = (r: string) => `${r}.status = 'sent' and ${r}.sent_at is not null`;
+  const final = (r: string) => `${r}.status in (${FINAL_STATUSES})`;
   return {
     ledger: [
-      { table: 'ledger_counts', keys: [['store_domain', (r) => `${r}.store_domain`], ['status', (r) => `${r}.status`]], counts: null },
+      { table: 'ledger_counts', keys: [['store_domain', (r) => `${r}.store_domain`], ['status', (r) => `${r}.status`]], counts: final },
       {
         table: 'alerts_sent_daily',
         keys: [['store_domain', (r) => `${r}.store_domain`], ['day', (r) => day(`${r}.sent_at`)], ['channel', (r) => `${r}.channel`], ['kind', (r) => `${r}.kind`]],
@@ -136,9 +143,14 @@ async function sqliteTriggers(db: Kysely<any>): Promise<void> {
     const arrive = kept.map((figure) => sqliteStep(figure, 'new', 1)).join('\n');
     const leave = kept.map((figure) => sqliteStep(figure, 'old', -1)).join('\n');
     const changed = watched[source].map((column) => `old.${column} is not new.${column}`).join(' or ');
-    await sql.raw(`create trigger ${source}_figures_insert after insert on ${source} begin ${arrive} end`).execute(db);
-    await sql.raw(`create trigger ${source}_figures_delete after delete on ${source} begin ${leave} end`).execute(db);
-    await sql.raw(`create trigger ${source}_figures_update after update of ${watched[source].join(', ')} on ${source} when ${changed} begin ${leave} ${arrive} end`).execute(db);
+    // A ledger row counts only in a final status: queueing and claiming alerts run no trigger.
+    const counted = (r: string) => (source === 'notifications' ? `${r}.status in (${FINAL_STATUSES})` : 'true');
+    await sql.raw(`create trigger ${source}_figures_insert after insert on ${source} when ${counted('new')} begin ${arrive} end`).execute(db);
+    await sql.raw(`create trigger ${source}_figures_delete after delete on ${source} when ${counted('old')} begin ${leave} end`).execute(db);
+    await sql
+      .raw(`create trigger ${source}_figures_update after update of ${watched[source].join(', ')} on ${source}
+        when (${counted('old')} or ${counted('new')}) and (${changed}) begin ${leave} ${arrive} end`)
+      .execute(db);
   }
 }
 
@@ -150,8 +162,9 @@ function postgresStep(figure: Figure, op: 'INSERT' | 'DELETE' | 'UPDATE'): strin
   };
   const changes = op === 'INSERT' ? side('new_rows', 1) : op === 'DELETE' ? side('old_rows', -1) : `${side('new_rows', 1)} union all ${side('old_rows', -1)}`;
   const columns = columnsOf(figure);
+  // In key order, so two statements moving the same kept rows lock them in the same order.
   return `insert into ${figure.table} (${columns}, n) select ${columns}, sum(d) from (${changes}) c group by ${columns} having sum(d) <> 0
-    on conflict (${columns}) do update set n = ${figure.table}.n + excluded.n;`;
+    order by ${columns} on conflict (${columns}) do update set n = ${figure.table}.n + excluded.n;`;
 }
 
 async function postgresTriggers(db: Kysely<any>): Promise<void> {
