@@ -367,21 +367,26 @@ export class ConversionService implements OrderSink {
       product.ordered += row.orders;
       product.revenue.push({ currency: row.currency, minor: row.revenue });
     }
+    const ordered = [...byKey.values()];
     for (const row of mostWanted) entry(row.productId, row.variantId).waiting = row.waiting;
-    // Products with neither revenue nor anyone waiting come last, by id: read only when fewer
-    // than a full list of products have either (every most wanted has someone waiting).
-    const ranked = [...byKey.values()].filter((product) => revenueOf(product) > 0 || product.waiting > 0).length;
-    if (ranked < PRODUCTS_SHOWN) {
-      const [sentFirst, clickedFirst] = await Promise.all([
-        this.deps.alerts.productsSentSince(caller, shop, fromDay, PRODUCTS_SHOWN),
-        this.store.productsClickedSince(shop, fromDay, PRODUCTS_SHOWN),
-      ]);
-      for (const row of [...sentFirst, ...clickedFirst]) entry(row.product_id, row.variant_id);
-    }
-    const candidateIds = [...new Set([...byKey.values()].map((product) => product.productId))];
-    for (const row of await this.deps.waiting.waitingFor(caller, shop, candidateIds)) {
-      const product = byKey.get(`${row.productId}\n${row.variantId ?? ''}`);
-      if (product) product.waiting = row.waiting;
+    if (mostWanted.length < PRODUCTS_SHOWN) {
+      // Everyone waiting is in the most wanted, and there is room for products with neither
+      // revenue nor anyone waiting (they come last, by id) when fewer than a list have either.
+      const ranked = [...byKey.values()].filter((product) => revenueOf(product) > 0 || product.waiting > 0).length;
+      if (ranked < PRODUCTS_SHOWN) {
+        const [sentFirst, clickedFirst] = await Promise.all([
+          this.deps.alerts.productsSentSince(caller, shop, fromDay, PRODUCTS_SHOWN),
+          this.store.productsClickedSince(shop, fromDay, PRODUCTS_SHOWN),
+        ]);
+        for (const row of [...sentFirst, ...clickedFirst]) entry(row.product_id, row.variant_id);
+      }
+    } else {
+      // A full most-wanted list: products with orders outside it may have shoppers waiting too.
+      const unknown = new Set(ordered.filter((product) => product.waiting === 0).map((product) => product.productId));
+      for (const row of await this.deps.waiting.waitingFor(caller, shop, [...unknown])) {
+        const product = byKey.get(`${row.productId}\n${row.variantId ?? ''}`);
+        if (product && product.waiting === 0) product.waiting = row.waiting;
+      }
     }
     const shown = [...byKey.values()].sort(byRevenueThenWaiting).slice(0, PRODUCTS_SHOWN);
     const shownIds = [...new Set(shown.map((product) => product.productId))];
