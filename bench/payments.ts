@@ -26,8 +26,8 @@
  * of load before measuring, default 2), BENCH_CONNECTIONS (default 50), BENCH_ROUNDS (the load
  * sequence again, default 1, with the median ratio at the end), BENCH_PAID (sequential paid
  * requests, default 100), BENCH_PAID_CONCURRENCY (payers at once, default 4; 0 skips that part),
- * BENCH_PAID_CONCURRENT (paid requests they make together, default 100), BENCH_JSON=1 (one
- * machine-readable summary line).
+ * BENCH_PAID_CONCURRENT (paid requests they make together, default 100), BENCH_PROFILE=<dir> (Restock
+ * writes a V8 CPU profile there), BENCH_JSON=1 (one machine-readable summary line).
  *
  * Everything listens on 127.0.0.1. The run fails (exit 1) when a load answer is anything but
  * the expected status (200 bare, 402 Restock), on socket errors or timeouts, when a paid request
@@ -46,7 +46,7 @@ import type { PaymentRequired } from '@x402/core/types';
 import { registerExactEvmScheme } from '@x402/evm/exact/client';
 import { Challenge } from 'mppx';
 import { startX402Chain, type X402Chain } from '../test/fixtures/x402-chain.ts';
-import { exitCodeFor, guardProcess, intSetting, runMain } from './lib.ts';
+import { exitCodeFor, guardProcess, intSetting, profileSetting, runMain } from './lib.ts';
 import { HOST, SUBSCRIBE_PATH, baseUrl, freePort, restockEnv, startServer, stopChild, type Child } from './lib.ts';
 import { codesOf, cpuSeconds, load, measureLoad as measureWith, type LoadRow, type Result } from './lib.ts';
 import { percentile, printChecks, printMedianRatios, printSetting, printTable, sqliteScratch, type ScratchDatabase } from './lib.ts';
@@ -59,6 +59,7 @@ const ROUNDS = intSetting('BENCH_ROUNDS', 1, 1, 20);
 const PAID = intSetting('BENCH_PAID', 100, 1, 10_000);
 const PAID_CONCURRENCY = intSetting('BENCH_PAID_CONCURRENCY', 4, 0, 64);
 const PAID_CONCURRENT = PAID_CONCURRENCY === 0 ? 0 : intSetting('BENCH_PAID_CONCURRENT', 100, 1, 10_000);
+const PROFILE_DIR = profileSetting();
 
 /** Paid requests before the timed ones: the first one also fetches the facilitator's /supported. */
 const PAID_WARMUP = 3;
@@ -174,7 +175,8 @@ async function startRestock(chain: X402Chain, facilitatorUrl: string): Promise<R
     STRIPE_API_URL: '',
   });
   try {
-    const child = await startServer('restock', [path.join('bin', 'restock.js'), 'serve'], env, port, '/api/health');
+    const profile = PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
+    const child = await startServer('restock', [...profile, path.join('bin', 'restock.js'), 'serve'], env, port, '/api/health');
     return { child, base: baseUrl(port), database, dataDir: database.env.DATA_DIR! };
   } catch (err) {
     await database.drop();

@@ -1,15 +1,13 @@
 import pino from 'pino';
-import { rotateSigningKey } from './agents/feature.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { Database } from './core/db/database.ts';
 import { openMailTransport } from './core/mail/transport.ts';
 import { ValidationFailed } from './core/problems.ts';
-import { dashboardSignIn } from './dashboard/feature.ts';
-import { buildDomainFeatures, formerOwnerAccess } from './features.ts';
-import { startServer } from './server.ts';
-import { storeService } from './stores/feature.ts';
 import { LocalChangeBus } from './core/changes/bus.ts';
 import { openChangeBus } from './core/changes/open.ts';
+
+// Each command loads only the features it runs (dynamic imports below): `restock worker` and the
+// one-off commands leave out the web's features and their libraries (the MCP SDK among them).
 
 const USAGE = `Restock: back-in-stock alerts for e-commerce stores.
 
@@ -37,6 +35,7 @@ With none set, Restock runs embedded: SQLite under ./data, e-mails kept in a loc
 `;
 
 async function serve(): Promise<void> {
+  const { startServer } = await import('./server.ts');
   const server = await startServer(loadConfig());
   const log = server.app.log;
   log.info({ url: server.url, tlsUrl: server.tlsUrl, database: server.database.dialect }, 'Restock is listening');
@@ -50,6 +49,7 @@ async function worker(): Promise<void> {
   const database = Database.open(config.database);
   await database.migrate();
   const mail = openMailTransport({ smtpUrl: config.smtpUrl, from: config.mailFrom, database, poolSize: config.dispatch.smtpPoolSize });
+  const { buildDomainFeatures } = await import('./domain.ts');
   const { domain, features, changes } = await buildDomainFeatures(config, database, mail, log);
   domain.worker.start();
   log.info({ worker: domain.worker.id, database: database.dialect, mail: mail.kind }, 'Restock worker is running');
@@ -127,6 +127,8 @@ async function storeCommand(args: string[]): Promise<number> {
 
 /** A store changes hands; running processes hear it (their former owners' agents lose it at once). */
 async function transferStore(config: Config, database: Database, domain: string, owner: string) {
+  const { formerOwnerAccess } = await import('./domain.ts');
+  const { storeService } = await import('./stores/feature.ts');
   const changes = openChangeBus(config.redisUrl, database, pino({ level: 'warn' }));
   try {
     if (!(await changes.whenLive(5000))) {
@@ -145,6 +147,8 @@ async function dashboardCommand(args: string[]): Promise<number> {
     return 2;
   }
   const config = loadConfig();
+  const { dashboardSignIn } = await import('./dashboard/feature.ts');
+  const { storeService } = await import('./stores/feature.ts');
   const issued = await withDatabase(config, async (database) => {
     const mail = openMailTransport({ smtpUrl: config.smtpUrl, from: config.mailFrom, database, poolSize: 1 });
     try {
@@ -167,6 +171,7 @@ async function keysCommand(args: string[]): Promise<number> {
     return 2;
   }
   const config = loadConfig();
+  const { rotateSigningKey } = await import('./agents/feature.ts');
   const kid = await withDatabase(config, (database) => rotateSigningKey(config, database));
   console.log(`New signing key ${kid}. Running processes pick it up within a minute.`);
   return 0;

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { after, before, describe, it } from './fixtures/suites.ts';
-import { Challenge, Credential, Receipt } from 'mppx';
+import { Challenge, Credential, PaymentRequest, Receipt } from 'mppx';
 import { Mppx as MppxClient, stripe as stripeClient } from 'mppx/client';
 import { validate as validateDiscovery } from 'mppx/discovery';
 import { expectStatus, storeWithAgent, uniqueDomain, uniqueEmail } from './fixtures/agents.ts';
@@ -15,6 +15,7 @@ import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { freePort } from './fixtures/network.ts';
 import { startListeningApp, type ListeningApp } from './fixtures/oauth.ts';
 import { buildPayments } from '../src/payments/feature.ts';
+import { opaqueOf } from '../src/payments/mpp.ts';
 import { startStripeApi, type StripeApi, type TokenGrant } from './fixtures/stripe-api.ts';
 
 failOnLeakedHandles();
@@ -451,6 +452,14 @@ describe('payment settings', () => {
       }
     } finally {
       await t.close();
+    }
+  });
+
+  it("writes each challenge's opaque part as the SDK's serializer does", () => {
+    for (const operation of ['subscribeAlert', 'checkoutPlan', 'getApiIndex'] as const) {
+      for (const nonce of ['AbC-_9xyzAbC-_9xyz1', 'q', 'AAAAAAAAAAAA1z']) {
+        assert.equal(opaqueOf(operation, nonce), PaymentRequest.serialize({ _mppx_scope: operation, nonce }));
+      }
     }
   });
 

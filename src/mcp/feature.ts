@@ -2,7 +2,7 @@ import type { BearerGate } from '../agents/gate.ts';
 import type { Config } from '../config.ts';
 import type { Feature } from '../core/feature.ts';
 import type { Metrics } from '../core/metrics.ts';
-import type { Domain } from '../features.ts';
+import type { Domain } from '../domain.ts';
 import { mcpRoutes } from './routes.ts';
 
 /** The MCP endpoint: the services' operations as tools, behind the same access check and payments. */

@@ -2,7 +2,7 @@ import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
 import type { AuthInfo } from '@modelcontextprotocol/server';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { BearerGate } from '../agents/gate.ts';
-import type { Domain } from '../features.ts';
+import type { Domain } from '../domain.ts';
 import { SERVER_CARD_PATHS, serverCard } from './server-card.ts';
 import { mcpServerFor, paidToolNames, restockTools, type McpPayments } from './tools.ts';
 

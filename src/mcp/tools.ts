@@ -6,7 +6,7 @@ import { performanceResponse } from '../conversions/schemas.ts';
 import type { Scope } from '../agents/scopes.ts';
 import { API_VERSION } from '../discovery/openapi.ts';
 import { alertQueueSchema } from '../dispatch/schemas.ts';
-import type { Domain } from '../features.ts';
+import type { Domain } from '../domain.ts';
 import type { Caller } from '../core/http/caller.ts';
 import type { Metrics } from '../core/metrics.ts';
 import { Problem } from '../core/problems.ts';

@@ -121,7 +121,7 @@ export class MppAcceptance {
   async challenges(operation: PaidOperation): Promise<IssuedChallenge[]> {
     const expires = new Date(Date.now() + CHALLENGE_TTL_MS).toISOString();
     const nonce = `${this.noncePrefix}${(++this.nonceCount).toString(36)}`;
-    const opaque = PaymentRequest.serialize({ [SCOPE_KEY]: operation, [NONCE_KEY]: nonce });
+    const opaque = opaqueOf(operation, nonce);
     return (await this.templates(operation)).map((template) => {
       // The id is mppx's binding (realm|method|intent|request|expires|digest|opaque), computed
       // with Node's HMAC: the SDK's portable one costs more than the rest of the 402 together.
@@ -418,6 +418,15 @@ export function unreadableCredential(): Problem {
  * A challenge issued for one 402, signed on the fast path from its offer's template: written
  * into a header as mppx's Challenge.serialize writes it, or read as mppx reads it from one.
  */
+/**
+ * What `PaymentRequest.serialize({ _mppx_scope, nonce })` makes (RFC 8785 canonical JSON, keys in
+ * that order, as base64url), written out: the SDK's portable encoder was 5% of a 402's CPU.
+ * Both values are plain ASCII (an operation name, a base64url nonce); a test compares the two.
+ */
+export function opaqueOf(operation: PaidOperation, nonce: string): string {
+  return Buffer.from(`{"${SCOPE_KEY}":${JSON.stringify(operation)},"${NONCE_KEY}":${JSON.stringify(nonce)}}`).toString('base64url');
+}
+
 export class IssuedChallenge {
   constructor(
     private readonly template: ChallengeTemplate,

@@ -13,11 +13,12 @@ export const apiCors = fp(async (app) => installApiCors(app), { name: 'api-cors'
 
 function installApiCors(app: FastifyInstance): void {
   const isApi = (url: string) => url === '/api' || url.startsWith('/api/') || url.startsWith('/api?') || url.startsWith('/storefront/');
-  app.addHook('onSend', async (request, reply, payload) => {
-    if (!isApi(request.url)) return payload;
-    reply.header('access-control-allow-origin', '*');
-    reply.header('access-control-expose-headers', EXPOSED);
-    return payload;
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (isApi(request.url)) {
+      reply.header('access-control-allow-origin', '*');
+      reply.header('access-control-expose-headers', EXPOSED);
+    }
+    done(null, payload);
   });
   const preflight = async (_request: unknown, reply: import('fastify').FastifyReply) =>
     reply

@@ -1,0 +1,183 @@
+import type { FastifyBaseLogger } from 'fastify';
+import { unbindFormerOwnersAgents } from './agents/feature.ts';
+import { buildAlerts } from './alerts/feature.ts';
+import type { SubscriptionService } from './alerts/service.ts';
+import { buildBilling } from './billing/feature.ts';
+import type { BillingService } from './billing/service.ts';
+import type { Config } from './config.ts';
+import type { ChangeBus } from './core/changes/bus.ts';
+import { openChangeBus } from './core/changes/open.ts';
+import type { Database } from './core/db/database.ts';
+import type { Feature } from './core/feature.ts';
+import type { MailTransport } from './core/mail/transport.ts';
+import { noMetrics, type Metrics } from './core/metrics.ts';
+import { loadServiceSecret } from './core/secrets.ts';
+import { TokenSigner } from './core/signed-token.ts';
+import { stripeClient } from './core/stripe-client.ts';
+import { buildConversions } from './conversions/feature.ts';
+import type { ConversionService } from './conversions/service.ts';
+import { endFormerOwnerSessions } from './dashboard/feature.ts';
+import { buildDispatch, buildDispatchWorker } from './dispatch/feature.ts';
+import type { DispatchService } from './dispatch/service.ts';
+import type { DispatchWorker } from './dispatch/worker.ts';
+import { buildInventory } from './inventory/feature.ts';
+import type { InventoryService } from './inventory/service.ts';
+import { buildNotices } from './notices/feature.ts';
+import { buildPayments } from './payments/feature.ts';
+import type { PaymentService } from './payments/service.ts';
+import { buildShopify, type ShopifyFeature } from './shopify/feature.ts';
+import { storefrontService } from './storefront/feature.ts';
+import { buildPush } from './push/feature.ts';
+import { buildSms } from './sms/feature.ts';
+import { confirmationTexter, smsSending } from './sms/for-dispatch.ts';
+import { buildStores } from './stores/feature.ts';
+import type { OwnerChangeListener, StoreService } from './stores/service.ts';
+import { buildWebhooks, type WebhookService } from './webhooks/feature.ts';
+
+/** The services of the product's features, shared by the HTTP app, the MCP tools and `restock worker`. */
+export interface Domain {
+  stores: StoreService;
+  alerts: SubscriptionService;
+  inventory: InventoryService;
+  dispatch: DispatchService;
+  shopify: ShopifyFeature;
+  billing: BillingService;
+  payments: PaymentService;
+  worker: DispatchWorker;
+  conversions: ConversionService;
+  /** The sink features announce a store's events to (outgoing webhooks). */
+  events: WebhookService;
+}
+
+export interface DomainFeatures {
+  domain: Domain;
+  /** Each feature by name, for the web to place its own among them. */
+  built: Record<'stores' | 'inventory' | 'dispatch' | 'shopify' | 'alerts' | 'sms' | 'push' | 'payments' | 'billing' | 'worker' | 'webhooks' | 'conversions' | 'notices', Feature<unknown>>;
+  /** All of them, in the order their routes register. */
+  features: Feature<unknown>[];
+  /** Signs what the service hands out and must recognise later (unsubscribe links, known devices). */
+  signer: TokenSigner;
+  /** Where changes that processes keep in memory are announced; closed after the features. */
+  changes: ChangeBus;
+}
+
+/**
+ * What ends when a store changes hands, whichever path changed it (the CLI, a Shopify
+ * reinstall): the former owner's bound agents, dashboard sessions and unused sign-in links.
+ */
+export function formerOwnerAccess(database: Database, changes: ChangeBus): OwnerChangeListener[] {
+  return [unbindFormerOwnersAgents(database, changes), endFormerOwnerSessions(database)];
+}
+
+/**
+ * The features `restock worker` needs (everything but the web's own): each built by its folder's
+ * `build` function, then the dispatch worker with every feature's background jobs. `metrics` is
+ * what the features report to (openMetrics in src/observability); without it, nothing.
+ */
+export async function buildDomainFeatures(config: Config, database: Database, mail: MailTransport, log: FastifyBaseLogger, metrics: Metrics = noMetrics): Promise<DomainFeatures> {
+  const serviceSecret = await loadServiceSecret(database, config.secret);
+  const changes = openChangeBus(config.redisUrl, database, log);
+  const { secretKey: stripeKey, apiUrl: stripeUrl } = config.payments.stripe;
+  const stripe = stripeKey ? stripeClient(stripeKey, stripeUrl, config.payments.settleTimeoutMs) : undefined;
+
+  // The store routes show the plan, which billing (built below, on the stores) reports.
+  const stores = buildStores({ config, database, changes, planUsage: (shop) => billing.service.planUsage(shop), onOwnerChange: formerOwnerAccess(database, changes) });
+  const webhooks = buildWebhooks({ config, database, mail, log, stores: stores.service });
+  const signer = new TokenSigner(serviceSecret);
+  const alerts = buildAlerts({
+    config,
+    database,
+    signer,
+    events: webhooks.service,
+    mail,
+    log,
+    settingsOf: (shop) => stores.service.settingsOf(shop),
+    // Inventory is built on the alerts' dispatch below; the mail job asks it only once running.
+    titleOf: async (shop, productId, variantId) => (await inventory.service.describeProduct(shop, productId, variantId))?.productTitle ?? undefined,
+    textConfirmation: () => confirmationTexter({ sms: sms.service, stores: stores.service, inventory: inventory.service, alerts: alerts.service }),
+  });
+  const dispatch = buildDispatch({ database, alerts: alerts.service });
+  const inventory = buildInventory({ database, changes, stores: stores.service, restocks: dispatch.service });
+  const conversions = buildConversions({
+    config,
+    database,
+    signer,
+    alerts: alerts.service,
+    dispatch: dispatch.service,
+    inventory: inventory.service,
+    stores: stores.service,
+    events: webhooks.service,
+    log,
+  });
+  const notices = buildNotices({
+    config,
+    database,
+    mail,
+    stores: stores.service,
+    alerts: alerts.service,
+    events: webhooks.service,
+    figures: (shop, from, to) => conversions.service.digestFigures(shop, from, to),
+    titles: (shop, productId, variantId) => inventory.service.describeProduct(shop, productId, variantId),
+  });
+  const sms = buildSms({ config, database, log, stores: stores.service, consent: alerts.service, deliveries: dispatch.service });
+  const push = await buildPush({ config, database, log });
+  const billing = buildBilling({ config, database, mail, stores: stores.service, ...(stripe ? { stripe } : {}) });
+  const shopify = buildShopify({
+    config,
+    database,
+    log,
+    metrics,
+    mail,
+    stores: stores.service,
+    inventory: inventory.service,
+    alerts: alerts.service,
+    dispatch: dispatch.service,
+    billing: billing.service,
+    orders: conversions.service,
+    storefront: storefrontService({ stores: stores.service, inventory: inventory.service, alerts: alerts.service, offers: { sms: config.sms.account !== undefined, push: true } }),
+  });
+  if (shopify.billing) billing.service.useShopify(shopify.billing);
+  const payments = buildPayments(config, database, serviceSecret, log, stripe, metrics);
+  // A plan proposal paid per request is refunded unless the store's owner accepts it.
+  billing.service.usePayments((sessionId) => payments.service.refundResult('checkoutPlan', sessionId));
+  // A store installed as the Shopify app pays only through Shopify Billing: refused before any charge.
+  payments.service.checkBeforeCharge('checkoutPlan', (input) => billing.service.requireShopifyBilling(input.shop, 'a plan paid per request'));
+  // In the order their routes register (the API index lists operations so).
+  const served = { stores, webhooks, inventory, dispatch, conversions, notices, shopify, alerts, sms, push, payments, billing };
+
+  const worker = buildDispatchWorker({
+    config,
+    log,
+    metrics,
+    mail,
+    dispatch,
+    alerts: alerts.service,
+    inventory: inventory.service,
+    stores: stores.service,
+    quota: billing.service,
+    followUp: conversions.service,
+    events: webhooks.service,
+    sms: smsSending(sms.service),
+    push: push.service,
+    jobs: Object.values(served).flatMap((feature: Feature<unknown>) => feature.jobs ?? []),
+  });
+  const built = { ...served, worker };
+  return {
+    built,
+    signer,
+    changes,
+    features: Object.values(built),
+    domain: {
+      stores: stores.service,
+      alerts: alerts.service,
+      inventory: inventory.service,
+      dispatch: dispatch.service,
+      shopify,
+      billing: billing.service,
+      payments: payments.service,
+      worker: worker.service,
+      conversions: conversions.service,
+      events: webhooks.service,
+    },
+  };
+}
