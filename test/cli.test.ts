@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -227,5 +227,38 @@ describe('the restock command', () => {
     } finally {
       db.close();
     }
+  });
+});
+
+describe('what each command loads', () => {
+  const LOADED_PACKAGES = fileURLToPath(new URL('./fixtures/loaded-packages.mjs', import.meta.url));
+  /** The web's and the payment protocols' libraries: most of the service's code in memory. */
+  const WEB_AND_PAYMENTS = ['@modelcontextprotocol/server', '@modelcontextprotocol/node', 'mppx', 'viem', '@x402/evm'];
+
+  /** Runs a long-lived command until it logs `ready`, stops it, and returns the npm packages it imported. */
+  async function packagesLoadedBy(command: 'serve' | 'worker', ready: RegExp): Promise<Set<string>> {
+    const dir = freshDir();
+    const file = path.join(dir, 'packages.txt');
+    const env = { DATA_DIR: dir, PORT: String(await freePort()), LOG_LEVEL: 'info', LOADED_PACKAGES_FILE: file };
+    const child = spawn(process.execPath, [LOADED_PACKAGES, command], { cwd: dir, env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+    const closed = new Promise((resolve) => child.once('close', resolve));
+    try {
+      await watchOutput(child).line(ready, 60_000);
+    } finally {
+      child.kill('SIGTERM');
+      await closed;
+    }
+    return new Set(readFileSync(file, 'utf8').split('\n').filter(Boolean));
+  }
+
+  it('restock worker leaves out the web and the payment protocols (it settles nothing until a payment is left to reconcile)', async () => {
+    const loaded = await packagesLoadedBy('worker', /"msg":"Restock worker is running"/);
+    for (const name of ['kysely', 'nodemailer', 'better-sqlite3']) assert.ok(loaded.has(name), `the worker imports ${name}`);
+    for (const name of WEB_AND_PAYMENTS) assert.ok(!loaded.has(name), `the worker does not import ${name}`);
+  });
+
+  it('restock serve has them loaded before it listens, so the first 402 waits for nothing', async () => {
+    const loaded = await packagesLoadedBy('serve', /"msg":"Restock is listening"/);
+    for (const name of WEB_AND_PAYMENTS) assert.ok(loaded.has(name), `serve imports ${name}`);
   });
 });

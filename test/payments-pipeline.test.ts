@@ -38,6 +38,8 @@ class RecordingPayments {
   acceptance: Acceptance = { kind: 'accepted', payment };
   settlement: Settlement = { kind: 'settled', receipt: { protocol: 'x402', response: { success: true, transaction: '0xtx', network: 'eip155:1' } as never } };
 
+  async ready(): Promise<void> {}
+
   async paymentRequired(resource: PaidResource, refusal?: Problem): Promise<PaymentRequired> {
     this.steps.push(`offers ${resource.operation}`);
     return {
@@ -289,7 +291,7 @@ describe('MPP refusals, by error type', () => {
 
   /** MPP acceptance with Stripe configured over `create`, the only Stripe call mppx's charge makes. */
   function stripeAcceptance(create: () => Promise<unknown>) {
-    const config = { stripe: { secretKey: 'sk_test_pipeline', networkId: 'profile_pipeline' }, tempo: {}, settleTimeoutMs: 500 } as unknown as PaymentsConfig;
+    const config = { stripe: { secretKey: 'sk_test_pipeline', networkId: 'profile_pipeline' }, tempo: {}, x402: {}, settleTimeoutMs: 500 } as unknown as PaymentsConfig;
     const stripe = { paymentIntents: { create } } as unknown as Stripe;
     return new MppAcceptance(config, 'k'.repeat(64), 'restock.test', stripe);
   }
@@ -333,7 +335,7 @@ describe('the payment ledger, by tenancy', () => {
   it('lists a store’s payments only to an agent bound to it, as if the store did not exist to any other', async () => {
     const asked: string[] = [];
     const store = { listForStore: async (domain: string) => (asked.push(domain), []) };
-    const service = new PaymentService(store as never, { available: true } as never, { unavailable: [] } as never, 'secret');
+    const service = new PaymentService(store as never, () => Promise.reject(new Error('no payment is taken here')), [], 'secret');
     const agent = (storeDomain: string | null): Caller => ({ agentId: 'agent', scopes: new Set(['api:read']), storeDomain, rateLimitPerMinute: 60, tokenId: 't' });
     assert.deepEqual(await service.listPayments(agent('shop.myshopify.com'), 'Shop.myshopify.com'), []);
     await assert.rejects(service.listPayments(agent('other.myshopify.com'), 'shop.myshopify.com'), (err) => err instanceof Problem && err.status === 404);

@@ -3,9 +3,8 @@ import { Challenge, Credential, PaymentRequest, Receipt } from 'mppx';
 import type { Caller } from '../core/http/caller.ts';
 import type { Metrics } from '../core/metrics.ts';
 import { Problem } from '../core/problems.ts';
-import { unreadableCredential } from '../payments/mpp.ts';
 import type { PaidOperation } from '../payments/offers.ts';
-import { PaymentPipeline, type PaidCall, type Taken, type TransportProof } from '../payments/pipeline.ts';
+import { PaymentPipeline, unreadableCredential, type PaidCall, type Taken, type TransportProof } from '../payments/pipeline.ts';
 import type { PaymentRequired, PaymentService } from '../payments/service.ts';
 
 /**

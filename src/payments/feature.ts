@@ -7,11 +7,10 @@ import type { Feature } from '../core/feature.ts';
 import { noMetrics, type Metrics } from '../core/metrics.ts';
 import type { WorkerJob } from '../dispatch/jobs.ts';
 import { paymentGate } from './gate.ts';
-import { MppAcceptance } from './mpp.ts';
+import { offerAvailability } from './offers.ts';
 import { paymentRoutes } from './routes.ts';
-import { PaymentService } from './service.ts';
+import { PaymentService, type PaymentEngines } from './service.ts';
 import { PaymentRepository } from './repository.ts';
-import { X402Acceptance } from './x402.ts';
 
 export interface PaymentsFeature extends Feature<PaymentService> {
   /** Finishes settlements whose outcome was unknown (run by the worker). */
@@ -28,10 +27,16 @@ const RECONCILE_EVERY_MS = 60_000;
 export function buildPayments(config: Config, database: Database, serviceSecret: Buffer, log: FastifyBaseLogger, stripe?: Stripe, metrics: Metrics = noMetrics): PaymentsFeature {
   const mppSecret = createHmac('sha256', serviceSecret).update('mpp-challenge-binding').digest('hex');
   const realm = new URL(config.baseUrl).host;
-  const x402 = new X402Acceptance(config.payments.x402, config.payments.settleTimeoutMs);
-  const mpp = new MppAcceptance(config.payments, mppSecret, realm, stripe);
-  const service = new PaymentService(new PaymentRepository(database), x402, mpp, mppSecret);
-  const gaps = service.unavailable();
+  let engines: Promise<PaymentEngines> | undefined;
+  // The protocols' SDKs (and viem under both) load on first use; the payment gate asks for them
+  // as the app starts, so a serving process has them before its first 402.
+  const loadEngines = () =>
+    (engines ??= Promise.all([import('./x402.ts'), import('./mpp.ts')]).then(([{ X402Acceptance }, { MppAcceptance }]) => ({
+      x402: new X402Acceptance(config.payments.x402, config.payments.settleTimeoutMs),
+      mpp: new MppAcceptance(config.payments, mppSecret, realm, stripe),
+    })));
+  const gaps = offerAvailability(config.payments, stripe !== undefined).unavailable;
+  const service = new PaymentService(new PaymentRepository(database), loadEngines, gaps, mppSecret);
   if (gaps.length > 0) {
     log.warn({ unavailable: gaps }, `pay-per-request: some offers cannot be taken: ${gaps.map((g) => g.reason).join(' ')}`);
   }

@@ -2,16 +2,14 @@ import { decodePaymentSignatureHeader, encodePaymentRequiredHeader, encodePaymen
 import type { PaymentRequired as X402PaymentRequired } from '@x402/core/types';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { Credential, Receipt } from 'mppx';
+import type { Credential as CredentialModule, Receipt as ReceiptModule } from 'mppx';
 import { PROBLEM_CONTENT_TYPE, problemDocument } from '../core/http/errors.ts';
 import { problemResponses } from '../core/http/openapi-responses.ts';
 import type { Metrics } from '../core/metrics.ts';
 import { Problem, problemTypeUri } from '../core/problems.ts';
-import { unreadableCredential } from './mpp.ts';
 import type { PaidOperation } from './offers.ts';
 import { declarationOf } from './paid-operations.ts';
-import { unreadableX402Payment } from './x402.ts';
-import { PaymentPipeline, limitPayers, payerAgentId, type Accepted, type PaidCall, type Taken, type TransportProof } from './pipeline.ts';
+import { PaymentPipeline, limitPayers, payerAgentId, unreadableCredential, unreadableX402Payment, type Accepted, type PaidCall, type Taken, type TransportProof } from './pipeline.ts';
 import type { AcceptedPayment, PaidResource, PaymentRequired, PaymentService } from './service.ts';
 
 declare module 'fastify' {
@@ -54,10 +52,21 @@ export interface PaymentGateOptions {
  *   is taken, or it is given back.
  */
 export function paymentGate(options: PaymentGateOptions): FastifyPluginAsync {
-  return fp(async (app) => installGate(app, options), { name: 'payment-gate', dependencies: ['identity-gate', 'idempotency-gate'], fastify: '5.x' });
+  return fp(async (app) => installGate(app, options, await loadMppCodecs(options.payments)), { name: 'payment-gate', dependencies: ['identity-gate', 'idempotency-gate'], fastify: '5.x' });
 }
 
-function installGate(app: FastifyInstance, { payments, baseUrl, rateLimitPerMinute, metrics }: PaymentGateOptions): void {
+/** MPP's header codecs from `mppx`, loaded with the protocols' engines as the gate is installed. */
+interface MppCodecs {
+  Credential: typeof CredentialModule;
+  Receipt: typeof ReceiptModule;
+}
+
+async function loadMppCodecs(payments: PaymentService): Promise<MppCodecs> {
+  const [{ Credential, Receipt }] = await Promise.all([import('mppx'), payments.ready()]);
+  return { Credential, Receipt };
+}
+
+function installGate(app: FastifyInstance, { payments, baseUrl, rateLimitPerMinute, metrics }: PaymentGateOptions, mpp: MppCodecs): void {
   const pipeline = new PaymentPipeline(payments, rateLimitPerMinute, metrics);
   const accepted = new WeakMap<FastifyRequest, Accepted>();
   // Payers are limited as anonymous agents are, once their proof names them (over MCP too: same
@@ -84,7 +93,7 @@ function installGate(app: FastifyInstance, { payments, baseUrl, rateLimitPerMinu
 
   const demandPayment = async (request: FastifyRequest, reply: FastifyReply) => {
     if (request.caller) return;
-    const proof = proofOf(request);
+    const proof = proofOf(request, mpp.Credential);
     if (proof) {
       request.paymentProof = proof;
     } else if (request.headers['x-payment'] !== undefined) {
@@ -114,7 +123,7 @@ function installGate(app: FastifyInstance, { payments, baseUrl, rateLimitPerMinu
     const finished = await pipeline.finish(paid, reply.statusCode < 400 ? { succeeded: true, result: answerOf(payload) } : { succeeded: false });
     if (finished.kind === 'undone') return payload;
     if (finished.kind !== 'payment-required') {
-      for (const [name, value] of Object.entries(settlementHeaders(finished))) reply.header(name, value);
+      for (const [name, value] of Object.entries(settlementHeaders(finished, mpp.Receipt))) reply.header(name, value);
       return payload;
     }
     // Refused after all: a 402 like any other, with fresh offers to pay again.
@@ -143,7 +152,7 @@ function pathOf(request: FastifyRequest): string {
 }
 
 /** The proof in the headers, decoded: x402's PAYMENT-SIGNATURE, or MPP's `Authorization: Payment`. */
-function proofOf(request: FastifyRequest): TransportProof | undefined {
+function proofOf(request: FastifyRequest, Credential: MppCodecs['Credential']): TransportProof | undefined {
   const signature = request.headers['payment-signature'];
   const authorization = request.headers.authorization;
   if (typeof signature === 'string' && signature.length > 0) {
@@ -247,7 +256,7 @@ function plainDemandAnswers(asProblem: (required: PaymentRequired) => Problem, b
 }
 
 /** The settlement as each protocol's client reads it from the answer's headers. */
-function settlementHeaders(settlement: Taken): Record<string, string> {
+function settlementHeaders(settlement: Taken, Receipt: MppCodecs['Receipt']): Record<string, string> {
   if (settlement.kind === 'pending') return { 'payment-status': 'pending' };
   const { receipt } = settlement;
   return receipt.protocol === 'x402' ? { 'payment-response': encodePaymentResponseHeader(receipt.response) } : { 'payment-receipt': Receipt.serialize(receipt.receipt) };

@@ -9,7 +9,7 @@ import { BaseError as ViemError, createPublicClient, http, HttpRequestError, Soc
 import { Transaction as TempoTransaction } from 'viem/tempo';
 import type { PaymentsConfig } from '../config.ts';
 import { Problem, type ProblemSlug } from '../core/problems.ts';
-import { priceSheets, usdDecimal, type MppMethod, type MppOffer, type PaidOperation } from './offers.ts';
+import { offerAvailability, priceSheets, usdDecimal, type MppMethod, type MppOffer, type PaidOperation, type Unavailable } from './offers.ts';
 
 /** Stripe's smallest charge in USD cents (docs.stripe.com/currencies#minimum-and-maximum-charge-amounts). */
 const STRIPE_MINIMUM_USD_CENTS = 50;
@@ -23,15 +23,6 @@ const CHALLENGE_TTL_MS = 5 * 60_000;
 /** mppx's own key for the route a challenge is bound to (it checks it when verifying). */
 const SCOPE_KEY = '_mppx_scope';
 const NONCE_KEY = 'nonce';
-
-export interface Unavailable {
-  protocol: 'x402' | 'mpp';
-  method: string;
-  intent?: string;
-  /** Settings that would make it available. */
-  missing?: string[];
-  reason: string;
-}
 
 /** A verified and charged MPP credential, waiting for the handler's outcome. */
 export interface MppPayment {
@@ -73,9 +64,9 @@ function toBaseUnits(decimal: string, decimals: number): string {
  * methods. Offers whose settings are missing are left out of the challenges and named instead.
  */
 export class MppAcceptance {
-  readonly unavailable: Unavailable[] = [];
   private readonly mppx;
-  private readonly offered = new Set<string>();
+  private readonly offered: Set<string>;
+  private readonly gaps: Unavailable[];
   private readonly challengeTemplates = new Map<PaidOperation, Promise<ChallengeTemplate[]>>();
   private readonly noncePrefix = randomBytes(9).toString('base64url');
   private nonceCount = 0;
@@ -88,26 +79,14 @@ export class MppAcceptance {
     stripe: Stripe | undefined,
   ) {
     const methods: Method.AnyServer[] = [];
-    const { secretKey: stripeKey, networkId } = config.stripe;
-    if (stripe && networkId) {
+    ({ mpp: this.offered, unavailable: this.gaps } = offerAvailability(config, stripe !== undefined));
+    if (stripe && this.offered.has('stripe/charge')) {
       this.stripe = stripe;
-      methods.push(this.stripeCharge(this.stripe, networkId), this.stripeSession(this.stripe));
-      this.offered.add('stripe/charge').add('stripe/session');
-    } else {
-      const missing = [!stripeKey && 'STRIPE_SECRET_KEY', !networkId && 'STRIPE_NETWORK_ID'].filter((name): name is string => Boolean(name));
-      this.unavailable.push({ protocol: 'mpp', method: 'stripe', missing, reason: `Stripe payments need ${missing.join(' and ')}.` });
+      methods.push(this.stripeCharge(stripe, config.stripe.networkId!), this.stripeSession(stripe));
     }
-    if (config.tempo.recipient) {
-      methods.push(this.tempoCharge(config.tempo.recipient));
-      this.offered.add('tempo/charge');
-    } else {
-      this.unavailable.push({ protocol: 'mpp', method: 'tempo', missing: ['MPP_TEMPO_RECIPIENT'], reason: 'Tempo payments need the address to pay (MPP_TEMPO_RECIPIENT) and a Tempo RPC.' });
-    }
-    // Card sessions carry an encrypted network token that only a card processor can charge, and
-    // the one SDK for it is not open source: offered as the seed lists it, refused when used.
+    if (config.tempo.recipient) methods.push(this.tempoCharge(config.tempo.recipient));
+    // Offered as the seed lists it, refused when used (offerAvailability says why).
     methods.push(Method.toServer(sessionMethod('card'), { verify: async () => { throw cardProcessorMissing(); } }));
-    this.offered.add('card/session');
-    this.unavailable.push({ protocol: 'mpp', method: 'card', intent: 'session', reason: 'Card checkout sessions need a card processor; none is configured. Pay with stripe or x402.' });
     this.mppx = Mppx.create({ methods: methods as never, secretKey, realm });
   }
 
@@ -174,7 +153,7 @@ export class MppAcceptance {
       throw new Problem('payment-expired', `The challenge expired at ${challenge.expires ?? 'an unknown time'}.`);
     }
     if (!this.offered.has(`${challenge.method}/${challenge.intent}`)) {
-      const gap = this.unavailable.find((u) => u.method === challenge.method);
+      const gap = this.gaps.find((u) => u.method === challenge.method);
       throw new Problem('payment-method-unavailable', gap?.reason ?? `${challenge.method} is not available.`, {
         extensions: { method: challenge.method, ...(gap?.missing ? { missing: gap.missing } : {}) },
       });
@@ -409,15 +388,6 @@ function firstLine(err: unknown): string {
   return String((err as Error | undefined)?.message ?? err).split('\n')[0]!;
 }
 
-/** A credential its transport could not read, whichever transport carried it. */
-export function unreadableCredential(): Problem {
-  return new Problem('malformed-credential', 'The `Authorization: Payment` credential is not base64url JSON with a challenge and a payload.');
-}
-
-/**
- * A challenge issued for one 402, signed on the fast path from its offer's template: written
- * into a header as mppx's Challenge.serialize writes it, or read as mppx reads it from one.
- */
 /**
  * What `PaymentRequest.serialize({ _mppx_scope, nonce })` makes (RFC 8785 canonical JSON, keys in
  * that order, as base64url), written out: the SDK's portable encoder was 5% of a 402's CPU.
@@ -427,6 +397,10 @@ export function opaqueOf(operation: PaidOperation, nonce: string): string {
   return Buffer.from(`{"${SCOPE_KEY}":${JSON.stringify(operation)},"${NONCE_KEY}":${JSON.stringify(nonce)}}`).toString('base64url');
 }
 
+/**
+ * A challenge issued for one 402, signed on the fast path from its offer's template: written
+ * into a header as mppx's Challenge.serialize writes it, or read as mppx reads it from one.
+ */
 export class IssuedChallenge {
   constructor(
     private readonly template: ChallengeTemplate,

@@ -2,6 +2,7 @@
  * What each paid operation costs and how it may be paid: the seed's offers, in one place that
  * the 402 answers, the MPP challenges, the x402 requirements and `/openapi.json` all read.
  */
+import type { PaymentsConfig } from '../config.ts';
 
 export type PaidOperation = 'subscribeAlert' | 'checkoutPlan' | 'getApiIndex';
 export type MppMethod = 'stripe' | 'tempo' | 'card';
@@ -80,4 +81,41 @@ export function paymentInfo(sheet: PriceSheet) {
       description: offer.description,
     })),
   };
+}
+
+/** An offer this deployment cannot take, and the settings that would make it available. */
+export interface Unavailable {
+  protocol: 'x402' | 'mpp';
+  method: string;
+  intent?: string;
+  /** Settings that would make it available. */
+  missing?: string[];
+  reason: string;
+}
+
+/**
+ * Which offers this deployment can take, from its settings alone: the 402's list of gaps and the
+ * MPP methods to make, decided without loading either protocol's SDK. `stripe` says whether a
+ * Stripe client was made (STRIPE_SECRET_KEY is set).
+ */
+export function offerAvailability(config: PaymentsConfig, stripe: boolean): { x402: boolean; mpp: Set<`${MppMethod}/${MppIntent}`>; unavailable: Unavailable[] } {
+  const unavailable: Unavailable[] = [];
+  const mpp = new Set<`${MppMethod}/${MppIntent}`>();
+  if (!config.x402.payTo) {
+    unavailable.push({ protocol: 'x402', method: 'exact', missing: ['X402_PAY_TO'], reason: 'x402 payments need the address to pay (X402_PAY_TO).' });
+  }
+  const { secretKey: stripeKey, networkId } = config.stripe;
+  if (stripe && networkId) {
+    mpp.add('stripe/charge').add('stripe/session');
+  } else {
+    const missing = [!stripeKey && 'STRIPE_SECRET_KEY', !networkId && 'STRIPE_NETWORK_ID'].filter((name): name is string => Boolean(name));
+    unavailable.push({ protocol: 'mpp', method: 'stripe', missing, reason: `Stripe payments need ${missing.join(' and ')}.` });
+  }
+  if (config.tempo.recipient) mpp.add('tempo/charge');
+  else unavailable.push({ protocol: 'mpp', method: 'tempo', missing: ['MPP_TEMPO_RECIPIENT'], reason: 'Tempo payments need the address to pay (MPP_TEMPO_RECIPIENT) and a Tempo RPC.' });
+  // Card sessions carry an encrypted network token that only a card processor can charge, and
+  // the one SDK for it is not open source: offered as the seed lists it, refused when used.
+  mpp.add('card/session');
+  unavailable.push({ protocol: 'mpp', method: 'card', intent: 'session', reason: 'Card checkout sessions need a card processor; none is configured. Pay with stripe or x402.' });
+  return { x402: Boolean(config.x402.payTo), mpp, unavailable };
 }

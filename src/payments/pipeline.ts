@@ -1,6 +1,6 @@
 import type { Caller } from '../core/http/caller.ts';
 import { noMetrics, type Metrics, type PaymentOutcome, type PaymentProtocolLabel } from '../core/metrics.ts';
-import { ValidationFailed, type Problem } from '../core/problems.ts';
+import { Problem, ValidationFailed } from '../core/problems.ts';
 import { declarationOf, type PaidOperationDeclaration } from './paid-operations.ts';
 import type { AcceptedPayment, PaidRequest, PaidResource, PayerLimit, PaymentProof, PaymentRequired, PaymentService, Settlement } from './service.ts';
 
@@ -16,6 +16,16 @@ export interface PaidCall extends PaidResource {
 
 /** A proof as a transport hands it over: decoded, or unreadable, with the reason to give. */
 export type TransportProof = PaymentProof | { kind: 'unreadable'; refusal: Problem };
+
+/** A credential its transport could not read, whichever transport carried it. */
+export function unreadableCredential(): Problem {
+  return new Problem('malformed-credential', 'The `Authorization: Payment` credential is not base64url JSON with a challenge and a payload.');
+}
+
+/** A proof that is not an x402 v2 payment payload, whichever transport carried it. */
+export function unreadableX402Payment(): Problem {
+  return new Problem('malformed-credential', 'PAYMENT-SIGNATURE is not base64 JSON of an x402 v2 payment payload (`x402Version`, `accepted`, `payload`).');
+}
 
 /** Refused without offers: the input is not one the price covers, or the refusal is not the payer's to fix by paying. */
 export interface Refused {

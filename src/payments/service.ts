@@ -6,11 +6,17 @@ import { nowIso } from '../core/clock.ts';
 import { ownStore, type Caller } from '../core/http/caller.ts';
 import { newId } from '../core/ids.ts';
 import { Problem } from '../core/problems.ts';
-import type { IssuedChallenge, MppAcceptance, MppPayment, Unavailable } from './mpp.ts';
-import { priceSheets, type PaidOperation } from './offers.ts';
+import type { IssuedChallenge, MppAcceptance, MppPayment } from './mpp.ts';
+import { priceSheets, type PaidOperation, type Unavailable } from './offers.ts';
 import type { PaidInput } from './paid-operations.ts';
 import type { PaymentRow, PaymentRepository } from './repository.ts';
 import type { X402Acceptance, X402Check, X402Payment } from './x402.ts';
+
+/** Each protocol's acceptance: x402 through its facilitator, MPP through `mppx`. */
+export interface PaymentEngines {
+  x402: X402Acceptance;
+  mpp: MppAcceptance;
+}
 
 /** What a 402 offers payment for: an operation, at the address its offers name as the resource. */
 export interface PaidResource {
@@ -97,22 +103,29 @@ export class PaymentService {
   private readonly gaps: Unavailable[];
   private readonly checksBeforeCharge = new Map<PaidOperation, ChargeCheck>();
 
+  /**
+   * @param engines the two protocols' engines, made on first use: their SDKs are most of the
+   *   service's code in memory, and a process that never takes a payment (`restock worker`, unless
+   *   a settlement is left to reconcile) never loads them.
+   * @param gaps the offers this deployment cannot take (`offerAvailability`).
+   */
   constructor(
     private readonly store: PaymentRepository,
-    private readonly x402: X402Acceptance,
-    private readonly mpp: MppAcceptance,
+    private readonly engines: () => Promise<PaymentEngines>,
+    gaps: Unavailable[],
     private readonly mppSecret: string,
   ) {
-    this.gaps = this.unavailable();
+    this.gaps = gaps;
+  }
+
+  /** Resolves once both protocols' engines are loaded (a serving process waits for it at start-up). */
+  async ready(): Promise<void> {
+    await this.engines();
   }
 
   /** Offers this deployment cannot take, with the settings that would enable them. */
   unavailable(): Unavailable[] {
-    const gaps: Unavailable[] = [];
-    if (!this.x402.available) {
-      gaps.push({ protocol: 'x402', method: 'exact', missing: ['X402_PAY_TO'], reason: 'x402 payments need the address to pay (X402_PAY_TO).' });
-    }
-    return [...gaps, ...this.mpp.unavailable];
+    return this.gaps;
   }
 
   /**
@@ -120,8 +133,9 @@ export class PaymentService {
    * `refusal` (a 402) replaces the plain "payment required" when a proof was refused.
    */
   async paymentRequired(resource: PaidResource, refusal?: Problem): Promise<PaymentRequired> {
-    const x402 = refusal ? this.x402.paymentRequired(resource.operation, resource.url, refusal.detail) : this.plainX402(resource);
-    const challenges = await this.mpp.challenges(resource.operation);
+    const engines = await this.engines();
+    const x402 = refusal ? engines.x402.paymentRequired(resource.operation, resource.url, refusal.detail) : this.plainX402(engines.x402, resource);
+    const challenges = await engines.mpp.challenges(resource.operation);
     const reason = refusal ?? this.howToPay(resource.operation, x402.accepts.length + challenges.length > 0);
     return { kind: 'payment-required', x402, challenges, unavailable: this.gaps, reason };
   }
@@ -186,7 +200,7 @@ export class PaymentService {
       }
       try {
         const payment = { challengeId, method: row.method, receipt: { reference: row.reference } as Receipt.Receipt } as MppPayment;
-        const refund = await this.mpp.refund(payment);
+        const refund = await (await this.engines()).mpp.refund(payment);
         if (!refund) throw new Error(`the ${row.method} method cannot refund`);
         await this.store.update(row.id, { status: 'refunded', error: `not delivered; refund ${refund}` }, nowIso());
       } catch (err) {
@@ -211,11 +225,11 @@ export class PaymentService {
   }
 
   /** The x402 half of a plain 402 never changes for a resource: made once. */
-  private plainX402(resource: PaidResource): X402PaymentRequired {
+  private plainX402(x402: X402Acceptance, resource: PaidResource): X402PaymentRequired {
     const key = `${resource.operation} ${resource.url}`;
     let required = this.plainRequirements.get(key);
     if (!required) {
-      required = this.x402.paymentRequired(resource.operation, resource.url);
+      required = x402.paymentRequired(resource.operation, resource.url);
       this.plainRequirements.set(key, required);
     }
     return required;
@@ -238,13 +252,14 @@ export class PaymentService {
    * calls no one. Then the payer's limit, then a facilitator slot for the claim and the verification.
    */
   private async acceptX402(payload: PaymentPayload, request: PaidRequest, payerLimit: PayerLimit | undefined): Promise<AcceptedPayment> {
-    const checked = await this.x402.check(payload, request.operation);
+    const { x402 } = await this.engines();
+    const checked = await x402.check(payload, request.operation);
     // `from` is proven by the signature: counted at once.
     await payerLimit?.('x402', checked.payer, 'take');
-    return this.x402.verifying(() => this.claimAndVerifyX402(checked, request));
+    return x402.verifying(() => this.claimAndVerifyX402(x402, checked, request));
   }
 
-  private async claimAndVerifyX402(checked: X402Check, request: PaidRequest): Promise<AcceptedPayment> {
+  private async claimAndVerifyX402(x402: X402Acceptance, checked: X402Check, request: PaidRequest): Promise<AcceptedPayment> {
     const id = newId('pay');
     const now = nowIso();
     const claimed = await this.store.claim({
@@ -264,7 +279,7 @@ export class PaymentService {
       });
     }
     try {
-      await this.x402.verify(checked.payload, checked.requirements);
+      await x402.verify(checked.payload, checked.requirements);
     } catch (err) {
       await this.recordRefusal(id, err);
       throw err;
@@ -279,7 +294,8 @@ export class PaymentService {
    * someone else cannot use up their limit.
    */
   private async acceptMpp(credential: Credential.Credential, request: PaidRequest, payerLimit: PayerLimit | undefined): Promise<AcceptedPayment> {
-    this.mpp.precheck(credential, request.operation, this.mppSecret);
+    const { mpp } = await this.engines();
+    mpp.precheck(credential, request.operation, this.mppSecret);
     const named = credential.source && credential.source.length <= PAYER_KEY_MAX ? credential.source.toLowerCase() : undefined;
     if (named) await payerLimit?.('mpp', named, 'check');
     const id = newId('pay');
@@ -298,7 +314,7 @@ export class PaymentService {
     if (!claimed) throw new Problem('invalid-challenge', 'This challenge has already paid for a request; each pays for one.');
     let payment: MppPayment;
     try {
-      payment = await this.mpp.verify(credential, request.operation);
+      payment = await mpp.verify(credential, request.operation);
     } catch (err) {
       await this.recordRefusal(id, err);
       throw err;
@@ -310,7 +326,7 @@ export class PaymentService {
 
   private async settleX402(payment: Extract<AcceptedPayment, { protocol: 'x402' }>, resultRef: string | null): Promise<Settlement> {
     await this.store.update(payment.id, { result_ref: resultRef }, nowIso());
-    const outcome = await this.x402.settle(payment.x402.payload, payment.x402.requirements);
+    const outcome = await (await this.engines()).x402.settle(payment.x402.payload, payment.x402.requirements);
     if (outcome.kind === 'settled') {
       await this.store.update(payment.id, { status: 'settled', reference: outcome.response.transaction }, nowIso());
       return { kind: 'settled', receipt: { protocol: 'x402', response: outcome.response } };
@@ -342,7 +358,7 @@ export class PaymentService {
 
   private async refundMpp(payment: Extract<AcceptedPayment, { protocol: 'mpp' }>): Promise<void> {
     try {
-      const refund = await this.mpp.refund(payment.mpp);
+      const refund = await (await this.engines()).mpp.refund(payment.mpp);
       await this.store.update(payment.id, { status: refund ? 'refunded' : 'cancelled', error: refund ? `the request failed; refund ${refund}` : 'the request failed' }, nowIso());
     } catch (err) {
       // Kept visibly: an operator must refund by hand.
@@ -353,7 +369,7 @@ export class PaymentService {
   private async reconcileOne(row: PaymentRow): Promise<void> {
     const proof = row.proof ? (JSON.parse(row.proof) as { payload: X402Payment['payload']; requirements: X402Payment['requirements'] }) : undefined;
     if (row.protocol !== 'x402' || !proof) return;
-    const outcome = await this.x402.settle(proof.payload, proof.requirements);
+    const outcome = await (await this.engines()).x402.settle(proof.payload, proof.requirements);
     const now = nowIso();
     if (outcome.kind === 'settled') {
       await this.store.update(row.id, { status: 'settled', reference: outcome.response.transaction, error: null }, now);

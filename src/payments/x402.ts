@@ -8,6 +8,7 @@ import { ExactEvmScheme } from '@x402/evm/exact/server';
 import { getAddress, recoverTypedDataAddress, type Address, type Hex } from 'viem';
 import type { PaymentsConfig } from '../config.ts';
 import { Problem, ServiceUnavailable } from '../core/problems.ts';
+import { unreadableX402Payment } from './pipeline.ts';
 import { priceSheets, tokenAmount, type PaidOperation } from './offers.ts';
 
 /** A PAYMENT-SIGNATURE the facilitator accepted, waiting for the handler's outcome. */
@@ -252,11 +253,6 @@ export class X402Acceptance {
     });
     return this.initialised;
   }
-}
-
-/** A proof that is not an x402 v2 payment payload, whichever transport carried it. */
-export function unreadableX402Payment(): Problem {
-  return new Problem('malformed-credential', 'PAYMENT-SIGNATURE is not base64 JSON of an x402 v2 payment payload (`x402Version`, `accepted`, `payload`).');
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
