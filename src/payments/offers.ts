@@ -98,7 +98,7 @@ export interface Unavailable {
  * MPP methods to make, decided without loading either protocol's SDK. `stripe` says whether a
  * Stripe client was made (STRIPE_SECRET_KEY is set).
  */
-export function offerAvailability(config: PaymentsConfig, stripe: boolean): { x402: boolean; mpp: Set<`${MppMethod}/${MppIntent}`>; unavailable: Unavailable[] } {
+export function offerAvailability(config: PaymentsConfig, stripe: boolean): { mpp: Set<`${MppMethod}/${MppIntent}`>; unavailable: Unavailable[] } {
   const unavailable: Unavailable[] = [];
   const mpp = new Set<`${MppMethod}/${MppIntent}`>();
   if (!config.x402.payTo) {
@@ -117,5 +117,5 @@ export function offerAvailability(config: PaymentsConfig, stripe: boolean): { x4
   // the one SDK for it is not open source: offered as the seed lists it, refused when used.
   mpp.add('card/session');
   unavailable.push({ protocol: 'mpp', method: 'card', intent: 'session', reason: 'Card checkout sessions need a card processor; none is configured. Pay with stripe or x402.' });
-  return { x402: Boolean(config.x402.payTo), mpp, unavailable };
+  return { mpp, unavailable };
 }
