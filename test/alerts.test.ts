@@ -3,6 +3,7 @@ import { after, before, describe, it } from './fixtures/suites.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { buildApp } from '../src/app.ts';
 import { Database } from '../src/core/db/database.ts';
+import { call, storeWithAgent } from './fixtures/agents.ts';
 import { dialectSkip, startTestApp, testConfig, testDialects, type TestApp } from './fixtures/app.ts';
 
 failOnLeakedHandles();
@@ -82,6 +83,12 @@ for (const dialect of testDialects()) {
         ['productId with trailing text', { productId: `${PRODUCT}/x`, email: 'a@example.com' }, '/body/productId'],
         ['variantId a product id', { productId: PRODUCT, variantId: PRODUCT, email: 'a@example.com' }, '/body/variantId'],
         ['variantId empty', { productId: PRODUCT, variantId: '', email: 'a@example.com' }, '/body/variantId'],
+        ['variantId of another platform than productId', { productId: 'gid://woocommerce/Product/77', variantId: 'gid://bigcommerce/ProductVariant/78', email: 'a@example.com' }, '/body/variantId'],
+        ['platform with capitals', { productId: 'gid://Shopify/Product/1', email: 'a@example.com' }, '/body/productId'],
+        ['platform missing', { productId: 'gid:///Product/1', email: 'a@example.com' }, '/body/productId'],
+        ['platform with a path in it', { productId: 'gid://shop/ify/Product/1', email: 'a@example.com' }, '/body/productId'],
+        ['shop with ids of another platform', { productId: 'gid://woocommerce/Product/77', email: 'a@example.com', shop: 'platforms.myshopify.com' }, '/body/productId'],
+        ['shop with a variant of another platform', { productId: PRODUCT, variantId: 'gid://woocommerce/ProductVariant/78', email: 'a@example.com', shop: 'platforms.myshopify.com' }, '/body/variantId'],
         ['email without @', { productId: PRODUCT, email: 'not-an-email' }, '/body/email'],
         ['email without domain', { productId: PRODUCT, email: 'a@' }, '/body/email'],
         ['email with spaces', { productId: PRODUCT, email: 'a b@example.com' }, '/body/email'],
@@ -104,10 +111,58 @@ for (const dialect of testDialects()) {
         });
       }
 
+      for (const platform of ['bigcommerce', 'woocommerce']) {
+        it(`accepts the seed's ids of any platform: ${platform}, with its variant`, async () => {
+          const productId = `gid://${platform}/Product/77`;
+          const variantId = `gid://${platform}/ProductVariant/78`;
+          const res = await t.post(SUBSCRIBE, { productId, variantId, email: uniqueEmail() });
+          assert.equal(res.statusCode, 200, res.body);
+          assert.equal(res.json().status, 'active');
+          const read = (await t.inject({ method: 'GET', url: `/api/v1/alerts/${res.json().subscriptionId}` })).json();
+          assert.equal(read.productId, productId);
+          assert.equal(read.variantId, variantId);
+        });
+      }
+
+      it('names the store and its platform when the ids are of another', async () => {
+        const res = await t.post(SUBSCRIBE, { productId: 'gid://woocommerce/Product/77', email: 'a@example.com', shop: 'Platforms.myshopify.com' });
+        assert.equal(res.statusCode, 400);
+        assert.match(res.json().detail, /woocommerce product, but platforms\.myshopify\.com is a shopify store/);
+      });
+
       it('accepts an e-mail of exactly 254 characters', async () => {
         const email = `${'a'.repeat(64)}@${'b'.repeat(60)}.${'c'.repeat(60)}.${'d'.repeat(63)}.com`;
         assert.equal(email.length, 254);
         assert.equal((await t.post(SUBSCRIBE, { productId: PRODUCT, email })).statusCode, 200);
+      });
+    });
+
+    describe("a store's platform", () => {
+      it("a store's own agent can neither subscribe to, report stock of, nor report orders of another platform's products, and nothing is stored", async () => {
+        const agent = await storeWithAgent(t.app, t.database, 'platforms');
+        const before = await t.tableDigests();
+        const pointersOf = (res: { json(): { errors?: Array<{ pointer: string }> } }) => (res.json().errors ?? []).map((e) => e.pointer);
+        const subscribed = await call(t.app, 'POST', SUBSCRIBE, { token: agent.token, body: { productId: 'gid://bigcommerce/Product/77', email: uniqueEmail() } });
+        assert.equal(subscribed.statusCode, 400, subscribed.body);
+        assert.deepEqual(pointersOf(subscribed), ['/body/productId']);
+        const items = [
+          { productId: PRODUCT, variantId: VARIANT, available: 1 },
+          { productId: 'gid://woocommerce/Product/77', variantId: 'gid://woocommerce/ProductVariant/78', available: 5 },
+        ];
+        const reported = await call(t.app, 'POST', `/api/v1/stores/${agent.domain}/inventory`, { token: agent.token, body: { items } });
+        assert.equal(reported.statusCode, 400, reported.body);
+        assert.deepEqual(pointersOf(reported), ['/body/items/1/productId', '/body/items/1/variantId']);
+        const order = {
+          orderId: 'platforms-1',
+          email: uniqueEmail(),
+          placedAt: new Date().toISOString(),
+          currency: 'USD',
+          lines: [{ lineId: 'l1', productId: 'gid://bigcommerce/Product/77', quantity: 1, amountMinor: 1000 }],
+        };
+        const ordered = await call(t.app, 'POST', `/api/v1/stores/${agent.domain}/orders`, { token: agent.token, body: order });
+        assert.equal(ordered.statusCode, 400, ordered.body);
+        assert.deepEqual(pointersOf(ordered), ['/body/lines/0/productId']);
+        assert.deepEqual(await t.tableDigests(), before);
       });
     });
 

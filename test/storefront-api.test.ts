@@ -285,6 +285,18 @@ for (const dialect of testDialects()) {
         });
       }
 
+      it("refuses another platform's product or variant on a Shopify store, storing nothing", async () => {
+        const shop = await createStore(t);
+        const before = await t.tableDigests();
+        const product = await subscribe(t, { shop, productId: 'gid://woocommerce/Product/77', email: newEmail() });
+        assertProblem(product, 400, 'validation-failed');
+        assertPointer(product, '/body/productId');
+        const variant = await subscribe(t, { shop, productId: productGid(), variantId: 'gid://bigcommerce/ProductVariant/78', email: newEmail() });
+        assertProblem(variant, 400, 'validation-failed');
+        assertPointer(variant, '/body/variantId');
+        assert.deepEqual(await t.tableDigests(), before);
+      });
+
       it('refuses a body that is not JSON, of another type, or too large, storing nothing', async () => {
         const shop = await createStore(t);
         const valid = { shop, productId: productGid(), email: newEmail() };

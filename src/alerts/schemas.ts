@@ -1,17 +1,17 @@
 import { z } from 'zod';
 import { emailSchema } from '../core/email.ts';
+import { PLATFORM_NAME, platformOfId } from '../core/platforms.ts';
 import { shopSchema } from '../stores/schemas.ts';
 
 export const productIdSchema = z
   .string()
-  .regex(/^gid:\/\/shopify\/Product\/[0-9]{1,20}$/, 'must look like gid://shopify/Product/<numeric id>')
-  .describe('Platform product global ID, e.g. gid://shopify/Product/123');
+  .regex(new RegExp(`^gid://${PLATFORM_NAME}/Product/[0-9]{1,20}$`), 'must look like gid://<platform>/Product/<numeric id>, e.g. gid://shopify/Product/123')
+  .describe('Platform product global ID, shape gid://<platform>/Product/<numeric_id>, e.g. gid://shopify/Product/123 or gid://woocommerce/Product/77');
 
 export const variantIdSchema = z
   .string()
-  .regex(/^gid:\/\/shopify\/ProductVariant\/[0-9]{1,20}$/, 'must look like gid://shopify/ProductVariant/<numeric id>')
-  .describe('Platform variant global ID, e.g. gid://shopify/ProductVariant/456');
-
+  .regex(new RegExp(`^gid://${PLATFORM_NAME}/ProductVariant/[0-9]{1,20}$`), 'must look like gid://<platform>/ProductVariant/<numeric id>, e.g. gid://shopify/ProductVariant/456')
+  .describe('Platform variant global ID, shape gid://<platform>/ProductVariant/<numeric_id>, e.g. gid://shopify/ProductVariant/456');
 
 export const subscriptionStatusSchema = z
   .enum(['pending', 'active', 'notified', 'unsubscribed', 'cancelled', 'expired'])
@@ -47,6 +47,7 @@ export const subscribeAlertBody = z
     smsConsentText: consentTextSchema.optional().describe('The words the shopper agreed to for SMS, as shown to them (required with phone)'),
   })
   .refine((body) => body.phone === undefined || body.smsConsentText !== undefined, { message: 'smsConsentText is required with phone: texts need the shopper’s recorded consent', path: ['smsConsentText'] })
+  .refine((body) => !body.variantId || platformOfId(body.variantId) === platformOfId(body.productId), { message: 'must be a variant of the same platform as productId', path: ['variantId'] })
   .describe('Alert subscription request');
 
 export const subscribeAlertResponse = z

@@ -1,4 +1,5 @@
 // Longer than most files on purpose: every operation on subscriptions and their channels, where who may do what is decided once.
+import { idsAt, requireStorePlatform } from '../core/platforms.ts';
 import { nowIso } from '../core/clock.ts';
 import { newOpaqueId } from '../core/ids.ts';
 import { eventId, type EventSink } from '../core/events.ts';
@@ -9,6 +10,7 @@ import { canSee, ownStore, storeForWrite, type Caller } from '../core/http/calle
 import { Conflict, Forbidden, NotFound, Problem } from '../core/problems.ts';
 import type { TokenSigner } from '../core/signed-token.ts';
 import type { EffectiveSettings } from '../stores/settings.ts';
+import { storePlatform } from '../stores/schemas.ts';
 import type { Channel } from '../core/db/schema.ts';
 import { requiresConfirmation } from './consent.ts';
 import type { ContactPointRepository, ContactPointRow } from './contact-points.ts';
@@ -96,6 +98,7 @@ export class SubscriptionService {
   async subscribeAlert(input: SubscribeAlertInput, caller: Caller): Promise<{ subscriptionId: string; status: 'active' | 'pending' }> {
     const { store, foreign } = storeForWrite(caller, input.shop);
     if (foreign) throw new Forbidden(`This agent is bound to ${caller.storeDomain} and cannot subscribe for ${input.shop}.`);
+    if (store) requireStorePlatform(storePlatform(store), idsAt('/body', input));
     const target: WatchTarget = {
       productId: input.productId,
       variantId: input.variantId ?? null,
@@ -172,6 +175,7 @@ export class SubscriptionService {
     consent?: Consent;
     contacts?: ExtraContact[];
   }): Promise<SubscriptionRow & { confirmationRequired: boolean }> {
+    requireStorePlatform(storePlatform(input.shop), idsAt('/body', input));
     const target: WatchTarget = {
       productId: input.productId,
       variantId: input.variantId ?? null,

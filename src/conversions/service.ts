@@ -8,9 +8,11 @@ import { inPages } from '../core/db/pages.ts';
 import { addressKey } from '../core/email.ts';
 import { eventId, type EventSink } from '../core/events.ts';
 import { ownStore, type Caller } from '../core/http/caller.ts';
+import { idsAt, requireStorePlatform } from '../core/platforms.ts';
 import type { TokenSigner } from '../core/signed-token.ts';
 import type { NotificationRow, SentAlertRow } from '../dispatch/repository.ts';
 import type { DigestFigures } from '../notices/service.ts';
+import { storePlatform } from '../stores/schemas.ts';
 import { DEFAULT_UTM, type EffectiveSettings } from '../stores/settings.ts';
 import type { Channel } from '../core/db/schema.ts';
 import { attributeOrder, netRevenue, type Attribution, type LineRefund, type SentAlert } from './attribution.ts';
@@ -250,7 +252,9 @@ export class ConversionService implements OrderSink {
    * inventory API's: only an agent bound to the store.
    */
   async reportOrder(caller: Caller, domain: string, report: Omit<OrderReport, 'storeDomain' | 'source'>): Promise<void> {
-    await this.recordOrder({ ...report, storeDomain: ownStore(caller, domain), source: 'api' });
+    const storeDomain = ownStore(caller, domain);
+    requireStorePlatform(storePlatform(storeDomain), report.lines.flatMap((line, i) => idsAt(`/body/lines/${i}`, line)));
+    await this.recordOrder({ ...report, storeDomain, source: 'api' });
   }
 
   async reportRefund(caller: Caller, domain: string, report: Omit<RefundReport, 'storeDomain'>): Promise<void> {

@@ -1,6 +1,8 @@
 // Longer than most files on purpose: every stock source passes through one place that decides what a restock is (sellable, stale, confirmed), and splitting it would split that rule.
 import { nowIso } from '../core/clock.ts';
 import { ownStore, type Caller } from '../core/http/caller.ts';
+import { idsAt, requireStorePlatform } from '../core/platforms.ts';
+import { storePlatform } from '../stores/schemas.ts';
 import type { StoreService } from '../stores/service.ts';
 import type { InventoryRepository, VariantStockRow } from './repository.ts';
 
@@ -97,6 +99,7 @@ export class InventoryService {
   /** reportInventory: an agent bound to the store reports its stock, cited as the agent's report. */
   async reportInventory(caller: Caller, domain: string, items: ReportedStock[]): Promise<StockOutcome[]> {
     const store = ownStore(caller, domain);
+    requireStorePlatform(storePlatform(store), items.flatMap((item, i) => idsAt(`/body/items/${i}`, item)));
     const reports = items.map((item) => ({ ...item, variantId: item.variantId ?? null }));
     return this.reportStock(store, reports, { kind: 'inventory-api', ref: caller.agentId, verified: false });
   }

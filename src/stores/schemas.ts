@@ -10,6 +10,15 @@ export const shopSchema = z
 
 export const storeParams = z.object({ domain: shopSchema });
 
+/**
+ * The platform a store is on, from its identifier. Every store identifier is a myshopify.com
+ * domain (shopSchema), so every store is a Shopify store; a store of another platform will carry
+ * its platform beside its identifier.
+ */
+export function storePlatform(domain: string): { domain: string; platform: string } {
+  return { domain: domain.toLowerCase(), platform: 'shopify' };
+}
+
 const effectiveSettingsSchema = z
   .object({
     batchMultiplier: z.number().describe('Subscribers mailed per unit in stock, per batch'),
