@@ -175,7 +175,6 @@ export class SubscriptionService {
     consent?: Consent;
     contacts?: ExtraContact[];
   }): Promise<SubscriptionRow & { confirmationRequired: boolean }> {
-    requireStorePlatform(storePlatform(input.shop), idsAt('/body', input));
     const target: WatchTarget = {
       productId: input.productId,
       variantId: input.variantId ?? null,
