@@ -85,10 +85,6 @@ export class X402Acceptance {
     this.server = new x402ResourceServer(facilitator).register(config.network as `${string}:${string}`, new ExactEvmScheme());
   }
 
-  get available(): boolean {
-    return this.server !== undefined;
-  }
-
   requirements(operation: PaidOperation): PaymentRequirements[] {
     if (!this.config.payTo || !priceSheets[operation].x402) return [];
     const { network, asset, assetName, assetVersion, assetDecimals, payTo, maxTimeoutSeconds } = this.config;
