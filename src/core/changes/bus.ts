@@ -103,13 +103,22 @@ export interface ChangeTransport {
   close(): Promise<void>;
 }
 
-/** How often each process sends itself a heartbeat through the channel. */
+/** How often each process sends a heartbeat through the channel (it also tells the others it is there). */
 export const HEARTBEAT_MS = 1000;
 /** A channel whose last heartbeat is older than this is treated as lost, even if its socket looks open. */
 export const SILENT_AFTER_MS = 3000;
-/** How long a publication waits to hear itself back (see `publish`). */
-const ECHO_WAIT_MS = 500;
+/** How long a publication waits for every other process to confirm it (see `publish`). */
+export const CONFIRM_WAIT_MS = 500;
 const BEAT = '~beat';
+const ACK = '~ack';
+const BYE = '~bye';
+
+/** One publication waiting to be heard: by this process (its echo) and by every other one it knows. */
+interface Pending {
+  echoed: boolean;
+  waitingFor: Set<string>;
+  done(): void;
+}
 
 /**
  * A bus over a channel between processes. The channel is trusted only while it is connected and
@@ -117,16 +126,21 @@ const BEAT = '~beat';
  * is found out within SILENT_AFTER_MS. Going down, and coming back, both reset every listener,
  * because changes published meanwhile were not heard.
  *
- * A message is `topic \t origin \t key \t key…`, the origin being this process and a sequence
- * number: a publication resolves once it has come back to this process, by which time the
- * channel has handed it to every other listener too, so the answer that follows a change (a
- * revocation's 200) leaves after every process was sent the change.
+ * A message is `topic \t origin \t key \t key…`, the origin being a process and a sequence
+ * number. Every process that hears another's change drops what it kept, then acknowledges it on
+ * the channel; a publication resolves once its own echo and the acknowledgement of every process
+ * heard from lately (by its heartbeats) are back. So the answer that follows a change (a
+ * revocation's 200) leaves only after every other process has dropped what the change made stale,
+ * whatever order the channel delivers in: a notification reaching one listener is no sign that it
+ * reached another.
  */
 export class RemoteChangeBus implements ChangeBus {
   private readonly listeners = new Listeners();
   private readonly processId = randomUUID();
   private sequence = 0;
-  private readonly echoes = new Map<number, () => void>();
+  private readonly pending = new Map<number, Pending>();
+  /** The other processes on the channel, by id, with when each was last heard. */
+  private readonly peers = new Map<string, number>();
   private connected = false;
   private lastBeat = 0;
   private readonly heartbeat: NodeJS.Timeout;
@@ -158,12 +172,12 @@ export class RemoteChangeBus implements ChangeBus {
     for (const key of keys) this.listeners.changed(topic, key);
     for (const chunk of chunksOf(keys, this.transport.maxMessageBytes - topic.length - 64)) {
       const sequence = ++this.sequence;
-      const echo = this.connected ? this.echoOf(sequence) : Promise.resolve();
+      const heard = this.connected ? this.confirmationOf(sequence) : Promise.resolve();
       try {
         await this.transport.send([topic, `${this.processId}:${sequence}`, ...chunk].join('\t'));
-        await echo;
+        await heard;
       } catch (err) {
-        this.echoes.delete(sequence);
+        this.pending.get(sequence)?.done();
         // The change is committed; other processes that cannot hear it have lost the channel too,
         // or will find out within SILENT_AFTER_MS when their heartbeats stop coming back.
         this.log.warn({ channel: this.name, reason: reasonOf(err) }, 'a change could not be announced to other processes');
@@ -178,25 +192,38 @@ export class RemoteChangeBus implements ChangeBus {
   }
 
   async close(): Promise<void> {
-    this.closed = true;
     clearInterval(this.heartbeat);
+    // So that no other process waits for this one's acknowledgements after it is gone.
+    if (this.connected) await this.transport.send(`${BYE}\t${this.processId}:0`).catch(() => {});
+    this.closed = true;
     this.connected = false;
-    for (const heard of this.echoes.values()) heard();
+    for (const pending of [...this.pending.values()]) pending.done();
     await this.transport.close();
   }
 
-  /** Resolves when the message comes back, or after ECHO_WAIT_MS (the heartbeat then tells). */
-  private echoOf(sequence: number): Promise<void> {
+  /**
+   * Resolves when this publication has come back here and every process heard from within
+   * SILENT_AFTER_MS has acknowledged it, or after CONFIRM_WAIT_MS: a process that stays silent
+   * that long is stalled or cut off, and its own heartbeats will stop coming back to it.
+   */
+  private confirmationOf(sequence: number): Promise<void> {
+    const since = Date.now() - SILENT_AFTER_MS;
+    const waitingFor = new Set([...this.peers].filter(([, heard]) => heard >= since).map(([id]) => id));
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
-        this.echoes.delete(sequence);
-        resolve();
-      }, ECHO_WAIT_MS);
-      this.echoes.set(sequence, () => {
-        clearTimeout(timer);
-        this.echoes.delete(sequence);
-        resolve();
-      });
+        if (pending.waitingFor.size > 0) this.log.warn({ channel: this.name, unconfirmed: pending.waitingFor.size }, 'a change was not confirmed by every process in time');
+        pending.done();
+      }, CONFIRM_WAIT_MS);
+      const pending: Pending = {
+        echoed: false,
+        waitingFor,
+        done: () => {
+          clearTimeout(timer);
+          this.pending.delete(sequence);
+          resolve();
+        },
+      };
+      this.pending.set(sequence, pending);
     });
   }
 
@@ -206,6 +233,7 @@ export class RemoteChangeBus implements ChangeBus {
     this.listeners.reset();
     this.connected = true;
     this.lastBeat = Date.now();
+    this.beat();
     this.log.info({ channel: this.name }, 'hearing changes from other processes: caches in use');
   }
 
@@ -218,6 +246,8 @@ export class RemoteChangeBus implements ChangeBus {
   }
 
   private beat(): void {
+    const forgotten = Date.now() - SILENT_AFTER_MS;
+    for (const [peer, heard] of this.peers) if (heard < forgotten) this.peers.delete(peer);
     if (!this.connected) return;
     this.transport.send(`${BEAT}\t${this.processId}:0`).catch(() => {});
   }
@@ -225,16 +255,50 @@ export class RemoteChangeBus implements ChangeBus {
   private received(text: string): void {
     const [topic, origin, ...keys] = text.split('\t');
     if (!topic || !origin) return;
-    const ours = origin.startsWith(`${this.processId}:`);
-    if (topic === BEAT) {
-      if (!ours) return;
-      // Beats stopped for a while and came back: changes in the gap may have been missed.
-      if (Date.now() - this.lastBeat >= SILENT_AFTER_MS) this.listeners.reset();
-      this.lastBeat = Date.now();
-      return;
-    }
+    const [sender = '', sequence = ''] = origin.split(':');
+    const ours = sender === this.processId;
+    if (topic === BEAT) return ours ? this.heardOwnBeat() : this.heardFrom(sender);
+    if (topic === BYE) return void this.forget(sender);
+    if (topic === ACK) return ours ? undefined : this.acknowledged(sender, keys[0]);
     for (const key of keys) this.listeners.changed(topic, key);
-    if (ours) this.echoes.get(Number(origin.slice(this.processId.length + 1)))?.();
+    if (ours) return this.echoed(Number(sequence));
+    this.heardFrom(sender);
+    this.transport.send(`${ACK}\t${this.processId}:0\t${origin}`).catch(() => {});
+  }
+
+  private heardOwnBeat(): void {
+    // Beats stopped for a while and came back: changes in the gap may have been missed.
+    if (Date.now() - this.lastBeat >= SILENT_AFTER_MS) this.listeners.reset();
+    this.lastBeat = Date.now();
+  }
+
+  private heardFrom(peer: string): void {
+    this.peers.set(peer, Date.now());
+  }
+
+  private forget(peer: string): void {
+    this.peers.delete(peer);
+    for (const pending of [...this.pending.values()]) this.settleIfHeard(pending, peer);
+  }
+
+  private echoed(sequence: number): void {
+    const pending = this.pending.get(sequence);
+    if (!pending) return;
+    pending.echoed = true;
+    this.settleIfHeard(pending);
+  }
+
+  private acknowledged(peer: string, origin: string | undefined): void {
+    this.heardFrom(peer);
+    const [publisher, sequence] = (origin ?? '').split(':');
+    if (publisher !== this.processId) return;
+    const pending = this.pending.get(Number(sequence));
+    if (pending) this.settleIfHeard(pending, peer);
+  }
+
+  private settleIfHeard(pending: Pending, peer?: string): void {
+    if (peer) pending.waitingFor.delete(peer);
+    if (pending.echoed && pending.waitingFor.size === 0) pending.done();
   }
 }
 
