@@ -33,6 +33,8 @@ import { confirmationTexter, smsSending } from './sms/for-dispatch.ts';
 import { buildStores } from './stores/feature.ts';
 import type { OwnerChangeListener, StoreService } from './stores/service.ts';
 import { buildWebhooks, type WebhookService } from './webhooks/feature.ts';
+import { buildWooCommerce } from './woocommerce/feature.ts';
+import type { WooCommerceService } from './woocommerce/service.ts';
 
 /** The services of the product's features, shared by the HTTP app, the MCP tools and `restock worker`. */
 export interface Domain {
@@ -41,6 +43,7 @@ export interface Domain {
   inventory: InventoryService;
   dispatch: DispatchService;
   shopify: ShopifyFeature;
+  woocommerce: WooCommerceService;
   billing: BillingService;
   payments: PaymentService;
   worker: DispatchWorker;
@@ -52,7 +55,7 @@ export interface Domain {
 export interface DomainFeatures {
   domain: Domain;
   /** Each feature by name, for the web to place its own among them. */
-  built: Record<'stores' | 'inventory' | 'dispatch' | 'shopify' | 'alerts' | 'sms' | 'push' | 'payments' | 'billing' | 'worker' | 'webhooks' | 'conversions' | 'notices', Feature<unknown>>;
+  built: Record<'stores' | 'inventory' | 'dispatch' | 'shopify' | 'woocommerce' | 'alerts' | 'sms' | 'push' | 'payments' | 'billing' | 'worker' | 'webhooks' | 'conversions' | 'notices', Feature<unknown>>;
   /** All of them, in the order their routes register. */
   features: Feature<unknown>[];
   /** Signs what the service hands out and must recognise later (unsubscribe links, known devices). */
@@ -92,6 +95,7 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
     mail,
     log,
     settingsOf: (shop) => stores.service.settingsOf(shop),
+    platformOf: (shop) => stores.service.platformOf(shop),
     // Inventory is built on the alerts' dispatch below; the mail job asks it only once running.
     titleOf: async (shop, productId, variantId) => (await inventory.service.describeProduct(shop, productId, variantId))?.productTitle ?? undefined,
     textConfirmation: () => confirmationTexter({ sms: sms.service, stores: stores.service, inventory: inventory.service, alerts: alerts.service }),
@@ -137,13 +141,14 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
     storefront: storefrontService({ stores: stores.service, inventory: inventory.service, alerts: alerts.service, offers: { sms: config.sms.account !== undefined, push: true } }),
   });
   if (shopify.billing) billing.service.useShopify(shopify.billing);
+  const woocommerce = buildWooCommerce({ config, database, log, signer, stores: stores.service, inventory: inventory.service, alerts: alerts.service });
   const payments = buildPayments(config, database, serviceSecret, log, stripe, metrics);
   // A plan proposal paid per request is refunded unless the store's owner accepts it.
   billing.service.usePayments((sessionId) => payments.service.refundResult('checkoutPlan', sessionId));
   // A store installed as the Shopify app pays only through Shopify Billing: refused before any charge.
   payments.service.checkBeforeCharge('checkoutPlan', (input) => billing.service.requireShopifyBilling(input.shop, 'a plan paid per request'));
   // In the order their routes register (the API index lists operations so).
-  const served = { stores, webhooks, inventory, dispatch, conversions, notices, shopify, alerts, sms, push, payments, billing };
+  const served = { stores, webhooks, inventory, dispatch, conversions, notices, shopify, woocommerce, alerts, sms, push, payments, billing };
 
   const worker = buildDispatchWorker({
     config,
@@ -173,6 +178,7 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
       inventory: inventory.service,
       dispatch: dispatch.service,
       shopify,
+      woocommerce: woocommerce.service,
       billing: billing.service,
       payments: payments.service,
       worker: worker.service,

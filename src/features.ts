@@ -63,6 +63,7 @@ export async function buildWebFeatures(config: Config, database: Database, mail:
       built.dispatch,
       built.conversions,
       built.shopify,
+      built.woocommerce,
       built.alerts,
       built.sms,
       built.push,

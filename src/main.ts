@@ -19,9 +19,10 @@ Commands:
   worker     Run only the dispatch worker: detects restocks from queued webhooks, plans
              batches and sends alerts. Run any number beside \`serve\` (PostgreSQL).
   migrate    Apply pending database migrations and exit
-  store create <domain> --owner <email>
+  store create <domain> --owner <email> [--platform <name>]
              Create a store (or change its owner). Agents its owner claims naming the
-             store are bound to it.
+             store are bound to it. The platform (shopify, woocommerce, bigcommerce, ...)
+             is needed unless the domain tells it (*.myshopify.com, *.mybigcommerce.com).
   dashboard link <domain>
              Print a one-time link that signs the store's owner in to the dashboard
              (for the operator of an embedded install, whose mail stays in the outbox).
@@ -106,27 +107,28 @@ async function withDatabase<T>(config: Config, work: (database: Database) => Pro
 
 async function storeCommand(args: string[]): Promise<number> {
   const [sub, domain, ...rest] = args;
-  const ownerAt = rest.indexOf('--owner');
-  const owner = ownerAt >= 0 ? rest[ownerAt + 1] : undefined;
-  if (sub !== 'create' || !domain || !owner) {
-    process.stderr.write('Usage: restock store create <domain> --owner <email>\n');
+  const option = (name: string) => (rest.includes(name) ? rest[rest.indexOf(name) + 1] : undefined);
+  const owner = option('--owner');
+  const platform = option('--platform');
+  if (sub !== 'create' || !domain || !owner || (rest.includes('--platform') && !platform)) {
+    process.stderr.write('Usage: restock store create <domain> --owner <email> [--platform <name>]\n');
     return 2;
   }
   const config = loadConfig();
   try {
-    const { store, ended } = await withDatabase(config, (database) => transferStore(config, database, domain, owner));
+    const { store, ended } = await withDatabase(config, (database) => transferStore(config, database, domain, owner, platform));
     console.log(`Store ${store.domain} is owned by ${store.ownerEmail}.`);
     for (const line of ended) console.log(`${line}.`);
     return 0;
   } catch (err) {
     if (!(err instanceof ValidationFailed)) throw err;
-    process.stderr.write(`restock: ${err.detail.replace('/domain', 'domain').replace('/owner', '--owner')}\n`);
+    process.stderr.write(`restock: ${err.detail.replace('/domain', 'domain').replace('/owner', '--owner').replace('/platform', '--platform')}\n`);
     return 2;
   }
 }
 
 /** A store changes hands; running processes hear it (their former owners' agents lose it at once). */
-async function transferStore(config: Config, database: Database, domain: string, owner: string) {
+async function transferStore(config: Config, database: Database, domain: string, owner: string, platform: string | undefined) {
   const { formerOwnerAccess } = await import('./domain.ts');
   const { storeService } = await import('./stores/feature.ts');
   const changes = openChangeBus(config.redisUrl, database, pino({ level: 'warn' }));
@@ -134,7 +136,7 @@ async function transferStore(config: Config, database: Database, domain: string,
     if (!(await changes.whenLive(5000))) {
       process.stderr.write('restock: could not reach the channel running processes listen on; restart them to be sure the former owner\'s agents lose the store.\n');
     }
-    return await storeService(config, database, changes, formerOwnerAccess(database, changes)).transferStore(domain, owner);
+    return await storeService(config, database, changes, formerOwnerAccess(database, changes)).transferStore(domain, owner, platform);
   } finally {
     await changes.close();
   }

@@ -100,7 +100,7 @@ const registration = fc.oneof(
       type: field(fc.constant('identity_assertion'), fc.constantFrom('Identity_Assertion', 'verified_email', 5)),
       assertion_type: field(fc.constant('verified_email'), fc.constantFrom(ABSENT, 'email', 'urn:verified_email')),
       assertion: field(validEmail, invalidEmail),
-      store: field(optional(fc.constant(uniqueDomain('claimed'))), fc.constantFrom('store.example.com', '-x.myshopify.com', 5)),
+      store: field(optional(fc.constant(uniqueDomain('claimed'))), fc.constantFrom('store_example.com', '-x.myshopify.com', '127.0.0.1', 5)),
       requested_credential_type: field(optional(fc.constant('bearer_token')), fc.constant('mtls')),
       scope: scopeField,
     })
@@ -265,7 +265,7 @@ for (const dialect of testDialects()) {
       const stepOne = fc.record({
         claim_token: field(fc.constant('(real)'), fc.constantFrom(ABSENT, 'ct_not-a-real-token', '', 't'.repeat(201), 5)),
         email: field(fc.oneof(fc.constant(owner), validEmail), invalidEmail),
-        store: field(optional(fc.constantFrom(ownedStore, uniqueDomain('strangers'))), fc.constantFrom('store.example.com', 5)),
+        store: field(optional(fc.constantFrom(ownedStore, uniqueDomain('strangers'))), fc.constantFrom('store_example.com', 5)),
       });
       const code = fc.oneof(
         { weight: 4, arbitrary: fc.constantFrom('right', ' right ') },

@@ -571,9 +571,12 @@ for (const dialect of testDialects()) {
       it('refuses a bad domain or e-mail with exit code 2, saying which', async () => {
         const before = await t.tableDigests();
         const refusals: Array<[string[], RegExp]> = [
-          [['not a store', '--owner', uniqueEmail()], /^restock: domain: must be a store domain such as my-store\.myshopify\.com\n$/],
+          [['not a store', '--owner', uniqueEmail()], /^restock: domain: must be a store domain such as my-store\.myshopify\.com or shop\.example\.com\n$/],
           [[uniqueDomain(), '--owner', 'nobody'], /^restock: --owner: must be a valid e-mail address\n$/],
-          [[uniqueDomain()], /^Usage: restock store create <domain> --owner <email>\n$/],
+          [[uniqueDomain()], /^Usage: restock store create <domain> --owner <email> \[--platform <name>\]\n$/],
+          [['shop.example.com', '--owner', uniqueEmail()], /^restock: --platform: is required: shop\.example\.com does not tell its platform/],
+          [[uniqueDomain(), '--owner', uniqueEmail(), '--platform', 'woocommerce'], /^restock: --platform: must be shopify: .* is a shopify store's domain\n$/],
+          [['shop.example.com', '--owner', uniqueEmail(), '--platform', 'Woo Commerce'], /^restock: --platform: must be a platform name in lower case/],
         ];
         const runs = await Promise.all(refusals.map(([args]) => restock(['store', 'create', ...args], t.testDatabase.url)));
         runs.forEach((run, i) => {

@@ -101,6 +101,7 @@ for (const dialect of testDialects()) {
         mail,
         log: pino({ level: 'silent' }),
         settingsOf: (shop) => stores.settingsOf(shop),
+        platformOf: (shop) => stores.platformOf(shop),
         titleOf: async () => undefined,
       }).service;
       events = new RecordingSink();

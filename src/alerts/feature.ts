@@ -25,6 +25,8 @@ export interface AlertsDeps {
   log: FastifyBaseLogger;
   /** The store's settings (double opt-in, language). */
   settingsOf(storeDomain: string): Promise<EffectiveSettings>;
+  /** The platform of the store's products (the stores service). */
+  platformOf(storeDomain: string): Promise<string | undefined>;
   /** A product's title, for confirmation mail. */
   titleOf(storeDomain: string, productId: string, variantId: string | null): Promise<string | undefined>;
   /** Texts a pending number its "reply YES" request (the SMS feature, built later: read when the job runs). */
@@ -32,9 +34,9 @@ export interface AlertsDeps {
 }
 
 /** Alert subscriptions: subscribeAlert and its reads, and the one-click unsubscribe page. */
-export function buildAlerts({ config, database, signer, events, mail, log, settingsOf, titleOf, textConfirmation }: AlertsDeps): Feature<SubscriptionService> {
+export function buildAlerts({ config, database, signer, events, mail, log, settingsOf, platformOf, titleOf, textConfirmation }: AlertsDeps): Feature<SubscriptionService> {
   const contactPoints = new ContactPointRepository(database);
-  const service = new SubscriptionService(new SubscriptionRepository(database), new WaitingRepository(database), signer, config.baseUrl, events, { contactPoints, settingsOf });
+  const service = new SubscriptionService(new SubscriptionRepository(database), new WaitingRepository(database), signer, config.baseUrl, events, { contactPoints, settingsOf, platformOf });
   const localeOf = async (storeDomain: string) => (await settingsOf(storeDomain)).locale;
   return {
     service,

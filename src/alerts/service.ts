@@ -10,7 +10,6 @@ import { canSee, ownStore, storeForWrite, type Caller } from '../core/http/calle
 import { Conflict, Forbidden, NotFound, Problem } from '../core/problems.ts';
 import type { TokenSigner } from '../core/signed-token.ts';
 import type { EffectiveSettings } from '../stores/settings.ts';
-import { storePlatform } from '../stores/schemas.ts';
 import type { Channel } from '../core/db/schema.ts';
 import { requiresConfirmation } from './consent.ts';
 import type { ContactPointRepository, ContactPointRow } from './contact-points.ts';
@@ -38,6 +37,8 @@ export interface ChannelDeps {
   contactPoints: ContactPointRepository;
   /** The store's settings (double opt-in, its country). */
   settingsOf(storeDomain: string): Promise<Pick<EffectiveSettings, 'doubleOptIn' | 'country'>>;
+  /** The platform whose products the store's subscriptions name (undefined: not known). */
+  platformOf(storeDomain: string): Promise<string | undefined>;
 }
 
 /** A phone or browser a shopper adds to a subscription, with the consent given for it. */
@@ -98,7 +99,7 @@ export class SubscriptionService {
   async subscribeAlert(input: SubscribeAlertInput, caller: Caller): Promise<{ subscriptionId: string; status: 'active' | 'pending' }> {
     const { store, foreign } = storeForWrite(caller, input.shop);
     if (foreign) throw new Forbidden(`This agent is bound to ${caller.storeDomain} and cannot subscribe for ${input.shop}.`);
-    if (store) requireStorePlatform(storePlatform(store), idsAt('/body', input));
+    if (store) requireStorePlatform({ domain: store, platform: await this.channels.platformOf(store) }, idsAt('/body', input));
     const target: WatchTarget = {
       productId: input.productId,
       variantId: input.variantId ?? null,

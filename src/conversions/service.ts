@@ -12,7 +12,6 @@ import { idsAt, requireStorePlatform } from '../core/platforms.ts';
 import type { TokenSigner } from '../core/signed-token.ts';
 import type { NotificationRow, SentAlertRow } from '../dispatch/repository.ts';
 import type { DigestFigures } from '../notices/service.ts';
-import { storePlatform } from '../stores/schemas.ts';
 import { DEFAULT_UTM, type EffectiveSettings } from '../stores/settings.ts';
 import type { Channel } from '../core/db/schema.ts';
 import { attributeOrder, netRevenue, type Attribution, type LineRefund, type SentAlert } from './attribution.ts';
@@ -44,7 +43,7 @@ export interface ConversionDeps {
     subscriptionCounts(caller: Caller, domain: string): Promise<Record<string, number>>;
     signupsBetween(storeDomain: string, from: string, to: string): Promise<number>;
   };
-  stores: { activeStore(domain: string): Promise<string | undefined>; settingsOf(domain: string): Promise<EffectiveSettings> };
+  stores: { activeStore(domain: string): Promise<string | undefined>; settingsOf(domain: string): Promise<EffectiveSettings>; platformOf(domain: string): Promise<string | undefined> };
   products: {
     describeProduct(storeDomain: string, productId: string, variantId: string | null): Promise<{ productUrl: string | null; productTitle: string | null; variantTitle: string | null } | undefined>;
     stockStatusOf(caller: Caller, domain: string, productIds: string[]): Promise<Array<{ productId: string; variantId: string | null; productTitle: string | null; variantTitle: string | null }>>;
@@ -253,7 +252,7 @@ export class ConversionService implements OrderSink {
    */
   async reportOrder(caller: Caller, domain: string, report: Omit<OrderReport, 'storeDomain' | 'source'>): Promise<void> {
     const storeDomain = ownStore(caller, domain);
-    requireStorePlatform(storePlatform(storeDomain), report.lines.flatMap((line, i) => idsAt(`/body/lines/${i}`, line)));
+    requireStorePlatform({ domain: storeDomain, platform: await this.deps.stores.platformOf(storeDomain) }, report.lines.flatMap((line, i) => idsAt(`/body/lines/${i}`, line)));
     await this.recordOrder({ ...report, storeDomain, source: 'api' });
   }
 

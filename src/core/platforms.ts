@@ -25,13 +25,18 @@ export function idsAt(at: string, entry: { productId: string; variantId?: string
 
 /**
  * Refuses ids of another platform than the store's, each named by its pointer in the request:
- * a WooCommerce product cannot be watched or reported on a Shopify store.
+ * a WooCommerce product cannot be watched or reported on a Shopify store. `platform` is what
+ * `StoreService.platformOf` says: undefined for a store the service does not know on a domain
+ * of its own, whose ids are then taken as given.
  */
-export function requireStorePlatform(store: { domain: string; platform: string }, ids: Array<{ pointer: string; id: string | null | undefined }>): void {
+export function requireStorePlatform(store: { domain: string; platform: string | undefined }, ids: Array<{ pointer: string; id: string | null | undefined }>): void {
+  const { domain, platform } = store;
+  // A store the service does not know, on a domain of its own: nothing tells its platform.
+  if (platform === undefined) return;
   const errors: FieldError[] = [];
   for (const { pointer, id } of ids) {
-    if (id && platformOfId(id) !== store.platform) {
-      errors.push({ pointer, message: `names a ${platformOfId(id)} product, but ${store.domain} is a ${store.platform} store: its ids look like gid://${store.platform}/…` });
+    if (id && platformOfId(id) !== platform) {
+      errors.push({ pointer, message: `names a ${platformOfId(id)} product, but ${domain} is a ${platform} store: its ids look like gid://${platform}/…` });
     }
   }
   if (errors.length > 0) throw new ValidationFailed(errors);

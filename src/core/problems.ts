@@ -105,7 +105,8 @@ export const problemTypes = {
   'invalid-webhook': {
     status: 401,
     title: 'The webhook signature is not valid',
-    description: 'The delivery is not signed with the shared secret (for Shopify: `X-Shopify-Hmac-Sha256` over the raw body). Nothing was recorded.',
+    description:
+      'The delivery is not signed with the shared secret (for Shopify: `X-Shopify-Hmac-Sha256` over the raw body; for WooCommerce: `X-WC-Webhook-Signature`, base64 of HMAC-SHA256 over the raw body with the secret the service gave the webhook). Nothing was recorded.',
   },
   'invalid-proxy-signature': {
     status: 401,

@@ -5,7 +5,7 @@ import { decodeJwt } from 'jose';
 import { z } from 'zod';
 import { framedByShopifyAdmin, html, page, type AppBridgePage, type SafeHtml } from '../core/html.ts';
 import { NotConfigured, Problem, ValidationFailed } from '../core/problems.ts';
-import { shopSchema } from '../stores/schemas.ts';
+import { shopifyShopSchema } from '../stores/schemas.ts';
 import type { SignedInOwner } from './owner.ts';
 import { ownerCaller } from './service.ts';
 import type { DashboardSignIn } from './sign-in.ts';
@@ -124,7 +124,7 @@ const sessionTokenSchema = z.string().regex(/^[A-Za-z0-9._-]{1,8192}$/, 'must be
 
 const adminQuery = z.object({
   embedded: z.literal('1').optional(),
-  shop: shopSchema.optional(),
+  shop: shopifyShopSchema.optional(),
   host: hostSchema.optional(),
   id_token: sessionTokenSchema.optional(),
 });
@@ -191,7 +191,7 @@ function bounceUrl(request: FastifyRequest, baseUrl: string): string {
 function bounceQuery(ownOrigin: string) {
   return z
     .object({
-      shop: shopSchema,
+      shop: shopifyShopSchema,
       'shopify-reload': z
         .string()
         .max(4096)

@@ -2,7 +2,6 @@
 import { nowIso } from '../core/clock.ts';
 import { ownStore, type Caller } from '../core/http/caller.ts';
 import { idsAt, requireStorePlatform } from '../core/platforms.ts';
-import { storePlatform } from '../stores/schemas.ts';
 import type { StoreService } from '../stores/service.ts';
 import type { InventoryRepository, VariantStockRow } from './repository.ts';
 
@@ -28,7 +27,7 @@ export interface StockReport {
   updatedAt?: string | null;
 }
 
-export type StockSourceKind = 'shopify-webhook' | 'inventory-api' | 'reconciliation';
+export type StockSourceKind = 'shopify-webhook' | 'woocommerce-webhook' | 'inventory-api' | 'reconciliation';
 
 export interface StockSource {
   kind: StockSourceKind;
@@ -99,7 +98,7 @@ export class InventoryService {
   /** reportInventory: an agent bound to the store reports its stock, cited as the agent's report. */
   async reportInventory(caller: Caller, domain: string, items: ReportedStock[]): Promise<StockOutcome[]> {
     const store = ownStore(caller, domain);
-    requireStorePlatform(storePlatform(store), items.flatMap((item, i) => idsAt(`/body/items/${i}`, item)));
+    requireStorePlatform({ domain: store, platform: await this.stores.platformOf(store) }, items.flatMap((item, i) => idsAt(`/body/items/${i}`, item)));
     const reports = items.map((item) => ({ ...item, variantId: item.variantId ?? null }));
     return this.reportStock(store, reports, { kind: 'inventory-api', ref: caller.agentId, verified: false });
   }

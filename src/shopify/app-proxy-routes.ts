@@ -6,7 +6,7 @@ import { productIdSchema } from '../alerts/schemas.ts';
 import { Problem } from '../core/problems.ts';
 import { availabilityResponse, proxySubscribeBody, shopperSubscribeResponse } from '../storefront/schemas.ts';
 import type { StorefrontService } from '../storefront/service.ts';
-import { shopSchema } from '../stores/schemas.ts';
+import { shopifyShopSchema } from '../stores/schemas.ts';
 import type { OutboundPolicy } from '../core/net/outbound-guard.ts';
 import type { ShopifyApi } from './shopify-api.ts';
 
@@ -69,7 +69,7 @@ async function shopOfProxyRequest(shopify: ShopifyApi, url: string): Promise<str
     throw err;
   }
   if (!valid) throw refused('The `signature` does not match the query: it was not signed by Shopify with this app’s secret.');
-  const shop = shopSchema.safeParse(query.shop);
+  const shop = shopifyShopSchema.safeParse(query.shop);
   if (!shop.success) throw new Problem('malformed-request', 'The signed query names no single store in `shop`.');
   return shop.data.toLowerCase();
 }

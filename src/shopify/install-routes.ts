@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { framedByShopifyAdmin, html, page } from '../core/html.ts';
 import { Problem } from '../core/problems.ts';
-import { shopSchema } from '../stores/schemas.ts';
+import { shopifyShopSchema } from '../stores/schemas.ts';
 import { CALLBACK_PATH, CapturedResponse, type ShopifyInstaller } from './install.ts';
 
 /**
@@ -22,7 +22,7 @@ export function installRoutes(options: { installer: ShopifyInstaller; apiKey: st
       schema: {
         hide: true,
         // Shopify adds hmac, host, timestamp (and id_token for an embedded app) when it opens the app URL.
-        querystring: z.object({ shop: shopSchema, id_token: z.string().max(8192).optional() }).catchall(z.string().max(2048)),
+        querystring: z.object({ shop: shopifyShopSchema, id_token: z.string().max(8192).optional() }).catchall(z.string().max(2048)),
       },
       handler: async (request, reply) => {
         const shop = request.query.shop.toLowerCase();

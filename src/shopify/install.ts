@@ -12,7 +12,7 @@ import {
 } from '@shopify/shopify-api';
 import type { FastifyBaseLogger } from 'fastify';
 import { Problem } from '../core/problems.ts';
-import { shopSchema } from '../stores/schemas.ts';
+import { shopifyShopSchema } from '../stores/schemas.ts';
 import type { StoreService } from '../stores/service.ts';
 import type { AdminApi } from './admin-api.ts';
 import { callShopify, offlineTokenOf, UpstreamError, upstreamProblem, type ShopifyApi } from './shopify-api.ts';
@@ -138,7 +138,7 @@ export class ShopifyInstaller {
   }
 
   private async completeInstall(session: Session): Promise<InstallResult> {
-    const shop = shopSchema.safeParse(session.shop.toLowerCase());
+    const shop = shopifyShopSchema.safeParse(session.shop.toLowerCase());
     const token = offlineTokenOf(session);
     if (!shop.success || !token) {
       throw new Problem('upstream-failed', 'Shopify did not hand over an offline token for a myshopify.com store. Nothing was stored.');
@@ -162,7 +162,7 @@ export class ShopifyInstaller {
       throw err;
     }
     const dest = hostOf(payload.dest);
-    const shop = shopSchema.safeParse(dest);
+    const shop = shopifyShopSchema.safeParse(dest);
     if (!shop.success) throw invalidSessionToken('its destination is not a myshopify.com store');
     if (hostOf(payload.iss) !== dest) throw invalidSessionToken('its issuer is not the store it is for');
     return shop.data;

@@ -3,7 +3,7 @@ import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import { isUnavailableError } from '../core/db/dialect.ts';
 import { sendProblem, toProblem } from '../core/http/errors.ts';
 import { Problem, ServiceUnavailable } from '../core/problems.ts';
-import { shopSchema } from '../stores/schemas.ts';
+import { shopifyShopSchema } from '../stores/schemas.ts';
 import { isHandledTopic } from './payloads.ts';
 import type { ShopifyApi } from './shopify-api.ts';
 import type { WebhookEventRepository } from './webhook-events.ts';
@@ -83,7 +83,7 @@ export async function verifyWebhook(shopify: ShopifyApi, request: FastifyRequest
     throw new Problem('invalid-webhook', describeInvalid(check.reason));
   }
 
-  const shop = shopSchema.safeParse(check.domain.toLowerCase());
+  const shop = shopifyShopSchema.safeParse(check.domain.toLowerCase());
   if (!shop.success) throw new Problem('malformed-request', 'X-Shopify-Shop-Domain is not a myshopify.com domain.');
   if (!isJsonObject(text)) throw new Problem('malformed-request', 'The body is not a JSON object.');
   return {

@@ -3,7 +3,6 @@ import type { ExtraContact, SubscriptionService } from '../alerts/service.ts';
 import { idsAt, requireStorePlatform } from '../core/platforms.ts';
 import { NotFound } from '../core/problems.ts';
 import type { InventoryService } from '../inventory/service.ts';
-import { storePlatform } from '../stores/schemas.ts';
 import type { StoreService } from '../stores/service.ts';
 import type { ShopperSubscribeInput } from './schemas.ts';
 import { availabilityAnswerOf, type AvailabilityAnswer, type AvailabilityCache } from './availability-cache.ts';
@@ -70,7 +69,7 @@ export class StorefrontService {
 
   async subscribeShopper(input: ShopperSubscribeInput): Promise<{ status: 'subscribed'; confirmBy: Array<'email' | 'sms'> }> {
     const domain = await this.customerStore(input.shop);
-    requireStorePlatform(storePlatform(domain), idsAt('/body', input));
+    requireStorePlatform({ domain, platform: await this.stores.platformOf(domain) }, idsAt('/body', input));
     const page = input.page ?? null;
     const timeZone = input.timeZone ?? null;
     const contacts: ExtraContact[] = [];

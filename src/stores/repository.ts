@@ -6,7 +6,7 @@ import type { StoresTable } from '../core/db/schema.ts';
 
 export type StoreRow = StoresTable;
 
-export type NewStoreRow = Pick<StoreRow, 'domain' | 'owner_email' | 'created_at' | 'updated_at'>;
+export type NewStoreRow = Pick<StoreRow, 'domain' | 'owner_email' | 'created_at' | 'updated_at'> & { platform: string };
 
 /** The store's offline token and what goes with it, as stored (sealed). */
 export type AdminTokenColumns = Pick<
@@ -25,6 +25,8 @@ export type TokenRefreshClaim = 'claimed' | 'replaced' | 'busy' | 'unavailable';
 export class StoreRepository {
   /** Built once: every storefront page view asks it. */
   readonly status: (domain: string) => Promise<Pick<StoreRow, 'domain' | 'status'> | undefined>;
+  /** Built once: every subscription and stock report naming a store checks its products' platform. */
+  readonly platform: (domain: string) => Promise<Pick<StoreRow, 'platform'> | undefined>;
   /** Built once: every sold-out product page asks which channels its form offers. */
   readonly storefrontOffer: (domain: string) => Promise<Pick<StoreRow, 'status' | 'settings' | 'sms_sender_sealed'> | undefined>;
 
@@ -36,6 +38,9 @@ export class StoreRepository {
     this.status = database.preparedRead<Pick<StoreRow, 'domain' | 'status'>>(1, (db, domain) =>
       db.selectFrom('stores').select(['domain', 'status']).where('domain', '=', domain!),
     );
+    this.platform = database.preparedRead<Pick<StoreRow, 'platform'>>(1, (db, domain) =>
+      db.selectFrom('stores').select(['platform']).where('domain', '=', domain!),
+    );
     this.storefrontOffer = database.preparedRead<Pick<StoreRow, 'status' | 'settings' | 'sms_sender_sealed'>>(1, (db, domain) =>
       db.selectFrom('stores').select(['status', 'settings', 'sms_sender_sealed']).where('domain', '=', domain!),
     );
@@ -46,6 +51,7 @@ export class StoreRepository {
     return this.announced(row.domain, this.database.write(async (trx) => {
       await trx
         .insertInto('stores')
+        // A store keeps the platform it was made on: its subscriptions name that platform's products.
         .values({ ...row, status: 'active', settings: '{}' })
         .onConflict((oc) => oc.column('domain').doUpdateSet({ owner_email: row.owner_email, updated_at: row.updated_at }))
         .execute();

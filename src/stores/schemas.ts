@@ -2,21 +2,39 @@ import { z } from 'zod';
 import { alertTemplateSchema, localeSchema, storeSettingsSchema } from './settings.ts';
 import { parseSmtpUrl, SmtpUrlError } from '../core/mail/smtp-url.ts';
 
+/**
+ * A store's identifier: the host name its shoppers know it by, lower-cased on the way in (a
+ * Shopify store's is its myshopify.com domain, a WooCommerce store's its site's host). Never an IP
+ * address or a single-label name: the identifier is also where its shop is.
+ */
 export const shopSchema = z
+  .string()
+  .max(253)
+  .regex(
+    /^(?=.{1,253}$)([a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\.)+[a-zA-Z]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?$/,
+    'must be a store domain such as my-store.myshopify.com or shop.example.com',
+  )
+  .describe("Identifier of the merchant's store: its domain (my-store.myshopify.com for a Shopify store, the site's host for WooCommerce, store-<hash>.mybigcommerce.com for BigCommerce)");
+
+/** A Shopify store's identifier, where only Shopify's own may be named (its install, its webhooks, its app proxy). */
+export const shopifyShopSchema = z
   .string()
   .max(255)
   .regex(/^[a-zA-Z0-9][a-zA-Z0-9-]{0,62}\.myshopify\.com$/, 'must be a store domain such as my-store.myshopify.com')
-  .describe("Identifier of the merchant's store: its myshopify.com domain");
+  .describe("Identifier of the merchant's Shopify store: its myshopify.com domain");
 
 export const storeParams = z.object({ domain: shopSchema });
 
-/**
- * The platform a store is on, from its identifier. Every store identifier is a myshopify.com
- * domain (shopSchema), so every store is a Shopify store; a store of another platform will carry
- * its platform beside its identifier.
- */
-export function storePlatform(domain: string): { domain: string; platform: string } {
-  return { domain: domain.toLowerCase(), platform: 'shopify' };
+/** Where a domain alone tells the platform: each platform's own store domains. */
+const PLATFORM_DOMAINS: Array<[RegExp, string]> = [
+  [/\.myshopify\.com$/, 'shopify'],
+  [/\.mybigcommerce\.com$/, 'bigcommerce'],
+];
+
+/** The platform a store's domain names by itself, if it does (a custom domain does not). */
+export function platformOfDomain(domain: string): string | undefined {
+  const lower = domain.toLowerCase();
+  return PLATFORM_DOMAINS.find(([pattern]) => pattern.test(lower))?.[1];
 }
 
 const effectiveSettingsSchema = z
@@ -44,11 +62,11 @@ const effectiveSettingsSchema = z
 
 export const storeSchema = z
   .object({
-    domain: z.string().describe('The store domain, e.g. my-store.myshopify.com'),
+    domain: z.string().describe('The store domain, e.g. my-store.myshopify.com or shop.example.com'),
     ownerEmail: z.string().describe('The person answerable for the store; agents they claim can be bound to it'),
     createdAt: z.string(),
-    status: z.enum(['active', 'uninstalled']).describe('uninstalled: the Shopify app was removed and nothing is sent'),
-    platform: z.enum(['shopify']).nullable().describe('shopify when installed as a Shopify app'),
+    status: z.enum(['active', 'uninstalled']).describe('uninstalled: the store was disconnected (the Shopify app removed, the WooCommerce or BigCommerce connection ended) and nothing is sent'),
+    platform: z.string().describe("The platform the store runs on (shopify, woocommerce, bigcommerce, ...): its products' ids are gid://<platform>/..."),
     installedAt: z.string().nullable(),
     adminApiConnected: z
       .boolean()

@@ -9,7 +9,8 @@ import { parseSmtpUrl } from '../core/mail/smtp-url.ts';
 import { isObviouslyInternalHost, STRICT_OUTBOUND, type OutboundPolicy } from '../core/net/outbound-guard.ts';
 import { SecretBox } from '../core/sealed-secrets.ts';
 import type { SmsAccount } from '../dispatch/channels.ts';
-import { shopSchema, smsAccountSchema, type Store, type StoreSettingsPatch } from './schemas.ts';
+import { platformOfDomain, shopSchema, smsAccountSchema, type Store, type StoreSettingsPatch } from './schemas.ts';
+import { PLATFORM_NAME } from '../core/platforms.ts';
 import { effectiveSettings, parseStoredSettings, storeSettingsSchema, type EffectiveSettings } from './settings.ts';
 import type { AdminTokenColumns, StoreRow, StoreRepository, TokenRefreshClaim } from './repository.ts';
 
@@ -83,23 +84,38 @@ export class StoreService {
   }
 
   /** The operator's `restock store create`: creates the store or changes its owner. */
-  async createStore(domain: string, ownerEmail: string): Promise<Store> {
-    return (await this.transferStore(domain, ownerEmail)).store;
+  async createStore(domain: string, ownerEmail: string, platform?: string): Promise<Store> {
+    return (await this.transferStore(domain, ownerEmail, platform)).store;
   }
 
-  /** `createStore`, telling what the former owner lost when the owner changed. */
-  async transferStore(domain: string, ownerEmail: string): Promise<Transfer> {
+  /**
+   * `createStore`, telling what the former owner lost when the owner changed. A new store is on
+   * `platform`, which its domain may tell by itself (a myshopify.com domain is a Shopify store's);
+   * a store that exists keeps its own.
+   */
+  async transferStore(domain: string, ownerEmail: string, platform?: string): Promise<Transfer> {
     const errors = [];
     const domainCheck = shopSchema.safeParse(domain);
     if (!domainCheck.success) errors.push({ pointer: '/domain', message: domainCheck.error.issues[0]!.message });
     const emailCheck = emailSchema.safeParse(ownerEmail);
     if (!emailCheck.success) errors.push({ pointer: '/owner', message: emailCheck.error.issues[0]!.message });
-    if (errors.length) throw new ValidationFailed(errors);
+    const existing = domainCheck.success ? await this.store.find(domain.toLowerCase()) : undefined;
+    const platformCheck = existing ? { platform: existing.platform ?? 'shopify' } : newStorePlatform(domain, platform);
+    if ('error' in platformCheck) errors.push({ pointer: '/platform', message: platformCheck.error });
+    if (errors.length || 'error' in platformCheck) throw new ValidationFailed(errors);
     const now = nowIso();
     const owner = normaliseEmail(ownerEmail);
-    return this.changingOwner(domain.toLowerCase(), owner, async () =>
-      this.present(await this.store.upsert({ domain: domain.toLowerCase(), owner_email: owner, created_at: now, updated_at: now })),
-    );
+    const row = { domain: domain.toLowerCase(), owner_email: owner, created_at: now, updated_at: now, platform: platformCheck.platform };
+    return this.changingOwner(row.domain, owner, async () => this.present(await this.store.upsert(row)));
+  }
+
+  /**
+   * The platform whose products a store's subscriptions and reports must name: the store's own,
+   * else what its domain tells (a myshopify.com store not yet installed), else undefined (a
+   * store the service does not know, on a domain of its own).
+   */
+  async platformOf(domain: string): Promise<string | undefined> {
+    return (await this.store.platform(domain.toLowerCase()))?.platform ?? platformOfDomain(domain);
   }
 
   /**
@@ -242,7 +258,7 @@ export class StoreService {
     const owner = normaliseEmail(install.ownerEmail);
     const token = await this.sealToken(install);
     const transfer = await this.changingOwner(domain.toLowerCase(), owner, async () =>
-      this.present(await this.store.install({ domain: domain.toLowerCase(), owner_email: owner, created_at: now, updated_at: now, ...token })),
+      this.present(await this.store.install({ domain: domain.toLowerCase(), owner_email: owner, created_at: now, updated_at: now, platform: 'shopify', ...token })),
     );
     return transfer.store;
   }
@@ -286,6 +302,15 @@ export class StoreService {
   markReauthorizationRequired(domain: string, version: string): Promise<void> {
     const now = nowIso();
     return this.store.endTokenRefresh(domain.toLowerCase(), version, { reauthorization_required_at: now }, now);
+  }
+
+  /**
+   * A store of another platform than Shopify connected (its keys held by that platform's
+   * feature): it sends again if it had been disconnected.
+   */
+  async markConnected(domain: string): Promise<void> {
+    const now = nowIso();
+    await this.store.update(domain.toLowerCase(), { status: 'active', installed_at: now, uninstalled_at: null, updated_at: now });
   }
 
   /** `app/uninstalled`: stop sending and drop the tokens (the store's data stays until `shop/redact`). */
@@ -360,7 +385,7 @@ export class StoreService {
       ownerEmail: row.owner_email,
       createdAt: row.created_at,
       status: row.status,
-      platform: row.platform as Store['platform'],
+      platform: row.platform ?? 'shopify',
       installedAt: row.installed_at,
       adminApiConnected: row.admin_token_sealed !== null && row.reauthorization_required_at === null,
       ownSmtp: row.smtp_url_sealed !== null,
@@ -368,6 +393,17 @@ export class StoreService {
       settings: this.settingsIn(row),
     };
   }
+}
+
+const PLATFORM = new RegExp(`^${PLATFORM_NAME}$`);
+
+/** A new store's platform: the one given, which must agree with what the domain tells, else the domain's. */
+function newStorePlatform(domain: string, given: string | undefined): { platform: string } | { error: string } {
+  const told = platformOfDomain(domain);
+  if (given === undefined) return told ? { platform: told } : { error: `is required: ${domain.toLowerCase()} does not tell its platform (shopify, woocommerce, bigcommerce, ...)` };
+  if (!PLATFORM.test(given)) return { error: 'must be a platform name in lower case, such as shopify, woocommerce or bigcommerce' };
+  if (told && told !== given) return { error: `must be ${told}: ${domain.toLowerCase()} is a ${told} store's domain` };
+  return { platform: given };
 }
 
 /** The host of a URL the settings schema already accepted (one stored earlier may not parse: the transport refuses it then). */

@@ -50,6 +50,8 @@ export interface Tables {
   inventory_unlisted_countries: InventoryUnlistedCountriesTable;
   /** shopify */
   shopify_webhook_events: ShopifyWebhookEventsTable;
+  /** woocommerce */
+  woocommerce_connections: WooCommerceConnectionsTable;
   /** dispatch */
   restocks: RestocksTable;
   /** dispatch (the notification ledger, which is also the send queue) */
@@ -375,7 +377,7 @@ export interface StoresTable {
   updated_at: string;
   /** `uninstalled`: the Shopify app was removed, nothing is sent. */
   status: StoreStatus;
-  /** 'shopify' when installed as a Shopify app; null when created by the operator. */
+  /** The platform the store runs on (shopify, woocommerce, ...); null only in rows older than migration 0020. */
   platform: string | null;
   /** The offline Admin API token, sealed with RESTOCK_ENCRYPTION_KEY. */
   admin_token_sealed: string | null;
@@ -509,6 +511,26 @@ export interface InventoryLevelsTable {
   updated_at: string;
 }
 
+/** A store's connection to its WooCommerce site (src/woocommerce). */
+export interface WooCommerceConnectionsTable {
+  store_domain: string;
+  /** The site's address, where /wp-json/wc/v3 is (https://shop.example.com, or under a path). */
+  site_url: string;
+  status: 'connected' | 'disconnected';
+  /** The REST API consumer key and secret, as JSON, sealed; null once disconnected. */
+  keys_sealed: string | null;
+  /** The secret the site signs its webhooks with (X-WC-Webhook-Signature), sealed. */
+  webhook_secret_sealed: string;
+  /** JSON array of the ids of the webhooks created on the site. */
+  webhook_ids: string;
+  connected_at: string;
+  disconnected_at: string | null;
+  /** Why it ended: the owner disconnected, or the site refused the keys. */
+  disconnect_reason: string | null;
+  reconciled_at: string | null;
+  updated_at: string;
+}
+
 export interface ShopifyWebhookEventsTable {
   /** X-Shopify-Event-Id: shared by every delivery of one event. */
   event_id: string;
@@ -533,7 +555,7 @@ export interface RestocksTable {
   variant_id: string | null;
   /** Sellable quantity when the restock was detected. */
   available: number;
-  /** shopify-webhook | inventory-api | reconciliation */
+  /** shopify-webhook | woocommerce-webhook | inventory-api | reconciliation */
   source: string;
   source_ref: string | null;
   /** 1 when the source proved the product is the store's (Shopify), so subscriptions made without a store match too. */

@@ -29,9 +29,23 @@ export interface PostOutcome {
   durationMs: number;
 }
 
-interface Hop {
+export interface Hop {
   statusCode: number;
   location: string | undefined;
+  /** The body as far as it was read, when asked for (`keepBody`). */
+  body: Buffer;
+  /** The whole body was read: it was within the cap. */
+  complete: boolean;
+}
+
+/** One request of an exchange with a tenant's host: what is sent, and whether the answer's body is kept. */
+export interface HopRequest {
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  body: string | Buffer;
+  headers: Record<string, string>;
+  keepBody?: boolean;
+  /** Of the body, at most this much is read; RESPONSE_BODY_CAP_BYTES unless said. */
+  maxBodyBytes?: number;
 }
 
 class ExchangeTimeout extends Error {
@@ -57,7 +71,7 @@ export async function postToTenant(url: string, body: string | Buffer, headers: 
     }
     let answer: Hop;
     try {
-      answer = await exchange(destination.url, destination.host, body, headers, options.policy, deadline);
+      answer = await exchange(destination.url, destination.host, { method: 'POST', body, headers }, options.policy, deadline);
     } catch (err) {
       return outcome(lastStatus, describeFailure(err, options.timeoutMs, hop > 0), err instanceof ForbiddenDestination);
     }
@@ -73,8 +87,11 @@ export async function postToTenant(url: string, body: string | Buffer, headers: 
   return outcome(lastStatus, maxRedirects === 0 ? `answered ${lastStatus} (a redirect, not followed here)` : `redirected more than ${maxRedirects} times`);
 }
 
-/** One request and its answer's status, reading at most RESPONSE_BODY_CAP_BYTES of the body. */
-function exchange(url: URL, host: string, body: string | Buffer, headers: Record<string, string>, policy: OutboundPolicy, deadline: number): Promise<Hop> {
+/**
+ * One request and its answer, reading at most `maxBodyBytes` of the body (kept only
+ * with `keepBody`), through the outbound guard; `host` is `url`'s, checked by checkDestination.
+ */
+export function exchange(url: URL, host: string, { method, body, headers, keepBody = false, maxBodyBytes = RESPONSE_BODY_CAP_BYTES }: HopRequest, policy: OutboundPolicy, deadline: number): Promise<Hop> {
   return new Promise((resolve, reject) => {
     let settled = false;
     const finish = (error: Error | undefined, hop?: Hop) => {
@@ -91,7 +108,7 @@ function exchange(url: URL, host: string, body: string | Buffer, headers: Record
       hostname: host,
       port: url.port === '' ? undefined : Number(url.port),
       path: `${url.pathname}${url.search}`,
-      method: 'POST',
+      method,
       headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
       // A connection of its own: none is shared with another tenant or kept for a later request.
       agent: false,
@@ -107,13 +124,20 @@ function exchange(url: URL, host: string, body: string | Buffer, headers: Record
     });
     request.on('error', (err) => finish(err));
     request.on('response', (response) => {
-      const hop = { statusCode: response.statusCode ?? 0, location: response.headers.location };
+      const kept: Buffer[] = [];
       let read = 0;
+      const hop = (complete: boolean): Hop => ({
+        statusCode: response.statusCode ?? 0,
+        location: response.headers.location,
+        body: Buffer.concat(kept),
+        complete,
+      });
       response.on('data', (chunk: Buffer) => {
         read += chunk.length;
-        if (read >= RESPONSE_BODY_CAP_BYTES) finish(undefined, hop);
+        if (keepBody) kept.push(chunk);
+        if (read > maxBodyBytes) finish(undefined, hop(false));
       });
-      response.on('end', () => finish(undefined, hop));
+      response.on('end', () => finish(undefined, hop(true)));
       response.on('error', (err) => finish(err));
     });
     request.end(body);
@@ -133,7 +157,7 @@ const CONNECTION_ERRORS: Record<string, string> = {
 };
 
 /** A failure in our own words: codes only, never a message that could carry what the far side sent. */
-function describeFailure(err: unknown, timeoutMs: number, redirected: boolean): string {
+export function describeFailure(err: unknown, timeoutMs: number, redirected: boolean): string {
   const prefix = redirected ? 'after a redirect, ' : '';
   if (err instanceof ExchangeTimeout) return `${prefix}no complete answer within ${timeoutMs} ms`;
   if (err instanceof ForbiddenDestination) return `${prefix}the host resolves to a loopback, private, link-local or otherwise internal address; not connected`;

@@ -19,6 +19,7 @@ import { channelFigures } from './0016_channel_figures.ts';
 import { storeScale } from './0017_store_scale.ts';
 import { ledgerFigures } from './0018_ledger_figures.ts';
 import { orderFigures } from './0019_order_figures.ts';
+import { storePlatforms } from './0020_store_platforms.ts';
 
 export interface DialectMigration {
   up(db: Kysely<any>, dialect: Dialect): Promise<void>;
@@ -45,4 +46,5 @@ export const migrations: Record<string, DialectMigration> = {
   '0017_store_scale': storeScale,
   '0018_ledger_figures': ledgerFigures,
   '0019_order_figures': orderFigures,
+  '0020_store_platforms': storePlatforms,
 };

@@ -1,0 +1,323 @@
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { FastifyBaseLogger } from 'fastify';
+import { z } from 'zod';
+import { nowIso } from '../core/clock.ts';
+import { ownStore, type Caller } from '../core/http/caller.ts';
+import type { OutboundPolicy } from '../core/net/outbound-guard.ts';
+import { NotFound, Problem, ValidationFailed } from '../core/problems.ts';
+import type { SecretBox } from '../core/sealed-secrets.ts';
+import type { TokenSigner } from '../core/signed-token.ts';
+import type { InventoryService, StockReport } from '../inventory/service.ts';
+import type { StoreService } from '../stores/service.ts';
+import type { ConnectionRepository, ConnectionRow } from './connections.ts';
+import { productNumber, stockReportOf, wooProductSchema, type WooProduct } from './products.ts';
+import { parseSiteUrl, PER_PAGE, WooCommerceApi, WooCommerceError, type WooCommerceKeys } from './rest-api.ts';
+
+/** The webhooks a connection creates on the site: a product's or a variation's state, after every change. */
+export const WEBHOOK_TOPICS = ['product.created', 'product.updated', 'product.restored'] as const;
+/** What a signed authorization request is good for, and how long. */
+const AUTHORIZATION_PURPOSE = 'woocommerce-keys';
+const AUTHORIZATION_TTL_MS = 30 * 60_000;
+/** Products with waiting shoppers read per store and reconciliation. */
+const PRODUCTS_PER_RECONCILIATION = 250;
+
+export const wooKeysSchema = z.object({
+  consumerKey: z.string().regex(/^ck_[0-9a-f]{40}$/, 'must be a WooCommerce consumer key (ck_ and 40 hex digits)'),
+  consumerSecret: z.string().regex(/^cs_[0-9a-f]{40}$/, 'must be a WooCommerce consumer secret (cs_ and 40 hex digits)'),
+});
+
+/** A connection as its store's owner sees it; the keys are never shown back. */
+export interface WooCommerceConnection {
+  storeDomain: string;
+  siteUrl: string;
+  status: 'connected' | 'disconnected';
+  webhookIds: number[];
+  connectedAt: string;
+  disconnectedAt: string | null;
+  disconnectReason: string | null;
+  reconciledAt: string | null;
+}
+
+/** What WooCommerce posts to the callback of its authorization endpoint. */
+export const keysCallbackSchema = z.object({
+  key_id: z.union([z.number(), z.string()]).optional(),
+  user_id: z.union([z.string(), z.number()]).transform(String),
+  consumer_key: z.string(),
+  consumer_secret: z.string(),
+  key_permissions: z.string(),
+});
+
+export interface WooCommerceDeps {
+  connections: ConnectionRepository;
+  stores: StoreService;
+  inventory: InventoryService;
+  alerts: { waitingProducts(storeDomain: string, limit?: number): Promise<string[]> };
+  secrets: SecretBox;
+  signer: TokenSigner;
+  policy: OutboundPolicy;
+  baseUrl: string;
+  log: FastifyBaseLogger;
+}
+
+/** What one delivery came to. */
+export type DeliveryOutcome = { kind: 'ping' } | { kind: 'reported'; reports: number };
+
+/**
+ * WooCommerce stores: connected with REST API keys (pasted by the owner, or posted by the site
+ * when its owner approves our authorization request), kept up to date by the site's product
+ * webhooks (signed with a secret we give each), reconciled through the REST API, and ended by the
+ * owner or by the site refusing the keys.
+ */
+export class WooCommerceService {
+  constructor(private readonly deps: WooCommerceDeps) {}
+
+  /** The owner (or the store's agent) gives the site's address and keys; returns the connection made. */
+  async connectWithKeys(caller: Caller, domain: string, input: { siteUrl: string } & WooCommerceKeys): Promise<WooCommerceConnection> {
+    const store = ownStore(caller, domain);
+    return this.connect(store, this.siteOf(input.siteUrl, '/body/siteUrl'), input);
+  }
+
+  /**
+   * The address of WooCommerce's authorization endpoint on the owner's site: the owner approves
+   * there, and the site posts the keys to our callback with `user_id`, which carries the store
+   * and the site, signed, for 30 minutes.
+   */
+  async authorizationUrl(caller: Caller, domain: string, siteUrl: string): Promise<string> {
+    const store = ownStore(caller, domain);
+    await this.requireWooCommerceStore(store);
+    const site = this.siteOf(siteUrl, '/body/siteUrl');
+    const subject = Buffer.from(JSON.stringify({ store, site: site.href, until: Date.now() + AUTHORIZATION_TTL_MS })).toString('base64url');
+    const url = new URL(`${site.href.replace(/\/$/, '')}/wc-auth/v1/authorize`);
+    url.searchParams.set('app_name', 'Restock');
+    url.searchParams.set('scope', 'read_write');
+    url.searchParams.set('user_id', this.deps.signer.sign(AUTHORIZATION_PURPOSE, subject));
+    url.searchParams.set('return_url', `${this.deps.baseUrl}/woocommerce/connected?store=${encodeURIComponent(store)}`);
+    url.searchParams.set('callback_url', `${this.deps.baseUrl}/woocommerce/keys`);
+    return url.href;
+  }
+
+  /** The site posts the keys its owner approved; the store named by the signed `user_id` is connected. */
+  async acceptKeys(body: z.infer<typeof keysCallbackSchema>): Promise<WooCommerceConnection> {
+    const subject = this.deps.signer.verify(AUTHORIZATION_PURPOSE, body.user_id);
+    const request = subject === undefined ? undefined : parseAuthorization(subject);
+    if (!request || request.until < Date.now()) throw new Problem('invalid-webhook', 'user_id is not an authorization request of this service, or it has expired. Nothing was stored.');
+    if (body.key_permissions !== 'read_write') throw new ValidationFailed([{ pointer: '/body/key_permissions', message: 'must be read_write: the service reads products and creates webhooks' }]);
+    const keys = wooKeysSchema.safeParse({ consumerKey: body.consumer_key, consumerSecret: body.consumer_secret });
+    if (!keys.success) throw new ValidationFailed(keys.error.issues.map((issue) => ({ pointer: `/body/${issue.path[0] === 'consumerKey' ? 'consumer_key' : 'consumer_secret'}`, message: issue.message })));
+    return this.connect(request.store, new URL(request.site), keys.data);
+  }
+
+  async connectionFor(caller: Caller, domain: string): Promise<WooCommerceConnection> {
+    const store = ownStore(caller, domain);
+    const row = await this.deps.connections.find(store);
+    if (!row) throw new NotFound(`${store} has never been connected to WooCommerce.`);
+    return present(row);
+  }
+
+  /** The owner ends the connection: the site's webhooks are deleted where the keys still work, and nothing more is sent. */
+  async disconnect(caller: Caller, domain: string): Promise<WooCommerceConnection> {
+    const store = ownStore(caller, domain);
+    const row = await this.deps.connections.find(store);
+    if (!row) throw new NotFound(`${store} has never been connected to WooCommerce.`);
+    if (row.status === 'connected' && row.keys_sealed) {
+      const api = await this.apiOf(row);
+      for (const id of webhookIdsOf(row)) await api.delete(`/webhooks/${id}`, { force: 'true' }).catch(() => undefined);
+    }
+    await this.end(store, 'disconnected by the store');
+    return present((await this.deps.connections.find(store))!);
+  }
+
+  /**
+   * A delivery to the store's webhook address: the ping WooCommerce sends when a webhook is made
+   * (`webhook_id=N`, unsigned), or a product or variation as it is now, signed with the store's
+   * secret over the raw body. Nothing of an unsigned or forged delivery is used.
+   */
+  async receiveDelivery(domain: string, headers: Record<string, string | string[] | undefined>, raw: Buffer): Promise<DeliveryOutcome> {
+    const row = await this.deps.connections.find(domain.toLowerCase());
+    const signature = headerOf(headers, 'x-wc-webhook-signature');
+    if (signature === undefined && /^webhook_id=[0-9]{1,20}$/.test(raw.toString('latin1'))) return { kind: 'ping' };
+    if (!row || signature === undefined || !(await this.signedBy(row, raw, signature))) {
+      throw new Problem('invalid-webhook', 'X-WC-Webhook-Signature is missing or does not match the body for this store. Nothing was recorded.');
+    }
+    if (row.status !== 'connected') throw new NotFound(`${row.store_domain} is no longer connected to WooCommerce; its deliveries are not taken.`);
+    const topic = headerOf(headers, 'x-wc-webhook-topic') ?? '';
+    if (!(WEBHOOK_TOPICS as readonly string[]).includes(topic)) return { kind: 'reported', reports: 0 };
+    const product = wooProductSchema.safeParse(parseJson(raw));
+    if (!product.success) throw new Problem('malformed-request', `The ${topic} delivery is not a WooCommerce product: ${product.error.issues[0]!.path.join('.')} ${product.error.issues[0]!.message}.`);
+    const reports = await this.reportsOf(row, product.data, nowIso());
+    if (reports.length > 0) {
+      const ref = headerOf(headers, 'x-wc-webhook-delivery-id') ?? `product ${product.data.id}`;
+      await this.deps.inventory.reportStock(row.store_domain, reports, { kind: 'woocommerce-webhook', ref: `delivery ${ref.slice(0, 64)}`, verified: true });
+    }
+    return { kind: 'reported', reports: reports.length };
+  }
+
+  /**
+   * Reads the products shoppers wait for from the site and reports them as they are: what a
+   * missed or late webhook left behind. A site that refuses the keys ends the connection.
+   */
+  async reconcileStore(domain: string): Promise<number> {
+    const row = await this.deps.connections.find(domain.toLowerCase());
+    if (!row || row.status !== 'connected') return 0;
+    const api = await this.apiOf(row);
+    const reports: StockReport[] = [];
+    try {
+      for (const gid of await this.deps.alerts.waitingProducts(row.store_domain, PRODUCTS_PER_RECONCILIATION)) {
+        const id = productNumber(gid);
+        if (id === undefined) continue;
+        let product: WooProduct;
+        try {
+          product = wooProductSchema.parse(await api.get(`/products/${id}`));
+        } catch (err) {
+          // A product deleted on the site is simply not reported.
+          if (err instanceof WooCommerceError && err.status === 404) continue;
+          throw err;
+        }
+        reports.push(...(await this.reportsOf(row, product, nowIso(), api)));
+      }
+    } catch (err) {
+      if (err instanceof WooCommerceError && err.keysRefused) {
+        await this.end(row.store_domain, `the site refused the API keys (${err.code ?? err.status})`);
+        return 0;
+      }
+      throw err;
+    } finally {
+      await this.deps.connections.markReconciled(row.store_domain, nowIso());
+    }
+    if (reports.length > 0) await this.deps.inventory.reportStock(row.store_domain, reports, { kind: 'reconciliation', ref: `reconciliation ${reports[0]!.updatedAt}`, verified: true });
+    return reports.length;
+  }
+
+  /** Connected stores due a reconciliation. */
+  async storesToReconcile(intervalMs: number, limit: number): Promise<string[]> {
+    return (await this.deps.connections.due(new Date(Date.now() - intervalMs).toISOString(), limit)).map((row) => row.store_domain);
+  }
+
+  private async connect(store: string, site: URL, keys: WooCommerceKeys): Promise<WooCommerceConnection> {
+    await this.requireWooCommerceStore(store);
+    const api = new WooCommerceApi(site, keys, this.deps.policy);
+    const secret = randomBytes(32).toString('base64url');
+    const webhookIds: number[] = [];
+    try {
+      // The keys must read products before anything is made with them.
+      await api.get('/products', { per_page: 1 });
+      const previous = await this.deps.connections.find(store);
+      for (const id of previous ? webhookIdsOf(previous) : []) await api.delete(`/webhooks/${id}`, { force: 'true' }).catch(() => undefined);
+      for (const topic of WEBHOOK_TOPICS) {
+        const made = (await api.post('/webhooks', { name: `Restock ${topic}`, topic, delivery_url: `${this.deps.baseUrl}/webhooks/woocommerce/${store}`, secret })) as { id?: unknown };
+        if (typeof made.id === 'number') webhookIds.push(made.id);
+      }
+    } catch (err) {
+      if (!(err instanceof WooCommerceError)) throw err;
+      for (const id of webhookIds) await api.delete(`/webhooks/${id}`, { force: 'true' }).catch(() => undefined);
+      if (err.keysRefused) throw new ValidationFailed([{ pointer: '/body/consumerKey', message: `was refused by the site (${err.code ?? err.status}): the keys need read/write access` }]);
+      throw new Problem('upstream-failed', `The WooCommerce site at ${site.href}: ${err.message}. Nothing was stored.`);
+    }
+    const now = nowIso();
+    await this.deps.connections.save({
+      store_domain: store,
+      site_url: site.href,
+      status: 'connected',
+      keys_sealed: await this.deps.secrets.seal(JSON.stringify(keys)),
+      webhook_secret_sealed: await this.deps.secrets.seal(secret),
+      webhook_ids: JSON.stringify(webhookIds),
+      connected_at: now,
+      disconnected_at: null,
+      disconnect_reason: null,
+      reconciled_at: null,
+      updated_at: now,
+    });
+    await this.deps.stores.markConnected(store);
+    this.deps.log.info({ store, webhooks: webhookIds.length }, 'WooCommerce store connected');
+    return present((await this.deps.connections.find(store))!);
+  }
+
+  /** Nothing more is sent for the store, and its deliveries are refused (the site disables the webhooks). */
+  private async end(store: string, reason: string): Promise<void> {
+    if (await this.deps.connections.disconnect(store, reason, nowIso())) {
+      await this.deps.stores.uninstall(store);
+      this.deps.log.info({ store, reason }, 'WooCommerce store disconnected');
+    }
+  }
+
+  private async requireWooCommerceStore(store: string): Promise<void> {
+    const found = await this.deps.stores.findStore(store);
+    if (!found) throw new NotFound(`No store ${store}.`);
+    if (found.platform !== 'woocommerce') throw new Problem('conflict', `${store} is a ${found.platform ?? 'shopify'} store; only a WooCommerce store connects to a WooCommerce site.`);
+  }
+
+  private siteOf(text: string, pointer: string): URL {
+    const site = parseSiteUrl(text, this.deps.policy);
+    if (typeof site === 'string') throw new ValidationFailed([{ pointer, message: site }]);
+    return site;
+  }
+
+  private async apiOf(row: ConnectionRow): Promise<WooCommerceApi> {
+    const keys = wooKeysSchema.parse(JSON.parse(await this.deps.secrets.open(row.keys_sealed!)));
+    return new WooCommerceApi(new URL(row.site_url), keys, this.deps.policy);
+  }
+
+  /**
+   * A product's reports: a variation's own, a simple product's own, and for a variable product
+   * whose stock the parent counts, each variation's as the site has it now (an order or an edit
+   * of the parent changes them all, and WooCommerce then announces only the parent).
+   */
+  private async reportsOf(row: ConnectionRow, product: WooProduct, asOf: string, api?: WooCommerceApi): Promise<StockReport[]> {
+    if (product.type !== 'variable') {
+      const report = stockReportOf(product, asOf);
+      return report ? [report] : [];
+    }
+    if (api === undefined && product.manage_stock !== true) return [];
+    const site = api ?? (await this.apiOf(row));
+    const variations = z.array(wooProductSchema).parse(await site.get(`/products/${product.id}/variations`, { per_page: PER_PAGE }));
+    return variations.flatMap((variation) => stockReportOf(variation, asOf, product) ?? []);
+  }
+
+  private async signedBy(row: ConnectionRow, raw: Buffer, signature: string): Promise<boolean> {
+    const secret = await this.deps.secrets.open(row.webhook_secret_sealed);
+    const expected = Buffer.from(createHmac('sha256', secret).update(raw).digest('base64'));
+    const given = Buffer.from(signature);
+    return given.length === expected.length && timingSafeEqual(given, expected);
+  }
+}
+
+function present(row: ConnectionRow): WooCommerceConnection {
+  return {
+    storeDomain: row.store_domain,
+    siteUrl: row.site_url,
+    status: row.status,
+    webhookIds: webhookIdsOf(row),
+    connectedAt: row.connected_at,
+    disconnectedAt: row.disconnected_at,
+    disconnectReason: row.disconnect_reason,
+    reconciledAt: row.reconciled_at,
+  };
+}
+
+function webhookIdsOf(row: ConnectionRow): number[] {
+  const ids: unknown = JSON.parse(row.webhook_ids);
+  return Array.isArray(ids) ? ids.filter((id): id is number => Number.isInteger(id)) : [];
+}
+
+function parseAuthorization(subject: string): { store: string; site: string; until: number } | undefined {
+  try {
+    const value = JSON.parse(Buffer.from(subject, 'base64url').toString('utf8')) as { store?: unknown; site?: unknown; until?: unknown };
+    if (typeof value.store !== 'string' || typeof value.site !== 'string' || typeof value.until !== 'number') return undefined;
+    return { store: value.store, site: value.site, until: value.until };
+  } catch {
+    return undefined;
+  }
+}
+
+function headerOf(headers: Record<string, string | string[] | undefined>, name: string): string | undefined {
+  const value = headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function parseJson(raw: Buffer): unknown {
+  try {
+    return JSON.parse(raw.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}
