@@ -52,7 +52,7 @@ for (const dialect of testDialects()) {
       ['a missing plan', { shop: 'a.myshopify.com' }, '/body/plan'],
       ['a plan in capitals', { plan: 'STARTER', shop: 'a.myshopify.com' }, '/body/plan'],
       ['a missing shop', { plan: 'starter' }, '/body/shop'],
-      ['a shop that is not a store domain', { plan: 'starter', shop: 'example.com' }, '/body/shop'],
+      ['a shop that is not a store domain', { plan: 'starter', shop: 'example' }, '/body/shop'],
       ['a shop with a path', { plan: 'starter', shop: 'a.myshopify.com/admin' }, '/body/shop'],
       ['a shop URL', { plan: 'starter', shop: 'https://a.myshopify.com' }, '/body/shop'],
       ['a shop that is a number', { plan: 'starter', shop: 42 }, '/body/shop'],

@@ -259,7 +259,7 @@ for (const dialect of testDialects()) {
 
       it('refuses an invalid domain with a 400 page naming the error, and stores and sends nothing', async () => {
         const before = await t.tableDigests();
-        for (const typed of ['evil.example.com', 'my store.myshopify.com', '<script>.myshopify.com', '']) {
+        for (const typed of ['evil_example.com', 'my store.myshopify.com', '<script>.myshopify.com', '']) {
           const res = await postForm(t, SIGN_IN, { shop: typed });
           assertHtml(res, 400);
           assert.match(res.body, /aria-invalid="true"/);

@@ -162,7 +162,7 @@ for (const dialect of testDialects()) {
         { name: 'get_subscription', scope: 'api:read', good: { subscriptionId: sub }, bad: [{}, { subscriptionId: 42 }, { subscriptionId: '../etc' }] },
         { name: 'cancel_subscription', scope: 'api:write', good: { subscriptionId: sub }, bad: [{}, { subscriptionId: null }, { subscriptionId: 'sub_' + 'x'.repeat(500) }] },
         { name: 'checkout_plan', scope: 'api:write', good: { plan: 'starter', shop }, bad: [{ plan: 'platinum', shop }, { plan: 'starter', shop: 'not a shop' }, { plan: 'starter' }] },
-        { name: 'get_stock_status', scope: 'api:read', good: { shop }, bad: [{}, { shop: 'evil.example.com' }, { shop: 7 }] },
+        { name: 'get_stock_status', scope: 'api:read', good: { shop }, bad: [{}, { shop: 'evil_example.com' }, { shop: 7 }] },
         { name: 'get_alert_queue', scope: 'api:read', good: { shop }, bad: [{}, { shop: '' }, { shop: ['a'] }] },
         { name: 'get_performance', scope: 'api:read', good: { shop, days: 7 }, bad: [{}, { shop, days: 0 }, { shop, days: 'week' }] },
         {

@@ -10,7 +10,7 @@ import type { MailTransport } from '../core/mail/transport.ts';
 import type { TokenSigner } from '../core/signed-token.ts';
 import type { DispatchService } from '../dispatch/service.ts';
 import type { InventoryService } from '../inventory/service.ts';
-import type { StoreService } from '../stores/service.ts';
+import { installedAsShopifyApp, type StoreService } from '../stores/service.ts';
 import { dashboardRoutes } from './routes.ts';
 import { DashboardService } from './service.ts';
 import { DashboardSignIn } from './sign-in.ts';
@@ -78,7 +78,7 @@ export function buildDashboard(deps: DashboardDeps): Feature<DashboardService> {
   });
   const routes = dashboardRoutes(service, signIn, {
     baseUrl: config.baseUrl,
-    isShopifyApp: async (shop) => (await stores.findStore(shop))?.platform === 'shopify',
+    isShopifyApp: async (shop) => installedAsShopifyApp(await stores.findStore(shop)),
     shopifyApiKey: config.shopify?.apiKey,
   });
   return {

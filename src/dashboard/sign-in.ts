@@ -4,7 +4,7 @@ import type { MailTransport } from '../core/mail/transport.ts';
 import type { TokenSigner } from '../core/signed-token.ts';
 import { NotConfigured, Problem } from '../core/problems.ts';
 import type { StoreRow } from '../stores/repository.ts';
-import type { StoreService } from '../stores/service.ts';
+import { installedAsShopifyApp, type StoreService } from '../stores/service.ts';
 import type { DashboardRepository } from './repository.ts';
 
 export interface SignInOptions {
@@ -132,7 +132,7 @@ export class DashboardSignIn {
       throw new Problem('invalid-token', 'The Shopify session token was refused: it is for another store. Send a fresh one from App Bridge.');
     }
     const store = await this.options.stores.findStore(shop);
-    return store?.status === 'active' && store.platform === 'shopify' ? store.domain : undefined;
+    return store?.status === 'active' && installedAsShopifyApp(store) ? store.domain : undefined;
   }
 
   async sessionFor(cookieSecret: string | undefined): Promise<OwnerSession | undefined> {

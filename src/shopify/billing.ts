@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { ShopifyBillingProvider } from '../billing/service.ts';
-import type { StoreService } from '../stores/service.ts';
+import { installedAsShopifyApp, type StoreService } from '../stores/service.ts';
 import type { AdminApi } from './admin-api.ts';
 import { UpstreamError } from './shopify-api.ts';
 
@@ -37,7 +37,7 @@ export function shopifyBilling(stores: StoreService, admin: AdminApi, alwaysTest
     async installed(shop) {
       // Installed, not merely connected: a store whose token lapsed still pays through Shopify.
       const store = await stores.findStore(shop);
-      return store?.status === 'active' && store.platform === 'shopify';
+      return store?.status === 'active' && installedAsShopifyApp(store);
     },
     async createSubscription(shop, plan, returnUrl) {
       const token = await admin.tokens.current(shop);

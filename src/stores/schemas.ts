@@ -5,13 +5,14 @@ import { parseSmtpUrl, SmtpUrlError } from '../core/mail/smtp-url.ts';
 /**
  * A store's identifier: the host name its shoppers know it by, lower-cased on the way in (a
  * Shopify store's is its myshopify.com domain, a WooCommerce store's its site's host). Never an IP
- * address or a single-label name: the identifier is also where its shop is.
+ * address or a single-label name: the identifier is also where its shop is. Each label is taken
+ * as myshopify.com domains always were (a letter or digit, then up to 62 of them or hyphens).
  */
 export const shopSchema = z
   .string()
   .max(253)
   .regex(
-    /^(?=.{1,253}$)([a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\.)+[a-zA-Z]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?$/,
+    /^(?=.{1,253}$)([a-zA-Z0-9][a-zA-Z0-9-]{0,62}\.)+[a-zA-Z][a-zA-Z0-9-]{0,62}$/,
     'must be a store domain such as my-store.myshopify.com or shop.example.com',
   )
   .describe("Identifier of the merchant's store: its domain (my-store.myshopify.com for a Shopify store, the site's host for WooCommerce, store-<hash>.mybigcommerce.com for BigCommerce)");

@@ -101,7 +101,8 @@ export class StoreService {
     if (!emailCheck.success) errors.push({ pointer: '/owner', message: emailCheck.error.issues[0]!.message });
     const existing = domainCheck.success ? await this.store.find(domain.toLowerCase()) : undefined;
     const platformCheck = existing ? { platform: existing.platform ?? 'shopify' } : newStorePlatform(domain, platform);
-    if ('error' in platformCheck) errors.push({ pointer: '/platform', message: platformCheck.error });
+    // A domain that is no store's tells nothing of its platform: that error alone is said.
+    if ('error' in platformCheck && domainCheck.success) errors.push({ pointer: '/platform', message: platformCheck.error });
     if (errors.length || 'error' in platformCheck) throw new ValidationFailed(errors);
     const now = nowIso();
     const owner = normaliseEmail(ownerEmail);
@@ -393,6 +394,11 @@ export class StoreService {
       settings: this.settingsIn(row),
     };
   }
+}
+
+/** Whether the store is the Shopify app's: a Shopify store installed through it (the operator's Shopify stores are not). */
+export function installedAsShopifyApp(row: Pick<StoreRow, 'platform' | 'installed_at'> | undefined): boolean {
+  return row?.platform === 'shopify' && row.installed_at !== null;
 }
 
 const PLATFORM = new RegExp(`^${PLATFORM_NAME}$`);
