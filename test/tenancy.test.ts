@@ -42,6 +42,10 @@ interface WalkCase {
 const HTTP_CASES: Record<string, WalkCase> = {
   getStore: { status: 404 },
   updateStoreSettings: { status: 404, body: () => ({ senderName: 'Not yours' }) },
+  connectWooCommerce: { status: 404, body: () => ({ siteUrl: 'https://shop.example.com', consumerKey: `ck_${'1'.repeat(40)}`, consumerSecret: `cs_${'1'.repeat(40)}` }) },
+  authorizeWooCommerce: { status: 404, body: () => ({ siteUrl: 'https://shop.example.com' }) },
+  getWooCommerceConnection: { status: 404 },
+  disconnectWooCommerce: { status: 404 },
   listStoreAgents: { status: 404 },
   revokeStoreAgent: { status: 404 },
   getStockStatus: { status: 404, query: (b) => ({ productId: b.productId }) },
@@ -116,7 +120,7 @@ function operationsOf(document: { paths: Record<string, Record<string, { operati
       const operation = item[method];
       if (!operation) continue;
       assert.ok(operation.operationId, `${method.toUpperCase()} ${route} has no operationId`);
-      assert.ok(['get', 'post', 'patch', 'delete'].includes(method), `${operation.operationId}: the walk cannot send ${method.toUpperCase()} yet`);
+      assert.ok(['get', 'post', 'put', 'patch', 'delete'].includes(method), `${operation.operationId}: the walk cannot send ${method.toUpperCase()} yet`);
       operations.push({ operationId: operation.operationId, method: method.toUpperCase() as Method, path: route });
     }
   }
