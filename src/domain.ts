@@ -95,7 +95,7 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
     mail,
     log,
     settingsOf: (shop) => stores.service.settingsOf(shop),
-    platformOf: (shop) => stores.service.platformOf(shop),
+    requireStorePlatform: (shop, ids) => stores.service.requireStorePlatform(shop, ids),
     // Inventory is built on the alerts' dispatch below; the mail job asks it only once running.
     titleOf: async (shop, productId, variantId) => (await inventory.service.describeProduct(shop, productId, variantId))?.productTitle ?? undefined,
     textConfirmation: () => confirmationTexter({ sms: sms.service, stores: stores.service, inventory: inventory.service, alerts: alerts.service }),

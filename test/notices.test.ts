@@ -101,7 +101,7 @@ for (const dialect of testDialects()) {
         mail,
         log: pino({ level: 'silent' }),
         settingsOf: (shop) => stores.settingsOf(shop),
-        platformOf: (shop) => stores.platformOf(shop),
+        requireStorePlatform: (shop, ids) => stores.requireStorePlatform(shop, ids),
         titleOf: async () => undefined,
       }).service;
       events = new RecordingSink();

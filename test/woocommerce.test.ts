@@ -92,6 +92,25 @@ for (const dialect of testDialects()) {
       assert.equal(res.json().status, 'active');
     }
 
+    /** A sold-out product on the site, and a new shopper of the store waiting for one of its variants. */
+    async function waitingShopper(domain: string, product = variableProduct(0), index = 0): Promise<{ product: WooProduct; email: string }> {
+      site.products.set(product.id, product);
+      const email = uniqueEmail('shopper');
+      await subscribe(domain, product, email, index);
+      return { product, email };
+    }
+
+    /** The first variation back in stock on the site, announced unless `deliver` is false. */
+    const restockVariation = (product: WooProduct, quantity: number, options?: { deliver?: boolean }) =>
+      site.update(
+        product.id,
+        (p) => {
+          p.variations[0]!.stock_quantity = quantity;
+          p.variations[0]!.stock_status = 'instock';
+        },
+        options,
+      );
+
     const mailFor = (email: string) => sink.messages.filter((m) => m.recipients.includes(email));
 
     it('connects with pasted keys: the keys are checked, the product webhooks made with a secret of ours, the ping answered', async () => {
@@ -141,6 +160,9 @@ for (const dialect of testDialects()) {
       const approved = await site.approve(authorizeUrl);
       assert.equal(approved.status, 302, approved.body);
       assert.match(approved.location!, new RegExp(`^${BASE}/woocommerce/connected\\?store=${domain.replace(/\./g, '\\.')}&success=1&user_id=`));
+      const shown = await t.app.inject({ method: 'GET', url: approved.location!.slice(BASE.length) });
+      assert.equal(shown.statusCode, 200);
+      assert.match(shown.body, new RegExp(`${domain.replace(/\./g, '\\.')} is connected`));
       const state = await call(t.app, 'GET', `/api/v1/stores/${domain}/woocommerce`, { token: agent.token });
       assert.equal(state.json().status, 'connected');
 
@@ -158,14 +180,8 @@ for (const dialect of testDialects()) {
 
     it('a signed product.updated restocks the variant, and the alert reaches the mail server', async () => {
       const { domain } = await connected();
-      const product = variableProduct(0);
-      site.products.set(product.id, product);
-      const email = uniqueEmail('shopper');
-      await subscribe(domain, product, email);
-      await site.update(product.id, (p) => {
-        p.variations[0]!.stock_quantity = 5;
-        p.variations[0]!.stock_status = 'instock';
-      });
+      const { product, email } = await waitingShopper(domain);
+      await restockVariation(product, 5);
       const restocks = await t.database.db.selectFrom('restocks').selectAll().where('store_domain', '=', domain).execute();
       assert.equal(restocks.length, 1);
       assert.equal(restocks[0]!.variant_id, variantGid(product));
@@ -199,9 +215,7 @@ for (const dialect of testDialects()) {
       product.manage_stock = true;
       product.stock_quantity = 0;
       for (const variation of product.variations) variation.manage_stock = false;
-      site.products.set(product.id, product);
-      const email = uniqueEmail('shopper');
-      await subscribe(domain, product, email, 1);
+      const { email } = await waitingShopper(domain, product, 1);
       await site.update(product.id, (p) => {
         p.stock_quantity = 4;
         p.stock_status = 'instock';
@@ -212,14 +226,8 @@ for (const dialect of testDialects()) {
 
     it('reconciliation catches a restock whose webhook never came', async () => {
       const { domain } = await connected();
-      const product = variableProduct(0);
-      site.products.set(product.id, product);
-      const email = uniqueEmail('shopper');
-      await subscribe(domain, product, email);
-      await site.update(product.id, (p) => {
-        p.variations[0]!.stock_quantity = 2;
-        p.variations[0]!.stock_status = 'instock';
-      }, { deliver: false });
+      const { product, email } = await waitingShopper(domain);
+      await restockVariation(product, 2, { deliver: false });
       await t.runWorker();
       assert.equal(mailFor(email).length, 0);
       await t.app.restock.woocommerce.reconcileStore(domain);
@@ -229,10 +237,7 @@ for (const dialect of testDialects()) {
 
     it('disconnecting stops sending: the webhooks are deleted on the site and later deliveries refused', async () => {
       const { domain, agent } = await connected();
-      const product = variableProduct(0);
-      site.products.set(product.id, product);
-      const email = uniqueEmail('shopper');
-      await subscribe(domain, product, email);
+      const { product, email } = await waitingShopper(domain);
       const ids = (await call(t.app, 'GET', `/api/v1/stores/${domain}/woocommerce`, { token: agent.token })).json().webhookIds as number[];
       const secret = site.webhooks.get(ids[1]!)!.secret;
       const res = await call(t.app, 'DELETE', `/api/v1/stores/${domain}/woocommerce`, { token: agent.token });
@@ -241,10 +246,7 @@ for (const dialect of testDialects()) {
       for (const id of ids) assert.equal(site.webhooks.has(id), false);
       // A delivery still signed with the old secret (one in flight) is refused and restocks nothing.
       site.webhooks.set(999, { id: 999, topic: 'product.updated', delivery_url: `${BASE}/webhooks/woocommerce/${domain}`, secret, status: 'active', failures: 0 });
-      await site.update(product.id, (p) => {
-        p.variations[0]!.stock_quantity = 5;
-        p.variations[0]!.stock_status = 'instock';
-      });
+      await restockVariation(product, 5);
       site.webhooks.delete(999);
       await t.runWorker();
       assert.equal(mailFor(email).length, 0);
@@ -253,10 +255,7 @@ for (const dialect of testDialects()) {
 
     it('a site that revokes the keys is disconnected at the next reconciliation, and nothing more is sent', async () => {
       const { domain } = await connected();
-      const product = variableProduct(0);
-      site.products.set(product.id, product);
-      const email = uniqueEmail('shopper');
-      await subscribe(domain, product, email);
+      const { product, email } = await waitingShopper(domain);
       const revoked = await startWooCommerce(async () => 200);
       try {
         // Another site stands for the same one with its keys deleted: every call runs as nobody.
@@ -271,6 +270,25 @@ for (const dialect of testDialects()) {
       assert.equal(row.keys_sealed, null);
       assert.match(row.disconnect_reason!, /woocommerce_rest_cannot_view/);
       assert.equal((await t.database.db.selectFrom('stores').select('status').where('domain', '=', domain).executeTakeFirstOrThrow()).status, 'uninstalled');
+      // The site's webhooks outlive its keys; what they deliver now restocks nothing.
+      await restockVariation(product, 3);
+      await t.runWorker();
+      assert.equal(mailFor(email).length, 0);
+    });
+
+    it("takes the seed's WooCommerce ids for a WooCommerce store, and refuses another platform's by the store's own platform", async () => {
+      const { domain } = await wooStore();
+      const product = variableProduct(0);
+      await subscribe(domain, product, uniqueEmail('shopper'));
+      const before = await t.tableDigests();
+      const res = await t.post('/api/v1/alerts/subscribe', { productId: 'gid://shopify/Product/77', variantId: 'gid://shopify/ProductVariant/78', email: uniqueEmail('shopper'), shop: domain });
+      assert.equal(res.statusCode, 400, res.body);
+      assert.deepEqual(
+        res.json().errors.map((e: { pointer: string }) => e.pointer),
+        ['/body/productId', '/body/variantId'],
+      );
+      assert.match(res.json().detail, new RegExp(`${domain.replace(/\./g, '\\.')} is a woocommerce store`));
+      assert.deepEqual(await t.tableDigests(), before);
     });
 
     it('a Shopify store cannot be connected to a WooCommerce site', async () => {

@@ -2,6 +2,7 @@ import type { Config } from '../config.ts';
 import type { Database } from '../core/db/database.ts';
 import type { EventSink } from '../core/events.ts';
 import type { Feature } from '../core/feature.ts';
+import type { PointedIds } from '../core/platforms.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import type { MailTransport } from '../core/mail/transport.ts';
 import type { TokenSigner } from '../core/signed-token.ts';
@@ -25,8 +26,8 @@ export interface AlertsDeps {
   log: FastifyBaseLogger;
   /** The store's settings (double opt-in, language). */
   settingsOf(storeDomain: string): Promise<EffectiveSettings>;
-  /** The platform of the store's products (the stores service). */
-  platformOf(storeDomain: string): Promise<string | undefined>;
+  /** Refuses ids of another platform than the store's (the stores service). */
+  requireStorePlatform(storeDomain: string, ids: PointedIds): Promise<void>;
   /** A product's title, for confirmation mail. */
   titleOf(storeDomain: string, productId: string, variantId: string | null): Promise<string | undefined>;
   /** Texts a pending number its "reply YES" request (the SMS feature, built later: read when the job runs). */
@@ -34,9 +35,9 @@ export interface AlertsDeps {
 }
 
 /** Alert subscriptions: subscribeAlert and its reads, and the one-click unsubscribe page. */
-export function buildAlerts({ config, database, signer, events, mail, log, settingsOf, platformOf, titleOf, textConfirmation }: AlertsDeps): Feature<SubscriptionService> {
+export function buildAlerts({ config, database, signer, events, mail, log, settingsOf, requireStorePlatform, titleOf, textConfirmation }: AlertsDeps): Feature<SubscriptionService> {
   const contactPoints = new ContactPointRepository(database);
-  const service = new SubscriptionService(new SubscriptionRepository(database), new WaitingRepository(database), signer, config.baseUrl, events, { contactPoints, settingsOf, platformOf });
+  const service = new SubscriptionService(new SubscriptionRepository(database), new WaitingRepository(database), signer, config.baseUrl, events, { contactPoints, settingsOf, requireStorePlatform });
   const localeOf = async (storeDomain: string) => (await settingsOf(storeDomain)).locale;
   return {
     service,

@@ -1,5 +1,5 @@
 // Longer than most files on purpose: every operation on subscriptions and their channels, where who may do what is decided once.
-import { idsAt, requireStorePlatform } from '../core/platforms.ts';
+import { idsAt, type PointedIds } from '../core/platforms.ts';
 import { nowIso } from '../core/clock.ts';
 import { newOpaqueId } from '../core/ids.ts';
 import { eventId, type EventSink } from '../core/events.ts';
@@ -37,8 +37,8 @@ export interface ChannelDeps {
   contactPoints: ContactPointRepository;
   /** The store's settings (double opt-in, its country). */
   settingsOf(storeDomain: string): Promise<Pick<EffectiveSettings, 'doubleOptIn' | 'country'>>;
-  /** The platform whose products the store's subscriptions name (undefined: not known). */
-  platformOf(storeDomain: string): Promise<string | undefined>;
+  /** Refuses ids of another platform than the store's (the stores service). */
+  requireStorePlatform(storeDomain: string, ids: PointedIds): Promise<void>;
 }
 
 /** A phone or browser a shopper adds to a subscription, with the consent given for it. */
@@ -99,7 +99,7 @@ export class SubscriptionService {
   async subscribeAlert(input: SubscribeAlertInput, caller: Caller): Promise<{ subscriptionId: string; status: 'active' | 'pending' }> {
     const { store, foreign } = storeForWrite(caller, input.shop);
     if (foreign) throw new Forbidden(`This agent is bound to ${caller.storeDomain} and cannot subscribe for ${input.shop}.`);
-    if (store) requireStorePlatform({ domain: store, platform: await this.channels.platformOf(store) }, idsAt('/body', input));
+    if (store) await this.channels.requireStorePlatform(store, idsAt('/body', input));
     const target: WatchTarget = {
       productId: input.productId,
       variantId: input.variantId ?? null,

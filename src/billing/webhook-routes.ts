@@ -1,6 +1,6 @@
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { isUnavailableError } from '../core/db/dialect.ts';
-import { sendProblem, toProblem } from '../core/http/errors.ts';
+import { rawBodyOf, takeRawBodies } from '../core/http/raw-body.ts';
 import { Problem, ServiceUnavailable } from '../core/problems.ts';
 import type { BillingService } from './service.ts';
 
@@ -13,20 +13,13 @@ const STRIPE_WEBHOOK_BODY_LIMIT = 512 * 1024;
  */
 export function billingWebhookRoutes(billing: BillingService, baseUrl: string) {
   return async function (app: FastifyInstance) {
-    // The signature covers the raw bytes: no parser may touch them.
-    app.removeAllContentTypeParsers();
-    app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: STRIPE_WEBHOOK_BODY_LIMIT }, (_request, body, done) => done(null, body));
-    app.setErrorHandler((err: FastifyError, request, reply) => {
-      const problem = toProblem(err, STRIPE_WEBHOOK_BODY_LIMIT);
-      if (problem.status >= 500) request.log.error({ err }, 'Stripe webhook failed');
-      return sendProblem(request, reply, problem, baseUrl);
-    });
+    takeRawBodies(app, { bodyLimit: STRIPE_WEBHOOK_BODY_LIMIT, baseUrl, sender: 'Stripe' });
 
     app.post('/webhooks/stripe', {
       bodyLimit: STRIPE_WEBHOOK_BODY_LIMIT,
       schema: { hide: true },
       handler: async (request, reply) => {
-        const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+        const body = rawBodyOf(request);
         const signature = request.headers['stripe-signature'];
         let outcome: string;
         try {

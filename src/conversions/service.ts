@@ -8,7 +8,7 @@ import { inPages } from '../core/db/pages.ts';
 import { addressKey } from '../core/email.ts';
 import { eventId, type EventSink } from '../core/events.ts';
 import { ownStore, type Caller } from '../core/http/caller.ts';
-import { idsAt, requireStorePlatform } from '../core/platforms.ts';
+import { idsAt, type PointedIds } from '../core/platforms.ts';
 import type { TokenSigner } from '../core/signed-token.ts';
 import type { NotificationRow, SentAlertRow } from '../dispatch/repository.ts';
 import type { DigestFigures } from '../notices/service.ts';
@@ -43,7 +43,7 @@ export interface ConversionDeps {
     subscriptionCounts(caller: Caller, domain: string): Promise<Record<string, number>>;
     signupsBetween(storeDomain: string, from: string, to: string): Promise<number>;
   };
-  stores: { activeStore(domain: string): Promise<string | undefined>; settingsOf(domain: string): Promise<EffectiveSettings>; platformOf(domain: string): Promise<string | undefined> };
+  stores: { activeStore(domain: string): Promise<string | undefined>; settingsOf(domain: string): Promise<EffectiveSettings>; requireStorePlatform(domain: string, ids: PointedIds): Promise<void> };
   products: {
     describeProduct(storeDomain: string, productId: string, variantId: string | null): Promise<{ productUrl: string | null; productTitle: string | null; variantTitle: string | null } | undefined>;
     stockStatusOf(caller: Caller, domain: string, productIds: string[]): Promise<Array<{ productId: string; variantId: string | null; productTitle: string | null; variantTitle: string | null }>>;
@@ -252,7 +252,7 @@ export class ConversionService implements OrderSink {
    */
   async reportOrder(caller: Caller, domain: string, report: Omit<OrderReport, 'storeDomain' | 'source'>): Promise<void> {
     const storeDomain = ownStore(caller, domain);
-    requireStorePlatform({ domain: storeDomain, platform: await this.deps.stores.platformOf(storeDomain) }, report.lines.flatMap((line, i) => idsAt(`/body/lines/${i}`, line)));
+    await this.deps.stores.requireStorePlatform(storeDomain, report.lines.flatMap((line, i) => idsAt(`/body/lines/${i}`, line)));
     await this.recordOrder({ ...report, storeDomain, source: 'api' });
   }
 

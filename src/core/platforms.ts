@@ -15,8 +15,11 @@ export function platformOfId(gid: string): string {
   return gid.slice(GID_PREFIX.length, gid.indexOf('/', GID_PREFIX.length));
 }
 
-/** A request's product and variant ids at `at` (a JSON pointer such as `/body/items/0`), for requireStorePlatform. */
-export function idsAt(at: string, entry: { productId: string; variantId?: string | null }): Array<{ pointer: string; id: string | null | undefined }> {
+/** Product and variant ids of a request, each with its JSON pointer. */
+export type PointedIds = Array<{ pointer: string; id: string | null | undefined }>;
+
+/** A request's product and variant ids at `at` (a JSON pointer such as `/body/items/0`), for requireIdsOfPlatform. */
+export function idsAt(at: string, entry: { productId: string; variantId?: string | null }): PointedIds {
   return [
     { pointer: `${at}/productId`, id: entry.productId },
     { pointer: `${at}/variantId`, id: entry.variantId },
@@ -25,11 +28,11 @@ export function idsAt(at: string, entry: { productId: string; variantId?: string
 
 /**
  * Refuses ids of another platform than the store's, each named by its pointer in the request:
- * a WooCommerce product cannot be watched or reported on a Shopify store. `platform` is what
- * `StoreService.platformOf` says: undefined for a store the service does not know on a domain
- * of its own, whose ids are then taken as given.
+ * a WooCommerce product cannot be watched or reported on a Shopify store. `platform` is
+ * undefined for a store the service does not know on a domain of its own (see
+ * `StoreService.requireStorePlatform`), whose ids are then taken as given.
  */
-export function requireStorePlatform(store: { domain: string; platform: string | undefined }, ids: Array<{ pointer: string; id: string | null | undefined }>): void {
+export function requireIdsOfPlatform(store: { domain: string; platform: string | undefined }, ids: PointedIds): void {
   const { domain, platform } = store;
   // A store the service does not know, on a domain of its own: nothing tells its platform.
   if (platform === undefined) return;

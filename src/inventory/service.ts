@@ -1,7 +1,7 @@
 // Longer than most files on purpose: every stock source passes through one place that decides what a restock is (sellable, stale, confirmed), and splitting it would split that rule.
 import { nowIso } from '../core/clock.ts';
 import { ownStore, type Caller } from '../core/http/caller.ts';
-import { idsAt, requireStorePlatform } from '../core/platforms.ts';
+import { idsAt } from '../core/platforms.ts';
 import type { StoreService } from '../stores/service.ts';
 import type { InventoryRepository, VariantStockRow } from './repository.ts';
 
@@ -98,7 +98,7 @@ export class InventoryService {
   /** reportInventory: an agent bound to the store reports its stock, cited as the agent's report. */
   async reportInventory(caller: Caller, domain: string, items: ReportedStock[]): Promise<StockOutcome[]> {
     const store = ownStore(caller, domain);
-    requireStorePlatform({ domain: store, platform: await this.stores.platformOf(store) }, items.flatMap((item, i) => idsAt(`/body/items/${i}`, item)));
+    await this.stores.requireStorePlatform(store, items.flatMap((item, i) => idsAt(`/body/items/${i}`, item)));
     const reports = items.map((item) => ({ ...item, variantId: item.variantId ?? null }));
     return this.reportStock(store, reports, { kind: 'inventory-api', ref: caller.agentId, verified: false });
   }

@@ -1,7 +1,7 @@
 import { WebhookValidationErrorReason } from '@shopify/shopify-api';
-import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { isUnavailableError } from '../core/db/dialect.ts';
-import { sendProblem, toProblem } from '../core/http/errors.ts';
+import { rawBodyOf, takeRawBodies } from '../core/http/raw-body.ts';
 import { Problem, ServiceUnavailable } from '../core/problems.ts';
 import { shopifyShopSchema } from '../stores/schemas.ts';
 import { isHandledTopic } from './payloads.ts';
@@ -28,15 +28,8 @@ export interface VerifiedWebhook {
 export function webhookRoutes(options: { shopify: ShopifyApi; events: WebhookEventRepository; baseUrl: string }) {
   const { shopify, events, baseUrl } = options;
   return async function (app: FastifyInstance) {
-    // The HMAC covers the raw bytes, whatever the Content-Type says: no parser may touch them.
-    app.removeAllContentTypeParsers();
-    app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: WEBHOOK_BODY_LIMIT }, (_request, body, done) => done(null, body));
-    // The app's handler would quote the API's body limit in a 413; this route has its own.
-    app.setErrorHandler((err: FastifyError, request, reply) => {
-      const problem = toProblem(err, WEBHOOK_BODY_LIMIT);
-      if (problem.status >= 500) request.log.error({ err }, 'Shopify webhook failed');
-      return sendProblem(request, reply, problem, baseUrl);
-    });
+    // The HMAC covers the raw bytes; this route has its own body limit.
+    takeRawBodies(app, { bodyLimit: WEBHOOK_BODY_LIMIT, baseUrl, sender: 'Shopify' });
 
     app.post('/webhooks/shopify', {
       bodyLimit: WEBHOOK_BODY_LIMIT,
@@ -64,7 +57,7 @@ export function webhookRoutes(options: { shopify: ShopifyApi; events: WebhookEve
  * byte of it is stored.
  */
 export async function verifyWebhook(shopify: ShopifyApi, request: FastifyRequest): Promise<VerifiedWebhook> {
-  const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+  const raw = rawBodyOf(request);
   // The library signs text; bytes that are not UTF-8 would be altered by decoding, so the
   // signature would not be over what Shopify sent. Shopify only sends UTF-8 JSON.
   const text = decodeUtf8(raw);

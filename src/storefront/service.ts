@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { ExtraContact, SubscriptionService } from '../alerts/service.ts';
-import { idsAt, requireStorePlatform } from '../core/platforms.ts';
+import { idsAt } from '../core/platforms.ts';
 import { NotFound } from '../core/problems.ts';
 import type { InventoryService } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
@@ -69,7 +69,7 @@ export class StorefrontService {
 
   async subscribeShopper(input: ShopperSubscribeInput): Promise<{ status: 'subscribed'; confirmBy: Array<'email' | 'sms'> }> {
     const domain = await this.customerStore(input.shop);
-    requireStorePlatform({ domain, platform: await this.stores.platformOf(domain) }, idsAt('/body', input));
+    await this.stores.requireStorePlatform(domain, idsAt('/body', input));
     const page = input.page ?? null;
     const timeZone = input.timeZone ?? null;
     const contacts: ExtraContact[] = [];

@@ -10,7 +10,7 @@ import { isObviouslyInternalHost, STRICT_OUTBOUND, type OutboundPolicy } from '.
 import { SecretBox } from '../core/sealed-secrets.ts';
 import type { SmsAccount } from '../dispatch/channels.ts';
 import { platformOfDomain, shopSchema, smsAccountSchema, type Store, type StoreSettingsPatch } from './schemas.ts';
-import { PLATFORM_NAME } from '../core/platforms.ts';
+import { PLATFORM_NAME, requireIdsOfPlatform, type PointedIds } from '../core/platforms.ts';
 import { effectiveSettings, parseStoredSettings, storeSettingsSchema, type EffectiveSettings } from './settings.ts';
 import type { AdminTokenColumns, StoreRow, StoreRepository, TokenRefreshClaim } from './repository.ts';
 
@@ -111,12 +111,13 @@ export class StoreService {
   }
 
   /**
-   * The platform whose products a store's subscriptions and reports must name: the store's own,
-   * else what its domain tells (a myshopify.com store not yet installed), else undefined (a
-   * store the service does not know, on a domain of its own).
+   * Refuses ids of another platform than the store's (each named by its pointer): the store's
+   * own platform, else what its domain tells (a myshopify.com store not made yet); a store the
+   * service does not know, on a domain of its own, takes the ids as given.
    */
-  async platformOf(domain: string): Promise<string | undefined> {
-    return (await this.store.platform(domain.toLowerCase()))?.platform ?? platformOfDomain(domain);
+  async requireStorePlatform(domain: string, ids: PointedIds): Promise<void> {
+    const platform = (await this.store.platform(domain.toLowerCase()))?.platform ?? platformOfDomain(domain);
+    requireIdsOfPlatform({ domain: domain.toLowerCase(), platform }, ids);
   }
 
   /**

@@ -1,10 +1,10 @@
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { isUnavailableError } from '../core/db/dialect.ts';
-import { sendProblem, toProblem } from '../core/http/errors.ts';
+import { rawBodyOf, takeRawBodies } from '../core/http/raw-body.ts';
 import { problemResponses } from '../core/http/openapi-responses.ts';
-import { escapeHtml } from '../core/html.ts';
+import { html, page } from '../core/html.ts';
 import { ServiceUnavailable } from '../core/problems.ts';
 import { shopSchema, storeParams } from '../stores/schemas.ts';
 import { keysCallbackSchema, wooKeysSchema, type WooCommerceService } from './service.ts';
@@ -99,12 +99,12 @@ export function wooCommerceRoutes(service: WooCommerceService, baseUrl: string) 
       config: { page: true },
       schema: { hide: true, querystring: z.object({ store: shopSchema.optional(), success: z.string().optional() }).catchall(z.string().max(2048)) },
       handler: async (request, reply) => {
-        const approved = request.query.success === '1';
-        const store = request.query.store ? escapeHtml(request.query.store) : 'your store';
-        const text = approved
-          ? `${store} is connected: Restock hears of every product change and sends back-in-stock alerts.`
-          : `The connection of ${store} was not approved on the site. Nothing was connected.`;
-        return reply.type('text/html; charset=utf-8').send(`<!doctype html><html lang="en"><meta charset="utf-8"><title>Restock and WooCommerce</title><p>${text}</p><p><a href="${escapeHtml(baseUrl)}/dashboard">Open the dashboard</a></p></html>`);
+        const store = request.query.store ?? 'your store';
+        const text =
+          request.query.success === '1'
+            ? `${store} is connected: Restock hears of every product change and sends back-in-stock alerts.`
+            : `The connection of ${store} was not approved on the site. Nothing was connected.`;
+        return reply.type('text/html; charset=utf-8').send(page('WooCommerce', html`<h1>WooCommerce</h1><p>${text}</p><p><a href="${baseUrl}/dashboard">Open the dashboard</a></p>`));
       },
     });
   };
@@ -113,22 +113,14 @@ export function wooCommerceRoutes(service: WooCommerceService, baseUrl: string) 
 /** `POST /webhooks/woocommerce/{store}`: the raw bytes the site signed, checked, then reported. */
 export function deliveryRoutes(service: WooCommerceService, baseUrl: string) {
   return async function (app: FastifyInstance) {
-    // The signature covers the raw bytes, whatever the Content-Type says: no parser may touch them.
-    app.removeAllContentTypeParsers();
-    app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: DELIVERY_BODY_LIMIT }, (_request, body, done) => done(null, body));
-    app.setErrorHandler((err: FastifyError, request, reply) => {
-      const problem = toProblem(err, DELIVERY_BODY_LIMIT);
-      if (problem.status >= 500) request.log.error({ err }, 'WooCommerce delivery failed');
-      return sendProblem(request, reply, problem, baseUrl);
-    });
+    takeRawBodies(app, { bodyLimit: DELIVERY_BODY_LIMIT, baseUrl, sender: 'WooCommerce' });
     app.post(`${DELIVERY_PATH}/:domain`, {
       bodyLimit: DELIVERY_BODY_LIMIT,
       schema: { hide: true, params: storeParams },
       handler: async (request, reply) => {
         const { domain } = storeParams.parse(request.params);
-        const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
         try {
-          return reply.code(200).send(await service.receiveDelivery(domain, request.headers, raw));
+          return reply.code(200).send(await service.receiveDelivery(domain, request.headers, rawBodyOf(request)));
         } catch (err) {
           // Not stored: the site does not deliver again, but the next reconciliation reads the product.
           if (isUnavailableError(err)) throw new ServiceUnavailable('The delivery could not be stored.');

@@ -214,7 +214,7 @@ export class WooCommerceService {
       throw new Problem('upstream-failed', `The WooCommerce site at ${site.href}: ${err.message}. Nothing was stored.`);
     }
     const now = nowIso();
-    await this.deps.connections.save({
+    const row: ConnectionRow = {
       store_domain: store,
       site_url: site.href,
       status: 'connected',
@@ -226,10 +226,11 @@ export class WooCommerceService {
       disconnect_reason: null,
       reconciled_at: null,
       updated_at: now,
-    });
+    };
+    await this.deps.connections.save(row);
     await this.deps.stores.markConnected(store);
     this.deps.log.info({ store, webhooks: webhookIds.length }, 'WooCommerce store connected');
-    return present((await this.deps.connections.find(store))!);
+    return present(row);
   }
 
   /** Nothing more is sent for the store, and its deliveries are refused (the site disables the webhooks). */
