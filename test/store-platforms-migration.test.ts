@@ -1,13 +1,14 @@
 /**
  * Migration 0020 on a database that holds stores from before it: every store had a myshopify.com
- * domain, so each becomes a Shopify store and nothing else of it changes.
+ * domain, so each becomes a Shopify store and nothing else of it changes. Migration 0021 moves
+ * WooCommerce connections into the platform-neutral `store_connections` unchanged.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Migrator, type Migration } from 'kysely';
+import { Migrator, sql, type Kysely, type Migration } from 'kysely';
 import { after, before, describe, it } from './fixtures/suites.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { dialectSkip, testDialects } from './fixtures/app.ts';
@@ -66,7 +67,7 @@ for (const dialect of testDialects()) {
       const read = () => database.db.selectFrom('stores').selectAll().orderBy('domain').execute();
       const before = await read();
 
-      assert.deepEqual(await database.migrate(), ['0020_store_platforms']);
+      assert.equal((await database.migrate())[0], '0020_store_platforms');
       const migrated = await read();
       assert.deepEqual(
         migrated.map((row) => row.platform),
@@ -77,6 +78,48 @@ for (const dialect of testDialects()) {
         before.map(({ platform: _, ...rest }) => rest),
         'nothing but the platform changed',
       );
+    });
+  });
+
+  describe(`migration 0021 (store connections) on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
+    let empty: Awaited<ReturnType<typeof emptyDatabase>>;
+    before(async () => {
+      empty = await emptyDatabase(dialect);
+    });
+    after(async () => {
+      await empty.database.close();
+      await empty.drop();
+    });
+
+    it('moves every WooCommerce connection into store_connections as it was, and drops the old table', async () => {
+      const { database } = empty;
+      await migrateBefore(database, '0021_store_connections');
+      const at = '2026-01-02T03:04:05.678Z';
+      const connection = {
+        store_domain: 'shop.example.com',
+        site_url: 'https://shop.example.com/',
+        status: 'disconnected',
+        keys_sealed: null,
+        webhook_secret_sealed: 'sealed-secret',
+        webhook_ids: '[101,102,103]',
+        connected_at: at,
+        disconnected_at: at,
+        disconnect_reason: 'disconnected by the store',
+        reconciled_at: at,
+        updated_at: at,
+      };
+      await (database.db as never as Kysely<any>).insertInto('woocommerce_connections').values(connection).execute();
+
+      assert.deepEqual(await database.migrate(), ['0021_store_connections']);
+      const rows = await database.db.selectFrom('store_connections').selectAll().execute();
+      const { site_url, keys_sealed, ...rest } = connection;
+      assert.equal(rows.length, 1);
+      const [row] = rows;
+      assert.deepEqual(
+        { ...row, connected_at: new Date(row!.connected_at).toISOString(), disconnected_at: new Date(row!.disconnected_at!).toISOString(), reconciled_at: new Date(row!.reconciled_at!).toISOString(), updated_at: new Date(row!.updated_at).toISOString() },
+        { ...rest, platform: 'woocommerce', site: site_url, credentials_sealed: keys_sealed },
+      );
+      await assert.rejects(sql`select count(*) from woocommerce_connections`.execute(database.db), 'the old table is gone');
     });
   });
 }

@@ -129,8 +129,8 @@ for (const dialect of testDialects()) {
         assert.ok(webhook.secret.length >= 32);
       }
       assert.deepEqual(site.webhooks.get(connection.webhookIds[0])!.topic, 'product.created');
-      const row = await t.database.db.selectFrom('woocommerce_connections').selectAll().where('store_domain', '=', domain).executeTakeFirstOrThrow();
-      assert.equal(row.keys_sealed!.includes(keys.consumerSecret), false, 'sealed at rest');
+      const row = await t.database.db.selectFrom('store_connections').selectAll().where('store_domain', '=', domain).executeTakeFirstOrThrow();
+      assert.equal(row.credentials_sealed!.includes(keys.consumerSecret), false, 'sealed at rest');
     });
 
     it('refuses keys the site refuses, a read-only key, and a site address that is not https, storing nothing', async () => {
@@ -259,15 +259,15 @@ for (const dialect of testDialects()) {
       const revoked = await startWooCommerce(async () => 200);
       try {
         // Another site stands for the same one with its keys deleted: every call runs as nobody.
-        await t.database.db.updateTable('woocommerce_connections').set({ site_url: `${revoked.url}/` }).where('store_domain', '=', domain).execute();
+        await t.database.db.updateTable('store_connections').set({ site: `${revoked.url}/` }).where('store_domain', '=', domain).execute();
         revoked.products.set(product.id, product);
         assert.equal(await t.app.restock.woocommerce.reconcileStore(domain), 0);
       } finally {
         await revoked.close();
       }
-      const row = await t.database.db.selectFrom('woocommerce_connections').selectAll().where('store_domain', '=', domain).executeTakeFirstOrThrow();
+      const row = await t.database.db.selectFrom('store_connections').selectAll().where('store_domain', '=', domain).executeTakeFirstOrThrow();
       assert.equal(row.status, 'disconnected');
-      assert.equal(row.keys_sealed, null);
+      assert.equal(row.credentials_sealed, null);
       assert.match(row.disconnect_reason!, /woocommerce_rest_cannot_view/);
       assert.equal((await t.database.db.selectFrom('stores').select('status').where('domain', '=', domain).executeTakeFirstOrThrow()).status, 'uninstalled');
       // The site's webhooks outlive its keys; what they deliver now restocks nothing.

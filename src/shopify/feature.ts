@@ -4,6 +4,7 @@ import type { ShopifyBillingProvider } from '../billing/service.ts';
 import type { Config } from '../config.ts';
 import type { OrderSink } from '../conversions/reports.ts';
 import type { Database } from '../core/db/database.ts';
+import { reconcileJobs } from '../core/connectors/connector.ts';
 import type { Feature } from '../core/feature.ts';
 import type { MailTransport } from '../core/mail/transport.ts';
 import type { Metrics } from '../core/metrics.ts';
@@ -18,7 +19,7 @@ import { APP_PROXY_PATH, appProxyRoutes } from './app-proxy-routes.ts';
 import { shopifyBilling } from './billing.ts';
 import { CALLBACK_PATH, ShopifyInstaller } from './install.ts';
 import { installRoutes } from './install-routes.ts';
-import { reconcileJob } from './reconcile.ts';
+import { shopifyConnector } from './reconcile.ts';
 import { createShopifyApi } from './shopify-api.ts';
 import { WebhookEventRepository } from './webhook-events.ts';
 import { webhookRoutes } from './webhook-routes.ts';
@@ -88,10 +89,7 @@ export function buildShopify(deps: ShopifyDeps): ShopifyFeature {
       retryBaseMs: config.dispatch.retryBaseMs,
     }),
   ];
-  const intervalMinutes = config.dispatch.reconcileIntervalMinutes;
-  if (intervalMinutes > 0) {
-    jobs.push(reconcileJob({ stores: deps.stores, alerts: deps.alerts, inventory: deps.inventory, admin, log }, intervalMinutes * 60_000));
-  }
+  jobs.push(...reconcileJobs(shopifyConnector({ stores: deps.stores, alerts: deps.alerts, inventory: deps.inventory, admin }), config.dispatch.reconcileIntervalMinutes, log));
 
   return {
     service: undefined,

@@ -1,8 +1,7 @@
-import type { FastifyBaseLogger } from 'fastify';
 import type { SubscriptionService } from '../alerts/service.ts';
 import { chunks } from '../core/chunks.ts';
 import { nowIso } from '../core/clock.ts';
-import type { WorkerJob } from '../dispatch/jobs.ts';
+import type { StoreConnector } from '../core/connectors/connector.ts';
 import type { InventoryService } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
 import type { StockReport } from '../inventory/service.ts';
@@ -10,55 +9,45 @@ import type { AdminApi } from './admin-api.ts';
 import { PRODUCTS_PER_QUERY, readProductStates } from './catalog.ts';
 import { productStateReports, unlistedCountries } from './payloads.ts';
 
-/** Stores looked at per run. */
-const STORES_PER_RUN = 50;
 /** Products with waiting shoppers compared per store and run. */
 const PRODUCTS_PER_STORE = 250;
-/** How often the job looks for stores that are due, so that many stores are spread out over the interval. */
-const LOOK_EVERY_MS = 60_000;
 
 export interface ReconcileDeps {
   stores: StoreService;
   alerts: SubscriptionService;
   inventory: InventoryService;
   admin: AdminApi;
-  log: FastifyBaseLogger;
 }
 
 /**
- * Webhooks can arrive hours late or not at all; every `intervalMs` each connected store's
- * products that shoppers wait for are read from the Admin API and reported as they are.
+ * Shopify's side of reconciliation (core/connectors): webhooks can arrive hours late or not at
+ * all, so each installed store's products that shoppers wait for are read from the Admin API and
+ * reported as they are.
  */
-export function reconcileJob(deps: ReconcileDeps, intervalMs: number): WorkerJob {
+export function shopifyConnector(deps: ReconcileDeps): StoreConnector {
   return {
-    name: 'shopify-reconcile',
-    everyMs: Math.min(intervalMs, LOOK_EVERY_MS),
-    run: () => reconcileDueStores(deps, intervalMs),
+    platform: 'shopify',
+    async storesToReconcile(intervalMs, limit) {
+      const dueBefore = Date.now() - intervalMs;
+      const due: string[] = [];
+      for (const shop of await deps.stores.storesToReconcile(limit)) {
+        const store = await deps.stores.findStore(shop);
+        if (!store?.reconciled_at || Date.parse(store.reconciled_at) <= dueBefore) due.push(shop);
+      }
+      return due;
+    },
+    async reconcileStore(shop) {
+      try {
+        return await reconcileStore(deps, shop);
+      } finally {
+        await deps.stores.markReconciled(shop);
+      }
+    },
   };
 }
 
-/** The stores not reconciled within the interval, least recently reconciled first. */
-export async function reconcileDueStores(deps: ReconcileDeps, intervalMs: number): Promise<number> {
-  const dueBefore = Date.now() - intervalMs;
-  let reconciled = 0;
-  for (const shop of await deps.stores.storesToReconcile(STORES_PER_RUN)) {
-    const store = await deps.stores.findStore(shop);
-    if (store?.reconciled_at && Date.parse(store.reconciled_at) > dueBefore) continue;
-    try {
-      await reconcileStore(deps, shop);
-    } catch (err) {
-      // One store's failure (a revoked token, Shopify throttling) must not hold up the others;
-      // it is tried again next interval.
-      deps.log.warn({ err, shop }, 'Shopify reconciliation failed; will retry next interval');
-    }
-    await deps.stores.markReconciled(shop);
-    reconciled++;
-  }
-  return reconciled;
-}
-
 /** Reports the store's waiting products as the Admin API has them now; returns how many were read. */
-export async function reconcileStore(deps: ReconcileDeps, shop: string): Promise<number> {
+async function reconcileStore(deps: ReconcileDeps, shop: string): Promise<number> {
   const token = await deps.admin.tokens.current(shop);
   if (!token) return 0;
   const reports = await readProductReports(deps, shop, token, await deps.alerts.waitingProducts(shop, PRODUCTS_PER_STORE));

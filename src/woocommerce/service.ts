@@ -2,6 +2,8 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { z } from 'zod';
 import { nowIso } from '../core/clock.ts';
+import type { StoreConnector } from '../core/connectors/connector.ts';
+import { webhookIdsOf, type ConnectionRepository, type ConnectionRow } from '../core/connectors/connections.ts';
 import { ownStore, type Caller } from '../core/http/caller.ts';
 import type { OutboundPolicy } from '../core/net/outbound-guard.ts';
 import { NotFound, Problem, ValidationFailed } from '../core/problems.ts';
@@ -9,7 +11,6 @@ import type { SecretBox } from '../core/sealed-secrets.ts';
 import type { TokenSigner } from '../core/signed-token.ts';
 import type { InventoryService, StockReport } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
-import type { ConnectionRepository, ConnectionRow } from './connections.ts';
 import { productNumber, stockReportOf, wooProductSchema, type WooProduct } from './products.ts';
 import { parseSiteUrl, PER_PAGE, WooCommerceApi, WooCommerceError, type WooCommerceKeys } from './rest-api.ts';
 
@@ -68,7 +69,9 @@ export type DeliveryOutcome = { kind: 'ping' } | { kind: 'reported'; reports: nu
  * webhooks (signed with a secret we give each), reconciled through the REST API, and ended by the
  * owner or by the site refusing the keys.
  */
-export class WooCommerceService {
+export class WooCommerceService implements StoreConnector {
+  readonly platform = 'woocommerce';
+
   constructor(private readonly deps: WooCommerceDeps) {}
 
   /** The owner (or the store's agent) gives the site's address and keys; returns the connection made. */
@@ -119,7 +122,7 @@ export class WooCommerceService {
     const store = ownStore(caller, domain);
     const row = await this.deps.connections.find(store);
     if (!row) throw new NotFound(`${store} has never been connected to WooCommerce.`);
-    if (row.status === 'connected' && row.keys_sealed) {
+    if (row.status === 'connected' && row.credentials_sealed) {
       const api = await this.apiOf(row);
       for (const id of webhookIdsOf(row)) await api.delete(`/webhooks/${id}`, { force: 'true' }).catch(() => undefined);
     }
@@ -214,11 +217,11 @@ export class WooCommerceService {
       throw new Problem('upstream-failed', `The WooCommerce site at ${site.href}: ${err.message}. Nothing was stored.`);
     }
     const now = nowIso();
-    const row: ConnectionRow = {
+    const row = await this.deps.connections.save({
       store_domain: store,
-      site_url: site.href,
+      site: site.href,
       status: 'connected',
-      keys_sealed: await this.deps.secrets.seal(JSON.stringify(keys)),
+      credentials_sealed: await this.deps.secrets.seal(JSON.stringify(keys)),
       webhook_secret_sealed: await this.deps.secrets.seal(secret),
       webhook_ids: JSON.stringify(webhookIds),
       connected_at: now,
@@ -226,8 +229,7 @@ export class WooCommerceService {
       disconnect_reason: null,
       reconciled_at: null,
       updated_at: now,
-    };
-    await this.deps.connections.save(row);
+    });
     await this.deps.stores.markConnected(store);
     this.deps.log.info({ store, webhooks: webhookIds.length }, 'WooCommerce store connected');
     return present(row);
@@ -254,8 +256,8 @@ export class WooCommerceService {
   }
 
   private async apiOf(row: ConnectionRow): Promise<WooCommerceApi> {
-    const keys = wooKeysSchema.parse(JSON.parse(await this.deps.secrets.open(row.keys_sealed!)));
-    return new WooCommerceApi(new URL(row.site_url), keys, this.deps.policy);
+    const keys = wooKeysSchema.parse(JSON.parse(await this.deps.secrets.open(row.credentials_sealed!)));
+    return new WooCommerceApi(new URL(row.site), keys, this.deps.policy);
   }
 
   /**
@@ -285,7 +287,7 @@ export class WooCommerceService {
 function present(row: ConnectionRow): WooCommerceConnection {
   return {
     storeDomain: row.store_domain,
-    siteUrl: row.site_url,
+    siteUrl: row.site,
     status: row.status,
     webhookIds: webhookIdsOf(row),
     connectedAt: row.connected_at,
@@ -293,11 +295,6 @@ function present(row: ConnectionRow): WooCommerceConnection {
     disconnectReason: row.disconnect_reason,
     reconciledAt: row.reconciled_at,
   };
-}
-
-function webhookIdsOf(row: ConnectionRow): number[] {
-  const ids: unknown = JSON.parse(row.webhook_ids);
-  return Array.isArray(ids) ? ids.filter((id): id is number => Number.isInteger(id)) : [];
 }
 
 function parseAuthorization(subject: string): { store: string; site: string; until: number } | undefined {

@@ -51,7 +51,8 @@ export interface Tables {
   /** shopify */
   shopify_webhook_events: ShopifyWebhookEventsTable;
   /** woocommerce */
-  woocommerce_connections: WooCommerceConnectionsTable;
+  /** core/connectors: every platform's store connections */
+  store_connections: StoreConnectionsTable;
   /** dispatch */
   restocks: RestocksTable;
   /** dispatch (the notification ledger, which is also the send queue) */
@@ -511,21 +512,22 @@ export interface InventoryLevelsTable {
   updated_at: string;
 }
 
-/** A store's connection to its WooCommerce site (src/woocommerce). */
-export interface WooCommerceConnectionsTable {
+/** A store's connection to its platform: WooCommerce, BigCommerce (src/core/connectors). */
+export interface StoreConnectionsTable {
   store_domain: string;
-  /** The site's address, where /wp-json/wc/v3 is (https://shop.example.com, or under a path). */
-  site_url: string;
+  platform: string;
+  /** Where the store lives on its platform: a WooCommerce site's address (where /wp-json/wc/v3 is), a BigCommerce store's hash. */
+  site: string;
   status: 'connected' | 'disconnected';
-  /** The REST API consumer key and secret, as JSON, sealed; null once disconnected. */
-  keys_sealed: string | null;
-  /** The secret the site signs its webhooks with (X-WC-Webhook-Signature), sealed. */
+  /** What the platform's API takes (WooCommerce's consumer key and secret, BigCommerce's access token), as JSON, sealed; null once disconnected. */
+  credentials_sealed: string | null;
+  /** The secret the platform's webhooks prove themselves with, sealed. */
   webhook_secret_sealed: string;
-  /** JSON array of the ids of the webhooks created on the site. */
+  /** JSON array of the ids of the webhooks created on the platform. */
   webhook_ids: string;
   connected_at: string;
   disconnected_at: string | null;
-  /** Why it ended: the owner disconnected, or the site refused the keys. */
+  /** Why it ended: the owner disconnected or uninstalled, or the platform refused the credentials. */
   disconnect_reason: string | null;
   reconciled_at: string | null;
   updated_at: string;

@@ -20,6 +20,7 @@ import { storeScale } from './0017_store_scale.ts';
 import { ledgerFigures } from './0018_ledger_figures.ts';
 import { orderFigures } from './0019_order_figures.ts';
 import { storePlatforms } from './0020_store_platforms.ts';
+import { storeConnections } from './0021_store_connections.ts';
 
 export interface DialectMigration {
   up(db: Kysely<any>, dialect: Dialect): Promise<void>;
@@ -47,4 +48,5 @@ export const migrations: Record<string, DialectMigration> = {
   '0018_ledger_figures': ledgerFigures,
   '0019_order_figures': orderFigures,
   '0020_store_platforms': storePlatforms,
+  '0021_store_connections': storeConnections,
 };
