@@ -32,6 +32,8 @@ const envSchema = z.object({
   MAIL_FROM: z.string().default('Restock <alerts@restock.localhost>'),
   SHOPIFY_API_KEY: z.string().optional(),
   SHOPIFY_API_SECRET: z.string().optional(),
+  BIGCOMMERCE_CLIENT_ID: z.string().optional(),
+  BIGCOMMERCE_CLIENT_SECRET: z.string().optional(),
   STRIPE_SECRET_KEY: z.string().optional(),
   STRIPE_WEBHOOK_SECRET: z.string().optional(),
   /** Where the Stripe SDK sends its calls; only changed to reach a stand-in in tests. */
@@ -222,6 +224,8 @@ export interface Config {
   dispatch: DispatchConfig;
   /** Set when SHOPIFY_API_KEY and SHOPIFY_API_SECRET are: the Shopify app (install, webhooks, reconciliation). */
   shopify: ShopifyConfig | undefined;
+  /** Set when BIGCOMMERCE_CLIENT_ID and BIGCOMMERCE_CLIENT_SECRET are: the BigCommerce app (install, webhooks, reconciliation). */
+  bigcommerce: BigCommerceConfig | undefined;
   payments: PaymentsConfig;
   billing: BillingConfig;
   /** Outgoing webhooks' delivery (src/webhooks). */
@@ -286,6 +290,11 @@ export interface ShopifyConfig {
   scopes: string[];
   /** Every Shopify Billing charge is a test charge, whatever the store (SHOPIFY_BILLING_TEST=true). */
   alwaysTestCharges: boolean;
+}
+
+export interface BigCommerceConfig {
+  clientId: string;
+  clientSecret: string;
 }
 
 export interface AgentConfig {
@@ -374,6 +383,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       reconcileIntervalMinutes: e.RECONCILE_INTERVAL_MINUTES,
     },
     shopify: shopifyConfig(e),
+    bigcommerce: bigCommerceConfig(e),
     payments: {
       x402: {
         payTo: e.X402_PAY_TO,
@@ -449,6 +459,17 @@ function shopifyConfig(e: z.infer<typeof envSchema>): ShopifyConfig | undefined 
     scopes: e.SHOPIFY_SCOPES.split(',').map((scope) => scope.trim()).filter(Boolean),
     alwaysTestCharges: e.SHOPIFY_BILLING_TEST === 'true',
   };
+}
+
+function bigCommerceConfig(e: z.infer<typeof envSchema>): BigCommerceConfig | undefined {
+  if (!e.BIGCOMMERCE_CLIENT_ID && !e.BIGCOMMERCE_CLIENT_SECRET) return undefined;
+  if (!e.BIGCOMMERCE_CLIENT_ID || !e.BIGCOMMERCE_CLIENT_SECRET) {
+    throw new ConfigError('Invalid configuration:\n  BIGCOMMERCE_CLIENT_ID and BIGCOMMERCE_CLIENT_SECRET: set both (the BigCommerce app needs its client id and secret) or neither');
+  }
+  if (!e.RESTOCK_ENCRYPTION_KEY) {
+    throw new ConfigError("Invalid configuration:\n  RESTOCK_ENCRYPTION_KEY: the BigCommerce app keeps stores' access tokens, which are only stored sealed; set 32 random bytes in base64");
+  }
+  return { clientId: e.BIGCOMMERCE_CLIENT_ID, clientSecret: e.BIGCOMMERCE_CLIENT_SECRET };
 }
 
 /** A connection URL the client will be given typed values of (core/service-urls.ts), checked at start-up. */

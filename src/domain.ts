@@ -33,6 +33,8 @@ import { confirmationTexter, smsSending } from './sms/for-dispatch.ts';
 import { buildStores } from './stores/feature.ts';
 import type { OwnerChangeListener, StoreService } from './stores/service.ts';
 import { buildWebhooks, type WebhookService } from './webhooks/feature.ts';
+import { buildBigCommerce } from './bigcommerce/feature.ts';
+import type { BigCommerceService } from './bigcommerce/service.ts';
 import { buildWooCommerce } from './woocommerce/feature.ts';
 import type { WooCommerceService } from './woocommerce/service.ts';
 
@@ -44,6 +46,8 @@ export interface Domain {
   dispatch: DispatchService;
   shopify: ShopifyFeature;
   woocommerce: WooCommerceService;
+  /** Absent when the BigCommerce app is not configured. */
+  bigcommerce: BigCommerceService | undefined;
   billing: BillingService;
   payments: PaymentService;
   worker: DispatchWorker;
@@ -55,7 +59,7 @@ export interface Domain {
 export interface DomainFeatures {
   domain: Domain;
   /** Each feature by name, for the web to place its own among them. */
-  built: Record<'stores' | 'inventory' | 'dispatch' | 'shopify' | 'woocommerce' | 'alerts' | 'sms' | 'push' | 'payments' | 'billing' | 'worker' | 'webhooks' | 'conversions' | 'notices', Feature<unknown>>;
+  built: Record<'stores' | 'inventory' | 'dispatch' | 'shopify' | 'woocommerce' | 'bigcommerce' | 'alerts' | 'sms' | 'push' | 'payments' | 'billing' | 'worker' | 'webhooks' | 'conversions' | 'notices', Feature<unknown>>;
   /** All of them, in the order their routes register. */
   features: Feature<unknown>[];
   /** Signs what the service hands out and must recognise later (unsubscribe links, known devices). */
@@ -142,13 +146,14 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
   });
   if (shopify.billing) billing.service.useShopify(shopify.billing);
   const woocommerce = buildWooCommerce({ config, database, log, signer, stores: stores.service, inventory: inventory.service, alerts: alerts.service });
+  const bigcommerce = buildBigCommerce({ config, database, log, stores: stores.service, inventory: inventory.service, alerts: alerts.service });
   const payments = buildPayments(config, database, serviceSecret, log, stripe, metrics);
   // A plan proposal paid per request is refunded unless the store's owner accepts it.
   billing.service.usePayments((sessionId) => payments.service.refundResult('checkoutPlan', sessionId));
   // A store installed as the Shopify app pays only through Shopify Billing: refused before any charge.
   payments.service.checkBeforeCharge('checkoutPlan', (input) => billing.service.requireShopifyBilling(input.shop, 'a plan paid per request'));
   // In the order their routes register (the API index lists operations so).
-  const served = { stores, webhooks, inventory, dispatch, conversions, notices, shopify, woocommerce, alerts, sms, push, payments, billing };
+  const served = { stores, webhooks, inventory, dispatch, conversions, notices, shopify, woocommerce, bigcommerce, alerts, sms, push, payments, billing };
 
   const worker = buildDispatchWorker({
     config,
@@ -179,6 +184,7 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
       dispatch: dispatch.service,
       shopify,
       woocommerce: woocommerce.service,
+      bigcommerce: bigcommerce.service,
       billing: billing.service,
       payments: payments.service,
       worker: worker.service,

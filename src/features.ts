@@ -64,6 +64,7 @@ export async function buildWebFeatures(config: Config, database: Database, mail:
       built.conversions,
       built.shopify,
       built.woocommerce,
+      built.bigcommerce,
       built.alerts,
       built.sms,
       built.push,

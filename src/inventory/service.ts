@@ -27,7 +27,7 @@ export interface StockReport {
   updatedAt?: string | null;
 }
 
-export type StockSourceKind = 'shopify-webhook' | 'woocommerce-webhook' | 'inventory-api' | 'reconciliation';
+export type StockSourceKind = 'shopify-webhook' | 'woocommerce-webhook' | 'bigcommerce-webhook' | 'inventory-api' | 'reconciliation';
 
 export interface StockSource {
   kind: StockSourceKind;

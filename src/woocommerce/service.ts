@@ -5,6 +5,7 @@ import { nowIso } from '../core/clock.ts';
 import type { StoreConnector } from '../core/connectors/connector.ts';
 import { webhookIdsOf, type ConnectionRepository, type ConnectionRow } from '../core/connectors/connections.ts';
 import { ownStore, type Caller } from '../core/http/caller.ts';
+import { headerOf, jsonOf } from '../core/http/raw-body.ts';
 import type { OutboundPolicy } from '../core/net/outbound-guard.ts';
 import { NotFound, Problem, ValidationFailed } from '../core/problems.ts';
 import type { SecretBox } from '../core/sealed-secrets.ts';
@@ -145,7 +146,7 @@ export class WooCommerceService implements StoreConnector {
     if (row.status !== 'connected') throw new NotFound(`${row.store_domain} is no longer connected to WooCommerce; its deliveries are not taken.`);
     const topic = headerOf(headers, 'x-wc-webhook-topic') ?? '';
     if (!(WEBHOOK_TOPICS as readonly string[]).includes(topic)) return { kind: 'reported', reports: 0 };
-    const product = wooProductSchema.safeParse(parseJson(raw));
+    const product = wooProductSchema.safeParse(jsonOf(raw));
     if (!product.success) throw new Problem('malformed-request', `The ${topic} delivery is not a WooCommerce product: ${product.error.issues[0]!.path.join('.')} ${product.error.issues[0]!.message}.`);
     const reports = await this.reportsOf(row, product.data, nowIso());
     if (reports.length > 0) {
@@ -302,19 +303,6 @@ function parseAuthorization(subject: string): { store: string; site: string; unt
     const value = JSON.parse(Buffer.from(subject, 'base64url').toString('utf8')) as { store?: unknown; site?: unknown; until?: unknown };
     if (typeof value.store !== 'string' || typeof value.site !== 'string' || typeof value.until !== 'number') return undefined;
     return { store: value.store, site: value.site, until: value.until };
-  } catch {
-    return undefined;
-  }
-}
-
-function headerOf(headers: Record<string, string | string[] | undefined>, name: string): string | undefined {
-  const value = headers[name];
-  return Array.isArray(value) ? value[0] : value;
-}
-
-function parseJson(raw: Buffer): unknown {
-  try {
-    return JSON.parse(raw.toString('utf8'));
   } catch {
     return undefined;
   }

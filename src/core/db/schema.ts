@@ -557,7 +557,7 @@ export interface RestocksTable {
   variant_id: string | null;
   /** Sellable quantity when the restock was detected. */
   available: number;
-  /** shopify-webhook | woocommerce-webhook | inventory-api | reconciliation */
+  /** shopify-webhook | woocommerce-webhook | bigcommerce-webhook | inventory-api | reconciliation */
   source: string;
   source_ref: string | null;
   /** 1 when the source proved the product is the store's (Shopify), so subscriptions made without a store match too. */

@@ -22,3 +22,18 @@ export function takeRawBodies(app: FastifyInstance, options: { bodyLimit: number
 export function rawBodyOf(request: FastifyRequest): Buffer {
   return Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
 }
+
+/** One header of a delivery (the first, when it came more than once). */
+export function headerOf(headers: Record<string, string | string[] | undefined>, name: string): string | undefined {
+  const value = headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** A delivery's raw body as JSON, or undefined when it is not JSON. */
+export function jsonOf(raw: Buffer): unknown {
+  try {
+    return JSON.parse(raw.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}
