@@ -44,6 +44,7 @@ export async function buildWebFeatures(config: Config, database: Database, mail:
     billing: domain.billing,
     conversions: domain.conversions,
     webhooks: domain.events,
+    woocommerce: domain.woocommerce,
     signer,
     ...(domain.shopify.shopOfSessionToken ? { shopOfSessionToken: domain.shopify.shopOfSessionToken } : {}),
   });

@@ -15,6 +15,7 @@ import { dashboardRoutes } from './routes.ts';
 import { DashboardService } from './service.ts';
 import { DashboardSignIn } from './sign-in.ts';
 import { DashboardRepository } from './repository.ts';
+import type { WooCommerceConnections } from './woocommerce.ts';
 
 const SWEEP_EVERY_MS = 60_000;
 
@@ -29,6 +30,8 @@ export interface DashboardDeps {
   billing: BillingService;
   conversions: ConversionService;
   webhooks: WebhookService;
+  /** A WooCommerce store's connection (the WooCommerce feature's service); without it, no store has the WooCommerce page. */
+  woocommerce?: WooCommerceConnections;
   /** Signs the cookie that recognises a device its owner signed in from before. */
   signer?: TokenSigner;
   /** The store an App Bridge session token is for (absent when the Shopify app is not configured). */
@@ -78,8 +81,12 @@ export function buildDashboard(deps: DashboardDeps): Feature<DashboardService> {
   });
   const routes = dashboardRoutes(service, signIn, {
     baseUrl: config.baseUrl,
-    isShopifyApp: async (shop) => installedAsShopifyApp(await stores.findStore(shop)),
+    storeOf: async (shop) => {
+      const row = await stores.findStore(shop);
+      return row && { platform: row.platform ?? 'shopify', shopifyApp: installedAsShopifyApp(row) };
+    },
     shopifyApiKey: config.shopify?.apiKey,
+    ...(deps.woocommerce ? { woocommerce: deps.woocommerce } : {}),
   });
   return {
     service,

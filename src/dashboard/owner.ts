@@ -11,6 +11,8 @@ export interface SignedInOwner {
   caller: Caller;
   csrfToken?: string;
   frame?: AdminFrame;
+  /** The store's platform (`woocommerce` shows its connection's page); absent inside the Shopify admin, which frames only Shopify stores. */
+  platform?: string;
 }
 
 declare module 'fastify' {

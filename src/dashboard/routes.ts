@@ -8,15 +8,18 @@ import { planIds } from '../billing/plans.ts';
 import { exportKinds } from '../conversions/schemas.ts';
 import { framedByShopifyAdmin, page, type SafeHtml } from '../core/html.ts';
 import { parseUrlEncodedForms, postedFromAnotherSite } from '../core/http/form-posts.ts';
-import { Problem, ValidationFailed } from '../core/problems.ts';
+import { NotFound, Problem, ValidationFailed } from '../core/problems.ts';
 import { embedSnippet } from '../storefront/embed.ts';
 import { shopSchema } from '../stores/schemas.ts';
 import { ownerCaller, type DashboardService } from './service.ts';
 import { AdminFrames } from './embedded.ts';
 import { csrfTokenMatches, type DashboardSignIn, type OpenedSession } from './sign-in.ts';
 import { performanceBody } from './performance-views.ts';
+import type { SignedInOwner } from './owner.ts';
 import { deliveriesBody, webhooksBody } from './webhook-views.ts';
 import * as views from './views.ts';
+import { refusalOf, typedIn, WooCommerceForms, type WooCommerceConnections } from './woocommerce.ts';
+import { wooCommerceBody } from './woocommerce-views.ts';
 
 const COOKIE = 'restock_dashboard';
 const DEVICE_COOKIE = 'restock_device';
@@ -30,8 +33,10 @@ const form = z
 
 export interface DashboardRouteOptions {
   baseUrl: string;
-  /** Shops installed as the Shopify app, whose admin may frame the dashboard. */
-  isShopifyApp(shop: string): Promise<boolean>;
+  /** The store's platform, and whether it is installed as the Shopify app (whose admin may frame the dashboard). */
+  storeOf(shop: string): Promise<{ platform: string; shopifyApp: boolean } | undefined>;
+  /** A WooCommerce store's connection to its site; without it, no store has the WooCommerce page. */
+  woocommerce?: WooCommerceConnections;
   /** The Shopify app's client id, which App Bridge reads from the pages (absent without the app). */
   shopifyApiKey: string | undefined;
 }
@@ -46,6 +51,9 @@ export function dashboardRoutes(service: DashboardService, signIn: DashboardSign
   const secure = options.baseUrl.startsWith('https://');
   const ownOrigin = new URL(options.baseUrl).origin;
   const adminFrames = new AdminFrames(signIn, { baseUrl: options.baseUrl, apiKey: options.shopifyApiKey });
+  const wooCommerce = options.woocommerce ? new WooCommerceForms(options.woocommerce) : undefined;
+  /** The WooCommerce page is a WooCommerce store's only. */
+  const wooCommerceFor = (owner: SignedInOwner) => (owner.platform === 'woocommerce' ? wooCommerce : undefined);
 
   return async function (app: FastifyInstance) {
     parseUrlEncodedForms(app);
@@ -129,12 +137,20 @@ export function dashboardRoutes(service: DashboardService, signIn: DashboardSign
       if (request.method === 'POST' && !csrfTokenMatches(session, (request.body as Record<string, string> | undefined)?.csrf)) {
         throw new Problem('forbidden', 'This form is out of date or came from another site. Reload the page and try again.');
       }
-      request.owner = { shop: session.shop, caller: ownerCaller(session.shop), csrfToken: session.csrfToken };
-      if (session.via === 'shopify' || (await options.isShopifyApp(session.shop))) reply.header('content-security-policy', framedByShopifyAdmin(session.shop));
+      const store = await options.storeOf(session.shop);
+      request.owner = { shop: session.shop, caller: ownerCaller(session.shop), csrfToken: session.csrfToken, ...(store ? { platform: store.platform } : {}) };
+      if (session.via === 'shopify' || store?.shopifyApp) reply.header('content-security-policy', framedByShopifyAdmin(session.shop));
     }
 
     const show = (reply: FastifyReply, request: FastifyRequest, title: string, current: views.SectionPath, body: SafeHtml, status = 200) =>
-      sendPage(reply, status, views.dashboardPage(title, request.owner!, current, body, service.embeddedMail, adminFrames.appBridgeFor(request.owner!)));
+      sendPage(reply, status, views.dashboardPage(title, request.owner!, current, body, { embeddedMail: service.embeddedMail, wooCommerce: wooCommerceFor(request.owner!) !== undefined }, adminFrames.appBridgeFor(request.owner!)));
+
+    /**
+     * Sends the owner to a page of another site (303); inside the Shopify admin's frame, which such a
+     * page cannot replace, by a page that leads out of it.
+     */
+    const leaveFor = (reply: FastifyReply, owner: SignedInOwner, destination: string, what: string) =>
+      owner.frame ? sendPage(reply, 200, adminFrames.leavePage(owner, destination, what)) : reply.redirect(destination, 303);
 
     pages.get('/dashboard', {
       ...owned,
@@ -305,9 +321,8 @@ export function dashboardRoutes(service: DashboardService, signIn: DashboardSign
         if (!plan.success) throw new ValidationFailed([{ pointer: '/plan', message: `must be one of ${planIds.join(', ')}` }]);
         const owner = request.owner!;
         const session = await service.checkout(owner.caller, owner.shop, plan.data);
-        if (!owner.frame) return reply.redirect(session.checkoutUrl, 303);
         // Shopify's page approving the charge cannot be framed: it opens in the admin's window.
-        return sendPage(reply, 200, adminFrames.leavePage(owner, session.checkoutUrl, 'Approve the charge in Shopify'));
+        return leaveFor(reply, owner, session.checkoutUrl, 'Approve the charge in Shopify');
       },
     });
 
@@ -334,6 +349,73 @@ export function dashboardRoutes(service: DashboardService, signIn: DashboardSign
           return show(reply, request, 'Settings', '/dashboard/settings', views.settingsBody(await service.store(owner.caller, owner.shop), owner.csrfToken, errors), 400);
         }
         return reply.redirect(adminFrames.nextPage(owner, '/dashboard/settings?saved=1'), 303);
+      },
+    });
+
+    // ---- a WooCommerce store's connection to its site ----------------------------------------
+
+    const wooCommercePage = async (reply: FastifyReply, request: FastifyRequest, forms: WooCommerceForms, view: Parameters<typeof wooCommerceBody>[2] = {}, status = 200) => {
+      const owner = request.owner!;
+      return show(reply, request, 'WooCommerce', '/dashboard/woocommerce', wooCommerceBody(await forms.connection(owner.caller, owner.shop), owner.csrfToken, view), status);
+    };
+    const requireWooCommerce = (owner: SignedInOwner): WooCommerceForms => {
+      const forms = wooCommerceFor(owner);
+      if (!forms) throw new NotFound(`${owner.shop} is not a WooCommerce store; it has no WooCommerce connection.`);
+      return forms;
+    };
+
+    pages.get('/dashboard/woocommerce', {
+      ...owned,
+      schema: { hide: true, querystring: z.object({ done: z.enum(['connected', 'disconnected']).optional() }) },
+      handler: async (request, reply) => {
+        const forms = requireWooCommerce(request.owner!);
+        return wooCommercePage(reply, request, forms, request.query.done ? { done: request.query.done } : {});
+      },
+    });
+
+    pages.post('/dashboard/woocommerce', {
+      ...owned,
+      schema: { hide: true, body: form },
+      handler: async (request, reply) => {
+        const owner = request.owner!;
+        const forms = requireWooCommerce(owner);
+        try {
+          await forms.connect(owner.caller, owner.shop, request.body);
+        } catch (err) {
+          const refusal = refusalOf(err);
+          if (!refusal) throw err;
+          return wooCommercePage(reply, request, forms, { errors: refusal.errors, typed: typedIn(request.body) }, refusal.status);
+        }
+        return reply.redirect(adminFrames.nextPage(owner, '/dashboard/woocommerce?done=connected'), 303);
+      },
+    });
+
+    pages.post('/dashboard/woocommerce/authorize', {
+      ...owned,
+      schema: { hide: true, body: form },
+      handler: async (request, reply) => {
+        const owner = request.owner!;
+        const forms = requireWooCommerce(owner);
+        let approval: string;
+        try {
+          approval = await forms.approvalUrl(owner.caller, owner.shop, request.body);
+        } catch (err) {
+          const refusal = refusalOf(err);
+          if (!refusal) throw err;
+          return wooCommercePage(reply, request, forms, { errors: refusal.errors, typed: typedIn(request.body) }, refusal.status);
+        }
+        // The site's own approval page; it posts the keys to the service, then sends the owner back.
+        return leaveFor(reply, owner, approval, 'Approve Restock on your site');
+      },
+    });
+
+    pages.post('/dashboard/woocommerce/disconnect', {
+      ...owned,
+      schema: { hide: true, body: form },
+      handler: async (request, reply) => {
+        const owner = request.owner!;
+        await requireWooCommerce(owner).disconnect(owner.caller, owner.shop);
+        return reply.redirect(adminFrames.nextPage(owner, '/dashboard/woocommerce?done=disconnected'), 303);
       },
     });
 

@@ -19,9 +19,13 @@ export const SECTIONS = [
   { path: '/dashboard/audience', label: 'Unsubscribes' },
   { path: '/dashboard/plan', label: 'Plan' },
   { path: '/dashboard/settings', label: 'Settings' },
+  { path: '/dashboard/woocommerce', label: 'WooCommerce', only: 'wooCommerce' },
   { path: '/dashboard/webhooks', label: 'Webhooks' },
-  { path: '/dashboard/outbox', label: 'Outbox', embeddedOnly: true },
+  { path: '/dashboard/outbox', label: 'Outbox', only: 'embeddedMail' },
 ] as const;
+
+/** The sections only some stores have: the outbox in embedded mode, the WooCommerce connection for a WooCommerce store. */
+export type OptionalSections = Record<'embeddedMail' | 'wooCommerce', boolean>;
 
 export type SectionPath = (typeof SECTIONS)[number]['path'];
 
@@ -40,8 +44,8 @@ export interface PageOwner {
  * A page of the signed-in dashboard: navigation, the store's name and sign-out. Inside the Shopify
  * admin (`appBridge`) there is nothing to sign out of: the admin is the sign-in.
  */
-export function dashboardPage(title: string, owner: PageOwner, current: SectionPath, body: SafeHtml, embeddedMail: boolean, appBridge?: AppBridgePage): string {
-  const links = SECTIONS.filter((section) => !('embeddedOnly' in section) || embeddedMail).map(
+export function dashboardPage(title: string, owner: PageOwner, current: SectionPath, body: SafeHtml, shown: OptionalSections, appBridge?: AppBridgePage): string {
+  const links = SECTIONS.filter((section) => !('only' in section) || shown[section.only]).map(
     (section) =>
       html`<li><a href="${section.path}"${section.path === current ? html` aria-current="page"` : ''}>${section.label}</a></li>`,
   );
