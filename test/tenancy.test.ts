@@ -46,6 +46,7 @@ const HTTP_CASES: Record<string, WalkCase> = {
   authorizeWooCommerce: { status: 404, body: () => ({ siteUrl: 'https://shop.example.com' }) },
   getWooCommerceConnection: { status: 404 },
   disconnectWooCommerce: { status: 404 },
+  getBigCommerceConnection: { status: 404 },
   listStoreAgents: { status: 404 },
   revokeStoreAgent: { status: 404 },
   getStockStatus: { status: 404, query: (b) => ({ productId: b.productId }) },
@@ -163,7 +164,14 @@ for (const dialect of testDialects()) {
     const clients: Client[] = [];
 
     before(async () => {
-      ({ t, base } = await startListeningTestApp(dialect, { BATCH_INTERVAL_SECONDS: '0', FREQUENCY_CAP_MINUTES: '0' }));
+      // The BigCommerce app configured, so that its operations are in the document too.
+      ({ t, base } = await startListeningTestApp(dialect, {
+        BATCH_INTERVAL_SECONDS: '0',
+        FREQUENCY_CAP_MINUTES: '0',
+        BIGCOMMERCE_CLIENT_ID: 'tenancy-walk',
+        BIGCOMMERCE_CLIENT_SECRET: 'tenancy-walk-secret',
+        RESTOCK_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'),
+      }));
       a = await storeWithAgent(t.app, t.database, 'tenant-a');
       b = await recordsOfStoreB(await storeWithAgent(t.app, t.database, 'tenant-b'));
     });
