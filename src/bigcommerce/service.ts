@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { BigCommerceConfig } from '../config.ts';
 import { chunks } from '../core/chunks.ts';
 import { nowIso } from '../core/clock.ts';
+import { ConnectedStores, connectionView, type ConnectionView } from '../core/connectors/connected-stores.ts';
 import type { StoreConnector } from '../core/connectors/connector.ts';
 import { webhookIdsOf, type ConnectionRepository, type ConnectionRow } from '../core/connectors/connections.ts';
 import { ownStore, type Caller } from '../core/http/caller.ts';
@@ -39,15 +40,8 @@ const PRODUCTS_PER_REQUEST = 50;
 const PRODUCTS_PER_RECONCILIATION = 250;
 
 /** A connection as its store's agents see it; the token is never shown back. */
-export interface BigCommerceConnection {
-  storeDomain: string;
+export interface BigCommerceConnection extends ConnectionView {
   storeHash: string;
-  status: 'connected' | 'disconnected';
-  webhookIds: number[];
-  connectedAt: string;
-  disconnectedAt: string | null;
-  disconnectReason: string | null;
-  reconciledAt: string | null;
 }
 
 /** What BigCommerce puts on the auth callback's query when the merchant installs the app. */
@@ -90,7 +84,11 @@ export interface BigCommerceDeps {
 export class BigCommerceService implements StoreConnector {
   readonly platform = 'bigcommerce';
 
-  constructor(private readonly deps: BigCommerceDeps) {}
+  private readonly connected: ConnectedStores;
+
+  constructor(private readonly deps: BigCommerceDeps) {
+    this.connected = new ConnectedStores(deps);
+  }
 
   /**
    * The merchant installed the app: the code is traded for the store's token, the store is made
@@ -145,7 +143,7 @@ export class BigCommerceService implements StoreConnector {
   async uninstall(signedPayload: string): Promise<string> {
     const payload = await this.verified(signedPayload);
     const store = storeDomainOf(payload.hash);
-    await this.end(store, 'uninstalled from BigCommerce');
+    await this.connected.end(store, 'uninstalled from BigCommerce');
     return store;
   }
 
@@ -190,28 +188,16 @@ export class BigCommerceService implements StoreConnector {
   }
 
   /** Reads the products shoppers wait for and reports them as they are: what a missed webhook left behind. */
-  async reconcileStore(domain: string): Promise<number> {
-    const row = await this.deps.connections.find(domain.toLowerCase());
-    if (!row || row.status !== 'connected') return 0;
-    let reports: StockReport[];
-    try {
-      const ids = (await this.deps.alerts.waitingProducts(row.store_domain, PRODUCTS_PER_RECONCILIATION)).flatMap((gid) => productNumber(gid) ?? []);
-      reports = await this.readReports(row, ids);
-    } catch (err) {
-      if (err instanceof BigCommerceError && err.tokenRefused) {
-        await this.end(row.store_domain, `BigCommerce refused the access token (${err.status})`);
-        return 0;
-      }
-      throw err;
-    } finally {
-      await this.deps.connections.markReconciled(row.store_domain, nowIso());
-    }
-    if (reports.length > 0) await this.deps.inventory.reportStock(row.store_domain, reports, { kind: 'reconciliation', ref: `reconciliation ${reports[0]!.updatedAt}`, verified: true });
-    return reports.length;
+  reconcileStore(domain: string): Promise<number> {
+    return this.connected.reconcile(
+      domain,
+      async (row) => this.readReports(row, (await this.deps.alerts.waitingProducts(row.store_domain, PRODUCTS_PER_RECONCILIATION)).flatMap((gid) => productNumber(gid) ?? [])),
+      (err) => (err instanceof BigCommerceError && err.tokenRefused ? `BigCommerce refused the access token (${err.status})` : undefined),
+    );
   }
 
-  async storesToReconcile(intervalMs: number, limit: number): Promise<string[]> {
-    return (await this.deps.connections.due(new Date(Date.now() - intervalMs).toISOString(), limit)).map((row) => row.store_domain);
+  storesToReconcile(intervalMs: number, limit: number): Promise<string[]> {
+    return this.connected.storesToReconcile(intervalMs, limit);
   }
 
   /**
@@ -248,14 +234,6 @@ export class BigCommerceService implements StoreConnector {
       for (const product of page.data) reports.push(...stockReportsOf(row.site, product, asOf));
     }
     return reports;
-  }
-
-  /** Nothing more is sent for the store, and its webhooks are refused. */
-  private async end(store: string, reason: string): Promise<void> {
-    if (await this.deps.connections.disconnect(store, reason, nowIso())) {
-      await this.deps.stores.uninstall(store);
-      this.deps.log.info({ store, reason }, 'BigCommerce store disconnected');
-    }
   }
 
   private async verified(signedPayload: string): Promise<SignedPayload> {
@@ -308,14 +286,5 @@ function productOfEvent(event: z.infer<typeof webhookSchema>): number | undefine
 }
 
 function present(row: ConnectionRow): BigCommerceConnection {
-  return {
-    storeDomain: row.store_domain,
-    storeHash: row.site,
-    status: row.status,
-    webhookIds: webhookIdsOf(row),
-    connectedAt: row.connected_at,
-    disconnectedAt: row.disconnected_at,
-    disconnectReason: row.disconnect_reason,
-    reconciledAt: row.reconciled_at,
-  };
+  return { ...connectionView(row), storeHash: row.site };
 }

@@ -27,7 +27,8 @@ export interface StockReport {
   updatedAt?: string | null;
 }
 
-export type StockSourceKind = 'shopify-webhook' | 'woocommerce-webhook' | 'bigcommerce-webhook' | 'inventory-api' | 'reconciliation';
+/** A platform's webhook (`shopify-webhook`, `woocommerce-webhook`, ...), an agent's report, or a reconciliation. */
+export type StockSourceKind = `${string}-webhook` | 'inventory-api' | 'reconciliation';
 
 export interface StockSource {
   kind: StockSourceKind;

@@ -2,6 +2,7 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { z } from 'zod';
 import { nowIso } from '../core/clock.ts';
+import { ConnectedStores, connectionView, type ConnectionView } from '../core/connectors/connected-stores.ts';
 import type { StoreConnector } from '../core/connectors/connector.ts';
 import { webhookIdsOf, type ConnectionRepository, type ConnectionRow } from '../core/connectors/connections.ts';
 import { ownStore, type Caller } from '../core/http/caller.ts';
@@ -29,15 +30,8 @@ export const wooKeysSchema = z.object({
 });
 
 /** A connection as its store's owner sees it; the keys are never shown back. */
-export interface WooCommerceConnection {
-  storeDomain: string;
+export interface WooCommerceConnection extends ConnectionView {
   siteUrl: string;
-  status: 'connected' | 'disconnected';
-  webhookIds: number[];
-  connectedAt: string;
-  disconnectedAt: string | null;
-  disconnectReason: string | null;
-  reconciledAt: string | null;
 }
 
 /** What WooCommerce posts to the callback of its authorization endpoint. */
@@ -73,7 +67,11 @@ export type DeliveryOutcome = { kind: 'ping' } | { kind: 'reported'; reports: nu
 export class WooCommerceService implements StoreConnector {
   readonly platform = 'woocommerce';
 
-  constructor(private readonly deps: WooCommerceDeps) {}
+  private readonly connected: ConnectedStores;
+
+  constructor(private readonly deps: WooCommerceDeps) {
+    this.connected = new ConnectedStores(deps);
+  }
 
   /** The owner (or the store's agent) gives the site's address and keys; returns the connection made. */
   async connectWithKeys(caller: Caller, domain: string, input: { siteUrl: string } & WooCommerceKeys): Promise<WooCommerceConnection> {
@@ -127,7 +125,7 @@ export class WooCommerceService implements StoreConnector {
       const api = await this.apiOf(row);
       for (const id of webhookIdsOf(row)) await api.delete(`/webhooks/${id}`, { force: 'true' }).catch(() => undefined);
     }
-    await this.end(store, 'disconnected by the store');
+    await this.connected.end(store, 'disconnected by the store');
     return present((await this.deps.connections.find(store))!);
   }
 
@@ -160,41 +158,36 @@ export class WooCommerceService implements StoreConnector {
    * Reads the products shoppers wait for from the site and reports them as they are: what a
    * missed or late webhook left behind. A site that refuses the keys ends the connection.
    */
-  async reconcileStore(domain: string): Promise<number> {
-    const row = await this.deps.connections.find(domain.toLowerCase());
-    if (!row || row.status !== 'connected') return 0;
-    const api = await this.apiOf(row);
-    const reports: StockReport[] = [];
-    try {
-      for (const gid of await this.deps.alerts.waitingProducts(row.store_domain, PRODUCTS_PER_RECONCILIATION)) {
-        const id = productNumber(gid);
-        if (id === undefined) continue;
-        let product: WooProduct;
-        try {
-          product = wooProductSchema.parse(await api.get(`/products/${id}`));
-        } catch (err) {
-          // A product deleted on the site is simply not reported.
-          if (err instanceof WooCommerceError && err.status === 404) continue;
-          throw err;
-        }
-        reports.push(...(await this.reportsOf(row, product, nowIso(), api)));
-      }
-    } catch (err) {
-      if (err instanceof WooCommerceError && err.keysRefused) {
-        await this.end(row.store_domain, `the site refused the API keys (${err.code ?? err.status})`);
-        return 0;
-      }
-      throw err;
-    } finally {
-      await this.deps.connections.markReconciled(row.store_domain, nowIso());
-    }
-    if (reports.length > 0) await this.deps.inventory.reportStock(row.store_domain, reports, { kind: 'reconciliation', ref: `reconciliation ${reports[0]!.updatedAt}`, verified: true });
-    return reports.length;
+  reconcileStore(domain: string): Promise<number> {
+    return this.connected.reconcile(
+      domain,
+      (row) => this.readWaitingProducts(row),
+      (err) => (err instanceof WooCommerceError && err.keysRefused ? `the site refused the API keys (${err.code ?? err.status})` : undefined),
+    );
   }
 
   /** Connected stores due a reconciliation. */
-  async storesToReconcile(intervalMs: number, limit: number): Promise<string[]> {
-    return (await this.deps.connections.due(new Date(Date.now() - intervalMs).toISOString(), limit)).map((row) => row.store_domain);
+  storesToReconcile(intervalMs: number, limit: number): Promise<string[]> {
+    return this.connected.storesToReconcile(intervalMs, limit);
+  }
+
+  private async readWaitingProducts(row: ConnectionRow): Promise<StockReport[]> {
+    const api = await this.apiOf(row);
+    const reports: StockReport[] = [];
+    for (const gid of await this.deps.alerts.waitingProducts(row.store_domain, PRODUCTS_PER_RECONCILIATION)) {
+      const id = productNumber(gid);
+      if (id === undefined) continue;
+      let product: WooProduct;
+      try {
+        product = wooProductSchema.parse(await api.get(`/products/${id}`));
+      } catch (err) {
+        // A product deleted on the site is simply not reported.
+        if (err instanceof WooCommerceError && err.status === 404) continue;
+        throw err;
+      }
+      reports.push(...(await this.reportsOf(row, product, nowIso(), api)));
+    }
+    return reports;
   }
 
   private async connect(store: string, site: URL, keys: WooCommerceKeys): Promise<WooCommerceConnection> {
@@ -234,14 +227,6 @@ export class WooCommerceService implements StoreConnector {
     await this.deps.stores.markConnected(store);
     this.deps.log.info({ store, webhooks: webhookIds.length }, 'WooCommerce store connected');
     return present(row);
-  }
-
-  /** Nothing more is sent for the store, and its deliveries are refused (the site disables the webhooks). */
-  private async end(store: string, reason: string): Promise<void> {
-    if (await this.deps.connections.disconnect(store, reason, nowIso())) {
-      await this.deps.stores.uninstall(store);
-      this.deps.log.info({ store, reason }, 'WooCommerce store disconnected');
-    }
   }
 
   private async requireWooCommerceStore(store: string): Promise<void> {
@@ -286,16 +271,7 @@ export class WooCommerceService implements StoreConnector {
 }
 
 function present(row: ConnectionRow): WooCommerceConnection {
-  return {
-    storeDomain: row.store_domain,
-    siteUrl: row.site,
-    status: row.status,
-    webhookIds: webhookIdsOf(row),
-    connectedAt: row.connected_at,
-    disconnectedAt: row.disconnected_at,
-    disconnectReason: row.disconnect_reason,
-    reconciledAt: row.reconciled_at,
-  };
+  return { ...connectionView(row), siteUrl: row.site };
 }
 
 function parseAuthorization(subject: string): { store: string; site: string; until: number } | undefined {
