@@ -34,7 +34,9 @@ const signedQuery = z.object({ signed_payload_jwt: z.string().min(1).max(8192) }
 export function bigCommerceRoutes(service: BigCommerceService, baseUrl: string) {
   return async function (app: FastifyInstance) {
     const api = app.withTypeProvider<ZodTypeProvider>();
-    const dashboardLink = (store: string) => html`<p><a href="${baseUrl}/dashboard/sign-in?shop=${store}" target="_blank" rel="noopener">Open the Restock dashboard</a> (it signs you in by e-mail).</p>`;
+    // The dashboard opens in a tab of its own: its cookies would be third-party in the control panel's frame.
+    const dashboardLink = (store: string) =>
+      html`<p><a href="${baseUrl}/dashboard/sign-in" target="_blank" rel="noopener">Open the Restock dashboard</a> and sign in with <strong>${store}</strong>: a link reaches the store owner's e-mail.</p>`;
 
     api.get('/api/v1/stores/:domain/bigcommerce', {
       config: { scope: 'api:read' },
