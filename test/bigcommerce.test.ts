@@ -161,8 +161,8 @@ for (const dialect of testDialects()) {
       assert.equal((await t.app.inject({ method: 'GET', url: `/bigcommerce/auth?${new URLSearchParams(grant)}` })).statusCode, 200);
       const before = await t.tableDigests();
       const cases: Array<[Record<string, string>, number]> = [
-        [grant, 401],
-        [{ ...bc.authorize(other.hash), context: `stores/${hash}` }, 401],
+        [grant, 400],
+        [{ ...bc.authorize(other.hash), context: `stores/${hash}` }, 400],
         [{ ...bc.authorize(other.hash), context: 'stores/NOT A HASH' }, 400],
         [{ scope: grant.scope, context: grant.context }, 400],
       ];
@@ -170,6 +170,18 @@ for (const dialect of testDialects()) {
         const res = await t.app.inject({ method: 'GET', url: `/bigcommerce/auth?${new URLSearchParams(query)}` });
         assert.equal(res.statusCode, status, res.body);
       }
+      assert.deepEqual(await t.tableDigests(), before);
+    });
+
+    it('an install whose webhooks BigCommerce fails to make is a 502 that stores nothing and leaves no webhook behind', async () => {
+      const { hash } = bc.createStore();
+      const before = await t.tableDigests();
+      // The third webhook fails, after two were made.
+      let made = 0;
+      bc.failNext(1, (request) => request.method === 'POST' && request.path.endsWith('/v3/hooks') && ++made === 3);
+      const res = await install(hash);
+      assert.equal(res.statusCode, 502, res.body);
+      assert.deepEqual(bc.hooks(hash), []);
       assert.deepEqual(await t.tableDigests(), before);
     });
 

@@ -102,31 +102,37 @@ export class BigCommerceService implements StoreConnector {
       grant = await exchangeCode(this.deps.app, { ...callback, redirectUri: `${this.deps.baseUrl}${CALLBACK_PATHS.auth}` });
     } catch (err) {
       if (!(err instanceof BigCommerceError)) throw err;
-      if (err.status !== null && err.status < 500) throw new Problem('invalid-webhook', `BigCommerce refused the install's code (${err.message}): start the install again from the store's control panel. Nothing was stored.`);
+      if (err.status !== null && err.status < 500) throw new ValidationFailed([{ pointer: '/query/code', message: `was refused by BigCommerce (${err.message}): start the install again from the store's control panel` }]);
       throw new Problem('upstream-failed', `${err.message}. Nothing was stored.`);
     }
     if (hashOfContext(grant.context) !== hash) throw new Problem('upstream-failed', 'BigCommerce granted a token for another store than the install named. Nothing was stored.');
     const store = storeDomainOf(hash);
-    await this.deps.stores.createStore(store, grant.owner?.email ?? grant.user.email, this.platform);
     const api = new StoreApi(hash, grant.access_token, this.deps.app.clientId);
     const secret = randomBytes(32).toString('base64url');
     const previous = await this.deps.connections.find(store);
     for (const id of previous ? webhookIdsOf(previous) : []) await api.delete(`/v3/hooks/${id}`).catch(() => undefined);
     const webhookIds = await this.createWebhooks(api, store, secret);
-    const now = nowIso();
-    await this.deps.connections.save({
-      store_domain: store,
-      site: hash,
-      status: 'connected',
-      credentials_sealed: await this.deps.secrets.seal(JSON.stringify({ accessToken: grant.access_token })),
-      webhook_secret_sealed: await this.deps.secrets.seal(secret),
-      webhook_ids: JSON.stringify(webhookIds),
-      connected_at: now,
-      disconnected_at: null,
-      disconnect_reason: null,
-      reconciled_at: null,
-      updated_at: now,
-    });
+    try {
+      await this.deps.stores.createStore(store, grant.owner?.email ?? grant.user.email, this.platform);
+      const now = nowIso();
+      await this.deps.connections.save({
+        store_domain: store,
+        site: hash,
+        status: 'connected',
+        credentials_sealed: await this.deps.secrets.seal(JSON.stringify({ accessToken: grant.access_token })),
+        webhook_secret_sealed: await this.deps.secrets.seal(secret),
+        webhook_ids: JSON.stringify(webhookIds),
+        connected_at: now,
+        disconnected_at: null,
+        disconnect_reason: null,
+        reconciled_at: null,
+        updated_at: now,
+      });
+    } catch (err) {
+      // Webhooks nobody would take: gone with the install that failed.
+      for (const id of webhookIds) await api.delete(`/v3/hooks/${id}`).catch(() => undefined);
+      throw err;
+    }
     await this.deps.stores.markConnected(store);
     this.deps.log.info({ store, webhooks: webhookIds.length }, 'BigCommerce store installed');
     return store;
