@@ -4,20 +4,21 @@ import { problemResponses } from '../core/http/openapi-responses.ts';
 import { availabilityQuery, availabilityResponse, shopperSubscribeBody, shopperSubscribeResponse } from './schemas.ts';
 import type { OutboundPolicy } from '../core/net/outbound-guard.ts';
 import type { StorefrontService } from './service.ts';
-import { WIDGET_FILES, type WidgetAsset, type WidgetFile } from './widget-asset.ts';
+import { SERVED_WIDGET_FILES, type ServedWidgetFile, type WidgetAsset } from './widget-asset.ts';
 
 /**
  * What a store's product pages load: the widget script (and its channels script, which it loads
- * only when the service offers SMS or push) and the two calls it makes. Public, with no cookies or
+ * only when the service offers SMS or push, and its platforms script, which it loads only on other
+ * platforms than Shopify) and the two calls it makes. Public, with no cookies or
  * tokens, so any store's origin may call them (CORS `*`); abuse is held off by a per-address limit
  * on subscribing.
  */
-export function storefrontRoutes(service: StorefrontService, scripts: Record<WidgetFile, WidgetAsset>, policy: OutboundPolicy) {
+export function storefrontRoutes(service: StorefrontService, scripts: Record<ServedWidgetFile, WidgetAsset>, policy: OutboundPolicy) {
   const subscribeBody = shopperSubscribeBody(policy);
   return async function (app: FastifyInstance) {
     const api = app.withTypeProvider<ZodTypeProvider>();
 
-    for (const file of WIDGET_FILES) {
+    for (const file of SERVED_WIDGET_FILES) {
       app.get(`/${file}`, { schema: { hide: true } }, async (request, reply) => sendWidget(request, reply, scripts[file]));
     }
 

@@ -13,12 +13,20 @@ export interface WidgetAsset {
 }
 
 /**
- * The storefront's scripts, each a readable source in src/storefront served minified at
- * `/{file}`: the widget, and its SMS and browser-notification choices, which the widget loads from
- * beside itself only when the service offers either.
+ * The storefront's scripts shipped in the Shopify theme app extension too, each a readable source
+ * in src/storefront served minified at `/{file}`: the widget, and its SMS and browser-notification
+ * choices, which the widget loads from beside itself only when the service offers either.
  */
 export const WIDGET_FILES = ['widget.js', 'widget-channels.js'] as const;
 export type WidgetFile = (typeof WIDGET_FILES)[number];
+
+/**
+ * Every storefront script the service serves: those above, and the product forms of other
+ * platforms than Shopify (WooCommerce, BigCommerce), which the pasted tag loads from beside itself
+ * only on those platforms. Shopify's theme block never needs it, so the extension does not ship it.
+ */
+export const SERVED_WIDGET_FILES = [...WIDGET_FILES, 'widget-platforms.js'] as const;
+export type ServedWidgetFile = (typeof SERVED_WIDGET_FILES)[number];
 
 /**
  * The same minified scripts shipped in the theme app extension, which Shopify serves to stores
@@ -35,7 +43,7 @@ export const THEME_EXTENSION_ASSETS: Record<WidgetFile, URL> = {
  * A storefront script, minified once at start-up: the readable source is what we keep in the
  * repository, the small one is what every product page downloads.
  */
-export async function loadWidgetAsset(file: WidgetFile = 'widget.js'): Promise<WidgetAsset> {
+export async function loadWidgetAsset(file: ServedWidgetFile = 'widget.js'): Promise<WidgetAsset> {
   const source = await readFile(new URL(`./${file}`, import.meta.url), 'utf8');
   const { code } = await transform(source, { minify: true, target: 'es2019', loader: 'js', legalComments: 'none' });
   const body = Buffer.from(code);
@@ -43,8 +51,8 @@ export async function loadWidgetAsset(file: WidgetFile = 'widget.js'): Promise<W
   return { body, gzipped: gzipSync(body, { level: 9 }), etag: `"${tag}"`, gzippedEtag: `"${tag}-gz"` };
 }
 
-/** Every storefront script, by file name. */
-export async function loadWidgetAssets(): Promise<Record<WidgetFile, WidgetAsset>> {
-  const entries = await Promise.all(WIDGET_FILES.map(async (file) => [file, await loadWidgetAsset(file)] as const));
-  return Object.fromEntries(entries) as Record<WidgetFile, WidgetAsset>;
+/** Every storefront script the service serves, by file name. */
+export async function loadWidgetAssets(): Promise<Record<ServedWidgetFile, WidgetAsset>> {
+  const entries = await Promise.all(SERVED_WIDGET_FILES.map(async (file) => [file, await loadWidgetAsset(file)] as const));
+  return Object.fromEntries(entries) as Record<ServedWidgetFile, WidgetAsset>;
 }

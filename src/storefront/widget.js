@@ -4,11 +4,6 @@
 
   // Only readable while this script first runs; afterwards it is null.
   const script = document.currentScript;
-  // The SMS and browser-notification choices are a second script beside this one, fetched only
-  // when the service offers either: widget.js → widget-channels.js on the service,
-  // restock-widget.js → restock-channels.js in the theme app extension (Shopify's CDN).
-  const channelsSrc =
-    script && script.src.replace(/[^/?#]*(?=[?#]|$)/, (name) => (/^restock-/.test(name) ? 'restock' : 'widget') + '-channels.js');
 
   const STRINGS = {
     en: {
@@ -97,6 +92,9 @@
   // Set once the shopper (or the theme) picked a variant: the page's initial one no longer applies.
   let touched = false;
   let origin;
+  // The store's platform, as the tag names it (data-platform, or the gid in data-product): ids are
+  // gid://<platform>/…. Shopify unless told otherwise.
+  let P = 'shopify';
 
   // The theme block names Shopify's app proxy on the store's own origin, which signs each call
   // with the store; the pasted tag calls the service it was loaded from, naming the store.
@@ -122,8 +120,9 @@
 
   const gid = (kind, id) => {
     id = id == null ? '' : String(id).trim();
-    if (/^\d+$/.test(id)) return 'gid://shopify/' + kind + '/' + id;
-    return id.indexOf('gid://shopify/' + kind + '/') === 0 ? id : null;
+    const prefix = 'gid://' + P + '/' + kind + '/';
+    if (/^\d+$/.test(id)) return prefix + id;
+    return id.indexOf(prefix) === 0 ? id : null;
   };
 
   const urlVariant = () => new URLSearchParams(location.search).get('variant');
@@ -156,9 +155,10 @@
     });
   };
 
-  // What the page itself knows (a theme renders `data-variants` from its own stock): it wins over
-  // Restock's records, which only know products reported to them. A variant sold by a selling
-  // plan (a pre-order) can be bought, so it is not sold out.
+  // What the page itself knows (a theme renders `data-variants` from its own stock; on other
+  // platforms, widget-platforms.js reads the product form): it wins over Restock's records, which
+  // only know products reported to them. A variant sold by a selling plan (a pre-order) can be
+  // bought, so it is not sold out.
   const pageVariants = (json) => {
     try {
       const list = JSON.parse(json || 'null');
@@ -172,34 +172,37 @@
     }
   };
 
-  // Once per page, whichever copy of this script asks first. The channels script registers
-  // `Restock.channels` (see widget-channels.js); if it cannot be had within a few seconds, the
-  // form shows as it is, e-mail only: it never waits longer on its channels.
-  const loadChannels = () =>
-    R.channelsLoading ||
-    (R.channelsLoading = new Promise((resolve) => {
+  // A second script beside this one, once per page, whichever copy of this script asks first:
+  // widget.js → widget-<file> on the service, restock-widget.js → restock-<file> in the theme app
+  // extension (Shopify's CDN). The SMS and browser-notification choices (`channels.js`, fetched
+  // only when the service offers either, registering `Restock.channels`) and the product forms of
+  // other platforms than Shopify (`platforms.js`, registering `Restock.platform`). If it cannot be
+  // had within a few seconds, the widget goes on without it: never waits longer.
+  const load = (key, file) =>
+    R[key] ||
+    (R[key] = new Promise((resolve) => {
       const el = document.createElement('script');
-      el.src = channelsSrc;
+      el.src = script.src.replace(/[^/?#]*(?=[?#]|$)/, (name) => (/^restock-/.test(name) ? 'restock-' : 'widget-') + file);
       el.onload = el.onerror = resolve;
       setTimeout(resolve, 3000);
       document.head.appendChild(el);
     }));
 
-  const merged = (server, page) => {
-    const channels = server.channels || {};
-    if (!page) return { soldOut: server.soldOut, variants: server.variants || [], channels };
-    const ids = page.map((v) => v.variantId);
+  // `all`: whether the whole product is sold out as the page says; null when it does not say.
+  const merged = (server, page, all) => {
+    const ids = (page || []).map((v) => v.variantId);
     return {
-      channels,
-      soldOut: page.every((v) => v.soldOut),
-      variants: page.concat((server.variants || []).filter((v) => ids.indexOf(v.variantId) < 0)),
+      channels: server.channels || {},
+      soldOut: all != null ? all : server.soldOut,
+      variants: (page || []).concat((server.variants || []).filter((v) => ids.indexOf(v.variantId) < 0)),
     };
   };
 
-  const mount = (el, place) => {
+  const mount = (el, place, platform) => {
     const data = el.dataset;
     const shop = data.shop;
-    const product = gid('Product', data.product);
+    // On other platforms the page names its product when the tag does not.
+    const product = gid('Product', data.product || (platform && platform.product()));
     if (!shop || !product) return;
     const host = place(document.createElement('restock-widget'));
 
@@ -246,6 +249,7 @@
     input.placeholder = s.placeholder;
     button.textContent = s.button;
 
+    const page = pageVariants(data.variants);
     const w = {
       shop,
       product,
@@ -253,7 +257,8 @@
       variant: gid('ProductVariant', data.variant),
       data: null,
       sending: false,
-      page: pageVariants(data.variants),
+      page,
+      all: page && page.every((v) => v.soldOut),
       known: () => w.data && w.variant && w.data.variants.filter((v) => v.variantId === w.variant)[0],
       render: () => {
         const known = w.known();
@@ -269,7 +274,7 @@
       offer: () => {
         const channels = w.data.channels;
         if (channels.sms || (channels.push && api.push)) {
-          return loadChannels().then(() => {
+          return load('channelsLoading', 'channels.js').then(() => {
             w.x = R.channels && R.channels({ root, locale, strings: overrides, push: api.push, channels });
           });
         }
@@ -371,20 +376,30 @@
     widgets.push(w);
   };
 
-  const start = () => {
+  // `make`: widget-platforms.js's `Restock.platform`, on other platforms than Shopify.
+  const start = (make) => {
     try {
       origin = new URL(script.src).origin;
-      mount(script, (host) => {
-        const target = script.dataset.target && document.querySelector(script.dataset.target);
-        return target ? target.appendChild(host) : script.parentNode.insertBefore(host, script.nextSibling);
-      });
+      const shopify = P === 'shopify';
+      // What follows the platform's product form: the page's product, its variants' stock and the
+      // shopper's choices (what it is handed is described in widget-platforms.js).
+      const platform = make && make(P, { select, gid, merged, widgets });
+      mount(
+        script,
+        (host) => {
+          const target = script.dataset.target && document.querySelector(script.dataset.target);
+          return target ? target.appendChild(host) : script.parentNode.insertBefore(host, script.nextSibling);
+        },
+        platform,
+      );
       document.querySelectorAll('[data-restock-widget]').forEach((el) => {
         // The same script may be on the page more than once; each mount is taken only once.
         if (el.restockMounted) return;
         el.restockMounted = true;
-        mount(el, (host) => el.appendChild(host));
+        mount(el, (host) => el.appendChild(host), platform);
       });
       if (!widgets.length) return;
+      if (platform) platform.follow();
 
       const requests = {};
       const loads = widgets.map((w) => {
@@ -397,28 +412,32 @@
           });
         return requests[key]
           .then((data) => {
-            w.data = merged(data, w.page);
+            w.server = data;
+            w.data = merged(data, w.page, w.all);
             // The form shows with its channels.
             return w.offer();
           })
           .catch((error) => console.warn('Restock widget:', error.message));
       });
       Promise.all(loads).then(() => {
-        const initial = urlVariant();
+        const initial = shopify && urlVariant();
         if (!touched && initial) select(initial);
-        else if (!touched && formVariant()) select(formVariant(), true);
+        else if (!touched && shopify && formVariant()) select(formVariant(), true);
         widgets.forEach((w) => w.render());
       });
 
-      const onField = (event) => {
-        if (isIdField(event.target)) select(event.target.value);
-      };
-      // Capture, so a theme that stops these events on its own form does not hide them from us.
-      document.addEventListener('change', onField, true);
-      document.addEventListener('input', onField, true);
-      addEventListener('popstate', () => {
-        if (urlVariant()) select(urlVariant());
-      });
+      // Shopify's product form and ?variant=; other platforms' forms are followed by `platform`.
+      if (shopify) {
+        const onField = (event) => {
+          if (isIdField(event.target)) select(event.target.value);
+        };
+        // Capture, so a theme that stops these events on its own form does not hide them from us.
+        document.addEventListener('change', onField, true);
+        document.addEventListener('input', onField, true);
+        addEventListener('popstate', () => {
+          if (urlVariant()) select(urlVariant());
+        });
+      }
       document.addEventListener('restock:variant-change', (event) => {
         if (event.detail) select(event.detail.variantId);
       });
@@ -431,7 +450,17 @@
     }
   };
 
+  // The platform, from the tag or else the first mount element; another platform's product form
+  // is followed by widget-platforms.js, loaded first.
+  const begin = () => {
+    // gid://<platform>/Product/<n>: its third part.
+    const named = (el) => el && (el.dataset.platform || String(el.dataset.product).split('/')[2]);
+    P = (named(script) || named(document.querySelector('[data-restock-widget]')) || P).toLowerCase();
+    if (P === 'shopify') start();
+    else load('platformsLoading', 'platforms.js').then(() => start(R.platform));
+  };
+
   if (!script) return console.warn('Restock widget: load it with a plain <script src> tag');
-  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);
-  else start();
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', begin);
+  else begin();
 })();
