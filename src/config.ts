@@ -138,6 +138,19 @@ const envSchema = z.object({
   X402_FACILITATOR_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(16),
   /** Paid requests without a token one client address may make per minute, counted before the payment is looked at. */
   PAYMENT_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(120),
+  /**
+   * Pay per request on public test networks (x402 on Base Sepolia, MPP tempo on Tempo's testnet),
+   * paid to a wallet the service generates: `auto` (the default) when neither X402_PAY_TO nor
+   * MPP_TEMPO_RECIPIENT is set and NODE_ENV is not production, `on`, or `off`.
+   */
+  PAYMENTS_TEST_NETWORK: z.enum(['auto', 'on', 'off']).default('auto'),
+  /** The test network's x402 offer: Base Sepolia's USDC and the public facilitator, unless a local chain stands in. */
+  X402_TEST_NETWORK: z.string().regex(/^eip155:[0-9]+$/, 'a CAIP-2 EVM network such as eip155:84532').default('eip155:84532'),
+  X402_TEST_ASSET: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'a token address').default('0x036CbD53842c5426634e7929541eC2318f3dCF7e'),
+  X402_TEST_ASSET_NAME: z.string().min(1).default('USDC'),
+  X402_TEST_ASSET_VERSION: z.string().min(1).default('2'),
+  X402_TEST_FACILITATOR_URL: z.url().default('https://x402.org/facilitator'),
+  NODE_ENV: z.string().optional(),
   /** MPP `tempo`: the address paid on Tempo; without it, no tempo offer is made. */
   MPP_TEMPO_RECIPIENT: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'an address (0x and 40 hex digits)').optional(),
   /** MPP `tempo`: the Tempo RPC that verifies transfers (the SDK's public endpoint when unset). */
@@ -259,10 +272,20 @@ export interface PaymentsConfig {
     facilitatorConcurrency: number;
   };
   stripe: { secretKey: string | undefined; apiUrl: string; networkId: string | undefined };
-  tempo: { recipient: string | undefined; rpcUrl: string | undefined; currency: string | undefined };
+  tempo: { recipient: string | undefined; rpcUrl: string | undefined; currency: string | undefined; testnet?: boolean };
+  /**
+   * Set when payments are taken on test networks (PAYMENTS_TEST_NETWORK): the x402 offer's network
+   * and asset, and Tempo's testnet; both pay the wallet the service generates, so `x402.payTo` and
+   * `tempo.recipient` are unset until the payments feature fills them from it.
+   */
+  testNetwork: TestNetworkConfig | undefined;
   settleTimeoutMs: number;
   /** Paid requests without a token per client address per minute. */
   limitPerAddressPerMinute: number;
+}
+
+export interface TestNetworkConfig {
+  x402: Pick<PaymentsConfig['x402'], 'network' | 'asset' | 'assetName' | 'assetVersion' | 'facilitatorUrl'>;
 }
 
 export interface BatchPolicy {
@@ -398,6 +421,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       },
       stripe: { secretKey: e.STRIPE_SECRET_KEY, apiUrl: e.STRIPE_API_URL, networkId: e.STRIPE_NETWORK_ID },
       tempo: { recipient: e.MPP_TEMPO_RECIPIENT, rpcUrl: e.MPP_TEMPO_RPC_URL, currency: e.MPP_TEMPO_CURRENCY },
+      testNetwork: testNetworkConfig(e),
       settleTimeoutMs: e.PAYMENT_SETTLE_TIMEOUT_MS,
       limitPerAddressPerMinute: e.PAYMENT_LIMIT_PER_MINUTE,
     },
@@ -458,6 +482,36 @@ function shopifyConfig(e: z.infer<typeof envSchema>): ShopifyConfig | undefined 
     apiVersion: e.SHOPIFY_API_VERSION,
     scopes: e.SHOPIFY_SCOPES.split(',').map((scope) => scope.trim()).filter(Boolean),
     alwaysTestCharges: e.SHOPIFY_BILLING_TEST === 'true',
+  };
+}
+
+/**
+ * Test-network payments: on by default where nothing says where real payments go, never beside a
+ * configured network (a deployment pays one way or the other, never both), and in production only
+ * when asked for by name, so a forgotten setting cannot leave a live service taking test money.
+ */
+function testNetworkConfig(e: z.infer<typeof envSchema>): TestNetworkConfig | undefined {
+  const configured = [e.X402_PAY_TO && 'X402_PAY_TO', e.MPP_TEMPO_RECIPIENT && 'MPP_TEMPO_RECIPIENT'].filter((name): name is string => Boolean(name));
+  if (e.PAYMENTS_TEST_NETWORK === 'off') return undefined;
+  if (e.PAYMENTS_TEST_NETWORK === 'on' && configured.length > 0) {
+    throw new ConfigError(`Invalid configuration:\n  PAYMENTS_TEST_NETWORK: on takes payments on test networks only; ${configured.join(' and ')} name a real one. Set one or the other`);
+  }
+  if (e.PAYMENTS_TEST_NETWORK === 'auto') {
+    if (configured.length > 0) return undefined;
+    if (e.NODE_ENV === 'production') {
+      throw new ConfigError(
+        'Invalid configuration:\n  PAYMENTS_TEST_NETWORK: in production (NODE_ENV=production) say where payments go: X402_PAY_TO (and the MPP settings) for real ones, PAYMENTS_TEST_NETWORK=on for test networks, or PAYMENTS_TEST_NETWORK=off for none',
+      );
+    }
+  }
+  return {
+    x402: {
+      network: e.X402_TEST_NETWORK,
+      asset: e.X402_TEST_ASSET,
+      assetName: e.X402_TEST_ASSET_NAME,
+      assetVersion: e.X402_TEST_ASSET_VERSION,
+      facilitatorUrl: e.X402_TEST_FACILITATOR_URL.replace(/\/+$/, ''),
+    },
   };
 }
 

@@ -75,7 +75,7 @@ export async function buildWebFeatures(config: Config, database: Database, mail:
       dashboard,
       buildShoppers({ alerts: domain.alerts, dispatch: domain.dispatch, conversions: domain.conversions, inventory: domain.inventory, stores: domain.stores }),
       buildMcp({ config, domain, gate: agents.gate, metrics }),
-      buildDiscovery({ config }),
+      buildDiscovery({ config, payments: domain.payments }),
       built.worker,
     ],
   };

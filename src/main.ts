@@ -26,6 +26,10 @@ Commands:
   dashboard link <domain>
              Print a one-time link that signs the store's owner in to the dashboard
              (for the operator of an embedded install, whose mail stays in the outbox).
+  wallet show | export | import
+             The wallet test-network payments are paid to (PAYMENTS_TEST_NETWORK): its
+             address (show), its private key (export, to standard output), or a private
+             key read from standard input put in its place (import).
   keys rotate
              Make a new access-token signing key; older keys keep verifying the tokens
              they signed until those expire.
@@ -179,6 +183,48 @@ async function keysCommand(args: string[]): Promise<number> {
   return 0;
 }
 
+async function walletCommand(args: string[]): Promise<number> {
+  const [sub] = args;
+  if (sub !== 'show' && sub !== 'export' && sub !== 'import') {
+    process.stderr.write('Usage: restock wallet show | export | import (the private key on standard input)\n');
+    return 2;
+  }
+  const config = loadConfig();
+  const { importPaymentWallet, loadPaymentWallet } = await import('./payments/wallet.ts');
+  const { SecretBox } = await import('./core/sealed-secrets.ts');
+  const secrets = SecretBox.fromKey(config.encryptionKey);
+  if (sub === 'import') {
+    const typed = await readStandardInput();
+    try {
+      const wallet = await withDatabase(config, (database) => importPaymentWallet(database, secrets, typed));
+      console.log(`Test-network payments now go to ${wallet.address}. Restart running processes to offer it.`);
+      return 0;
+    } catch (err) {
+      process.stderr.write(`restock: ${(err as Error).message}\n`);
+      return 2;
+    }
+  }
+  const wallet = await withDatabase(config, (database) => loadPaymentWallet(database, secrets));
+  if (sub === 'export') {
+    console.log(wallet.privateKey);
+    return 0;
+  }
+  const network = config.payments.testNetwork;
+  console.log(`Address: ${wallet.address}`);
+  console.log(
+    network
+      ? `Test-network payments are on: x402 on ${network.x402.network} (asset ${network.x402.asset}), MPP tempo on Tempo's testnet.`
+      : 'Test-network payments are off on this configuration (PAYMENTS_TEST_NETWORK, X402_PAY_TO): nothing is offered to this address.',
+  );
+  return 0;
+}
+
+async function readStandardInput(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
 async function main(argv: string[]): Promise<number> {
   const [command, ...args] = argv;
   switch (command) {
@@ -186,6 +232,8 @@ async function main(argv: string[]): Promise<number> {
       return storeCommand(args);
     case 'keys':
       return keysCommand(args);
+    case 'wallet':
+      return walletCommand(args);
     case 'dashboard':
       return dashboardCommand(args);
     case 'serve':

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { after, describe, it } from './fixtures/suites.ts';
 import { fileURLToPath } from 'node:url';
 import SqliteDriver from 'better-sqlite3';
+import { privateKeyToAccount } from 'viem/accounts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { eventually, freePort, refusesConnections } from './fixtures/network.ts';
 import { watchOutput, type ProcessOutput } from './fixtures/worker-process.ts';
@@ -90,6 +91,34 @@ describe('the restock command', () => {
     assert.match(again.stdout, /up to date/);
   });
 
+  it('wallet shows, exports and imports the key test-network payments are paid to, sealed where a key seals it', () => {
+    const cwd = freshDir();
+    const env = { RESTOCK_ENCRYPTION_KEY: Buffer.alloc(32, 9).toString('base64') };
+    const exported = restock(['wallet', 'export'], { cwd, env });
+    assert.equal(exported.status, 0, exported.stderr);
+    const made = exported.stdout.trim();
+    assert.match(made, /^0x[0-9a-f]{64}$/);
+    const key = `0x${'ab'.repeat(32)}`;
+    const imported = spawnSync(process.execPath, [BIN, 'wallet', 'import'], { cwd, env: cleanEnv(env), input: `${key}\n`, encoding: 'utf8', timeout: 60_000 });
+    assert.equal(imported.status, 0, imported.stderr);
+    const shown = restock(['wallet', 'show'], { cwd, env });
+    assert.match(shown.stdout, new RegExp(`^Address: ${privateKeyToAccount(key as `0x${string}`).address}$`, 'm'));
+    assert.equal(restock(['wallet', 'export'], { cwd, env }).stdout.trim(), key);
+    const stored = new SqliteDriver(path.join(cwd, 'data', 'restock.db'), { readonly: true });
+    try {
+      const { value } = stored.prepare("select value from service_secrets where name = 'payment-wallet'").get() as { value: string };
+      assert.match(value, /^sealed:/);
+      assert.equal(value.includes(key.slice(2)), false, 'sealed at rest');
+    } finally {
+      stored.close();
+    }
+    const refused = spawnSync(process.execPath, [BIN, 'wallet', 'import'], { cwd, env: cleanEnv(env), input: 'not a key', encoding: 'utf8', timeout: 60_000 });
+    assert.equal(refused.status, 2);
+    assert.match(refused.stderr, /64 hex digits/);
+    assert.equal(restock(['wallet', 'export'], { cwd, env }).stdout.trim(), key, 'a refused import changes nothing');
+    assert.equal(restock(['wallet', 'rotate'], { cwd, env }).status, 2);
+  });
+
   it('dashboard link prints a one-time sign-in link for an existing store, and refuses an unknown one', async () => {
     const cwd = freshDir();
     assert.equal(restock(['store', 'create', 'cli-shop.myshopify.com', '--owner', 'owner@example.com'], { cwd }).status, 0);
@@ -123,6 +152,22 @@ describe('the restock command', () => {
       const health = await fetch(`${base}/api/health`);
       assert.equal(health.status, 200);
       assert.equal((await health.json()).status, 'ok');
+
+      // The seed's paid index: payable on a test network, to the wallet this install made.
+      const shown = restock(['wallet', 'show'], { cwd });
+      assert.equal(shown.status, 0, shown.stderr);
+      const address = /^Address: (0x[0-9a-fA-F]{40})$/m.exec(shown.stdout)?.[1];
+      assert.ok(address, shown.stdout);
+      const index = await fetch(`${base}/api`);
+      assert.equal(index.status, 402);
+      const required = JSON.parse(Buffer.from(index.headers.get('payment-required')!, 'base64').toString('utf8'));
+      assert.deepEqual(
+        required.accepts.map((offer: { network: string; payTo: string; asset: string }) => [offer.network, offer.payTo, offer.asset]),
+        [['eip155:84532', address, '0x036CbD53842c5426634e7929541eC2318f3dCF7e']],
+      );
+      assert.match((await index.json()).detail, /test networks only/);
+      const document = await (await fetch(`${base}/openapi.json`)).json();
+      assert.deepEqual(document.paths['/api'].get['x-payment-info'].x402.accepts, required.accepts);
 
       const registered = await fetch(`${base}/api/agent/register`, {
         method: 'POST',

@@ -15,8 +15,12 @@ describe('configuration', () => {
       busyTimeoutMs: 1000,
     });
     assert.equal(config.bodyLimitBytes, 16 * 1024);
-    // Pay per request and plans: nothing to pay into, our test checkout page, the free allowance.
+    // Pay per request and plans: test networks (paid to the wallet the service makes at start),
+    // our test checkout page, the free allowance.
     assert.equal(config.payments.x402.payTo, undefined);
+    assert.deepEqual(config.payments.testNetwork, {
+      x402: { network: 'eip155:84532', asset: '0x036CbD53842c5426634e7929541eC2318f3dCF7e', assetName: 'USDC', assetVersion: '2', facilitatorUrl: 'https://x402.org/facilitator' },
+    });
     assert.equal(config.billing.checkoutProvider, 'local');
     assert.equal(config.billing.freeAlertsPerMonth, 100);
   });
@@ -30,6 +34,19 @@ describe('configuration', () => {
     const app = { SHOPIFY_API_KEY: 'key', SHOPIFY_API_SECRET: 'secret', RESTOCK_ENCRYPTION_KEY: Buffer.alloc(32, 1).toString('base64') };
     assert.equal(loadConfig(app).shopify?.alwaysTestCharges, false);
     assert.equal(loadConfig({ ...app, SHOPIFY_BILLING_TEST: 'true' }).shopify?.alwaysTestCharges, true);
+  });
+
+  it('takes payments on test networks or on configured ones, never both; in production only when told', () => {
+    const payTo = '0x1111111111111111111111111111111111111111';
+    assert.equal(loadConfig({ X402_PAY_TO: payTo }).payments.testNetwork, undefined, 'a configured network replaces the test one');
+    assert.equal(loadConfig({ MPP_TEMPO_RECIPIENT: payTo }).payments.testNetwork, undefined);
+    assert.equal(loadConfig({ PAYMENTS_TEST_NETWORK: 'off' }).payments.testNetwork, undefined);
+    assert.ok(loadConfig({ PAYMENTS_TEST_NETWORK: 'on', NODE_ENV: 'production' }).payments.testNetwork, 'production takes test networks when told by name');
+    assert.equal(loadConfig({ NODE_ENV: 'production', PAYMENTS_TEST_NETWORK: 'off' }).payments.testNetwork, undefined);
+    assert.equal(loadConfig({ NODE_ENV: 'production', X402_PAY_TO: payTo }).payments.testNetwork, undefined);
+    for (const env of [{ NODE_ENV: 'production' }, { PAYMENTS_TEST_NETWORK: 'on', X402_PAY_TO: payTo }]) {
+      assert.throws(() => loadConfig(env), (err: Error) => err instanceof ConfigError && err.message.includes('PAYMENTS_TEST_NETWORK'), JSON.stringify(env));
+    }
   });
 
   it('BASE_URL loses its trailing slash; empty variables mean the default', () => {

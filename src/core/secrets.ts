@@ -31,3 +31,14 @@ export async function keepServiceSecret(database: Database, name: string, make: 
   const row = await database.db.selectFrom('service_secrets').select('value').where('name', '=', name).executeTakeFirstOrThrow();
   return { value: row.value, made: row.value === fresh };
 }
+
+/** Puts `value` under `name` in place of what was kept there (an operator importing a key). */
+export async function replaceServiceSecret(database: Database, name: string, value: string): Promise<void> {
+  await database.write((trx) =>
+    trx
+      .insertInto('service_secrets')
+      .values({ name, value, created_at: nowIso() })
+      .onConflict((oc) => oc.column('name').doUpdateSet({ value, created_at: nowIso() }))
+      .execute(),
+  );
+}

@@ -2,7 +2,7 @@ import fp from 'fastify-plugin';
 import type { Config } from '../config.ts';
 import type { Feature } from '../core/feature.ts';
 import { loadSkills } from './agent-skills.ts';
-import { registerOpenApi } from './openapi.ts';
+import { registerOpenApi, type PaymentInfo } from './openapi.ts';
 import { frontDoorRoutes } from './front-door-routes.ts';
 import { collectOperations, discoveryRoutes, type Operation } from './routes.ts';
 
@@ -11,10 +11,10 @@ import { collectOperations, discoveryRoutes, type Operation } from './routes.ts'
  * the API catalog and agent skills. The operations are collected as every other feature's routes
  * register, so the index cannot list one that does not exist or miss one that does.
  */
-export function buildDiscovery({ config }: { config: Config }): Feature<undefined> {
+export function buildDiscovery({ config, payments }: { config: Config; payments: { paymentInfo: PaymentInfo; testNetworkNotice: string | undefined } }): Feature<undefined> {
   const operations: Operation[] = [];
   const operationIndex = fp(async (app) => collectOperations(app, operations), { name: 'operation-index', fastify: '5.x' });
-  const openApi = fp(async (app) => registerOpenApi(app, config.baseUrl), { name: 'openapi', fastify: '5.x' });
+  const openApi = fp(async (app) => registerOpenApi(app, config.baseUrl, (operation) => payments.paymentInfo(operation)), { name: 'openapi', fastify: '5.x' });
   const site = { serviceName: config.serviceName, baseUrl: config.baseUrl, operations };
   return {
     service: undefined,

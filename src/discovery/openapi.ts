@@ -1,7 +1,7 @@
 import swagger from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import { jsonSchemaTransform } from 'fastify-type-provider-zod';
-import { paymentInfo, priceSheets, type PaidOperation } from '../payments/offers.ts';
+import { priceSheets, type PaidOperation } from '../payments/offers.ts';
 
 export const API_VERSION = '1.0.0';
 
@@ -12,7 +12,10 @@ type OperationObject = { operationId?: string; responses?: Record<string, { cont
  * Registers the OpenAPI 3.1 generator (the discovery feature's `openapi` plugin, loaded before any
  * route): it documents every route from the zod schemas that validate it.
  */
-export async function registerOpenApi(app: FastifyInstance, baseUrl: string): Promise<void> {
+/** `x-payment-info` of a paid operation (the payments service's, with the offers in force). */
+export type PaymentInfo = (operation: PaidOperation) => unknown;
+
+export async function registerOpenApi(app: FastifyInstance, baseUrl: string, paymentInfo: PaymentInfo): Promise<void> {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -48,7 +51,7 @@ export async function registerOpenApi(app: FastifyInstance, baseUrl: string): Pr
     transform: jsonSchemaTransform,
     transformObject: (documentObject) => {
       const document = (documentObject as { openapiObject: OpenApiDocument }).openapiObject;
-      return withServiceInfo(withPaymentInfo(withProblemMediaType(document)), baseUrl) as never;
+      return withServiceInfo(withPaymentInfo(withProblemMediaType(document), paymentInfo), baseUrl) as never;
     },
   });
 }
@@ -66,12 +69,12 @@ function withProblemMediaType(document: OpenApiDocument): OpenApiDocument {
   return document;
 }
 
-/** The MPP discovery draft's offers on each paid operation, from the same price sheets the 402s use. */
-function withPaymentInfo(document: OpenApiDocument): OpenApiDocument {
+/** The MPP discovery draft's offers and the x402 requirements on each paid operation, as the 402s make them. */
+function withPaymentInfo(document: OpenApiDocument, paymentInfo: PaymentInfo): OpenApiDocument {
   for (const operations of Object.values(document.paths ?? {})) {
     for (const operation of Object.values(operations)) {
       const id = operation.operationId;
-      if (id && Object.hasOwn(priceSheets, id)) operation['x-payment-info'] = paymentInfo(priceSheets[id as PaidOperation]);
+      if (id && Object.hasOwn(priceSheets, id)) operation['x-payment-info'] = paymentInfo(id as PaidOperation);
     }
   }
   return document;

@@ -1,9 +1,10 @@
 import { createHmac } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type Stripe from 'stripe';
-import type { Config } from '../config.ts';
+import type { Config, PaymentsConfig } from '../config.ts';
 import type { Database } from '../core/db/database.ts';
 import type { Feature } from '../core/feature.ts';
+import { SecretBox } from '../core/sealed-secrets.ts';
 import { noMetrics, type Metrics } from '../core/metrics.ts';
 import type { WorkerJob } from '../dispatch/jobs.ts';
 import { paymentGate } from './gate.ts';
@@ -20,6 +21,28 @@ export interface PaymentsFeature extends Feature<PaymentService> {
 const RECONCILE_EVERY_MS = 60_000;
 
 /**
+ * The settings payments run on: as configured, or on test networks (PAYMENTS_TEST_NETWORK), paid
+ * to the wallet the service keeps (wallet.ts) on x402's test network and Tempo's testnet.
+ */
+async function paymentsInForce(config: Config, database: Database): Promise<PaymentsConfig> {
+  const { payments } = config;
+  if (!payments.testNetwork) return payments;
+  const { loadPaymentWallet } = await import('./wallet.ts');
+  const { address } = await loadPaymentWallet(database, SecretBox.fromKey(config.encryptionKey));
+  return {
+    ...payments,
+    x402: { ...payments.x402, ...payments.testNetwork.x402, assetDecimals: 6, payTo: address },
+    tempo: { recipient: address, rpcUrl: undefined, currency: undefined, testnet: true },
+  };
+}
+
+/** What every 402, `/api` and the front door say of test-network payments; undefined for real ones. */
+export function testNetworkNotice(payments: PaymentsConfig): string | undefined {
+  if (!payments.testNetwork) return undefined;
+  return `Payments on this deployment are on test networks only (x402 on ${payments.testNetwork.x402.network}, MPP tempo on Tempo's testnet), paid to the service's own test wallet: they move test tokens, not money. Its operator sets X402_PAY_TO (and the MPP settings) to take real payments.`;
+}
+
+/**
  * Pay per request: the `payment-gate` plugin, the ledger's routes, and reconciliation. The MPP challenge key is derived from the service secret, so every process
  * sharing the database issues and accepts the same challenges. Offers that lack a setting are
  * named in the log at start-up (and in every 402), never filled with a placeholder.
@@ -30,13 +53,14 @@ export function buildPayments(config: Config, database: Database, serviceSecret:
   let engines: Promise<PaymentEngines> | undefined;
   // The protocols' SDKs (and viem under both) load on first use; the payment gate asks for them
   // as the app starts, so a serving process has them before its first 402.
+  // The test networks' wallet is read (or made) with the engines: viem derives its address.
   const loadEngines = () =>
-    (engines ??= Promise.all([import('./x402.ts'), import('./mpp.ts')]).then(([{ X402Acceptance }, { MppAcceptance }]) => ({
-      x402: new X402Acceptance(config.payments.x402, config.payments.settleTimeoutMs),
-      mpp: new MppAcceptance(config.payments, mppSecret, realm, stripe),
-    })));
+    (engines ??= Promise.all([import('./x402.ts'), import('./mpp.ts'), paymentsInForce(config, database)]).then(([{ X402Acceptance }, { MppAcceptance }, payments]) => {
+      if (payments.testNetwork) log.warn({ payTo: payments.x402.payTo, network: payments.x402.network }, `pay-per-request on test networks, paid to ${payments.x402.payTo}`);
+      return { x402: new X402Acceptance(payments.x402, payments.settleTimeoutMs), mpp: new MppAcceptance(payments, mppSecret, realm, stripe) };
+    }));
   const gaps = offerAvailability(config.payments, stripe !== undefined).unavailable;
-  const service = new PaymentService(new PaymentRepository(database), loadEngines, gaps, mppSecret);
+  const service = new PaymentService(new PaymentRepository(database), loadEngines, gaps, mppSecret, testNetworkNotice(config.payments));
   if (gaps.length > 0) {
     log.warn({ unavailable: gaps }, `pay-per-request: some offers cannot be taken: ${gaps.map((g) => g.reason).join(' ')}`);
   }

@@ -272,9 +272,10 @@ export class MppAcceptance {
   }
 
   private tempoCharge(recipient: string) {
-    const { rpcUrl, currency } = this.config.tempo;
+    const { rpcUrl, currency, testnet } = this.config.tempo;
     const charge = tempo.charge({
       recipient: recipient as `0x${string}`,
+      ...(testnet ? { testnet: true } : {}),
       ...(currency ? { currency: currency as `0x${string}` } : {}),
       ...(rpcUrl ? { getClient: () => createPublicClient({ transport: http(rpcUrl, { timeout: this.config.settleTimeoutMs, retryCount: 0 }) }) } : {}),
     } as never);

@@ -70,8 +70,28 @@ export function tokenAmount(cents: number, decimals: number): string {
   return (BigInt(cents) * 10n ** BigInt(decimals - 2)).toString();
 }
 
-/** `x-payment-info` of an operation, per the MPP discovery draft (amounts as base-unit strings). */
-export function paymentInfo(sheet: PriceSheet) {
+/** The x402 requirements of an operation from the settings alone (none without an address to pay). */
+export function x402Requirements(config: PaymentsConfig['x402'], operation: PaidOperation) {
+  if (!config.payTo || !priceSheets[operation].x402) return [];
+  const { network, asset, assetName, assetVersion, assetDecimals, payTo, maxTimeoutSeconds } = config;
+  return [
+    {
+      scheme: 'exact',
+      network: network as `${string}:${string}`,
+      amount: tokenAmount(priceSheets[operation].usdCents, assetDecimals),
+      asset,
+      payTo,
+      maxTimeoutSeconds,
+      extra: { name: assetName, version: assetVersion },
+    },
+  ];
+}
+
+/**
+ * `x-payment-info` of an operation: the MPP discovery draft's offers (amounts as base-unit
+ * strings), and the x402 requirements a 402 for it holds, when this deployment takes x402.
+ */
+export function paymentInfo(sheet: PriceSheet, accepts: unknown[]) {
   return {
     offers: sheet.mpp.map((offer) => ({
       intent: offer.intent,
@@ -80,6 +100,7 @@ export function paymentInfo(sheet: PriceSheet) {
       currency: 'usd',
       description: offer.description,
     })),
+    ...(accepts.length > 0 ? { x402: { x402Version: 2, accepts } } : {}),
   };
 }
 
@@ -101,7 +122,8 @@ export interface Unavailable {
 export function offerAvailability(config: PaymentsConfig, stripe: boolean): { mpp: Set<`${MppMethod}/${MppIntent}`>; unavailable: Unavailable[] } {
   const unavailable: Unavailable[] = [];
   const mpp = new Set<`${MppMethod}/${MppIntent}`>();
-  if (!config.x402.payTo) {
+  // On test networks both pay the wallet the service keeps (payments/wallet.ts).
+  if (!config.x402.payTo && !config.testNetwork) {
     unavailable.push({ protocol: 'x402', method: 'exact', missing: ['X402_PAY_TO'], reason: 'x402 payments need the address to pay (X402_PAY_TO).' });
   }
   const { secretKey: stripeKey, networkId } = config.stripe;
@@ -111,7 +133,7 @@ export function offerAvailability(config: PaymentsConfig, stripe: boolean): { mp
     const missing = [!stripeKey && 'STRIPE_SECRET_KEY', !networkId && 'STRIPE_NETWORK_ID'].filter((name): name is string => Boolean(name));
     unavailable.push({ protocol: 'mpp', method: 'stripe', missing, reason: `Stripe payments need ${missing.join(' and ')}.` });
   }
-  if (config.tempo.recipient) mpp.add('tempo/charge');
+  if (config.tempo.recipient || config.testNetwork) mpp.add('tempo/charge');
   else unavailable.push({ protocol: 'mpp', method: 'tempo', missing: ['MPP_TEMPO_RECIPIENT'], reason: 'Tempo payments need the address to pay (MPP_TEMPO_RECIPIENT) and a Tempo RPC.' });
   // Card sessions carry an encrypted network token that only a card processor can charge, and
   // the one SDK for it is not open source: offered as the seed lists it, refused when used.

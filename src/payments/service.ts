@@ -7,7 +7,7 @@ import { ownStore, type Caller } from '../core/http/caller.ts';
 import { newId } from '../core/ids.ts';
 import { Problem } from '../core/problems.ts';
 import type { IssuedChallenge, MppAcceptance, MppPayment } from './mpp.ts';
-import { priceSheets, type PaidOperation, type Unavailable } from './offers.ts';
+import { paymentInfo, priceSheets, type PaidOperation, type Unavailable } from './offers.ts';
 import type { PaidInput } from './paid-operations.ts';
 import type { PaymentRow, PaymentRepository } from './repository.ts';
 import type { X402Acceptance, X402Check, X402Payment } from './x402.ts';
@@ -102,6 +102,7 @@ export class PaymentService {
   private readonly howTo = new Map<string, Problem>();
   private readonly gaps: Unavailable[];
   private readonly checksBeforeCharge = new Map<PaidOperation, ChargeCheck>();
+  private loaded: PaymentEngines | undefined;
 
   /**
    * @param engines the two protocols' engines, made on first use: their SDKs are most of the
@@ -114,13 +115,24 @@ export class PaymentService {
     private readonly engines: () => Promise<PaymentEngines>,
     gaps: Unavailable[],
     private readonly mppSecret: string,
+    /** Said wherever payment is asked for when payments are on test networks (PAYMENTS_TEST_NETWORK). */
+    readonly testNetworkNotice: string | undefined = undefined,
   ) {
     this.gaps = gaps;
   }
 
+  /**
+   * `x-payment-info` of a paid operation, for /openapi.json: its MPP offers, and the x402
+   * requirements its 402 holds once the engines are loaded (a serving process loads them before
+   * it listens).
+   */
+  paymentInfo(operation: PaidOperation) {
+    return paymentInfo(priceSheets[operation], this.loaded?.x402.requirements(operation) ?? []);
+  }
+
   /** Resolves once both protocols' engines are loaded (a serving process waits for it at start-up). */
   async ready(): Promise<void> {
-    await this.engines();
+    this.loaded = await this.engines();
   }
 
   /** Offers this deployment cannot take, with the settings that would enable them. */
@@ -241,7 +253,8 @@ export class PaymentService {
     if (!reason) {
       const sheet = priceSheets[operation];
       const howTo = `${sheet.description}: USD ${(sheet.usdCents / 100).toFixed(2)}. Pay with x402 (PAYMENT-SIGNATURE) or MPP (Authorization: Payment), or call with an access token from /api/agent/register.`;
-      reason = new Problem('payment-required', anyOffer ? howTo : `${howTo} No payment method is configured on this deployment: ${this.gaps.map((g) => g.reason).join(' ')}`);
+      const notice = this.testNetworkNotice ? ` ${this.testNetworkNotice}` : '';
+      reason = new Problem('payment-required', anyOffer ? `${howTo}${notice}` : `${howTo} No payment method is configured on this deployment: ${this.gaps.map((g) => g.reason).join(' ')}`);
       this.howTo.set(key, reason);
     }
     return reason;

@@ -9,7 +9,7 @@ import { getAddress, recoverTypedDataAddress, type Address, type Hex } from 'vie
 import type { PaymentsConfig } from '../config.ts';
 import { Problem, ServiceUnavailable } from '../core/problems.ts';
 import { unreadableX402Payment } from './pipeline.ts';
-import { priceSheets, tokenAmount, type PaidOperation } from './offers.ts';
+import { priceSheets, x402Requirements, type PaidOperation } from './offers.ts';
 
 /** A PAYMENT-SIGNATURE the facilitator accepted, waiting for the handler's outcome. */
 export interface X402Payment {
@@ -86,19 +86,7 @@ export class X402Acceptance {
   }
 
   requirements(operation: PaidOperation): PaymentRequirements[] {
-    if (!this.config.payTo || !priceSheets[operation].x402) return [];
-    const { network, asset, assetName, assetVersion, assetDecimals, payTo, maxTimeoutSeconds } = this.config;
-    return [
-      {
-        scheme: 'exact',
-        network: network as `${string}:${string}`,
-        amount: tokenAmount(priceSheets[operation].usdCents, assetDecimals),
-        asset,
-        payTo,
-        maxTimeoutSeconds,
-        extra: { name: assetName, version: assetVersion },
-      },
-    ];
+    return x402Requirements(this.config, operation);
   }
 
   paymentRequired(operation: PaidOperation, resourceUrl: string, error?: string): PaymentRequired {
