@@ -64,6 +64,7 @@ for (const dialect of testDialects()) {
       const before = await chain.usdcBalance(wallet);
       const res = await x402PayingFetch(chain)(`${service.baseUrl}/api`);
       assert.equal(res.status, 200, await res.clone().text());
+      assert.match((await res.json()).testNetworkPayments, /test networks only/, 'the index says so too');
       assert.equal(await chain.usdcBalance(wallet), before + PRICE);
       const [row] = await service.database.db.selectFrom('payments').selectAll().where('operation', '=', 'getApiIndex').execute();
       assert.equal(row?.status, 'settled');

@@ -15,7 +15,7 @@ export function buildDiscovery({ config, payments }: { config: Config; payments:
   const operations: Operation[] = [];
   const operationIndex = fp(async (app) => collectOperations(app, operations), { name: 'operation-index', fastify: '5.x' });
   const openApi = fp(async (app) => registerOpenApi(app, config.baseUrl, (operation) => payments.paymentInfo(operation)), { name: 'openapi', fastify: '5.x' });
-  const site = { serviceName: config.serviceName, baseUrl: config.baseUrl, operations };
+  const site = { serviceName: config.serviceName, baseUrl: config.baseUrl, operations, testNetworkNotice: payments.testNetworkNotice };
   return {
     service: undefined,
     plugins: [openApi, operationIndex],

@@ -14,6 +14,7 @@ const apiIndexSchema = z
     mcp: z
       .object({ url: z.url(), transport: z.literal('streamable-http'), authorization: z.url().describe('Protected resource metadata (RFC 9728)') })
       .describe('The same operations as MCP tools'),
+    testNetworkPayments: z.string().optional().describe('Present when payments per request are taken on test networks only (test tokens, no money): says so'),
     operations: z.array(
       z.object({
         operationId: z.string(),
@@ -52,7 +53,7 @@ export function collectOperations(app: FastifyInstance, operations: Operation[])
  * `/api` (the API index) and `/openapi.json`. Both are derived from the registered routes, so
  * they can never list an operation that does not exist or miss one that does.
  */
-export function discoveryRoutes(options: { serviceName: string; baseUrl: string; operations: Operation[] }) {
+export function discoveryRoutes(options: { serviceName: string; baseUrl: string; operations: Operation[]; testNetworkNotice: string | undefined }) {
   const { operations } = options;
   return async function (app: FastifyInstance) {
 
@@ -72,6 +73,7 @@ export function discoveryRoutes(options: { serviceName: string; baseUrl: string;
         description: 'Back-in-stock alerts for e-commerce stores: subscribe shoppers to restock e-mails and buy the monthly plan.',
         openapi: `${options.baseUrl}/openapi.json`,
         mcp: { url: `${options.baseUrl}/mcp`, transport: 'streamable-http' as const, authorization: `${options.baseUrl}/.well-known/oauth-protected-resource` },
+        ...(options.testNetworkNotice ? { testNetworkPayments: options.testNetworkNotice } : {}),
         operations: [...operations].sort((a, b) => a.path.localeCompare(b.path) || a.method.localeCompare(b.method)),
       }),
     });
