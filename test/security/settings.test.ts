@@ -21,6 +21,7 @@ const URL_SETTINGS: Record<string, string> = {
   STRIPE_API_URL: 'typed: core/stripe-client.ts takes host, port and protocol',
   TWILIO_API_URL: 'typed: sms/settings.ts parseApiOrigin keeps the origin only (no credentials, path or query); the SDK is never given it, its HTTP client rewrites the origin',
   X402_FACILITATOR_URL: 'an HTTP endpoint the facilitator client posts to; no options',
+  X402_TEST_FACILITATOR_URL: 'the same, for the test network (PAYMENTS_TEST_NETWORK)',
   MPP_TEMPO_RPC_URL: 'an HTTP endpoint the RPC transport posts to; no options',
   OTEL_EXPORTER_OTLP_ENDPOINT: 'typed: observability/settings.ts tracesUrlOf keeps scheme, host, port and path (no credentials, query or fragment); the exporter is given that with /v1/traces and nothing else',
 };
