@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
+import { buildA2a } from './a2a/feature.ts';
 import { buildAgents } from './agents/feature.ts';
 import type { Config } from './config.ts';
 import type { Database } from './core/db/database.ts';
@@ -75,6 +76,7 @@ export async function buildWebFeatures(config: Config, database: Database, mail:
       dashboard,
       buildShoppers({ alerts: domain.alerts, dispatch: domain.dispatch, conversions: domain.conversions, inventory: domain.inventory, stores: domain.stores }),
       buildMcp({ config, domain, gate: agents.gate, metrics }),
+      buildA2a({ config, domain, gate: agents.gate, metrics }),
       buildDiscovery({ config, payments: domain.payments }),
       built.worker,
     ],

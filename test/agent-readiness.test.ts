@@ -3,7 +3,8 @@
  * HTTP from the service listening on loopback, whose origin is its BASE_URL (every document
  * carries absolute URLs). `/` and `/docs` in HTML and Markdown saying the same; robots.txt,
  * sitemap.xml and llms.txt; the RFC 9727 API catalog; the MCP server card matching what the
- * official MCP client is told; the agent skills, their digests, and their shell commands run as
+ * official MCP client is told; the A2A agent card (both versions) and the official A2A client
+ * reading it; the agent skills, their digests, and their shell commands run as
  * written with curl; auth.md matching the `agent_auth` metadata; every URL in every document
  * answering.
  *
@@ -16,6 +17,7 @@ import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import net from 'node:net';
 import { after, before, describe, it } from './fixtures/suites.ts';
+import { ClientFactory } from '@a2a-js/sdk/client';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { startListeningTestApp, type TestApp } from './fixtures/app.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
@@ -34,6 +36,7 @@ const SKILL_NAME = /^[a-z0-9]+(-[a-z0-9]+)*$/;
 const NOT_PLAIN_GET: Record<string, { method: 'GET' | 'POST'; status: number; reason: string }> = {
   '/api': { method: 'GET', status: 402, reason: 'the API index is paid per request without a token' },
   '/mcp': { method: 'GET', status: 405, reason: 'stateless Streamable HTTP: JSON-RPC is POSTed, no stream to open' },
+  '/a2a': { method: 'GET', status: 405, reason: 'A2A JSON-RPC is POSTed' },
   '/dashboard': { method: 'GET', status: 303, reason: 'merchants only: sends to the sign-in page' },
   '/api/agent/claim': { method: 'GET', status: 400, reason: 'the claim page needs the claim_token it was handed' },
   '/api/agent/register': { method: 'POST', status: 400, reason: 'POST-only: registration' },
@@ -179,6 +182,8 @@ describe('agent readiness of the front door', () => {
     addText(llms, 'llms.txt');
     addJson(JSON.parse((await getText('/.well-known/api-catalog')).text), 'api-catalog');
     addJson(await getJson('/.well-known/mcp/server-card.json'), 'MCP server card');
+    addJson(await getJson('/.well-known/agent-card.json'), 'A2A agent card');
+    addJson((await (await get('/.well-known/agent-card.json', { headers: { 'a2a-version': '1.0' } })).json()) as unknown, 'A2A agent card (1.0)');
     addJson(await getJson('/.well-known/agent-skills/index.json'), 'skills index');
     addText((await getText('/auth.md')).text, 'auth.md');
     // Linked from the front door and the card: documents too. The SKILL.md files are not walked
@@ -494,11 +499,26 @@ describe('agent readiness of the front door', () => {
     for (const type of agentAuth.identity_assertion.assertion_types_supported) assert.ok(text.includes(type), `assertion type ${type}`);
   });
 
-  it('/.well-known/agent-card.json is not published (no A2A endpoint exists)', async () => {
-    const res = await get('/.well-known/agent-card.json');
-    assert.equal(res.status, 404);
-    assert.equal(mediaType(res.headers.get('content-type')), 'application/problem+json');
-    assert.equal(((await res.json()) as { status: number }).status, 404);
+  it('the A2A agent card: 0.3 for a client naming no version, 1.0 for the official client, which finds the endpoint and its skills with it', async () => {
+    const legacy = await getJson('/.well-known/agent-card.json');
+    assert.equal(legacy.protocolVersion, '0.3');
+    assert.equal(legacy.url, `${base}/a2a`);
+    assert.equal(legacy.preferredTransport, 'JSONRPC');
+    for (const field of ['name', 'description', 'version', 'capabilities', 'defaultInputModes', 'defaultOutputModes', 'skills', 'securitySchemes']) assert.ok(field in legacy, field);
+    const v1 = await get('/.well-known/agent-card.json', { headers: { 'a2a-version': '1.0' } });
+    assert.equal(mediaType(v1.headers.get('content-type')), 'application/json');
+    assert.match(v1.headers.get('vary') ?? '', /A2A-Version/i);
+    const card = (await v1.json()) as { supportedInterfaces: Array<{ url: string; protocolVersion: string }>; skills: Array<{ id: string }>; securitySchemes: Record<string, { httpAuthSecurityScheme?: { description: string } }> };
+    assert.deepEqual(card.supportedInterfaces.map((face) => [face.url, face.protocolVersion]), [[`${base}/a2a`, '1.0'], [`${base}/a2a`, '0.3']]);
+    assert.deepEqual(card.skills.map((skill) => skill.id), (legacy.skills as Array<{ id: string }>).map((skill) => skill.id));
+    // The security scheme points at the OAuth metadata, which answers.
+    const description = card.securitySchemes.agentToken?.httpAuthSecurityScheme?.description ?? '';
+    for (const path of ['/.well-known/oauth-protected-resource', '/.well-known/oauth-authorization-server']) {
+      assert.ok(description.includes(`${base}${path}`), path);
+      await getJson(path);
+    }
+    const client = await new ClientFactory().createFromUrl(base);
+    assert.deepEqual((await client.getAgentCard()).skills.map((skill) => skill.id), card.skills.map((skill) => skill.id));
   });
 
   /**

@@ -1,15 +1,17 @@
 /**
  * Tenancy, walked across the whole surface: store A's agent, holding every scope, calls each HTTP
- * operation and each MCP tool with store B's domain and B's record ids, and is refused (404 as if
- * the record did not exist, 403 for a write naming B) with every table left as it was. Operations
- * come from the app's own /openapi.json and tools from tools/list, so one added later without a
- * case here fails this file. A second test keeps the tenancy rules inside the services.
+ * operation, each MCP tool and each A2A skill with store B's domain and B's record ids, and is
+ * refused (404 as if the record did not exist, 403 for a write naming B) with every table left as
+ * it was. Operations come from the app's own /openapi.json, tools from tools/list and skills from
+ * the agent card, so one added later without a case here fails this file. A second test keeps
+ * the tenancy rules inside the services.
  */
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { after, before, describe, it } from './fixtures/suites.ts';
+import { a2aClient, problemOf, skillMessage, withToken } from './fixtures/a2a.ts';
 import { call, expectStatus, storeWithAgent, uniqueEmail, type StoreAgent } from './fixtures/agents.ts';
 import { dialectSkip, startListeningTestApp, testDialects, type TestApp } from './fixtures/app.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
@@ -105,6 +107,16 @@ const TOOL_CASES: Record<string, { status: 403 | 404; args: (b: TenantB) => Reco
 
 const TOOLS_WITHOUT_TENANT: Record<string, string> = {
   get_health: 'service health',
+};
+
+/** Every A2A skill names a store or a record; each is its MCP tool's twin, so it takes the tool's case. */
+const SKILL_CASES: Record<string, (typeof TOOL_CASES)[string]> = {
+  subscribeAlert: TOOL_CASES.subscribe_alert!,
+  getSubscription: TOOL_CASES.get_subscription!,
+  cancelSubscription: TOOL_CASES.cancel_subscription!,
+  checkoutPlan: TOOL_CASES.checkout_plan!,
+  getStockStatus: TOOL_CASES.get_stock_status!,
+  getAlertQueue: TOOL_CASES.get_alert_queue!,
 };
 
 interface Operation {
@@ -236,6 +248,20 @@ for (const dialect of testDialects()) {
         assert.equal(result.isError, true, `${tool.name} answered ${JSON.stringify(result)}`);
         assert.equal((result.structuredContent as { status?: number } | undefined)?.status, walk.status, `${tool.name}: ${JSON.stringify(result)}`);
         assert.deepEqual(await t.tableDigests(), before, `${tool.name} changed stored data`);
+      }
+    });
+
+    it("refuses every A2A skill sent with store B's shop or ids to store A's agent, changing nothing", async () => {
+      const client = await a2aClient(base);
+      const { skills } = await client.getAgentCard();
+      assertCovers(Object.keys(SKILL_CASES), skills.map((skill) => skill.id), 'A2A skills');
+
+      for (const skill of skills) {
+        const walk = SKILL_CASES[skill.id]!;
+        const before = await t.tableDigests();
+        const answer = await client.sendMessage({ tenant: '', message: skillMessage(skill.id, walk.args(b)), configuration: undefined, metadata: undefined }, withToken(a.token));
+        assert.equal(problemOf(answer).status, walk.status, `${skill.id}: ${JSON.stringify(answer)}`);
+        assert.deepEqual(await t.tableDigests(), before, `${skill.id} changed stored data`);
       }
     });
 

@@ -74,9 +74,9 @@ export function llmsTxt(o: { serviceName: string; baseUrl: string; skills: Array
   const u = publicUrls(o.baseUrl);
   return `# ${o.serviceName}
 
-> Back-in-stock alerts for e-commerce stores, for AI agents over HTTP and MCP: subscribe a customer's e-mail to a sold-out product and it is e-mailed once when the store restocks; buy a store's monthly plan. Register for a bearer credential, or pay per request (x402 or MPP) without one.
+> Back-in-stock alerts for e-commerce stores, for AI agents over HTTP, MCP and A2A: subscribe a customer's e-mail to a sold-out product and it is e-mailed once when the store restocks; buy a store's monthly plan. Register for a bearer credential, or pay per request (x402 or MPP) without one.
 
-Start with the API reference or the OpenAPI document. Authentication is described in auth.md; every operation is also an MCP tool.
+Start with the API reference or the OpenAPI document. Authentication is described in auth.md; every operation is also an MCP tool, and the main ones are A2A skills.
 
 ## Docs
 
@@ -85,6 +85,7 @@ Start with the API reference or the OpenAPI document. Authentication is describe
 - [auth.md](${u.authMd}): register, claim, use and revoke a credential
 - [API catalog](${u.apiCatalog}): RFC 9727 linkset of this API
 - [MCP server card](${u.mcpCard}): the MCP endpoint ${u.mcp}, its tools and authorization
+- [A2A agent card](${u.a2aCard}): the A2A endpoint ${u.a2a} (JSON-RPC), its skills and authorization
 
 ## Skills
 
@@ -115,6 +116,7 @@ export function apiCatalog(baseUrl: string) {
         'service-meta': [
           { href: u.protectedResource, type: 'application/json' },
           { href: u.mcpCard, type: 'application/json' },
+          { href: u.a2aCard, type: 'application/json' },
         ],
         status: [{ href: u.health, type: 'application/json' }],
       },

@@ -22,6 +22,8 @@ export function publicUrls(baseUrl: string) {
     authMd: `${baseUrl}/auth.md`,
     mcp: `${baseUrl}/mcp`,
     mcpCard: `${baseUrl}/.well-known/mcp/server-card.json`,
+    a2a: `${baseUrl}/a2a`,
+    a2aCard: `${baseUrl}/.well-known/agent-card.json`,
     skills: `${baseUrl}/.well-known/agent-skills/index.json`,
     protectedResource: `${baseUrl}/.well-known/oauth-protected-resource`,
     authorizationServer: `${baseUrl}/.well-known/oauth-authorization-server`,
@@ -40,7 +42,7 @@ export function frontDoor(o: FrontDoorOptions): Document {
     title: `${o.serviceName}`,
     summary:
       'Back-in-stock alerts for e-commerce stores. A shopper leaves an e-mail for a sold-out product; when the store restocks it, ' +
-      'Restock e-mails them once, in batches sized to the stock, with one-click unsubscribe. AI agents use the same service over an HTTP API and MCP.',
+      'Restock e-mails them once, in batches sized to the stock, with one-click unsubscribe. AI agents use the same service over an HTTP API, MCP and A2A.',
     sections: [
       {
         heading: 'For shoppers',
@@ -65,7 +67,7 @@ export function frontDoor(o: FrontDoorOptions): Document {
       {
         heading: 'For AI agents',
         blocks: [
-          paragraph('Three ways in, all described by machine-readable documents:'),
+          paragraph('Four ways in, all described by machine-readable documents:'),
           list(
             [
               'Register and get a bearer credential: ',
@@ -84,6 +86,7 @@ export function frontDoor(o: FrontDoorOptions): Document {
               ` ${price(priceSheets.checkoutPlan.usdCents)}; a request without a token gets HTTP 402 with x402 and MPP offers.`,
             ],
             ['Or use the same operations as MCP tools at ', link(u.mcp, u.mcp), ' (Streamable HTTP; ', link('server card', u.mcpCard), ').'],
+            ['Or as A2A skills at ', code(u.a2a), ' (JSON-RPC; ', link('agent card', u.a2aCard), ').'],
           ),
           { kind: 'code', language: 'sh', text: startExample(o.baseUrl) },
           list(
@@ -91,6 +94,7 @@ export function frontDoor(o: FrontDoorOptions): Document {
             [link('API reference', u.docs)],
             [link('API catalog (RFC 9727)', u.apiCatalog)],
             [link('Agent skills', u.skills)],
+            [link('A2A agent card', u.a2aCard)],
             [link('llms.txt', u.llms)],
             [link('OAuth protected resource metadata', u.protectedResource)],
             [link('OAuth authorization server metadata', u.authorizationServer)],
@@ -160,6 +164,23 @@ export function apiReference(o: FrontDoorOptions, operations: Operation[]): Docu
       {
         heading: 'MCP',
         blocks: [paragraph('The same operations are MCP tools at ', link(u.mcp, u.mcp), '; see the ', link('server card', u.mcpCard), ' for the tools and how to authorize.')],
+      },
+      {
+        heading: 'A2A',
+        blocks: [
+          paragraph(
+            'Some operations are A2A skills at ',
+            code(u.a2a),
+            ' (JSON-RPC, A2A 1.0 and 0.3; ',
+            link('agent card', u.a2aCard),
+            '). A message names the skill, by its operation, in one data part: ',
+            code('{"skill": "subscribeAlert", "input": {...}}'),
+            ', the input being the operation’s MCP tool arguments (its body, or the store and ids its path names), as the card’s extension gives each as JSON Schema. The task comes back completed, its artifact holding what the HTTP operation answers, ',
+            'or rejected with the same problem details. The same tokens and scopes; without a token, ',
+            code('subscribeAlert'),
+            ' can be paid with the x402 extension for A2A.',
+          ),
+        ],
       },
       {
         heading: 'Errors',
