@@ -166,6 +166,9 @@ describe('the restock command', () => {
         [['eip155:84532', address, '0x036CbD53842c5426634e7929541eC2318f3dCF7e']],
       );
       assert.match((await index.json()).detail, /test networks only/);
+      assert.match(index.headers.get('www-authenticate') ?? '', /Payment .*method="tempo"/, "an MPP tempo challenge, on Tempo's testnet");
+      const landing = await fetch(`${base}/`, { headers: { accept: 'text/markdown' } });
+      assert.match(await landing.text(), /test networks only/, 'the landing page says so beside the prices');
       const document = await (await fetch(`${base}/openapi.json`)).json();
       assert.deepEqual(document.paths['/api'].get['x-payment-info'].x402.accepts, required.accepts);
 

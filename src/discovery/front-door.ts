@@ -7,6 +7,8 @@ import type { Operation } from './routes.ts';
 export interface FrontDoorOptions {
   serviceName: string;
   baseUrl: string;
+  /** Set when payments per request are on test networks (PAYMENTS_TEST_NETWORK): said beside the prices. */
+  testNetworkNotice?: string | undefined;
 }
 
 /** Where each public document lives; the landing page, llms.txt, the sitemap and the catalog all read these. */
@@ -84,6 +86,7 @@ export function frontDoor(o: FrontDoorOptions): Document {
               ` costs ${price(priceSheets.subscribeAlert.usdCents)}, `,
               code('checkoutPlan'),
               ` ${price(priceSheets.checkoutPlan.usdCents)}; a request without a token gets HTTP 402 with x402 and MPP offers.`,
+              ...(o.testNetworkNotice ? [` ${o.testNetworkNotice}`] : []),
             ],
             ['Or use the same operations as MCP tools at ', link(u.mcp, u.mcp), ' (Streamable HTTP; ', link('server card', u.mcpCard), ').'],
             ['Or as A2A skills at ', code(u.a2a), ' (JSON-RPC; ', link('agent card', u.a2aCard), ').'],
