@@ -11,7 +11,7 @@ import { SignJWT } from 'jose';
 import { after, before, describe, it } from './fixtures/suites.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { dialectSkip, startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
-import { call, codeIn, registerAnonymousAgent, requestCode, submitCode, uniqueEmail, type RegisteredAgent } from './fixtures/agents.ts';
+import { agentOfMailed, call, uniqueEmail, type RegisteredAgent } from './fixtures/agents.ts';
 import { startSmtpSink, type SmtpSink } from './fixtures/smtp-sink.ts';
 import { startBigCommerce, type BcProduct, type BigCommerceStandIn } from './fixtures/bigcommerce.ts';
 
@@ -77,15 +77,7 @@ for (const dialect of testDialects()) {
       await sink?.close();
     });
 
-    /** An agent the owner claims for the store, the code read from the mail server. */
-    async function agentOf(domain: string, owner: string): Promise<RegisteredAgent> {
-      const agent = await registerAnonymousAgent(t.app);
-      assert.equal((await requestCode(t.app, agent.claimToken, owner, domain)).statusCode, 200);
-      const code = codeIn((await sink.waitFor((m) => m.recipients.includes(owner))).text);
-      const claimed = await submitCode(t.app, agent.claimToken, code);
-      assert.equal(claimed.statusCode, 200, claimed.body);
-      return { ...agent, token: claimed.json().credential };
-    }
+    const agentOf = (domain: string, owner: string) => agentOfMailed(t.app, sink, domain, owner);
 
     /** The merchant clicks Install: BigCommerce sends their browser to the auth callback. */
     async function install(hash: string) {
