@@ -247,6 +247,18 @@ for (const dialect of testDialects()) {
       assert.deepEqual(await t.tableDigests(), before);
     });
 
+    it('a webhook whose product BigCommerce fails to give back is answered 502 (BigCommerce delivers again) and stores nothing', async () => {
+      const { hash } = await installed();
+      const { product, email } = await waitingShopper(hash);
+      const before = await t.tableDigests();
+      bc.failNext(1, (request) => request.method === 'GET' && request.path.endsWith('/v3/catalog/products'));
+      const statuses = await restockVariant(hash, product, 3);
+      assert.deepEqual(statuses, [502]);
+      assert.deepEqual(await t.tableDigests(), before);
+      await t.runWorker();
+      assert.equal(mailFor(email).length, 0);
+    });
+
     it('reconciliation catches a restock whose webhook never came', async () => {
       const { hash, domain } = await installed();
       const { product, email } = await waitingShopper(hash);

@@ -216,6 +216,28 @@ for (const dialect of testDialects()) {
       await sink.waitFor((m) => m.recipients.includes(email));
     });
 
+    it('a delivery whose variations the site will not give is answered 502 and stores nothing', async () => {
+      const { domain, agent } = await connected();
+      const product = variableProduct(0);
+      product.manage_stock = true;
+      product.stock_quantity = 0;
+      for (const variation of product.variations) variation.manage_stock = false;
+      const { email } = await waitingShopper(domain, product, 1);
+      const ids = (await call(t.app, 'GET', `/api/v1/stores/${domain}/woocommerce`, { token: agent.token })).json().webhookIds as number[];
+      const updated = [...site.webhooks.values()].find((webhook) => ids.includes(webhook.id) && webhook.topic === 'product.updated')!;
+      const before = await t.tableDigests();
+      // The keys are gone, the webhook still signs: the parent is announced, its variations cannot be read.
+      site.revokeKeys();
+      await site.update(product.id, (p) => {
+        p.stock_quantity = 4;
+        p.stock_status = 'instock';
+      });
+      assert.equal(updated.lastStatus, 502, 'the site is told the product could not be read, not answered a 500');
+      assert.deepEqual(await t.tableDigests(), before);
+      await t.runWorker();
+      assert.equal(mailFor(email).length, 0);
+    });
+
     it('reconciliation catches a restock whose webhook never came', async () => {
       const { domain } = await connected();
       const { product, email } = await waitingShopper(domain);

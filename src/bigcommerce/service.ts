@@ -188,7 +188,14 @@ export class BigCommerceService implements StoreConnector {
     if (event.data.producer !== `stores/${row.site}`) throw new Problem('invalid-webhook', `The webhook's producer is not ${row.store_domain}'s store. Nothing was recorded.`);
     const productId = productOfEvent(event.data);
     if (productId === undefined) return { reports: 0 };
-    const reports = await this.readReports(row, [productId]);
+    let reports: StockReport[];
+    try {
+      reports = await this.readReports(row, [productId]);
+    } catch (err) {
+      // Not taken: BigCommerce delivers again after a refusal, and reconciliation reads the product anyway.
+      if (err instanceof BigCommerceError) throw new Problem('upstream-failed', `The product could not be read back from BigCommerce (${err.message}); the webhook was not taken.`);
+      throw err;
+    }
     if (reports.length > 0) await this.deps.inventory.reportStock(row.store_domain, reports, { kind: 'bigcommerce-webhook', ref: `${event.data.scope} product ${productId}`.slice(0, 96), verified: true });
     return { reports: reports.length };
   }

@@ -146,7 +146,14 @@ export class WooCommerceService implements StoreConnector {
     if (!(WEBHOOK_TOPICS as readonly string[]).includes(topic)) return { kind: 'reported', reports: 0 };
     const product = wooProductSchema.safeParse(jsonOf(raw));
     if (!product.success) throw new Problem('malformed-request', `The ${topic} delivery is not a WooCommerce product: ${product.error.issues[0]!.path.join('.')} ${product.error.issues[0]!.message}.`);
-    const reports = await this.reportsOf(row, product.data, nowIso());
+    let reports: StockReport[];
+    try {
+      reports = await this.reportsOf(row, product.data, nowIso());
+    } catch (err) {
+      // The site does not deliver again; the next reconciliation reads the product.
+      if (err instanceof WooCommerceError) throw new Problem('upstream-failed', `The product's variations could not be read from the site (${err.message}); the delivery was not taken.`);
+      throw err;
+    }
     if (reports.length > 0) {
       const ref = headerOf(headers, 'x-wc-webhook-delivery-id') ?? `product ${product.data.id}`;
       await this.deps.inventory.reportStock(row.store_domain, reports, { kind: 'woocommerce-webhook', ref: `delivery ${ref.slice(0, 64)}`, verified: true });
