@@ -10,8 +10,8 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { SignJWT } from 'jose';
 import { after, before, describe, it } from './fixtures/suites.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
-import { dialectSkip, startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
-import { agentOfMailed, call, uniqueEmail, type RegisteredAgent } from './fixtures/agents.ts';
+import { dialectSkip, postsToApp, startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
+import { agentOfMailed, call, uniqueEmail } from './fixtures/agents.ts';
 import { startSmtpSink, type SmtpSink } from './fixtures/smtp-sink.ts';
 import { startBigCommerce, type BcProduct, type BigCommerceStandIn } from './fixtures/bigcommerce.ts';
 
@@ -65,11 +65,7 @@ for (const dialect of testDialects()) {
         BIGCOMMERCE_CLIENT_SECRET: APP.clientSecret,
       });
       // What BigCommerce sends to the service's address arrives as a request to the app.
-      bc = await startBigCommerce(APP, async (request) => {
-        assert.ok(request.url.startsWith(BASE), request.url);
-        const res = await t.app.inject({ method: 'POST', url: request.url.slice(BASE.length), headers: request.headers, payload: request.body });
-        return res.statusCode;
-      });
+      bc = await startBigCommerce(APP, postsToApp(t));
     });
     after(async () => {
       await bc?.close();

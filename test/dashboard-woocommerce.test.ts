@@ -9,66 +9,23 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { LightMyRequestResponse } from 'fastify';
-import { MailOutboxRepository } from '../src/core/mail/outbox-repository.ts';
 import { after, before, describe, it } from './fixtures/suites.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
-import { dialectSkip, startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
+import { dialectSkip, postsToApp, startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
 import { startWooCommerce, type WooCommerceStandIn } from './fixtures/woocommerce.ts';
+import { assertHtml, csrfOf, getPage, postForm, signIn } from './fixtures/dashboard.ts';
 
 failOnLeakedHandles();
 
 // WooCommerce posts approved keys only to an https:// callback.
 const BASE = 'https://restock.test';
 const UNLIMITED = { SIGN_IN_LIMIT_PER_HOUR: '1000000', STOREFRONT_LIMIT_PER_HOUR: '1000000' };
-const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
-const BROWSER = { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' };
-const COOKIE = 'restock_dashboard';
 const PAGE = '/dashboard/woocommerce';
 
 let counter = 0;
 const unique = () => `${Date.now() % 1_000_000}${++counter}`;
 const newEmail = (who: string) => `${who}-${unique()}@example.com`;
 const escaped = (text: string) => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
-
-function postForm(t: TestApp, url: string, fields: Record<string, string>, cookie?: string): Promise<LightMyRequestResponse> {
-  return t.app.inject({ method: 'POST', url, headers: { ...FORM, ...BROWSER, ...(cookie ? { cookie } : {}) }, payload: new URLSearchParams(fields).toString() });
-}
-
-function getPage(t: TestApp, url: string, cookie?: string): Promise<LightMyRequestResponse> {
-  return t.app.inject({ method: 'GET', url, headers: { ...BROWSER, ...(cookie ? { cookie } : {}) } });
-}
-
-function sessionCookie(res: LightMyRequestResponse): string | undefined {
-  const header = [res.headers['set-cookie'] ?? []].flat().find((line) => line.startsWith(`${COOKIE}=`));
-  const value = header?.split(';')[0]!.slice(COOKIE.length + 1);
-  return value ? `${COOKIE}=${value}` : undefined;
-}
-
-function csrfOf(body: string): string {
-  const found = /name="csrf" value="([^"]+)"/.exec(body);
-  assert.ok(found, 'the page carries a CSRF token');
-  return found[1]!;
-}
-
-function assertHtml(res: LightMyRequestResponse, status: number) {
-  assert.equal(res.statusCode, status, res.body);
-  assert.match(res.headers['content-type'] as string, /^text\/html/);
-}
-
-/** Signs in as the store's owner by the link mailed to the local outbox; returns the session's `cookie` header. */
-async function signIn(t: TestApp, shop: string, owner: string): Promise<string> {
-  assertHtml(await postForm(t, '/dashboard/sign-in', { shop }), 200);
-  const mail = await new MailOutboxRepository(t.database).latestFor(owner, 'dashboard-sign-in');
-  assert.ok(mail, 'the owner got a sign-in mail');
-  const link = new RegExp(`${escaped(BASE)}(/dashboard/sign-in/[A-Za-z0-9_-]+)`).exec(mail.text);
-  assert.ok(link, mail.text);
-  const used = await postForm(t, link[1]!, {});
-  assert.equal(used.statusCode, 303, used.body);
-  const cookie = sessionCookie(used);
-  assert.ok(cookie);
-  return cookie;
-}
 
 /** A store of the platform, its owner signed in. */
 async function signedInStore(t: TestApp, platform: 'woocommerce' | 'shopify') {
@@ -95,10 +52,7 @@ for (const dialect of testDialects()) {
     before(async () => {
       t = await startTestApp(dialect, { ...UNLIMITED, BASE_URL: BASE, RESTOCK_ENCRYPTION_KEY: randomBytes(32).toString('base64'), RECONCILE_INTERVAL_MINUTES: '0' });
       // What the site sends to the service's address (webhook pings, approved keys) arrives as a request to the app.
-      site = await startWooCommerce(async (request) => {
-        assert.ok(request.url.startsWith(BASE), request.url);
-        return (await t.app.inject({ method: 'POST', url: request.url.slice(BASE.length), headers: request.headers, payload: request.body })).statusCode;
-      });
+      site = await startWooCommerce(postsToApp(t));
     });
     after(async () => {
       await site?.close();

@@ -7,6 +7,7 @@ import { ownerCaller } from '../src/dashboard/service.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { dialectSkip, startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
 import { installByTokenExchange } from './fixtures/shopify-app.ts';
+import { assertHtml, BROWSER, COOKIE, csrfOf, FORM, getPage, postForm, requestLink, sessionCookie, signIn, SIGN_IN } from './fixtures/dashboard.ts';
 import { startShopifyAdmin, type ShopifyAdminStandIn } from './fixtures/shopify-admin.ts';
 
 failOnLeakedHandles();
@@ -15,10 +16,6 @@ failOnLeakedHandles();
 const UNLIMITED = { SIGN_IN_LIMIT_PER_HOUR: '1000000', STOREFRONT_LIMIT_PER_HOUR: '1000000' };
 // Sealing a store's SMTP URL needs a key.
 const ENCRYPTION = { RESTOCK_ENCRYPTION_KEY: randomBytes(32).toString('base64') };
-const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
-const BROWSER = { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' };
-const SIGN_IN = '/dashboard/sign-in';
-const COOKIE = 'restock_dashboard';
 const SOURCE = { kind: 'inventory-api', ref: 'agt_dashboard_test', verified: false } as const;
 
 const SIGNED_IN_PAGES = [
@@ -42,37 +39,6 @@ const productGid = () => `gid://shopify/Product/${unique()}`;
 const variantGid = () => `gid://shopify/ProductVariant/${unique()}`;
 const hashOf = (secret: string) => createHash('sha256').update(secret).digest('base64url');
 
-function postForm(t: TestApp, url: string, fields: Record<string, string>, cookie?: string): Promise<LightMyRequestResponse> {
-  return t.app.inject({
-    method: 'POST',
-    url,
-    headers: { ...FORM, ...BROWSER, ...(cookie ? { cookie } : {}) },
-    payload: new URLSearchParams(fields).toString(),
-  });
-}
-
-function getPage(t: TestApp, url: string, cookie?: string): Promise<LightMyRequestResponse> {
-  return t.app.inject({ method: 'GET', url, headers: { ...BROWSER, ...(cookie ? { cookie } : {}) } });
-}
-
-/** The `cookie` header a browser would send back after this answer set the session cookie. */
-function sessionCookie(res: LightMyRequestResponse): string | undefined {
-  const header = [res.headers['set-cookie'] ?? []].flat().find((line) => line.startsWith(`${COOKIE}=`));
-  const value = header?.split(';')[0]!.slice(COOKIE.length + 1);
-  return value ? `${COOKIE}=${value}` : undefined;
-}
-
-function csrfOf(body: string): string {
-  const found = /name="csrf" value="([^"]+)"/.exec(body);
-  assert.ok(found, 'the page carries a CSRF token');
-  return found[1]!;
-}
-
-function assertHtml(res: LightMyRequestResponse, status: number) {
-  assert.equal(res.statusCode, status, res.body);
-  assert.match(res.headers['content-type'] as string, /^text\/html/);
-}
-
 function assertToSignIn(res: LightMyRequestResponse, what: string) {
   assert.equal(res.statusCode, 303, `${what}: ${res.statusCode} ${res.body.slice(0, 200)}`);
   assert.equal(res.headers.location, SIGN_IN, what);
@@ -87,26 +53,6 @@ function assertProblem(res: LightMyRequestResponse, status: number, slug: string
 async function createStore(t: TestApp, shop = newShop(), owner = newEmail('owner')) {
   await t.app.restock.stores.createStore(shop, owner);
   return { shop, owner };
-}
-
-/** Asks for a sign-in link for the store and returns its path, read from the mail to the owner. */
-async function requestLink(t: TestApp, shop: string, owner: string): Promise<string> {
-  const asked = await postForm(t, SIGN_IN, { shop });
-  assertHtml(asked, 200);
-  const mail = await new MailOutboxRepository(t.database).latestFor(owner, 'dashboard-sign-in');
-  assert.ok(mail, 'the owner got a sign-in mail');
-  const link = /http:\/\/restock\.test(\/dashboard\/sign-in\/[A-Za-z0-9_-]+)/.exec(mail.text);
-  assert.ok(link, mail.text);
-  return link[1]!;
-}
-
-/** Signs in as the store's owner by the mailed link; returns the `cookie` header of the session. */
-async function signIn(t: TestApp, shop: string, owner: string): Promise<string> {
-  const used = await postForm(t, await requestLink(t, shop, owner), {});
-  assert.equal(used.statusCode, 303, used.body);
-  const cookie = sessionCookie(used);
-  assert.ok(cookie);
-  return cookie;
 }
 
 async function signedInStore(t: TestApp) {

@@ -32,6 +32,19 @@ async function emptyDatabase(dialect: Dialect): Promise<{ database: Database; dr
   return { database, drop: () => pgAdmin(`drop database if exists ${name} with (force)`) };
 }
 
+/** An empty database for the tests of one suite, made before them and dropped after them. */
+function emptyDatabaseForSuite(dialect: Dialect): () => Awaited<ReturnType<typeof emptyDatabase>> {
+  let empty: Awaited<ReturnType<typeof emptyDatabase>> | undefined;
+  before(async () => {
+    empty = await emptyDatabase(dialect);
+  });
+  after(async () => {
+    await empty?.database.close();
+    await empty?.drop();
+  });
+  return () => empty!;
+}
+
 /** Applies the migrations before `stop`, as a deployment of that release had them. */
 async function migrateBefore(database: Database, stop: string): Promise<void> {
   const earlier: Record<string, Migration> = {};
@@ -45,17 +58,10 @@ async function migrateBefore(database: Database, stop: string): Promise<void> {
 
 for (const dialect of testDialects()) {
   describe(`migration 0020 (store platforms) on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
-    let empty: Awaited<ReturnType<typeof emptyDatabase>>;
-    before(async () => {
-      empty = await emptyDatabase(dialect);
-    });
-    after(async () => {
-      await empty.database.close();
-      await empty.drop();
-    });
+    const empty = emptyDatabaseForSuite(dialect);
 
     it("makes every store from before a Shopify store, the app's installed ones and the operator's alike, and changes nothing else", async () => {
-      const { database } = empty;
+      const { database } = empty();
       await migrateBefore(database, '0020_store_platforms');
       const at = '2026-01-02T03:04:05.678Z';
       const stores = [
@@ -82,17 +88,10 @@ for (const dialect of testDialects()) {
   });
 
   describe(`migration 0021 (store connections) on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
-    let empty: Awaited<ReturnType<typeof emptyDatabase>>;
-    before(async () => {
-      empty = await emptyDatabase(dialect);
-    });
-    after(async () => {
-      await empty.database.close();
-      await empty.drop();
-    });
+    const empty = emptyDatabaseForSuite(dialect);
 
     it('moves every WooCommerce connection into store_connections as it was, and drops the old table', async () => {
-      const { database } = empty;
+      const { database } = empty();
       await migrateBefore(database, '0021_store_connections');
       const at = '2026-01-02T03:04:05.678Z';
       const connection = {

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from './fixtures/suites.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
-import { dialectSkip, startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
+import { dialectSkip, postsToApp, startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
 import { agentOfMailed, call, createStore, uniqueEmail, type RegisteredAgent } from './fixtures/agents.ts';
 import { startSmtpSink, type SmtpSink } from './fixtures/smtp-sink.ts';
 import { startWooCommerce, type WooCommerceStandIn, type WooProduct } from './fixtures/woocommerce.ts';
@@ -50,11 +50,7 @@ for (const dialect of testDialects()) {
       sink = await startSmtpSink();
       t = await startTestApp(dialect, { BASE_URL: BASE, SMTP_URL: sink.url, RESTOCK_ENCRYPTION_KEY: randomBytes(32).toString('base64'), RECONCILE_INTERVAL_MINUTES: '0' });
       // What the site sends to the service's address arrives as a request to the app.
-      site = await startWooCommerce(async (request) => {
-        assert.ok(request.url.startsWith(BASE), request.url);
-        const res = await t.app.inject({ method: 'POST', url: request.url.slice(BASE.length), headers: request.headers, payload: request.body });
-        return res.statusCode;
-      });
+      site = await startWooCommerce(postsToApp(t));
     });
     after(async () => {
       await site?.close();

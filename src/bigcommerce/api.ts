@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { jsonOf } from '../core/json.ts';
 
 /** BigCommerce's own hosts: fixed, never taken from a request, so no tenant's address is ever dialled. */
 export const LOGIN_ORIGIN = 'https://login.bigcommerce.com';
@@ -6,9 +7,6 @@ export const API_ORIGIN = 'https://api.bigcommerce.com';
 const TIMEOUT_MS = 15_000;
 /** A page of products with their variants stays well under this. */
 const MAX_BODY_BYTES = 8 * 1024 * 1024;
-
-/** A store hash as BigCommerce gives it (`stores/{hash}` in a context, a JWT's `sub`, a webhook's `producer`). */
-export const storeHashSchema = z.string().regex(/^[a-z0-9]{1,32}$/, 'must be a BigCommerce store hash (lowercase letters and digits)');
 
 /** A BigCommerce store's domain in this service: the permanent address BigCommerce gives every store. */
 export function storeDomainOf(hash: string): string {
@@ -118,7 +116,7 @@ async function send(url: string, init: RequestInit): Promise<unknown> {
   } catch (err) {
     throw new BigCommerceError(`BigCommerce could not be reached: ${(err as Error).name === 'TimeoutError' ? `no answer within ${TIMEOUT_MS / 1000} s` : (err as Error).message}`, null);
   }
-  const parsed = parseJson(text);
+  const parsed = jsonOf(text);
   if (!response.ok) {
     const title = titleOf(parsed);
     throw new BigCommerceError(`BigCommerce answered ${response.status}${title ? ` (${title})` : ''}`, response.status);
@@ -137,14 +135,6 @@ async function boundedText(response: Response): Promise<string> {
     chunks.push(chunk);
   }
   return Buffer.concat(chunks).toString('utf8');
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }
 
 /** The `title` of BigCommerce's error body (v3), or the `message` of its v2/OAuth errors, when short. */

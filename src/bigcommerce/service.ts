@@ -1,14 +1,15 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import type { FastifyBaseLogger } from 'fastify';
 import { z } from 'zod';
 import type { BigCommerceConfig } from '../config.ts';
 import { chunks } from '../core/chunks.ts';
 import { nowIso } from '../core/clock.ts';
-import { ConnectedStores, connectionView, type ConnectionView } from '../core/connectors/connected-stores.ts';
+import { ConnectedStores, connectionView, newWebhookSecret, type ConnectionView } from '../core/connectors/connected-stores.ts';
 import type { StoreConnector } from '../core/connectors/connector.ts';
 import { webhookIdsOf, type ConnectionRepository, type ConnectionRow } from '../core/connectors/connections.ts';
 import { ownStore, type Caller } from '../core/http/caller.ts';
-import { headerOf, jsonOf } from '../core/http/raw-body.ts';
+import { headerOf } from '../core/http/raw-body.ts';
+import { jsonOf } from '../core/json.ts';
 import { NotFound, Problem, ValidationFailed } from '../core/problems.ts';
 import type { SecretBox } from '../core/sealed-secrets.ts';
 import type { InventoryService, StockReport } from '../inventory/service.ts';
@@ -33,8 +34,6 @@ export const WEBHOOK_SCOPES = [
 export const SECRET_HEADER = 'x-restock-webhook-secret';
 export const CALLBACK_PATHS = { auth: '/bigcommerce/auth', load: '/bigcommerce/load', uninstall: '/bigcommerce/uninstall', removeUser: '/bigcommerce/remove-user' } as const;
 export const WEBHOOK_PATH = '/webhooks/bigcommerce';
-/** How far a signed delivery's timestamp may be from now (Standard Webhooks' usual tolerance). */
-const SIGNATURE_TOLERANCE_S = 5 * 60;
 /** Products read per Catalog API request (`id:in`), and per store and reconciliation. */
 const PRODUCTS_PER_REQUEST = 50;
 const PRODUCTS_PER_RECONCILIATION = 250;
@@ -108,33 +107,18 @@ export class BigCommerceService implements StoreConnector {
     if (hashOfContext(grant.context) !== hash) throw new Problem('upstream-failed', 'BigCommerce granted a token for another store than the install named. Nothing was stored.');
     const store = storeDomainOf(hash);
     const api = new StoreApi(hash, grant.access_token, this.deps.app.clientId);
-    const secret = randomBytes(32).toString('base64url');
+    const secret = newWebhookSecret();
     const previous = await this.deps.connections.find(store);
     for (const id of previous ? webhookIdsOf(previous) : []) await api.delete(`/v3/hooks/${id}`).catch(() => undefined);
     const webhookIds = await this.createWebhooks(api, store, secret);
     try {
       await this.deps.stores.createStore(store, grant.owner?.email ?? grant.user.email, this.platform);
-      const now = nowIso();
-      await this.deps.connections.save({
-        store_domain: store,
-        site: hash,
-        status: 'connected',
-        credentials_sealed: await this.deps.secrets.seal(JSON.stringify({ accessToken: grant.access_token })),
-        webhook_secret_sealed: await this.deps.secrets.seal(secret),
-        webhook_ids: JSON.stringify(webhookIds),
-        connected_at: now,
-        disconnected_at: null,
-        disconnect_reason: null,
-        reconciled_at: null,
-        updated_at: now,
-      });
+      await this.connected.connect(store, { site: hash, credentials: { accessToken: grant.access_token }, webhookSecret: secret, webhookIds });
     } catch (err) {
       // Webhooks nobody would take: gone with the install that failed.
       for (const id of webhookIds) await api.delete(`/v3/hooks/${id}`).catch(() => undefined);
       throw err;
     }
-    await this.deps.stores.markConnected(store);
-    this.deps.log.info({ store, webhooks: webhookIds.length }, 'BigCommerce store installed');
     return store;
   }
 
@@ -176,10 +160,10 @@ export class BigCommerceService implements StoreConnector {
   async receiveWebhook(domain: string, headers: Record<string, string | string[] | undefined>, raw: Buffer): Promise<{ reports: number }> {
     const row = await this.deps.connections.find(domain.toLowerCase());
     const given = headerOf(headers, SECRET_HEADER);
-    if (!row || given === undefined || !(await this.secretMatches(row, given))) {
+    if (!row || given === undefined || !(await this.connected.webhookSecretIs(row, given))) {
       throw new Problem('invalid-webhook', `The ${SECRET_HEADER} header is missing or is not this store's. Nothing was recorded.`);
     }
-    if (!signatureHolds(this.deps.app.clientSecret, headers, raw, Date.now())) {
+    if (!signatureHolds(this.deps.app.clientSecret, headers, raw)) {
       throw new Problem('invalid-webhook', 'The webhook-signature header does not match the body, or webhook-timestamp is too far from now. Nothing was recorded.');
     }
     if (row.status !== 'connected') throw new NotFound(`${row.store_domain} is no longer installed; its webhooks are not taken.`);
@@ -259,36 +243,29 @@ export class BigCommerceService implements StoreConnector {
   }
 
   private async apiOf(row: ConnectionRow): Promise<StoreApi> {
-    const { accessToken } = z.object({ accessToken: z.string() }).parse(JSON.parse(await this.deps.secrets.open(row.credentials_sealed!)));
+    const { accessToken } = z.object({ accessToken: z.string() }).parse(await this.connected.credentialsOf(row));
     return new StoreApi(row.site, accessToken, this.deps.app.clientId);
   }
 
-  private async secretMatches(row: ConnectionRow, given: string): Promise<boolean> {
-    const expected = Buffer.from(await this.deps.secrets.open(row.webhook_secret_sealed));
-    const candidate = Buffer.from(given);
-    return candidate.length === expected.length && timingSafeEqual(candidate, expected);
-  }
 }
 
 /**
- * BigCommerce signs its deliveries as Standard Webhooks do: `webhook-signature` holds
- * `v1,<base64 HMAC-SHA256>` of `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the app's
- * client secret. A delivery without the headers rests on the store's secret header alone (BigCommerce
- * has added the signature over time); one that carries them must match, within 5 minutes of its timestamp.
+ * BigCommerce signs its deliveries as Standard Webhooks do (`webhook-id`, `webhook-timestamp`,
+ * `webhook-signature`), keyed with the app's client secret's bytes: checked by the same library
+ * that signs our own outgoing webhooks, which also refuses a timestamp over 5 minutes from now. A
+ * delivery without the headers rests on the store's secret header alone (BigCommerce has added the
+ * signature over time); one that carries them must match.
  */
-export function signatureHolds(clientSecret: string, headers: Record<string, string | string[] | undefined>, raw: Buffer, now: number): boolean {
-  const id = headerOf(headers, 'webhook-id');
-  const timestamp = headerOf(headers, 'webhook-timestamp');
-  const signatures = headerOf(headers, 'webhook-signature');
-  if (id === undefined && timestamp === undefined && signatures === undefined) return true;
-  if (id === undefined || timestamp === undefined || signatures === undefined || !/^[0-9]{1,12}$/.test(timestamp)) return false;
-  if (Math.abs(now / 1000 - Number(timestamp)) > SIGNATURE_TOLERANCE_S) return false;
-  const expected = Buffer.from(createHmac('sha256', clientSecret).update(`${id}.${timestamp}.`).update(raw).digest('base64'));
-  // The header may hold several signatures, space separated, each with its version.
-  return signatures.split(' ').some((entry) => {
-    const given = Buffer.from(entry.startsWith('v1,') ? entry.slice(3) : '');
-    return given.length === expected.length && timingSafeEqual(given, expected);
-  });
+export function signatureHolds(clientSecret: string, headers: Record<string, string | string[] | undefined>, raw: Buffer): boolean {
+  const signed = { id: headerOf(headers, 'webhook-id'), timestamp: headerOf(headers, 'webhook-timestamp'), signature: headerOf(headers, 'webhook-signature') };
+  if (signed.id === undefined && signed.timestamp === undefined && signed.signature === undefined) return true;
+  try {
+    new Webhook(clientSecret, { format: 'raw' }).verify(raw, { 'webhook-id': signed.id ?? '', 'webhook-timestamp': signed.timestamp ?? '', 'webhook-signature': signed.signature ?? '' }, { jsonParse: false });
+    return true;
+  } catch (err) {
+    if (err instanceof WebhookVerificationError) return false;
+    throw err;
+  }
 }
 
 /** The product a webhook is about: its own id for a product's, the product of the SKU for a SKU's. */

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { nowIso } from './clock.ts';
 import type { Database } from './db/database.ts';
 
@@ -41,4 +41,11 @@ export async function replaceServiceSecret(database: Database, name: string, val
       .onConflict((oc) => oc.column('name').doUpdateSet({ value, created_at: nowIso() }))
       .execute(),
   );
+}
+
+/** Whether a secret someone presented is the one expected, in time that does not tell how much of it matched. */
+export function sameSecret(given: string, expected: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
 }

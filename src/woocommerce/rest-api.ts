@@ -1,4 +1,5 @@
 import { checkDestination } from '../core/net/destination.ts';
+import { jsonOf } from '../core/json.ts';
 import { describeFailure, exchange, type HopRequest } from '../core/net/http-post.ts';
 import { ForbiddenDestination, isAllowedDestination, type OutboundPolicy } from '../core/net/outbound-guard.ts';
 import net from 'node:net';
@@ -100,21 +101,13 @@ export class WooCommerceApi {
       throw new WooCommerceError(`the site could not be reached: ${describeFailure(err, TIMEOUT_MS, false)}`, null, err instanceof ForbiddenDestination ? 'forbidden_destination' : null);
     }
     if (!answer.complete) throw new WooCommerceError(`the site's answer was over ${MAX_BODY_BYTES} bytes`, answer.statusCode);
-    const parsed = parseJson(answer.body.toString('utf8'));
+    const parsed = jsonOf(answer.body.toString('utf8'));
     if (answer.statusCode < 200 || answer.statusCode >= 300) {
       const code = errorCodeOf(parsed);
       throw new WooCommerceError(`the site answered ${answer.statusCode}${code ? ` (${code})` : ''}`, answer.statusCode, code);
     }
     if (parsed === undefined) throw new WooCommerceError('the site answered with something that is not JSON', answer.statusCode);
     return parsed;
-  }
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
   }
 }
 

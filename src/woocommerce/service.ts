@@ -1,12 +1,14 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { z } from 'zod';
 import { nowIso } from '../core/clock.ts';
-import { ConnectedStores, connectionView, type ConnectionView } from '../core/connectors/connected-stores.ts';
+import { ConnectedStores, connectionView, newWebhookSecret, type ConnectionView } from '../core/connectors/connected-stores.ts';
+import { sameSecret } from '../core/secrets.ts';
 import type { StoreConnector } from '../core/connectors/connector.ts';
 import { webhookIdsOf, type ConnectionRepository, type ConnectionRow } from '../core/connectors/connections.ts';
 import { ownStore, type Caller } from '../core/http/caller.ts';
-import { headerOf, jsonOf } from '../core/http/raw-body.ts';
+import { headerOf } from '../core/http/raw-body.ts';
+import { jsonOf } from '../core/json.ts';
 import type { OutboundPolicy } from '../core/net/outbound-guard.ts';
 import { NotFound, Problem, ValidationFailed } from '../core/problems.ts';
 import type { SecretBox } from '../core/sealed-secrets.ts';
@@ -200,7 +202,7 @@ export class WooCommerceService implements StoreConnector {
   private async connect(store: string, site: URL, keys: WooCommerceKeys): Promise<WooCommerceConnection> {
     await this.requireWooCommerceStore(store);
     const api = new WooCommerceApi(site, keys, this.deps.policy);
-    const secret = randomBytes(32).toString('base64url');
+    const secret = newWebhookSecret();
     const webhookIds: number[] = [];
     try {
       // The keys must read products before anything is made with them.
@@ -217,23 +219,7 @@ export class WooCommerceService implements StoreConnector {
       if (err.keysRefused) throw new ValidationFailed([{ pointer: '/body/consumerKey', message: `was refused by the site (${err.code ?? err.status}): the keys need read/write access` }]);
       throw new Problem('upstream-failed', `The WooCommerce site at ${site.href}: ${err.message}. Nothing was stored.`);
     }
-    const now = nowIso();
-    const row = await this.deps.connections.save({
-      store_domain: store,
-      site: site.href,
-      status: 'connected',
-      credentials_sealed: await this.deps.secrets.seal(JSON.stringify(keys)),
-      webhook_secret_sealed: await this.deps.secrets.seal(secret),
-      webhook_ids: JSON.stringify(webhookIds),
-      connected_at: now,
-      disconnected_at: null,
-      disconnect_reason: null,
-      reconciled_at: null,
-      updated_at: now,
-    });
-    await this.deps.stores.markConnected(store);
-    this.deps.log.info({ store, webhooks: webhookIds.length }, 'WooCommerce store connected');
-    return present(row);
+    return present(await this.connected.connect(store, { site: site.href, credentials: keys, webhookSecret: secret, webhookIds }));
   }
 
   private async requireWooCommerceStore(store: string): Promise<void> {
@@ -249,7 +235,7 @@ export class WooCommerceService implements StoreConnector {
   }
 
   private async apiOf(row: ConnectionRow): Promise<WooCommerceApi> {
-    const keys = wooKeysSchema.parse(JSON.parse(await this.deps.secrets.open(row.credentials_sealed!)));
+    const keys = wooKeysSchema.parse(await this.connected.credentialsOf(row));
     return new WooCommerceApi(new URL(row.site), keys, this.deps.policy);
   }
 
@@ -270,10 +256,8 @@ export class WooCommerceService implements StoreConnector {
   }
 
   private async signedBy(row: ConnectionRow, raw: Buffer, signature: string): Promise<boolean> {
-    const secret = await this.deps.secrets.open(row.webhook_secret_sealed);
-    const expected = Buffer.from(createHmac('sha256', secret).update(raw).digest('base64'));
-    const given = Buffer.from(signature);
-    return given.length === expected.length && timingSafeEqual(given, expected);
+    const secret = await this.connected.webhookSecretOf(row);
+    return sameSecret(signature, createHmac('sha256', secret).update(raw).digest('base64'));
   }
 }
 

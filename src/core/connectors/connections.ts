@@ -22,17 +22,6 @@ export class ConnectionRepository {
       .executeTakeFirst();
   }
 
-  /** The connection of the store that lives at `site` on the platform (a BigCommerce store's hash). */
-  findBySite(site: string): Promise<ConnectionRow | undefined> {
-    return this.database.db
-      .selectFrom('store_connections')
-      .selectAll()
-      .where('platform', '=', this.platform)
-      .where('site', '=', site)
-      .orderBy('connected_at', 'desc')
-      .executeTakeFirst();
-  }
-
   /** A new connection, or the store's connection made anew (new credentials, secret and webhooks). */
   async save(row: Omit<ConnectionRow, 'platform'>): Promise<ConnectionRow> {
     const full: ConnectionRow = { ...row, platform: this.platform };

@@ -32,7 +32,7 @@ export interface StoreConnector {
 }
 
 /** Every interval each connected store is reconciled once; one store's failure does not hold up the others. */
-export function reconcileJob(connector: StoreConnector, intervalMs: number, log: FastifyBaseLogger): WorkerJob {
+function reconcileJob(connector: StoreConnector, intervalMs: number, log: FastifyBaseLogger): WorkerJob {
   return {
     name: `${connector.platform}-reconcile`,
     everyMs: Math.min(intervalMs, LOOK_EVERY_MS),

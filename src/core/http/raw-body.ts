@@ -28,12 +28,3 @@ export function headerOf(headers: Record<string, string | string[] | undefined>,
   const value = headers[name];
   return Array.isArray(value) ? value[0] : value;
 }
-
-/** A delivery's raw body as JSON, or undefined when it is not JSON. */
-export function jsonOf(raw: Buffer): unknown {
-  try {
-    return JSON.parse(raw.toString('utf8'));
-  } catch {
-    return undefined;
-  }
-}

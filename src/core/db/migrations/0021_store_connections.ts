@@ -30,8 +30,6 @@ export const storeConnections: DialectMigration = {
       .addColumn('updated_at', ts, (c) => c.notNull())
       .execute();
     await db.schema.createIndex('store_connections_due').on('store_connections').columns(['platform', 'status', 'reconciled_at']).execute();
-    // A BigCommerce store's hash names it in every callback and webhook.
-    await db.schema.createIndex('store_connections_site').on('store_connections').columns(['platform', 'site']).execute();
     await sql`
       insert into store_connections (store_domain, platform, site, status, credentials_sealed, webhook_secret_sealed, webhook_ids,
                                      connected_at, disconnected_at, disconnect_reason, reconciled_at, updated_at)
