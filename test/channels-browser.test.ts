@@ -201,9 +201,10 @@ describe('one shopper, three channels, in Chromium', { skip: browserSkip }, () =
         const pushes = pushService.messages.filter((m) => m.endpoint === pushSubscription.endpoint);
         assert.equal(pushes.length, 1, 'exactly one push to the browser');
         assert.deepEqual(pushService.undecryptable, [], 'every push decrypted with the browser’s keys');
-        const payload = JSON.parse(pushes[0]!.plaintext) as { title: string; url: string; manage?: { url: string; label: string } };
+        const payload = JSON.parse(pushes[0]!.plaintext) as { title: string; url: string; stop?: { url: string; label: string } };
         assert.ok(payload.title.includes(PRODUCT.title), `the decrypted notification names the product: ${payload.title}`);
-        assert.ok(payload.manage?.url.startsWith(`${base}/my/`), `its "manage" link opens the shopper's page: ${JSON.stringify(payload.manage)}`);
+        assert.ok(payload.stop?.url.startsWith(`${base}/stop/`), `its second button stops this browser's alerts: ${JSON.stringify(payload.stop)}`);
+        assert.ok(!pushes[0]!.plaintext.includes('/my/') && !pushes[0]!.plaintext.includes('/unsubscribe/'), 'and nothing in it opens the shopper’s page or the e-mail’s unsubscribe');
         const pushed = await follow(page, payload.url, 'the notification');
         assert.equal(pushed.searchParams.get('utm_medium'), 'push', 'a visit from the notification');
 

@@ -219,10 +219,10 @@ for (const dialect of testDialects()) {
       const pushes = pushesTo(browser);
       assert.equal(pushes.length, 1, 'one push message');
       assert.deepEqual(pushService.undecryptable, [], 'every push decrypted with the browser’s keys');
-      const payload = JSON.parse(pushes[0]!.plaintext) as { title: string; url: string; tag: string; manage: { url: string; label: string } };
-      assert.equal(payload.manage.label, 'Manage your alerts', "the notification's second button");
-      assert.ok(payload.manage.url.startsWith(`${base}/my/`), `opens the shopper's page: ${payload.manage.url}`);
-      assert.equal((await t.app.inject({ method: 'GET', url: new URL(payload.manage.url).pathname, headers: { accept: 'text/html' } })).statusCode, 200, "the shopper's page opens");
+      const payload = JSON.parse(pushes[0]!.plaintext) as { title: string; url: string; tag: string; stop: { url: string; label: string } };
+      assert.equal(payload.stop.label, 'Stop alerts in this browser', "the notification's second button");
+      assert.ok(payload.stop.url.startsWith(`${base}/stop/`), `opens this browser's stop page: ${payload.stop.url}`);
+      assert.equal((await t.app.inject({ method: 'GET', url: new URL(payload.stop.url).pathname, headers: { accept: 'text/html' } })).statusCode, 200, 'the stop page opens');
       assert.ok(payload.title.includes(PRODUCTS.mug.title), `the decrypted notification names the product: ${payload.title}`);
       assert.ok(payload.url.startsWith(`${base}/r/${domain}/`), `and links through our redirect: ${payload.url}`);
       const opened = await follow(payload.url);

@@ -39,7 +39,7 @@ const PAYLOAD: PushPayload = {
   url: 'https://sock-shop.example/products/wool-socks?variant=7102&utm_source=restock',
   icon: 'https://cdn.example/socks.png',
   tag: 'alert-sub_123',
-  manage: { url: 'https://restock.example/my/tok.en', label: 'Benachrichtigungen verwalten' },
+  stop: { url: 'https://restock.example/stop/tok.en', label: 'Benachrichtigungen in diesem Browser beenden' },
 };
 
 function newService(policy: OutboundPolicy = TEST_POLICY): PushService {
@@ -247,9 +247,9 @@ describe('the service worker', () => {
     const waited: Array<Promise<unknown>> = [];
     const dispatch = (type: string, event: Record<string, unknown>) => listeners.get(type)!({ ...event, waitUntil: (p: Promise<unknown>) => waited.push(p) });
     const push = (data: string) => dispatch('push', { data: { json: () => JSON.parse(data) } });
-    const click = (url: unknown, action = '', manage: unknown = null) => {
+    const click = (url: unknown, action = '', stop: unknown = null) => {
       let closed = false;
-      dispatch('notificationclick', { action, notification: { data: { url, manage }, close: () => (closed = true) } });
+      dispatch('notificationclick', { action, notification: { data: { url, stop }, close: () => (closed = true) } });
       return closed;
     };
     return { shown, opened, push, click, waited };
@@ -266,24 +266,24 @@ describe('the service worker', () => {
         body: PAYLOAD.body,
         tag: PAYLOAD.tag,
         icon: PAYLOAD.icon,
-        data: { url: PAYLOAD.url, manage: PAYLOAD.manage.url },
-        actions: [{ action: 'manage', title: PAYLOAD.manage.label }],
+        data: { url: PAYLOAD.url, stop: PAYLOAD.stop.url },
+        actions: [{ action: 'stop', title: PAYLOAD.stop.label }],
       },
-      'body, tag, icon, the page to open, and a second button to the shopper’s page',
+      'body, tag, icon, the page to open, and a second button that stops this browser’s alerts',
     );
-    assert.ok(worker.click(PAYLOAD.url, '', PAYLOAD.manage.url), 'the notification is closed on click');
+    assert.ok(worker.click(PAYLOAD.url, '', PAYLOAD.stop.url), 'the notification is closed on click');
     assert.deepEqual(worker.opened, [PAYLOAD.url], 'the product page opens');
     assert.equal(worker.waited.length, 2, 'both the notification and the window are waited for');
-    worker.click(PAYLOAD.url, 'manage', PAYLOAD.manage.url);
-    assert.deepEqual(worker.opened, [PAYLOAD.url, PAYLOAD.manage.url], 'the second button opens the shopper’s page');
+    worker.click(PAYLOAD.url, 'stop', PAYLOAD.stop.url);
+    assert.deepEqual(worker.opened, [PAYLOAD.url, PAYLOAD.stop.url], 'the second button opens the browser’s stop page');
   });
 
   it('opens only http(s) pages and ignores pushes that are not alerts', () => {
     const worker = install();
-    worker.push(JSON.stringify({ ...PAYLOAD, url: 'javascript:alert(document.cookie)', icon: 'data:image/svg+xml,<svg/>', manage: { url: 'javascript:alert(2)', label: 'x' } }));
-    assert.deepEqual(JSON.parse(JSON.stringify(worker.shown[0]!.options.data)), { url: null, manage: null }, 'a javascript: URL is dropped from the notification');
+    worker.push(JSON.stringify({ ...PAYLOAD, url: 'javascript:alert(document.cookie)', icon: 'data:image/svg+xml,<svg/>', stop: { url: 'javascript:alert(2)', label: 'x' } }));
+    assert.deepEqual(JSON.parse(JSON.stringify(worker.shown[0]!.options.data)), { url: null, stop: null }, 'a javascript: URL is dropped from the notification');
     assert.equal(worker.shown[0]!.options.actions, undefined, 'no button to a javascript: URL');
-    worker.click('https://ok.example/', 'manage', 'javascript:alert(3)');
+    worker.click('https://ok.example/', 'stop', 'javascript:alert(3)');
     assert.equal(worker.shown[0]!.options.icon, undefined, 'a data: icon is dropped');
     for (const url of ['javascript:alert(1)', 'data:text/html,<script>alert(1)</script>', 'file:///etc/passwd', null, 42]) worker.click(url);
     assert.deepEqual(worker.opened, [], 'nothing opened');

@@ -305,8 +305,8 @@ const CASES: PlanCase[] = [
     name: "dispatch: a store's past alerts to some addresses come from notifications_by_address_key",
     run: ({ dispatch }) => dispatch.sentTo('shop-1.myshopify.com', ['shopper-1@example.com', 'shopper-21@example.com']),
     sql: {
-      sqlite: 'select "email_key", "restock_id", "sent_at", "kind", "channel" from "notifications" where "store_domain" = ? and "email_key" in (?, ?) and "status" = ?',
-      postgres: 'select "email_key", "restock_id", "sent_at", "kind", "channel" from "notifications" where "store_domain" = $1 and "email_key" in ($2, $3) and "status" = $4',
+      sqlite: 'select "email_key", "restock_id", "sent_at", "kind", "channel", "contact_point_id" from "notifications" where "store_domain" = ? and "email_key" in (?, ?) and "status" = ?',
+      postgres: 'select "email_key", "restock_id", "sent_at", "kind", "channel", "contact_point_id" from "notifications" where "store_domain" = $1 and "email_key" in ($2, $3) and "status" = $4',
     },
     indexes: both('notifications_by_address_key'),
   },
@@ -314,8 +314,8 @@ const CASES: PlanCase[] = [
     name: 'dispatch: subscriptions already alerted come from notifications_by_subscription',
     run: ({ dispatch }) => dispatch.alreadySent(['sub_1', 'sub_2']),
     sql: {
-      sqlite: 'select "subscription_id", "restock_id", "channel", "kind" from "notifications" where "subscription_id" in (?, ?) and "status" = ?',
-      postgres: 'select "subscription_id", "restock_id", "channel", "kind" from "notifications" where "subscription_id" in ($1, $2) and "status" = $3',
+      sqlite: 'select "subscription_id", "restock_id", "channel", "contact_point_id", "kind" from "notifications" where "subscription_id" in (?, ?) and "status" = ?',
+      postgres: 'select "subscription_id", "restock_id", "channel", "contact_point_id", "kind" from "notifications" where "subscription_id" in ($1, $2) and "status" = $3',
     },
     indexes: both('notifications_by_subscription'),
   },

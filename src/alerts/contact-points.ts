@@ -6,45 +6,64 @@ const CHANNEL_ORDER: Channel[] = ['email', 'sms', 'push'];
 
 export type ContactPointRow = ContactPointsTable;
 
+/** Statuses of a contact point nobody can be reached at any more: a new sign-up with its address starts it afresh. */
+const CLOSED: ContactPointStatus[] = ['removed', 'expired'];
+
 /**
- * Storage of a subscription's other channels, a phone and a browser: the only code that touches
- * the `contact_points` table. One of each channel per subscription: a second signup with a new
- * phone (or from another browser) replaces the first, consent and all.
+ * Most phones (or browsers) one subscription may gather. Sign-ups are public, so without a bound
+ * anyone could hang any number of numbers on a shopper's alert, each texted a confirmation request.
+ */
+export const CONTACT_POINTS_PER_CHANNEL = 5;
+
+/**
+ * Storage of a subscription's other channels, phones and browsers: the only code that touches
+ * the `contact_points` table. One contact point per subscription and address. A sign-up proves
+ * nothing about who makes it, so a new phone or browser is added beside the ones there and never
+ * replaces or changes one: only an address nobody can be reached at any more (removed, expired)
+ * starts again, with the new consent.
  */
 export class ContactPointRepository {
   constructor(private readonly database: Database) {}
 
-  /** Adds the contact point, or replaces the subscription's one of that channel. */
-  async put(row: ContactPointRow): Promise<ContactPointRow> {
-    await this.database.write((trx) =>
-      trx
+  /**
+   * Adds the contact point; the subscription's live one with that address stays as it is. Returns
+   * the subscription's contact point for the address, or undefined when the subscription already
+   * has CONTACT_POINTS_PER_CHANNEL live ones of the channel and this address is not among them.
+   */
+  async put(row: ContactPointRow): Promise<ContactPointRow | undefined> {
+    const found = await this.database.write(async (trx) => {
+      const existing = await trx
+        .selectFrom('contact_points')
+        .select(['id', 'address_key', 'status'])
+        .where('subscription_id', '=', row.subscription_id)
+        .where('channel', '=', row.channel)
+        .execute();
+      const same = existing.find((point) => point.address_key === row.address_key);
+      if (same && !CLOSED.includes(same.status)) return true;
+      const live = existing.filter((point) => !CLOSED.includes(point.status)).length;
+      if (live >= CONTACT_POINTS_PER_CHANNEL) return false;
+      if (same) {
+        // The same address once more, after it could no longer be reached: a fresh start under the old id.
+        const { id: _id, subscription_id: _subscription, channel: _channel, address_key: _key, created_at: _created, ...fresh } = row;
+        await trx.updateTable('contact_points').set({ ...fresh, status_reason: null, confirmation_sent_at: null }).where('id', '=', same.id).execute();
+        return true;
+      }
+      // Two sign-ups of one address at once: the first is kept, as if it had come first.
+      await trx
         .insertInto('contact_points')
         .values(row)
-        .onConflict((oc) =>
-          oc.columns(['subscription_id', 'channel']).doUpdateSet({
-            address: row.address,
-            address_key: row.address_key,
-            push_p256dh: row.push_p256dh,
-            push_auth: row.push_auth,
-            status: row.status,
-            time_zone: row.time_zone,
-            consent_method: row.consent_method,
-            consent_text: row.consent_text,
-            consent_page: row.consent_page,
-            consent_at: row.consent_at,
-            confirmed_at: row.confirmed_at,
-            status_reason: null,
-            updated_at: row.updated_at,
-          }),
-        )
-        .execute(),
-    );
-    return (await this.database.db
+        .onConflict((oc) => oc.columns(['subscription_id', 'channel', 'address_key']).doNothing())
+        .execute();
+      return true;
+    });
+    if (!found) return undefined;
+    return this.database.db
       .selectFrom('contact_points')
       .selectAll()
       .where('subscription_id', '=', row.subscription_id)
       .where('channel', '=', row.channel)
-      .executeTakeFirst())!;
+      .where('address_key', '=', row.address_key)
+      .executeTakeFirst();
   }
 
   /** The contact points of these subscriptions, whatever their status. */

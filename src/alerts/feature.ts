@@ -13,6 +13,7 @@ import { ContactPointRepository, type ContactPointRow } from './contact-points.t
 import { alertRoutes } from './routes.ts';
 import { SubscriptionService } from './service.ts';
 import { SubscriptionRepository, WaitingRepository } from './repository.ts';
+import { stopRoutes } from './stop-routes.ts';
 import { unsubscribeRoutes } from './unsubscribe-routes.ts';
 
 export interface AlertsDeps {
@@ -41,7 +42,7 @@ export function buildAlerts({ config, database, signer, events, mail, log, setti
   const localeOf = async (storeDomain: string) => (await settingsOf(storeDomain)).locale;
   return {
     service,
-    routes: [alertRoutes(service), unsubscribeRoutes(service), confirmRoutes(service)],
+    routes: [alertRoutes(service), unsubscribeRoutes(service), confirmRoutes(service), stopRoutes(service)],
     jobs: confirmationJobs({
       alerts: service,
       mail,

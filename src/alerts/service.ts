@@ -12,7 +12,7 @@ import type { TokenSigner } from '../core/signed-token.ts';
 import type { EffectiveSettings } from '../stores/settings.ts';
 import type { Channel } from '../core/db/schema.ts';
 import { requiresConfirmation } from './consent.ts';
-import type { ContactPointRepository, ContactPointRow } from './contact-points.ts';
+import { CONTACT_POINTS_PER_CHANNEL, type ContactPointRepository, type ContactPointRow } from './contact-points.ts';
 import type { SubscribeAlertInput, Subscription } from './schemas.ts';
 import {
   OVER_LIMIT,
@@ -31,6 +31,7 @@ import {
 const UNSUBSCRIBE = 'unsubscribe';
 const CONFIRM = 'confirm-subscription';
 const SHOPPER_PAGE = 'shopper-page';
+const CONTACT_POINT_STOP = 'contact-point-stop';
 
 /** What the channels beside e-mail need of the rest of the service. */
 export interface ChannelDeps {
@@ -143,11 +144,19 @@ export class SubscriptionService {
     return requiresConfirmation(await this.channels.settingsOf(storeDomain), shopperCountry);
   }
 
-  /** Adds (or replaces) the subscription's phone and browser. */
-  private async addContacts(row: SubscriptionRow, contacts: ExtraContact[], now: string): Promise<ContactPointRow[]> {
-    const out: ContactPointRow[] = [];
-    for (const contact of contacts) out.push(await this.channels.contactPoints.put(contactPointRow(row, contact, now)));
-    return out;
+  /**
+   * Adds phones and browsers beside the subscription's own: a sign-up proves nothing about who
+   * makes it, so one never replaces or changes a contact point someone confirmed.
+   */
+  private async addContacts(row: SubscriptionRow, contacts: ExtraContact[], now: string): Promise<void> {
+    for (const contact of contacts) {
+      const added = await this.channels.contactPoints.put(contactPointRow(row, contact, now));
+      if (added) continue;
+      const what = contact.channel === 'sms' ? 'phones' : 'browsers';
+      throw new Problem('too-many-contact-points', `This alert already has ${CONTACT_POINTS_PER_CHANNEL} ${what}, the most one alert may have; none was added.`, {
+        extensions: { limit: CONTACT_POINTS_PER_CHANNEL },
+      });
+    }
   }
 
   /** `subscription.created` for the store's webhooks, when this call made the row (not when it found the live one). */
@@ -308,6 +317,31 @@ export class SubscriptionService {
     return [subscriptionId];
   }
 
+  // --- a phone's or browser's own stop link ----------------------------------------------------
+
+  /**
+   * Stops alerts to one contact point and covers nothing else: the only link a push notification
+   * carries beside the product's, since a browser proves only itself (see docs/security.md).
+   */
+  contactPointStopUrl(contactPointId: string): string {
+    return `${this.baseUrl}/stop/${this.signer.sign(CONTACT_POINT_STOP, contactPointId)}`;
+  }
+
+  /** The contact point a genuine stop link names; undefined for a forged link or an erased one. */
+  async contactPointForStopToken(token: string): Promise<ContactPointRow | undefined> {
+    const id = this.signer.verify(CONTACT_POINT_STOP, token);
+    if (id === undefined) return undefined;
+    return (await this.channels.contactPoints.byIds([id]))[0];
+  }
+
+  /** The browser (or phone) stops getting alerts through this contact point; stopping twice is harmless. */
+  async stopContactPoint(token: string): Promise<ContactPointRow | undefined> {
+    const point = await this.contactPointForStopToken(token);
+    if (!point) return undefined;
+    await this.channels.contactPoints.setStatus([point.id], ['pending', 'active'], 'stopped', 'turned off from its own alert', nowIso());
+    return (await this.channels.contactPoints.byIds([point.id]))[0];
+  }
+
   // --- channels, for dispatch ---------------------------------------------------------------
 
   /** The contact points of these subscriptions (dispatch plans a message per active one). */
@@ -319,7 +353,6 @@ export class SubscriptionService {
     return this.channels.contactPoints.byIds(ids);
   }
 
-  /** The push service says the browser's subscription is gone: it is never used again. */
   /** A browser the push service says is gone: removed wherever it was given (a phone is never removed this way). */
   async removeContactPoint(id: string, reason: string): Promise<void> {
     await this.channels.contactPoints.removeBrowser(id, reason, nowIso());

@@ -81,6 +81,12 @@ export const problemTypes = {
     description:
       'An agent not bound to a store may hold a limited number of waiting subscriptions for it (`limit`): each alert they get is paid from the store’s allowance. Cancel some, wait until they are notified, or have the store’s owner claim the agent for the store.',
   },
+  'too-many-contact-points': {
+    status: 409,
+    title: 'This alert already has as many phones or browsers as it may',
+    description:
+      'A subscription may gather a limited number of phones and of browsers (`limit` each). The e-mail subscription is kept as it was, and no phone or browser was added. The shopper can turn off ones they no longer use from the page linked in their alert e-mails.',
+  },
   'shopify-billing-required': {
     status: 409,
     title: 'This store pays for its plan through Shopify Billing only',

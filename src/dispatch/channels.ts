@@ -77,8 +77,8 @@ export interface PushPayload {
   icon: string | null;
   /** One notification per tag: a reminder replaces its alert. */
   tag: string;
-  /** The shopper's page, offered as the notification's second button. */
-  manage: { url: string; label: string };
+  /** Stops alerts to this browser, offered as the notification's second button; it covers nothing else. */
+  stop: { url: string; label: string };
 }
 
 /** `gone`: the push service answered 404 or 410, the browser's subscription is no more. */

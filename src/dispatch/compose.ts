@@ -3,7 +3,7 @@ import type { PushChannel, SmsSending } from './channels.ts';
 import type { StoreClaim } from './context.ts';
 import { productKey } from './rules.ts';
 import type { NotificationRow } from './repository.ts';
-import { manageLabel, renderNotification } from './templates.ts';
+import { renderNotification, stopLabel } from './templates.ts';
 
 /** A leased alert, checked, counted against the plan and written: ready to go by its channel. */
 export interface Outgoing {
@@ -16,11 +16,20 @@ export interface Outgoing {
   reminderDelayHours: number | null;
 }
 
-/** The links an alert carries, made by the features that answer them. */
+/**
+ * The links an alert carries, made by the features that answer them, each asked for only by the
+ * channel allowed to carry it. A link is a capability, and a message may carry only what its own
+ * channel proved: a mail to the address proves the e-mail, so the e-mail's unsubscribe and the
+ * shopper's page (every alert of the address at the store) go by mail only. A phone or browser
+ * added by a sign-up proves only itself: its alerts carry the product and its own way to stop.
+ */
 export interface AlertLinks {
-  unsubscribeUrl: string;
-  clickUrl: string;
-  manageUrl: string;
+  /** Our redirect, which records the click and lands on the product page. */
+  click(row: NotificationRow): string;
+  /** The e-mail's one-click unsubscribe and the shopper's page. */
+  mail(row: NotificationRow): { unsubscribeUrl: string; manageUrl: string };
+  /** Stops alerts to the row's own contact point (phone or browser), nothing more. */
+  stop(row: NotificationRow): string;
 }
 
 export interface Channels {
@@ -45,16 +54,17 @@ export function composeAlert(row: NotificationRow, claim: StoreClaim, links: Ale
 /** The mail: the store's template or locale, its sender name, one-click unsubscribe and the shopper's page. */
 function mailDelivery(row: NotificationRow, claim: StoreClaim, links: AlertLinks): Outgoing['deliver'] {
   const product = claim.products.get(productKey(row))!;
+  const { unsubscribeUrl, manageUrl } = links.mail(row);
   const content = renderNotification(
     {
       shop: claim.storeDomain,
       productTitle: product.title,
       variantTitle: product.variantTitle,
       // Our redirect, which records the click and lands on the product page with the store's UTM parameters.
-      productUrl: links.clickUrl,
+      productUrl: links.click(row),
       imageUrl: product.imageUrl,
-      unsubscribeUrl: links.unsubscribeUrl,
-      manageUrl: links.manageUrl,
+      unsubscribeUrl,
+      manageUrl,
       email: row.email,
     },
     { template: claim.settings.template, locale: alertLocale(row.locale, claim.settings.locale) },
@@ -66,7 +76,7 @@ function mailDelivery(row: NotificationRow, claim: StoreClaim, links: AlertLinks
     ...(claim.from && { from: claim.from }),
     // RFC 8058: mail clients offer one-click unsubscribe, POSTing to the link without cookies.
     headers: {
-      'List-Unsubscribe': `<${links.unsubscribeUrl}>`,
+      'List-Unsubscribe': `<${unsubscribeUrl}>`,
       'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
       'X-Restock-Alert': row.id,
     },
@@ -90,7 +100,7 @@ function smsDelivery(row: NotificationRow, claim: StoreClaim, links: AlertLinks,
       shop: claim.settings.senderName ?? claim.storeDomain,
       productTitle: product.title,
       variantTitle: product.variantTitle,
-      link: links.clickUrl,
+      link: links.click(row),
       locale: alertLocale(row.locale, claim.settings.locale),
       kind: row.kind,
     });
@@ -99,22 +109,25 @@ function smsDelivery(row: NotificationRow, claim: StoreClaim, links: AlertLinks,
   };
 }
 
-/** A notification in the shopper's browser that opens the product through our redirect. */
+/** A notification in the shopper's browser that opens the product through our redirect, and can stop that browser's alerts. */
 function pushDelivery(row: NotificationRow, claim: StoreClaim, links: AlertLinks, channels: Channels): Outgoing['deliver'] {
   const contact = row.contact_point_id ? claim.contacts.get(row.contact_point_id) : undefined;
   const product = claim.products.get(productKey(row))!;
   const locale = alertLocale(row.locale, claim.settings.locale);
-  const content = renderNotification(
-    { shop: claim.storeDomain, productTitle: product.title, variantTitle: product.variantTitle, productUrl: links.clickUrl, imageUrl: product.imageUrl, unsubscribeUrl: links.unsubscribeUrl, manageUrl: links.manageUrl, email: row.email },
-    { template: {}, locale },
-    row.kind,
-  );
   return async () => {
     if (!channels.push || !contact?.push_p256dh || !contact.push_auth) throw new Error('browser push is no longer set up for this browser');
+    const clickUrl = links.click(row);
+    const stopUrl = links.stop(row);
+    // Only the title is pushed; the browser's own stop link stands in for every other link, so none wider can slip in.
+    const content = renderNotification(
+      { shop: claim.storeDomain, productTitle: product.title, variantTitle: product.variantTitle, productUrl: clickUrl, imageUrl: product.imageUrl, unsubscribeUrl: stopUrl, manageUrl: stopUrl, email: '' },
+      { template: {}, locale },
+      row.kind,
+    );
     await channels.push.send({
       endpoint: contact.address,
       keys: { p256dh: contact.push_p256dh, auth: contact.push_auth },
-      payload: { title: content.subject, body: claim.settings.senderName ?? claim.storeDomain, url: links.clickUrl, icon: product.imageUrl, tag: `restock-${row.restock_id}`, manage: { url: links.manageUrl, label: manageLabel(locale) } },
+      payload: { title: content.subject, body: claim.settings.senderName ?? claim.storeDomain, url: clickUrl, icon: product.imageUrl, tag: `restock-${row.restock_id}`, stop: { url: stopUrl, label: stopLabel(locale) } },
       ttlSeconds: channels.pushTtlSeconds,
     });
     return {};

@@ -92,7 +92,7 @@ async function loadStore(
       ...addresses,
       sellable,
       ordered,
-      contacts: new Map([...contacts].map(([id, contact]) => [id, { status: contact.status, timeZone: contact.time_zone, optedOut: contact.optedOut }])),
+      contacts: new Map([...contacts].map(([id, contact]) => [id, { status: contact.status, addressKey: contact.address_key, timeZone: contact.time_zone, optedOut: contact.optedOut }])),
       smsSender: smsAccount !== undefined,
       push: deps.push !== undefined,
       quietHours: { ...settings.smsQuietHours, timeZone: settings.timeZone },
@@ -116,9 +116,12 @@ async function readAddresses(deps: ContextDeps, storeDomain: string, rows: Notif
   // With no cap, when an address was last mailed does not matter.
   const since = frequencyCapMs > 0 ? new Date(now.getTime() - frequencyCapMs).toISOString() : undefined;
   for (const keys of chunks([...new Set(rows.map((row) => addressKey(row.email)))])) {
-    for (const sent of await deps.store.sentTo(storeDomain, keys)) {
-      mailedForRestock.add(restockAddressKey({ restock_id: sent.restock_id, email: sent.email_key, kind: sent.kind, channel: sent.channel }));
-      if (since && sent.sent_at && sent.sent_at >= since) keepLatest(lastSent, capKey({ email: sent.email_key, channel: sent.channel }), sent.sent_at);
+    const sentAlerts = await deps.store.sentTo(storeDomain, keys);
+    const phonesAndBrowsers = await contactAddresses(deps, sentAlerts);
+    for (const sent of sentAlerts) {
+      const contactAddress = sent.contact_point_id ? (phonesAndBrowsers.get(sent.contact_point_id) ?? sent.contact_point_id) : '';
+      mailedForRestock.add(restockAddressKey({ restock_id: sent.restock_id, email: sent.email_key, kind: sent.kind, channel: sent.channel }, contactAddress));
+      if (since && sent.sent_at && sent.sent_at >= since) keepLatest(lastSent, capKey({ email: sent.email_key, channel: sent.channel }, contactAddress), sent.sent_at);
     }
     for (const [key, reason] of await deps.store.suppressed(storeDomain, keys)) suppressed.set(key, reason);
   }
@@ -133,6 +136,13 @@ async function readPurchases(deps: ContextDeps, storeDomain: string, rows: Notif
     storeDomain,
     reminders.map((row) => ({ key: orderedKey(row), email: row.email, productId: row.product_id, variantId: row.variant_id, since: row.created_at })),
   );
+}
+
+/** The address keys of the phones and browsers sent alerts went to, by contact point id. */
+async function contactAddresses(deps: ContextDeps, sent: Array<{ contact_point_id: string | null }>): Promise<Map<string, string>> {
+  const ids = [...new Set(sent.flatMap((row) => (row.contact_point_id ? [row.contact_point_id] : [])))];
+  if (ids.length === 0) return new Map();
+  return new Map((await deps.alerts.contactPointsByIds(ids)).map((point) => [point.id, point.address_key]));
 }
 
 /** The claim's phones and browsers, and which phones texted STOP to the sender the store's texts go from. */

@@ -220,13 +220,13 @@ export class DispatchRepository {
   }
 
   /** The alerts (and reminders) sent to these subscriptions, by any restock, on any channel. */
-  async alreadySent(subscriptionIds: string[]): Promise<Array<Pick<NotificationRow, 'subscription_id' | 'restock_id' | 'channel' | 'kind'>>> {
-    const out: Array<Pick<NotificationRow, 'subscription_id' | 'restock_id' | 'channel' | 'kind'>> = [];
+  async alreadySent(subscriptionIds: string[]): Promise<Array<Pick<NotificationRow, 'subscription_id' | 'restock_id' | 'channel' | 'contact_point_id' | 'kind'>>> {
+    const out: Array<Pick<NotificationRow, 'subscription_id' | 'restock_id' | 'channel' | 'contact_point_id' | 'kind'>> = [];
     for (const chunk of chunks(subscriptionIds)) {
       out.push(
         ...(await this.database.db
           .selectFrom('notifications')
-          .select(['subscription_id', 'restock_id', 'channel', 'kind'])
+          .select(['subscription_id', 'restock_id', 'channel', 'contact_point_id', 'kind'])
           .where('subscription_id', 'in', chunk)
           .where('status', '=', 'sent')
           .execute()),
@@ -260,10 +260,10 @@ export class DispatchRepository {
    * (notifications_by_address_key): naming the restock too made SQLite walk the restock's every
    * row (notifications_once_per_restock) instead, a whole batch for each claim.
    */
-  sentTo(storeDomain: string, emailKeys: string[]): Promise<Array<Pick<NotificationRow, 'email_key' | 'restock_id' | 'sent_at' | 'kind' | 'channel'>>> {
+  sentTo(storeDomain: string, emailKeys: string[]): Promise<Array<Pick<NotificationRow, 'email_key' | 'restock_id' | 'sent_at' | 'kind' | 'channel' | 'contact_point_id'>>> {
     return this.database.db
       .selectFrom('notifications')
-      .select(['email_key', 'restock_id', 'sent_at', 'kind', 'channel'])
+      .select(['email_key', 'restock_id', 'sent_at', 'kind', 'channel', 'contact_point_id'])
       .where('store_domain', '=', storeDomain)
       .where('email_key', 'in', emailKeys)
       .where('status', '=', 'sent')

@@ -74,6 +74,8 @@ export type NotificationRef = Pick<NotificationRow, 'subscription_id' | 'email' 
 /** What the rules need of a phone or browser. */
 export interface ContactFacts {
   status: string;
+  /** The phone number, or the browser's endpoint as its key: what "once per address" counts for a text or a push. */
+  addressKey: string;
   /** The shopper's time zone, when the browser gave it. */
   timeZone: string | null;
   /** SMS: the phone texted STOP to the sender this store's texts go from. */
@@ -144,7 +146,7 @@ const storeSends: Rule = (_row, facts) => (facts.storeSending ? undefined : skip
 
 const channelOf = (row: NotificationRef): Channel => row.channel ?? 'email';
 
-/** A reminder follows an alert by design; the ledger's unique index keeps it to one per alert. One alert per channel. */
+/** A reminder follows an alert by design; the ledger's unique index keeps it to one per alert. One alert per channel and contact point. */
 const notAlertedYet: Rule = (row, facts, group) => {
   if (isReminder(row)) return undefined;
   const key = subscriptionChannelKey(row);
@@ -190,9 +192,9 @@ const notSuppressed: Rule = (row, facts) => {
   return reason === undefined ? undefined : skip(WHY.suppressed(reason), false);
 };
 
-/** Two subscriptions of one address (product and variant) get one mail per restock. */
+/** Two subscriptions of one address (product and variant) get one mail per restock, and one text or push per phone or browser. */
 const notMailedForRestock: Rule = (row, facts, group) => {
-  const key = restockAddressKey(row);
+  const key = restockAddressKey(row, contactAddressOf(row, facts));
   return facts.mailedForRestock.has(key) || group.addresses.has(key) ? skip(WHY.alreadyMailed, true) : undefined;
 };
 
@@ -206,7 +208,7 @@ const stillSellable: Rule = (row, facts) => {
 const notOrdered: Rule = (row, facts) => (isReminder(row) && facts.ordered.has(orderedKey(row)) ? skip(WHY.reminderOrdered, false) : undefined);
 
 const withinFrequencyCap: Rule = (row, facts, group) => {
-  const key = capKey(row);
+  const key = capKey(row, contactAddressOf(row, facts));
   const last = group.lastSent.get(key) ?? facts.lastSent.get(key);
   if (!last || facts.frequencyCapMs <= 0) return undefined;
   const until = Date.parse(last) + facts.frequencyCapMs;
@@ -245,8 +247,8 @@ function verdictIn(row: NotificationRef, facts: SendFacts, group: GroupState): V
 function admit(row: NotificationRef, facts: SendFacts, group: GroupState): void {
   group.subscriptions.add(subscriptionChannelKey(row));
   group.reached.add(subscriptionRestockKey(row));
-  group.addresses.add(restockAddressKey(row));
-  const key = capKey(row);
+  group.addresses.add(restockAddressKey(row, contactAddressOf(row, facts)));
+  const key = capKey(row, contactAddressOf(row, facts));
   if (!group.lastSent.has(key) && !facts.lastSent.has(key)) group.lastSent.set(key, new Date(facts.now).toISOString());
 }
 
@@ -322,18 +324,29 @@ export function productKey(row: Pick<NotificationRow, 'product_id' | 'variant_id
   return `${row.product_id}\n${row.variant_id ?? ''}`;
 }
 
-/** A restock, the message's kind, its channel and an address, compared by `addressKey` (which a key already is): one alert and one reminder per restock, channel and address. */
-export function restockAddressKey(row: Pick<NotificationRow, 'restock_id' | 'email'> & { kind?: NotificationKind; channel?: Channel }): string {
-  return `${row.restock_id}\n${row.kind ?? 'alert'}\n${row.channel ?? 'email'}\n${addressKey(row.email)}`;
+/**
+ * A restock, the message's kind, its channel and an address, compared by `addressKey` (which a
+ * key already is), with the phone or browser a text or push goes to: one alert and one reminder
+ * per restock, channel and address, and per phone or browser of that address.
+ */
+export function restockAddressKey(row: Pick<NotificationRow, 'restock_id' | 'email'> & { kind?: NotificationKind; channel?: Channel }, contactAddress = ''): string {
+  return `${row.restock_id}\n${row.kind ?? 'alert'}\n${row.channel ?? 'email'}\n${addressKey(row.email)}\n${contactAddress}`;
 }
 
-/** The frequency cap counts per channel: a text does not hold back the e-mail. */
-export function capKey(row: Pick<NotificationRow, 'email'> & { channel?: Channel }): string {
-  return `${row.channel ?? 'email'}\n${addressKey(row.email)}`;
+/** The phone or browser a row goes to, by its address key; '' for a mail. */
+function contactAddressOf(row: NotificationRef, facts: SendFacts): string {
+  if (!row.contact_point_id) return '';
+  return facts.contacts?.get(row.contact_point_id)?.addressKey ?? row.contact_point_id;
 }
 
-export function subscriptionChannelKey(row: Pick<NotificationRow, 'subscription_id'> & { channel?: Channel }): string {
-  return `${row.subscription_id}\n${row.channel ?? 'email'}`;
+/** The frequency cap counts per channel, and per phone or browser: a text does not hold back the e-mail, nor one browser another. */
+export function capKey(row: Pick<NotificationRow, 'email'> & { channel?: Channel }, contactAddress = ''): string {
+  return `${row.channel ?? 'email'}\n${addressKey(row.email)}\n${contactAddress}`;
+}
+
+/** One alert per subscription on each channel, and on each phone or browser of it (a subscription may have several). */
+export function subscriptionChannelKey(row: Pick<NotificationRow, 'subscription_id'> & { channel?: Channel; contact_point_id?: string | null }): string {
+  return `${row.subscription_id}\n${row.channel ?? 'email'}\n${row.contact_point_id ?? ''}`;
 }
 
 export function subscriptionRestockKey(row: Pick<NotificationRow, 'subscription_id' | 'restock_id'>): string {

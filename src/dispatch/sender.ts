@@ -1,4 +1,4 @@
-import { composeAlert, type Outgoing } from './compose.ts';
+import { composeAlert, type AlertLinks, type Outgoing } from './compose.ts';
 import { groupBy, loadClaim, type StoreClaim } from './context.ts';
 import { Handover } from './handover.ts';
 import { AlertLeases } from './leases.ts';
@@ -25,6 +25,12 @@ export class NotificationSender {
     /** Queues the next page of the batches being planned; resolves to how many pages. */
     private readonly refill: () => Promise<number> = async () => 0,
   ) {}
+
+  private readonly links: AlertLinks = {
+    click: (row) => this.deps.followUp.clickUrl(row.store_domain, row.id),
+    mail: (row) => ({ unsubscribeUrl: this.deps.alerts.unsubscribeUrl(row.subscription_id), manageUrl: this.deps.alerts.shopperPageUrl(row.subscription_id) }),
+    stop: (row) => this.deps.alerts.contactPointStopUrl(row.contact_point_id!),
+  };
 
   /**
    * Sends every alert due now. Alerts stream through the transport (its pool keeps every
@@ -99,11 +105,7 @@ export class NotificationSender {
       composeAlert(
         row,
         claim,
-        {
-          unsubscribeUrl: this.deps.alerts.unsubscribeUrl(row.subscription_id),
-          clickUrl: this.deps.followUp.clickUrl(row.store_domain, row.id),
-          manageUrl: this.deps.alerts.shopperPageUrl(row.subscription_id),
-        },
+        this.links,
         grant.periodStart,
         channels,
       ),

@@ -111,11 +111,19 @@ function oneLine(text: string): string {
 
 const asIs = (text: string) => text;
 
-/** The alert e-mail (or its reminder): subject, plain text and HTML, in the store's locale or its own template. */
-/** The words of the link to the shopper's page, in the alert's language (a push notification's second button). */
-export function manageLabel(locale: EffectiveSettings['locale']): string {
-  return STRINGS[locale].manage;
+/** A push notification's second button: it stops alerts to that browser, and covers nothing else. */
+const STOP_LABELS: Record<EffectiveSettings['locale'], string> = {
+  en: 'Stop alerts in this browser',
+  fr: 'Arrêter les alertes dans ce navigateur',
+  de: 'Benachrichtigungen in diesem Browser beenden',
+  es: 'Dejar de recibir avisos en este navegador',
+};
+
+export function stopLabel(locale: EffectiveSettings['locale']): string {
+  return STOP_LABELS[locale];
 }
+
+/** The alert e-mail (or its reminder): subject, plain text and HTML, in the store's locale or its own template. */
 
 export function renderNotification(
   content: NotificationContent,

@@ -1,7 +1,7 @@
 // Restock's service worker: shows the back-in-stock alerts pushed to this browser and opens the
 // product page when one is clicked. Served as is from /push/sw.js and, on Shopify stores, from
 // the store's own origin through the app proxy. The payload is what src/push/service.ts
-// encrypts: { title, body, url, icon, tag, manage: { url, label } }.
+// encrypts: { title, body, url, icon, tag, stop: { url, label } }.
 'use strict';
 
 // A new version takes over at once rather than after every tab of the store has closed.
@@ -12,17 +12,17 @@ self.addEventListener('install', function () {
 self.addEventListener('push', function (event) {
   var alert = readAlert(event);
   if (!alert) return;
-  var options = { body: alert.body, tag: alert.tag, data: { url: alert.url, manage: alert.manage && alert.manage.url } };
+  var options = { body: alert.body, tag: alert.tag, data: { url: alert.url, stop: alert.stop && alert.stop.url } };
   if (alert.icon) options.icon = alert.icon;
-  // The second button opens the shopper's page (cancel, channels, data), as every e-mail's link does.
-  if (alert.manage) options.actions = [{ action: 'manage', title: alert.manage.label }];
+  // The second button stops alerts to this browser, and only that: a browser proves nothing of the shopper's e-mail.
+  if (alert.stop) options.actions = [{ action: 'stop', title: alert.stop.label }];
   event.waitUntil(self.registration.showNotification(alert.title, options));
 });
 
 self.addEventListener('notificationclick', function (event) {
   event.notification.close();
   var data = event.notification.data || {};
-  var url = webUrl(event.action === 'manage' ? data.manage : data.url);
+  var url = webUrl(event.action === 'stop' ? data.stop : data.url);
   if (url) event.waitUntil(self.clients.openWindow(url));
 });
 
@@ -41,14 +41,14 @@ function readAlert(event) {
     url: webUrl(data.url),
     icon: webUrl(data.icon),
     tag: typeof data.tag === 'string' ? data.tag : undefined,
-    manage: readManage(data.manage),
+    stop: readStop(data.stop),
   };
 }
 
-function readManage(manage) {
-  if (!manage || typeof manage.label !== 'string') return null;
-  var url = webUrl(manage.url);
-  return url ? { url: url, label: manage.label } : null;
+function readStop(stop) {
+  if (!stop || typeof stop.label !== 'string') return null;
+  var url = webUrl(stop.url);
+  return url ? { url: url, label: stop.label } : null;
 }
 
 /** Only http(s) pages are opened or shown: never javascript:, data: or anything else a payload could name. */

@@ -21,6 +21,7 @@ import { ledgerFigures } from './0018_ledger_figures.ts';
 import { orderFigures } from './0019_order_figures.ts';
 import { storePlatforms } from './0020_store_platforms.ts';
 import { storeConnections } from './0021_store_connections.ts';
+import { contactPointsPerAddress } from './0022_contact_points_per_address.ts';
 
 export interface DialectMigration {
   up(db: Kysely<any>, dialect: Dialect): Promise<void>;
@@ -49,4 +50,5 @@ export const migrations: Record<string, DialectMigration> = {
   '0019_order_figures': orderFigures,
   '0020_store_platforms': storePlatforms,
   '0021_store_connections': storeConnections,
+  '0022_contact_points_per_address': contactPointsPerAddress,
 };
