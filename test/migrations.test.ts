@@ -1,7 +1,8 @@
 /**
- * Migration 0020 on a database that holds stores from before it: every store had a myshopify.com
- * domain, so each becomes a Shopify store and nothing else of it changes. Migration 0021 moves
- * WooCommerce connections into the platform-neutral `store_connections` unchanged.
+ * Migrations on a database that holds rows from before them. 0020: every store had a
+ * myshopify.com domain, so each becomes a Shopify store and nothing else of it changes. 0021
+ * moves WooCommerce connections into the platform-neutral `store_connections` unchanged. 0022
+ * lets a subscription keep several phones and browsers, each alerted once per restock.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -109,7 +110,7 @@ for (const dialect of testDialects()) {
       };
       await (database.db as never as Kysely<any>).insertInto('woocommerce_connections').values(connection).execute();
 
-      assert.deepEqual(await database.migrate(), ['0021_store_connections']);
+      assert.equal((await database.migrate())[0], '0021_store_connections');
       const rows = await database.db.selectFrom('store_connections').selectAll().execute();
       const { site_url, keys_sealed, ...rest } = connection;
       assert.equal(rows.length, 1);
@@ -119,6 +120,68 @@ for (const dialect of testDialects()) {
         { ...rest, platform: 'woocommerce', site: site_url, credentials_sealed: keys_sealed },
       );
       await assert.rejects(sql`select count(*) from woocommerce_connections`.execute(database.db), 'the old table is gone');
+    });
+  });
+
+  describe(`migration 0022 (contact points per address) on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
+    const empty = emptyDatabaseForSuite(dialect);
+
+    it('keeps the contact points and alerts there were; then a second browser joins a subscription, and each is alerted once per restock', async () => {
+      const { database } = empty();
+      await migrateBefore(database, '0022_contact_points_per_address');
+      const db = database.db as never as Kysely<any>;
+      const at = '2026-01-02T03:04:05.678Z';
+      const point = (id: string, address: string) => ({
+        id,
+        subscription_id: 'sub_1',
+        store_domain: 'shop.myshopify.com',
+        channel: 'push',
+        address,
+        address_key: address,
+        push_p256dh: 'p256dh',
+        push_auth: 'auth',
+        status: 'active',
+        time_zone: null,
+        consent_method: 'browser-permission',
+        consent_text: 'allowed',
+        consent_page: null,
+        consent_at: at,
+        confirmed_at: at,
+        status_reason: null,
+        confirmation_sent_at: null,
+        created_at: at,
+        updated_at: at,
+      });
+      await db.insertInto('contact_points').values(point('cp_1', 'https://push.example/a')).execute();
+      const alert = (id: string, channel: string, contactPointId: string | null) => ({
+        id,
+        restock_id: 'rst_1',
+        subscription_id: 'sub_1',
+        store_domain: 'shop.myshopify.com',
+        email: 'jane@example.com',
+        email_key: 'jane@example.com',
+        product_id: 'gid://shopify/Product/1',
+        variant_id: null,
+        batch: 1,
+        position: 0,
+        status: 'sent',
+        reason: 'test',
+        attempts: 1,
+        next_attempt_at: at,
+        created_at: at,
+        kind: 'alert',
+        channel,
+        contact_point_id: contactPointId,
+      });
+      await db.insertInto('notifications').values([alert('ntf_1', 'email', null), alert('ntf_2', 'push', 'cp_1')]).execute();
+
+      assert.equal((await database.migrate())[0], '0022_contact_points_per_address');
+      assert.deepEqual((await db.selectFrom('notifications').select('id').orderBy('id').execute()).map((row) => row.id), ['ntf_1', 'ntf_2'], 'the ledger as it was');
+      await db.insertInto('contact_points').values(point('cp_2', 'https://push.example/b')).execute();
+      await assert.rejects(db.insertInto('contact_points').values(point('cp_3', 'https://push.example/b')).execute(), 'one contact point per address');
+      await db.insertInto('notifications').values(alert('ntf_3', 'push', 'cp_2')).execute();
+      await assert.rejects(db.insertInto('notifications').values(alert('ntf_4', 'push', 'cp_2')).execute(), 'one alert per restock and browser');
+      await assert.rejects(db.insertInto('notifications').values(alert('ntf_5', 'email', null)).execute(), 'and still one e-mail per restock');
     });
   });
 }
