@@ -9,6 +9,7 @@ import { dialectSkip, startTestApp, testDialects, type TestApp } from './fixture
 import { installByTokenExchange } from './fixtures/shopify-app.ts';
 import { assertHtml, BROWSER, COOKIE, csrfOf, FORM, getPage, postForm, requestLink, sessionCookie, signIn, SIGN_IN } from './fixtures/dashboard.ts';
 import { startShopifyAdmin, type ShopifyAdminStandIn } from './fixtures/shopify-admin.ts';
+import { startTwilioStandIn, type TwilioStandIn } from './fixtures/twilio-stand-in.ts';
 
 failOnLeakedHandles();
 
@@ -16,6 +17,8 @@ failOnLeakedHandles();
 const UNLIMITED = { SIGN_IN_LIMIT_PER_HOUR: '1000000', STOREFRONT_LIMIT_PER_HOUR: '1000000' };
 // Sealing a store's SMTP URL needs a key.
 const ENCRYPTION = { RESTOCK_ENCRYPTION_KEY: randomBytes(32).toString('base64') };
+/** A store's own Twilio account, which Twilio (the stand-in) must vouch for before it is saved. */
+const STORE_TWILIO = { accountSid: `AC${'1'.repeat(32)}`, authToken: 'f'.repeat(32), from: '+15551230000' };
 const SOURCE = { kind: 'inventory-api', ref: 'agt_dashboard_test', verified: false } as const;
 
 const SIGNED_IN_PAGES = [
@@ -98,10 +101,15 @@ async function storeWithAlerts(t: TestApp) {
 for (const dialect of testDialects()) {
   describe(`merchant dashboard on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
     let t: TestApp;
+    let twilio: TwilioStandIn;
     before(async () => {
-      t = await startTestApp(dialect, { ...UNLIMITED, ...ENCRYPTION });
+      twilio = await startTwilioStandIn([{ accountSid: STORE_TWILIO.accountSid, authToken: STORE_TWILIO.authToken, numbers: [STORE_TWILIO.from] }]);
+      t = await startTestApp(dialect, { ...UNLIMITED, ...ENCRYPTION, TWILIO_API_URL: twilio.url });
     });
-    after(() => t.close());
+    after(async () => {
+      await t?.close();
+      await twilio?.close();
+    });
 
     describe('signing in by e-mail', () => {
       it('mails a one-time link to the owner; GET only shows the store, POST opens a session', async () => {
@@ -534,8 +542,8 @@ for (const dialect of testDialects()) {
       it('sets double opt-in, the channels offered and quiet hours; keeps a Twilio account sealed and marks a bad one', async () => {
         const { shop, cookie } = await signedInStore(t);
         const csrf = csrfOf((await getPage(t, '/dashboard/settings', cookie)).body);
-        const token = 'f'.repeat(32);
-        const account = { twilioAccountSid: `AC${'1'.repeat(32)}`, twilioAuthToken: token, twilioFrom: '+15551230000' };
+        const token = STORE_TWILIO.authToken;
+        const account = { twilioAccountSid: STORE_TWILIO.accountSid, twilioAuthToken: token, twilioFrom: STORE_TWILIO.from };
         const fields = { csrf, doubleOptIn: 'always', country: 'de', sms: 'on', push: 'off', quietStart: '22', quietEnd: '8', timeZone: 'Europe/Berlin', ...account };
         const saved = await postForm(t, '/dashboard/settings', fields, cookie);
         assert.equal(saved.statusCode, 303, saved.body);

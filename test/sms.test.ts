@@ -16,8 +16,10 @@ import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod
 import type { Config } from '../src/config.ts';
 import { Database } from '../src/core/db/database.ts';
 import { installErrorHandling } from '../src/core/http/errors.ts';
+import { Problem, ValidationFailed } from '../src/core/problems.ts';
 import { SmsDeliveryError, type SmsAccount } from '../src/dispatch/channels.ts';
-import { buildSms, type DeliveryReports, type SmsConsent, type SmsService } from '../src/sms/feature.ts';
+import { twilioAccountCheck } from '../src/sms/account-check.ts';
+import { buildSms, type AlertRef, type DeliveryReports, type SmsConsent, type SmsService } from '../src/sms/feature.ts';
 import { classifyInbound } from '../src/sms/keywords.ts';
 import { composeAlertText, composeConfirmationText, composeConfirmedText, countSegments, helpText, type SmsLocale } from '../src/sms/text.ts';
 import type { SendingProfile } from '../src/stores/service.ts';
@@ -50,6 +52,8 @@ const STAND_IN_ACCOUNTS = [
 let serial = 0;
 /** A phone of its own per test (the +1 555 01xx fictional range, then more digits). */
 const uniquePhone = () => `+1555${String(1_000_000 + ++serial).slice(1)}${Math.floor(Math.random() * 10)}`;
+/** A ledger id as dispatch makes them, for the callback URL. */
+const alertId = () => `ntf_${randomBytes(13).toString('hex')}`;
 
 const gsm = (text: string) => countSegments(text).encoding === 'GSM-7';
 
@@ -174,7 +178,7 @@ describe('keywords', () => {
 function sinks() {
   const pending = new Map<string, string[]>();
   const confirmed: Array<{ phone: string; storeDomains: string[] }> = [];
-  const deliveries: Array<{ providerRef: string; status: string; errorCode: string | null }> = [];
+  const deliveries: Array<{ providerRef: string; status: string; errorCode: string | null; alert: AlertRef }> = [];
   const consent: SmsConsent = {
     pendingSmsStores: async (phone) => pending.get(phone) ?? [],
     async confirmSms(phone, storeDomains) {
@@ -183,8 +187,8 @@ function sinks() {
     },
   };
   const reports: DeliveryReports = {
-    async recordDelivery(providerRef, status, errorCode) {
-      deliveries.push({ providerRef, status, errorCode });
+    async recordDelivery(providerRef, status, errorCode, alert) {
+      deliveries.push({ providerRef, status, errorCode, alert });
       return true;
     },
   };
@@ -347,6 +351,79 @@ describe('sending through the SDK', () => {
   });
 });
 
+describe("checking a store's own account with Twilio", () => {
+  let standIn: TwilioStandIn;
+  let check: (account: SmsAccount) => Promise<void>;
+  const SUSPENDED: SmsAccount = { accountSid: `AC${hex(16)}`, authToken: hex(16), from: '+15005550009' };
+
+  before(async () => {
+    standIn = await startTwilioStandIn(STAND_IN_ACCOUNTS);
+    standIn.addAccount({ accountSid: SUSPENDED.accountSid, authToken: SUSPENDED.authToken, numbers: [SUSPENDED.from], status: 'suspended' });
+    check = twilioAccountCheck(smsConfig('sqlite::memory:', standIn).sms);
+  });
+  after(async () => standIn.close());
+
+  /** The problem the check refused with. */
+  async function refusal(account: SmsAccount): Promise<Problem> {
+    try {
+      await check(account);
+    } catch (err) {
+      assert.ok(err instanceof Problem, `a Problem, not ${String(err)}`);
+      return err;
+    }
+    assert.fail(`${JSON.stringify({ ...account, authToken: '…' })} was accepted`);
+  }
+  const pointers = (problem: Problem) => (problem instanceof ValidationFailed ? problem.errors.map((error) => error.pointer) : [problem.slug]);
+
+  it('accepts an account Twilio knows with one of its numbers, or one of its Messaging Services, asking the Accounts API first', async () => {
+    const asked = standIn.requests.length;
+    await check(ELSEWHERE);
+    await check(OWN);
+    await check({ ...OWN, from: OWN_NUMBER });
+    const calls = standIn.requests.slice(asked).map((request) => `${request.method} ${request.url.split('?')[0]}`);
+    assert.deepEqual(calls, [
+      `GET /2010-04-01/Accounts/${ELSEWHERE.accountSid}.json`,
+      `GET /2010-04-01/Accounts/${ELSEWHERE.accountSid}/IncomingPhoneNumbers.json`,
+      `GET /2010-04-01/Accounts/${OWN.accountSid}.json`,
+      `GET /v1/Services/${OWN_SERVICE_SID}`,
+      `GET /2010-04-01/Accounts/${OWN.accountSid}.json`,
+      `GET /2010-04-01/Accounts/${OWN.accountSid}/IncomingPhoneNumbers.json`,
+    ]);
+    assert.ok(standIn.requests.slice(asked).every((request) => request.user === ELSEWHERE.accountSid || request.user === OWN.accountSid), 'as the account itself');
+  });
+
+  it('refuses credentials Twilio does not know, naming the field', async () => {
+    assert.deepEqual(pointers(await refusal({ ...ELSEWHERE, authToken: hex(16) })), ['/body/smsSender']);
+    assert.deepEqual(pointers(await refusal({ ...ELSEWHERE, accountSid: `AC${hex(16)}` })), ['/body/smsSender']);
+    assert.deepEqual(pointers(await refusal({ ...SERVICE, authToken: hex(16), from: ELSEWHERE.from })), ['/body/smsSender'], "the service's Account SID with a token of one's own");
+  });
+
+  it("refuses a sender that is not the account's: another account's number, a partial match, another account's Messaging Service, the service's own", async () => {
+    assert.deepEqual(pointers(await refusal({ ...ELSEWHERE, from: OWN_NUMBER })), ['/body/smsSender/from']);
+    assert.deepEqual(pointers(await refusal({ ...ELSEWHERE, from: ELSEWHERE.from.slice(0, -1) })), ['/body/smsSender/from'], 'Twilio’s filter matches part of a number; only the whole one counts');
+    assert.deepEqual(pointers(await refusal({ ...ELSEWHERE, from: OWN_SERVICE_SID })), ['/body/smsSender/from']);
+    assert.deepEqual(pointers(await refusal({ ...ELSEWHERE, from: SERVICE.from })), ['/body/smsSender/from']);
+  });
+
+  it('refuses an account Twilio has suspended', async () => {
+    assert.deepEqual(pointers(await refusal(SUSPENDED)), ['/body/smsSender/accountSid']);
+  });
+
+  it('answers 502 when Twilio fails or cannot be reached', async () => {
+    standIn.failNext(503);
+    assert.deepEqual(pointers(await refusal(ELSEWHERE)), ['upstream-failed']);
+    standIn.failNext(429);
+    assert.deepEqual(pointers(await refusal(ELSEWHERE)), ['upstream-failed']);
+    const closed = twilioAccountCheck(smsConfig('sqlite::memory:', { ...standIn, url: `http://127.0.0.1:${await freePort()}` }).sms);
+    try {
+      await closed(ELSEWHERE);
+      assert.fail('accepted without Twilio');
+    } catch (err) {
+      assert.ok(err instanceof Problem && err.status === 502, String(err));
+    }
+  });
+});
+
 interface SmsApp {
   app: FastifyInstance;
   baseUrl: string;
@@ -358,6 +435,11 @@ interface SmsApp {
 
 const OWN_STORE = 'own-store.myshopify.com';
 const ELSEWHERE_STORE = 'elsewhere.myshopify.com';
+/** Accounts saved before Twilio was asked at saving: one claims the service's sender, one its Account SID with a token of its own. */
+const CLAIMS_SENDER_STORE = 'claims-sender.myshopify.com';
+const CLAIMS_SENDER: SmsAccount = { accountSid: `AC${hex(16)}`, authToken: hex(16), from: SERVICE.from };
+const CLAIMS_SID_STORE = 'claims-sid.myshopify.com';
+const CLAIMS_SID: SmsAccount = { accountSid: SERVICE.accountSid, authToken: hex(16), from: '+15005550010' };
 
 /** The SMS feature's routes on a bare app with the project's error handling, listening on loopback, where the stand-in calls it. */
 async function startSmsApp(testDatabase: TestDatabase, standIn: TwilioStandIn): Promise<SmsApp> {
@@ -375,7 +457,7 @@ async function startSmsApp(testDatabase: TestDatabase, standIn: TwilioStandIn): 
       config,
       database,
       log: app.log,
-      stores: storesWith({ [OWN_STORE]: OWN, [ELSEWHERE_STORE]: ELSEWHERE }),
+      stores: storesWith({ [OWN_STORE]: OWN, [ELSEWHERE_STORE]: ELSEWHERE, [CLAIMS_SENDER_STORE]: CLAIMS_SENDER, [CLAIMS_SID_STORE]: CLAIMS_SID }),
       consent: recorded.consent,
       deliveries: recorded.reports,
     });
@@ -480,8 +562,7 @@ for (const dialect of testDialects()) {
     it('stops a whole Messaging Service on STOP to one of its numbers', async () => {
       const phone = uniquePhone();
       await standIn.textFrom(phone, OWN_NUMBER, 'quit', `${t.baseUrl}/sms/twilio/inbound/${OWN_STORE}`);
-      const rows = await optOutRows(t.database, phone);
-      assert.deepEqual(rows.map((row) => row.sender).sort(), [OWN_NUMBER, OWN_SERVICE_SID].sort(), 'the number and its service');
+      assert.deepEqual(await optOutRows(t.database, phone), [{ sender: OWN_SERVICE_SID, phone }], "the store's sender, its service, whichever number was written to");
       assert.deepEqual(await t.sms.optedOut(OWN_SERVICE_SID, [phone]), new Set([phone]));
     });
 
@@ -520,14 +601,15 @@ for (const dialect of testDialects()) {
       assert.deepEqual(await tableDigests(t.database), before, 'nothing recorded');
     });
 
-    it('records delivered, undelivered and failed reports, and ignores the statuses on the way', async () => {
-      const delivered = await t.sms.send(SERVICE, { to: uniquePhone(), body: 'Mug is back', statusCallback: t.sms.statusCallbackUrl('a.myshopify.com', false) });
+    it('records delivered, undelivered and failed reports on the row the callback URL names, and ignores the statuses on the way', async () => {
+      const [deliveredId, undeliveredId, failedId] = [alertId(), alertId(), alertId()];
+      const delivered = await t.sms.send(SERVICE, { to: uniquePhone(), body: 'Mug is back', statusCallback: t.sms.statusCallbackUrl('a.myshopify.com', false, deliveredId) });
       const unreachable = uniquePhone();
       standIn.deliverAs(unreachable, 'undelivered', 30003);
-      const undelivered = await t.sms.send(SERVICE, { to: unreachable, body: 'Mug is back', statusCallback: t.sms.statusCallbackUrl('a.myshopify.com', false) });
+      const undelivered = await t.sms.send(SERVICE, { to: unreachable, body: 'Mug is back', statusCallback: t.sms.statusCallbackUrl('a.myshopify.com', false, undeliveredId) });
       const landline = uniquePhone();
       standIn.deliverAs(landline, 'failed', 30006);
-      const failed = await t.sms.send(OWN, { to: landline, body: 'Mug is back', statusCallback: t.sms.statusCallbackUrl(OWN_STORE, true) });
+      const failed = await t.sms.send(OWN, { to: landline, body: 'Mug is back', statusCallback: t.sms.statusCallbackUrl(OWN_STORE, true, failedId) });
       await standIn.settled();
       const refs = new Set([delivered.providerRef, undelivered.providerRef, failed.providerRef]);
       const answers = standIn.callbacks.filter((callback) => refs.has(callback.params.MessageSid!));
@@ -536,39 +618,122 @@ for (const dialect of testDialects()) {
       assert.deepEqual(
         t.recorded.deliveries.filter((delivery) => refs.has(delivery.providerRef)).sort(byRef),
         [
-          { providerRef: delivered.providerRef, status: 'delivered', errorCode: null },
-          { providerRef: undelivered.providerRef, status: 'undelivered', errorCode: '30003' },
-          { providerRef: failed.providerRef, status: 'failed', errorCode: '30006' },
+          { providerRef: delivered.providerRef, status: 'delivered', errorCode: null, alert: { id: deliveredId, storeDomain: undefined } },
+          { providerRef: undelivered.providerRef, status: 'undelivered', errorCode: '30003', alert: { id: undeliveredId, storeDomain: undefined } },
+          { providerRef: failed.providerRef, status: 'failed', errorCode: '30006', alert: { id: failedId, storeDomain: OWN_STORE } },
         ].sort(byRef),
-        'one final report each; sent and queued are not recorded',
+        "one final report each, a store's own account's on that store's rows only; sent and queued are not recorded",
       );
+    });
+
+    it('records no delivery for a report whose callback URL names no ledger row', async () => {
+      const { providerRef } = await t.sms.send(SERVICE, { to: uniquePhone(), body: 'Mug is back', statusCallback: t.sms.statusCallbackUrl('a.myshopify.com', false) });
+      await standIn.settled();
+      assert.ok(standIn.callbacks.some((callback) => callback.params.MessageSid === providerRef && callback.answer === 204), 'Twilio is answered');
+      assert.deepEqual(t.recorded.deliveries.filter((delivery) => delivery.providerRef === providerRef), [], 'nothing recorded');
     });
 
     it('keeps the opt-out Twilio reports only when a Messaging Service tries to send', async () => {
       const phone = uniquePhone();
+      const id = alertId();
       standIn.stop(OWN_SERVICE_SID, phone);
-      const { providerRef } = await t.sms.send(OWN, { to: phone, body: 'Mug is back', statusCallback: t.sms.statusCallbackUrl(OWN_STORE, true) });
+      const { providerRef } = await t.sms.send(OWN, { to: phone, body: 'Mug is back', statusCallback: t.sms.statusCallbackUrl(OWN_STORE, true, id) });
       await standIn.settled();
-      assert.deepEqual(t.recorded.deliveries.filter((delivery) => delivery.providerRef === providerRef), [{ providerRef, status: 'failed', errorCode: '21610' }]);
-      assert.deepEqual(await t.sms.optedOut(OWN_SERVICE_SID, [phone]), new Set([phone]), 'kept as if the phone had texted STOP');
+      assert.deepEqual(t.recorded.deliveries.filter((delivery) => delivery.providerRef === providerRef), [{ providerRef, status: 'failed', errorCode: '21610', alert: { id, storeDomain: OWN_STORE } }]);
+      assert.deepEqual(await optOutRows(t.database, phone), [{ sender: OWN_SERVICE_SID, phone }], "kept as if the phone had texted STOP, against the store's own sender");
     });
 
     it('refuses a status callback that is not signed by the account its address names', async () => {
       const sid = `SM${hex(16)}`;
+      const id = alertId();
       const params = { MessageSid: sid, SmsSid: sid, AccountSid: SERVICE.accountSid, MessageStatus: 'delivered', SmsStatus: 'delivered', To: uniquePhone(), From: SERVICE.from, ApiVersion: '2010-04-01' };
       const post = (url: string, signature: string) =>
         t.app.inject({ method: 'POST', url: url.slice(t.baseUrl.length), payload: new URLSearchParams(params).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': signature } });
+      const service = `${status}?alert=${id}`;
+      const own = `${status}/${OWN_STORE}?alert=${id}`;
       for (const res of [
-        await post(status, twilioSignature(OWN.authToken, status, params)),
-        await post(`${status}/${OWN_STORE}`, twilioSignature(SERVICE.authToken, `${status}/${OWN_STORE}`, params)),
-        await post(status, twilioSignature(SERVICE.authToken, `${status}/${OWN_STORE}`, params)),
+        await post(service, twilioSignature(OWN.authToken, service, params)),
+        await post(own, twilioSignature(SERVICE.authToken, own, params)),
+        await post(service, twilioSignature(SERVICE.authToken, own, params)),
+        await post(service, twilioSignature(SERVICE.authToken, status, params)),
       ]) {
         expectProblem(res, 403, 'forbidden');
       }
       assert.deepEqual(t.recorded.deliveries.filter((delivery) => delivery.providerRef === sid), [], 'nothing recorded');
-      const signed = await post(status, twilioSignature(SERVICE.authToken, status, params));
+      const signed = await post(service, twilioSignature(SERVICE.authToken, service, params));
       assert.equal(signed.statusCode, 204, signed.body);
-      assert.deepEqual(t.recorded.deliveries.filter((delivery) => delivery.providerRef === sid), [{ providerRef: sid, status: 'delivered', errorCode: null }]);
+      assert.deepEqual(t.recorded.deliveries.filter((delivery) => delivery.providerRef === sid), [{ providerRef: sid, status: 'delivered', errorCode: null, alert: { id, storeDomain: undefined } }]);
+    });
+
+    /** A webhook as a store's own account could sign it, whatever it names. */
+    function signedBy(account: SmsAccount, url: string, params: Record<string, string>) {
+      return t.app.inject({
+        method: 'POST',
+        url: url.slice(t.baseUrl.length),
+        payload: new URLSearchParams(params).toString(),
+        headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': twilioSignature(account.authToken, url, params) },
+      });
+    }
+    const textParams = (account: SmsAccount, from: string, to: string, body: string, extra: Record<string, string> = {}) => {
+      const sid = `SM${hex(16)}`;
+      return { MessageSid: sid, SmsSid: sid, AccountSid: account.accountSid, From: from, To: to, Body: body, ApiVersion: '2010-04-01', ...extra };
+    };
+    const EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response/>';
+
+    it("ignores a keyword a store's own account reports for a number that is not its sender, and changes nothing", async () => {
+      const phone = uniquePhone();
+      await standIn.textFrom(phone, SERVICE.from, 'STOP', inbound);
+      t.recorded.pending.set(phone, ['a.myshopify.com', ELSEWHERE_STORE]);
+      const before = await tableDigests(t.database);
+      const url = `${t.baseUrl}/sms/twilio/inbound/${ELSEWHERE_STORE}`;
+      for (const [to, extra] of [
+        [SERVICE.from, {}],
+        [OWN_NUMBER, { MessagingServiceSid: OWN_SERVICE_SID }],
+      ] as const) {
+        for (const body of ['STOP', 'START', 'YES', 'HELP']) {
+          const answer = await signedBy(ELSEWHERE, url, textParams(ELSEWHERE, phone, to, body, extra));
+          assert.equal(answer.statusCode, 200, answer.body);
+          assert.equal(answer.body, EMPTY_TWIML, `${body} to ${to}: nothing to say`);
+        }
+      }
+      assert.deepEqual(await tableDigests(t.database), before, 'no opt-out recorded or lifted');
+      assert.deepEqual(t.recorded.confirmed.filter((call) => call.phone === phone), [], 'nothing confirmed');
+    });
+
+    it("confirms on YES through a store's own account that store alone, even when its account names the service's Account SID", async () => {
+      const phone = uniquePhone();
+      t.recorded.pending.set(phone, ['a.myshopify.com', CLAIMS_SID_STORE, OWN_STORE]);
+      const url = `${t.baseUrl}/sms/twilio/inbound/${CLAIMS_SID_STORE}`;
+      const toService = await signedBy(CLAIMS_SID, url, textParams(CLAIMS_SID, phone, SERVICE.from, 'YES'));
+      assert.equal(toService.body, EMPTY_TWIML, toService.body);
+      assert.deepEqual(t.recorded.confirmed.filter((call) => call.phone === phone), [], "a YES to the service's number is not the store's");
+      const toOwn = await signedBy(CLAIMS_SID, url, textParams(CLAIMS_SID, phone, CLAIMS_SID.from, 'YES'));
+      assert.equal(toOwn.statusCode, 200, toOwn.body);
+      assert.deepEqual(t.recorded.confirmed.filter((call) => call.phone === phone), [{ phone, storeDomains: [CLAIMS_SID_STORE] }]);
+    });
+
+    it("verifies nothing for a store whose saved account claims the service's sender", async () => {
+      const phone = uniquePhone();
+      const before = await tableDigests(t.database);
+      const inboundUrl = `${t.baseUrl}/sms/twilio/inbound/${CLAIMS_SENDER_STORE}`;
+      expectProblem(await signedBy(CLAIMS_SENDER, inboundUrl, textParams(CLAIMS_SENDER, phone, SERVICE.from, 'STOP')), 403, 'forbidden');
+      const statusUrl = `${t.baseUrl}/sms/twilio/status/${CLAIMS_SENDER_STORE}`;
+      const sid = `SM${hex(16)}`;
+      const report = { MessageSid: sid, AccountSid: CLAIMS_SENDER.accountSid, MessageStatus: 'failed', ErrorCode: '21610', From: SERVICE.from, To: phone };
+      expectProblem(await signedBy(CLAIMS_SENDER, statusUrl, report), 403, 'forbidden');
+      assert.deepEqual(await tableDigests(t.database), before, 'nothing recorded');
+    });
+
+    it("keeps a 21610 a store's own account reports only against that store's sender", async () => {
+      const phone = uniquePhone();
+      const url = `${t.baseUrl}/sms/twilio/status/${ELSEWHERE_STORE}?alert=${alertId()}`;
+      const report = (from: string, extra: Record<string, string> = {}) => ({ MessageSid: `SM${hex(16)}`, AccountSid: ELSEWHERE.accountSid, MessageStatus: 'failed', ErrorCode: '21610', From: from, To: phone, ...extra });
+      for (const params of [report(SERVICE.from), report(OWN_NUMBER, { MessagingServiceSid: OWN_SERVICE_SID })]) {
+        assert.equal((await signedBy(ELSEWHERE, url, params)).statusCode, 204);
+      }
+      assert.deepEqual(await optOutRows(t.database, phone), [], "another sender's opt-out is not the store's to report");
+      assert.equal((await signedBy(ELSEWHERE, url, report(ELSEWHERE.from))).statusCode, 204);
+      assert.deepEqual(await optOutRows(t.database, phone), [{ sender: ELSEWHERE.from, phone }]);
     });
 
     it('answers a signed request whose fields are not Twilio’s with a validation problem', async () => {

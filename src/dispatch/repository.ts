@@ -235,23 +235,22 @@ export class DispatchRepository {
     return out;
   }
 
-  /** A provider's delivery report of a message it accepted (SMS); false when no message has that id. */
   /**
-   * A delivery report, found by the id our callback URL carried (the report may come before the
-   * send's SID is recorded; a store's own account reports only on its store's texts), else by
-   * the provider's reference.
+   * A provider's delivery report of a text, found by the alert id our callback URL carried (the
+   * report may come before the send's SID is recorded) and the provider's reference; a store's
+   * own account reports only on its store's texts. False when no such text.
    */
-  async recordDelivery(providerRef: string, status: string, outcome: string, alert?: { id: string; storeDomain: string | undefined }): Promise<boolean> {
-    const result = await this.database.writeStatement((db) => {
-      const update = db.updateTable('notifications').set({ delivery_status: status, outcome });
-      if (!alert) return update.where('provider_ref', '=', providerRef).executeTakeFirst();
-      return update
+  async recordDelivery(providerRef: string, status: string, outcome: string, alert: { id: string; storeDomain: string | undefined }): Promise<boolean> {
+    const result = await this.database.writeStatement((db) =>
+      db
+        .updateTable('notifications')
+        .set({ delivery_status: status, outcome })
         .where('id', '=', alert.id)
         .where('channel', '=', 'sms')
         .where((eb) => eb.or([eb('provider_ref', 'is', null), eb('provider_ref', '=', providerRef)]))
         .$if(alert.storeDomain !== undefined, (query) => query.where('store_domain', '=', alert.storeDomain!))
-        .executeTakeFirst();
-    });
+        .executeTakeFirst(),
+    );
     return Number(result.numUpdatedRows) > 0;
   }
 

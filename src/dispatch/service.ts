@@ -220,7 +220,7 @@ export class DispatchService implements RestockSink {
    * An SMS provider's delivery report (Twilio's status callback, verified by the SMS feature):
    * the ledger keeps the last one beside `sent`, which means only that the provider accepted it.
    */
-  recordDelivery(providerRef: string, status: 'delivered' | 'undelivered' | 'failed', errorCode: string | null, alert?: { id: string; storeDomain: string | undefined }): Promise<boolean> {
+  recordDelivery(providerRef: string, status: 'delivered' | 'undelivered' | 'failed', errorCode: string | null, alert: { id: string; storeDomain: string | undefined }): Promise<boolean> {
     const outcome = status === 'delivered' ? 'delivered to the phone' : `${status} (provider error ${errorCode ?? 'not given'})`;
     return this.store.recordDelivery(providerRef, status, outcome, alert);
   }

@@ -27,13 +27,14 @@ export interface AlertRef {
   storeDomain: string | undefined;
 }
 
-/** Where delivery reports land: the ledger, which knows each text by Twilio's Message SID. */
+/** Where delivery reports land: the ledger, which knows each text by the id its callback URL carries and by Twilio's Message SID. */
 export interface DeliveryReports {
   /**
-   * False when no notification matches: the one `alert` names (a store's own account may report
-   * only on its own store's texts), else the one with this provider reference.
+   * False when no notification matches: the SMS one `alert` names, of `alert.storeDomain` when
+   * that is set (a store's own account reports only on its own store's texts), whose provider
+   * reference is this one or not yet recorded.
    */
-  recordDelivery(providerRef: string, status: 'delivered' | 'undelivered' | 'failed', errorCode: string | null, alert?: AlertRef): Promise<boolean>;
+  recordDelivery(providerRef: string, status: 'delivered' | 'undelivered' | 'failed', errorCode: string | null, alert: AlertRef): Promise<boolean>;
 }
 
 export interface SmsDeps {

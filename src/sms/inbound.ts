@@ -17,8 +17,6 @@ export interface InboundText {
   body: string;
   /** Present when that number belongs to a Messaging Service. */
   messagingServiceSid?: string | undefined;
-  /** The ledger row our callback URL named, and the store whose path received the report. */
-  alert?: { id: string; storeDomain: string | undefined } | undefined;
 }
 
 /** A status callback, once its signature held. */
@@ -29,8 +27,8 @@ export interface StatusReport {
   from?: string | undefined;
   to?: string | undefined;
   messagingServiceSid?: string | undefined;
-  /** The ledger row our callback URL named, and the store whose path received the report. */
-  alert?: { id: string; storeDomain: string | undefined } | undefined;
+  /** The ledger row our callback URL named (`?alert=`). */
+  alertId?: string | undefined;
 }
 
 /** The statuses a text ends in; the others (queued, sent, accepted…) are steps on the way. */
@@ -40,6 +38,15 @@ const isFinal = (status: string): status is FinalStatus => FINAL_STATUSES.has(st
 
 /** Twilio refused the text because the phone had stopped the sender (reported late for Messaging Services). */
 const UNSUBSCRIBED_RECIPIENT = '21610';
+
+/**
+ * Where a webhook came in: the service's path (`storeDomain` undefined) or a store's own, and the
+ * account whose token signed it. What a store's own account reports acts on that store alone.
+ */
+export interface WebhookPath {
+  storeDomain: string | undefined;
+  account: SmsAccount;
+}
 
 export interface SmsWebhooksDeps {
   sms: SmsService;
@@ -58,22 +65,34 @@ export class SmsWebhooks {
 
   /**
    * The account whose auth token signs webhooks for this path: the service's, or the store's
-   * own. Undefined when there is none, so nothing there can be verified.
+   * own. Undefined when there is none, so nothing there can be verified; so too for a store's
+   * account that claims the service's sender (one saved before Twilio was asked at saving could).
    */
   async signingAccount(storeDomain: string | undefined): Promise<SmsAccount | undefined> {
-    if (storeDomain === undefined) return this.deps.sms.accountFor(undefined);
-    return (await this.deps.stores.sendingProfile(storeDomain)).smsAccount;
+    const service = this.deps.sms.accountFor(undefined);
+    if (storeDomain === undefined) return service;
+    const own = (await this.deps.stores.sendingProfile(storeDomain)).smsAccount;
+    return own && own.from !== service?.from ? own : undefined;
   }
 
   /**
    * Acts on a keyword and says what to text back, if anything. Opt-outs are kept per sender as
-   * Twilio keeps them: the number written to, and its Messaging Service, whose opt-outs cover
-   * all its numbers. Any other text is not ours to act on.
+   * Twilio keeps them: on the service's path, the number written to and its Messaging Service,
+   * whose opt-outs cover all its numbers; on a store's path, the store's own sender alone, and
+   * only a text written to it (see `ownSenders`). Any other text is not ours to act on: it is
+   * answered with empty TwiML, which Twilio takes as done.
    */
-  async inbound(text: InboundText, storeDomain: string | undefined): Promise<string | undefined> {
+  async inbound(text: InboundText, path: WebhookPath): Promise<string | undefined> {
     const keyword = classifyInbound(text.body);
     if (!keyword || !E164.test(text.from)) return undefined;
-    const senders = [text.to, ...(text.messagingServiceSid ? [text.messagingServiceSid] : [])];
+    const senders =
+      path.storeDomain === undefined
+        ? [text.to, ...(text.messagingServiceSid ? [text.messagingServiceSid] : [])]
+        : ownSenders(path.account, { number: text.to, messagingServiceSid: text.messagingServiceSid });
+    if (senders.length === 0) {
+      this.deps.log.info({ store: path.storeDomain, keyword: keyword.word }, "inbound text to a number that is not the store's sender: ignored");
+      return undefined;
+    }
     switch (keyword.kind) {
       case 'opt-out':
         await this.deps.optOuts.record(senders, text.from, nowIso());
@@ -82,44 +101,67 @@ export class SmsWebhooks {
       case 'opt-in': {
         await this.deps.optOuts.remove(senders, text.from);
         if (keyword.word !== CONFIRMATION_KEYWORD) return undefined;
-        const confirmed = await this.confirm(text);
+        const confirmed = await this.confirm(text, path);
         if (confirmed.length === 0) return undefined;
         return composeConfirmedText({ shop: confirmed.length === 1 ? confirmed[0]! : this.deps.serviceName, locale: 'en' });
       }
       case 'help':
-        return helpText({ sender: storeDomain ?? this.deps.serviceName, locale: 'en' });
+        return helpText({ sender: path.storeDomain ?? this.deps.serviceName, locale: 'en' });
     }
   }
 
   /**
-   * The stores whose pending SMS subscriptions this YES confirms: those that text this phone
-   * from the account and sender the YES was written to. A store that texts from another number
-   * never asked this question of the phone through this one.
+   * The stores whose pending SMS subscriptions this YES confirms: on a store's path that store
+   * alone (its sender was checked); on the service's, the stores that text from the service's
+   * account and the sender the YES was written to. A store that texts from another number never
+   * asked this question of the phone through this one.
    */
-  private async confirm(text: InboundText): Promise<string[]> {
+  private async confirm(text: InboundText, path: WebhookPath): Promise<string[]> {
     const candidates = await this.deps.consent.pendingSmsStores(text.from);
     const confirmed: string[] = [];
     for (const domain of candidates) {
-      const account = this.deps.sms.accountFor((await this.deps.stores.sendingProfile(domain)).smsAccount);
-      if (account && sendsAs(account, text)) confirmed.push(domain);
+      if (path.storeDomain !== undefined ? domain === path.storeDomain : await this.textsFromService(domain, path.account, text)) confirmed.push(domain);
     }
     if (confirmed.length === 0) return [];
     return (await this.deps.consent.confirmSms(text.from, confirmed)) > 0 ? confirmed : [];
   }
 
-  /** Records a text's final status; an opt-out Twilio found only at sending time is kept as if the phone had texted STOP. */
-  async statusReport(report: StatusReport): Promise<void> {
+  /** Whether the store texts from the service's account and the sender this text was written to. */
+  private async textsFromService(domain: string, service: SmsAccount, text: InboundText): Promise<boolean> {
+    if ((await this.deps.stores.sendingProfile(domain)).smsAccount !== undefined) return false;
+    return service.accountSid === text.accountSid && ownSenders(service, { number: text.to, messagingServiceSid: text.messagingServiceSid }).length > 0;
+  }
+
+  /**
+   * Records a text's final status on the ledger row our callback URL named (`alertId`): every text
+   * we send names one, so a report without it is not about a text of ours and touches no row. On
+   * a store's path the row must be that store's. An opt-out Twilio found only at sending time is
+   * kept as if the phone had texted STOP; on a store's path, against the store's own sender only.
+   */
+  async statusReport(report: StatusReport, path: WebhookPath): Promise<void> {
     if (!isFinal(report.status)) return;
-    const known = await this.deps.deliveries.recordDelivery(report.messageSid, report.status, report.errorCode ?? null, report.alert);
-    if (!known) this.deps.log.debug({ messageSid: report.messageSid, status: report.status }, 'delivery report for a text not in the ledger');
+    if (report.alertId !== undefined) {
+      const known = await this.deps.deliveries.recordDelivery(report.messageSid, report.status, report.errorCode ?? null, { id: report.alertId, storeDomain: path.storeDomain });
+      if (!known) this.deps.log.debug({ messageSid: report.messageSid, status: report.status }, 'delivery report for a text not in the ledger');
+    } else {
+      this.deps.log.debug({ messageSid: report.messageSid, status: report.status }, 'delivery report naming no ledger row: ignored');
+    }
     if (report.status === 'failed' && report.errorCode === UNSUBSCRIBED_RECIPIENT && report.to && E164.test(report.to)) {
-      const sender = report.messagingServiceSid ?? report.from;
-      if (sender) await this.deps.optOuts.record([sender], report.to, nowIso());
+      const senders =
+        path.storeDomain === undefined
+          ? [report.messagingServiceSid ?? report.from].filter((sender) => sender !== undefined)
+          : ownSenders(path.account, { number: report.from, messagingServiceSid: report.messagingServiceSid });
+      await this.deps.optOuts.record(senders, report.to, nowIso());
     }
   }
 }
 
-/** Whether texts from this account and sender are the ones this inbound text answers. */
-function sendsAs(account: SmsAccount, text: InboundText): boolean {
-  return account.accountSid === text.accountSid && (account.from === text.to || account.from === text.messagingServiceSid);
+/**
+ * The account's configured sender, when the report is about it: our number (the one a phone
+ * wrote to, or a text went from) is it, or is one of its Messaging Service, which Twilio names
+ * beside it; else none. What a store's account reports is recorded against its own sender and
+ * nothing else, whichever number it names.
+ */
+function ownSenders(account: SmsAccount, report: { number?: string | undefined; messagingServiceSid?: string | undefined }): string[] {
+  return account.from === report.number || account.from === report.messagingServiceSid ? [account.from] : [];
 }

@@ -16,7 +16,8 @@ export const SMS_WEBHOOK_BODY_LIMIT = 64 * 1024;
  * the same with `/:domain` for a store that texts from its own. Each is a signed form post,
  * checked with the SDK against the URL Twilio was given (`BASE_URL` and the path) and the
  * auth token of the account the path names, before anything in it is believed. An inbound
- * text is answered with TwiML; a status callback with 204.
+ * text is answered with TwiML; a status callback with 204. What a store's own account sends
+ * acts on that store's sender and records alone (SmsWebhooks).
  */
 export function smsRoutes(options: { webhooks: SmsWebhooks; baseUrl: string }) {
   const { webhooks, baseUrl } = options;
@@ -35,11 +36,11 @@ export function smsRoutes(options: { webhooks: SmsWebhooks; baseUrl: string }) {
   }
 
   async function inbound(request: FastifyRequest, reply: FastifyReply, domain: string | undefined) {
-    const { fields } = await verified(request, domain);
+    const { account, fields } = await verified(request, domain);
     const text = readFields(inboundFields, fields);
     const answer = await webhooks.inbound(
       { accountSid: text.AccountSid, from: text.From, to: text.To, body: text.Body, messagingServiceSid: text.MessagingServiceSid },
-      domain,
+      { storeDomain: domain, account },
     );
     const twiml = new twilio.twiml.MessagingResponse();
     if (answer !== undefined) twiml.message(answer);
@@ -47,17 +48,20 @@ export function smsRoutes(options: { webhooks: SmsWebhooks; baseUrl: string }) {
   }
 
   async function status(request: FastifyRequest, reply: FastifyReply, domain: string | undefined) {
-    const { fields } = await verified(request, domain);
+    const { account, fields } = await verified(request, domain);
     const report = readFields(statusFields, fields);
-    await webhooks.statusReport({
-      messageSid: report.MessageSid,
-      status: report.MessageStatus,
-      errorCode: report.ErrorCode,
-      from: report.From,
-      to: report.To,
-      messagingServiceSid: report.MessagingServiceSid,
-      alert: alertOf(request, domain),
-    });
+    await webhooks.statusReport(
+      {
+        messageSid: report.MessageSid,
+        status: report.MessageStatus,
+        errorCode: report.ErrorCode,
+        from: report.From,
+        to: report.To,
+        messagingServiceSid: report.MessagingServiceSid,
+        alertId: alertOf(request),
+      },
+      { storeDomain: domain, account },
+    );
     return reply.code(204).send();
   }
 
@@ -84,12 +88,12 @@ export function smsRoutes(options: { webhooks: SmsWebhooks; baseUrl: string }) {
   };
 }
 
-/** A ledger id as we put it in the callback URL; anything else is ignored (the SID still finds the text). */
+/** A ledger id as we put it in the callback URL; a report without one touches no ledger row. */
 const ALERT_ID = /^ntf_[0-9a-z]{26}$/;
 
-function alertOf(request: FastifyRequest, domain: string | undefined): { id: string; storeDomain: string | undefined } | undefined {
+function alertOf(request: FastifyRequest): string | undefined {
   const id = (request.query as { alert?: unknown }).alert;
-  return typeof id === 'string' && ALERT_ID.test(id) ? { id, storeDomain: domain } : undefined;
+  return typeof id === 'string' && ALERT_ID.test(id) ? id : undefined;
 }
 
 /**

@@ -5,8 +5,12 @@ import type RequestClient from 'twilio/lib/base/RequestClient.js';
 import type { SmsAccount } from '../dispatch/channels.ts';
 import { parseApiOrigin } from './settings.ts';
 
-/** Where the SDK sends every REST call. */
+/** Where the SDK sends the Messages, Accounts and IncomingPhoneNumbers calls. */
 export const TWILIO_API_ORIGIN = 'https://api.twilio.com';
+/** Where it sends the Messaging Services calls (a store's sender may be one). */
+export const TWILIO_MESSAGING_ORIGIN = 'https://messaging.twilio.com';
+/** Twilio's origins the SDK is used with; a configured origin stands in for them all (their paths do not overlap). */
+const TWILIO_ORIGINS = [TWILIO_API_ORIGIN, TWILIO_MESSAGING_ORIGIN];
 
 const ACCOUNT_SID = /^AC[0-9a-f]{32}$/;
 const AUTH_TOKEN = /^[0-9a-f]{32}$/;
@@ -20,7 +24,7 @@ export interface TwilioHttpOptions {
 
 /**
  * The SDK's own HTTP client (it builds, signs and parses every call), with two changes: calls
- * for Twilio's origin go to the configured one when that differs (a stand-in in tests or
+ * for Twilio's origins go to the configured one when that differs (a stand-in in tests or
  * staging), and its connection pools are ours to close, so a stopped process leaves no socket.
  * Every call is bounded by `timeoutMs`, the socket's idle time and the request's whole life.
  */
@@ -45,8 +49,8 @@ export class TwilioHttpClient extends twilio.RequestClient {
 
   private rewritten(uri: string): string {
     if (this.origin === undefined) return uri;
-    if (uri === TWILIO_API_ORIGIN || uri.startsWith(`${TWILIO_API_ORIGIN}/`)) return this.origin + uri.slice(TWILIO_API_ORIGIN.length);
-    return uri;
+    const twilioOrigin = TWILIO_ORIGINS.find((origin) => uri === origin || uri.startsWith(`${origin}/`));
+    return twilioOrigin === undefined ? uri : this.origin + uri.slice(twilioOrigin.length);
   }
 
   close(): void {

@@ -3,6 +3,7 @@ import type { ChangeBus } from '../core/changes/bus.ts';
 import type { Database } from '../core/db/database.ts';
 import type { Feature } from '../core/feature.ts';
 import { SecretBox } from '../core/sealed-secrets.ts';
+import { twilioAccountCheck } from '../sms/account-check.ts';
 import { storeRoutes } from './routes.ts';
 import type { StorePlanUsage } from './schemas.ts';
 import { StoreService, type OwnerChangeListener } from './service.ts';
@@ -32,5 +33,6 @@ export function storeService(config: Config, database: Database, changes: Change
     secrets: SecretBox.fromKey(config.encryptionKey),
     defaults: config.dispatch.defaults,
     tenantOutbound: config.tenantOutbound,
+    smsAccountCheck: twilioAccountCheck(config.sms),
   });
 }

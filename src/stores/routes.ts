@@ -33,7 +33,7 @@ export function storeRoutes(service: StoreService, planOf: (domain: string) => P
         tags: ['stores'],
         params: storeParams,
         body: storeSettingsPatch,
-        response: { 200: storeSchema, ...problemResponses(400, 404, 413, 415, 501, 503) },
+        response: { 200: storeSchema, ...problemResponses(400, 404, 413, 415, 501, 502, 503) },
       },
       handler: async (request) => withPlan(await service.updateStoreSettings(request.caller!, request.params.domain, request.body)),
     });

@@ -125,7 +125,12 @@ export const storeSettingsPatch = z
       .nullable()
       .optional()
       .describe("The store's own SMTP server, credentials included (kept sealed); null to use the service's"),
-    smsSender: smsAccountSchema.nullable().optional().describe("The store's own Twilio account its SMS alerts are sent from (kept sealed); null to use the service's"),
+    smsSender: smsAccountSchema
+      .nullable()
+      .optional()
+      .describe(
+        "The store's own Twilio account its SMS alerts are sent from (kept sealed); null to use the service's. Twilio is asked first: the account must be active and `from` one of its numbers or Messaging Services, else 400 and nothing is saved (502 when Twilio cannot be reached)",
+      ),
   })
   .strict()
   .describe('Changes to a store’s settings');

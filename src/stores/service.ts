@@ -4,7 +4,7 @@ import { DEFAULT_BATCH_POLICY, type BatchPolicy } from '../config.ts';
 import { isoAfter, nowIso } from '../core/clock.ts';
 import { emailSchema, normaliseEmail } from '../core/email.ts';
 import { ownStore, type Caller } from '../core/http/caller.ts';
-import { NotFound, ValidationFailed } from '../core/problems.ts';
+import { NotConfigured, NotFound, ValidationFailed } from '../core/problems.ts';
 import { parseSmtpUrl } from '../core/mail/smtp-url.ts';
 import { isObviouslyInternalHost, STRICT_OUTBOUND, type OutboundPolicy } from '../core/net/outbound-guard.ts';
 import { SecretBox } from '../core/sealed-secrets.ts';
@@ -54,8 +54,16 @@ export interface Transfer {
   ended: string[];
 }
 
+/**
+ * Asks Twilio whether a store's account is one it holds and the sender one of that account's;
+ * throws the problem to answer when not (src/sms/account-check.ts).
+ */
+export type SmsAccountCheck = (account: SmsAccount) => Promise<void>;
+
 export interface StoreServiceOptions {
   secrets?: SecretBox;
+  /** Without it, no store may set its own Twilio account: one Twilio has not vouched for is never saved. */
+  smsAccountCheck?: SmsAccountCheck;
   defaults?: BatchPolicy;
   /** Where a store's own mail server may be; internal addresses are refused unless allowed here. */
   tenantOutbound?: OutboundPolicy;
@@ -72,6 +80,7 @@ export class StoreService {
   private readonly defaults: BatchPolicy;
   private readonly tenantOutbound: OutboundPolicy;
   private readonly onOwnerChange: OwnerChangeListener[];
+  private readonly smsAccountCheck: SmsAccountCheck;
 
   constructor(
     private readonly store: StoreRepository,
@@ -81,6 +90,11 @@ export class StoreService {
     this.defaults = options.defaults ?? DEFAULT_BATCH_POLICY;
     this.tenantOutbound = options.tenantOutbound ?? STRICT_OUTBOUND;
     this.onOwnerChange = options.onOwnerChange ?? [];
+    this.smsAccountCheck =
+      options.smsAccountCheck ??
+      (async () => {
+        throw new NotConfigured('Twilio accounts cannot be verified here, so a store cannot set its own.');
+      });
   }
 
   /** The operator's `restock store create`: creates the store or changes its owner. */
@@ -170,14 +184,16 @@ export class StoreService {
   }
 
   /**
-   * updateStoreSettings, for a caller bound to the store: the sender first, as it is the change
-   * that can still be refused (no key to seal it with), then the other settings.
+   * updateStoreSettings, for a caller bound to the store: the senders first, as they are the
+   * changes that can still be refused (Twilio does not vouch for the account, no key to seal
+   * with), then the other settings. The Twilio account is checked before anything is written.
    */
   async updateStoreSettings(caller: Caller, domain: string, patch: StoreSettingsPatch): Promise<Store> {
     const store = ownStore(caller, domain);
     const { smtpUrl, smsSender, ...settings } = patch;
+    if (smsSender) await this.smsAccountCheck(smsSender);
     if (smtpUrl !== undefined) await this.setSmtpUrl(store, smtpUrl);
-    if (smsSender !== undefined) await this.setSmsSender(store, smsSender);
+    if (smsSender !== undefined) await this.writeSmsSender(store, smsSender);
     return Object.keys(settings).length > 0 ? this.updateSettings(store, settings) : this.getStore(store);
   }
 
@@ -217,8 +233,16 @@ export class StoreService {
     return this.getStore(row.domain);
   }
 
-  /** The store's own Twilio account (sealed at rest, like its SMTP URL); null goes back to the service's. */
+  /**
+   * The store's own Twilio account (sealed at rest, like its SMTP URL) once Twilio vouched for
+   * it and its sender; null goes back to the service's.
+   */
   async setSmsSender(domain: string, account: SmsAccount | null): Promise<Store> {
+    if (account) await this.smsAccountCheck(account);
+    return this.writeSmsSender(domain, account);
+  }
+
+  private async writeSmsSender(domain: string, account: SmsAccount | null): Promise<Store> {
     const row = await this.mustFind(domain);
     const sealed = account === null ? null : await this.secrets.seal(JSON.stringify(account));
     await this.store.update(row.domain, { sms_sender_sealed: sealed, updated_at: nowIso() });
