@@ -45,6 +45,7 @@ import { decodePaymentRequiredHeader, decodePaymentResponseHeader, encodePayment
 import type { PaymentRequired } from '@x402/core/types';
 import { registerExactEvmScheme } from '@x402/evm/exact/client';
 import { Challenge } from 'mppx';
+import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { startX402Chain, type X402Chain } from '../test/fixtures/x402-chain.ts';
 import { exitCodeFor, guardProcess, intSetting, profileSetting, runMain } from './lib.ts';
 import { HOST, SUBSCRIBE_PATH, baseUrl, freePort, restockEnv, startServer, stopChild, type Child } from './lib.ts';
@@ -279,10 +280,10 @@ function spreadOf(values: number[]): Spread {
   return { n: values.length, p50: percentile(sorted, 50), p90: percentile(sorted, 90), p99: percentile(sorted, 99), max: sorted[sorted.length - 1] ?? NaN };
 }
 
-/** Signs x402 "exact" payments as the chain's payer, each with a fresh EIP-3009 nonce. */
-function payer(chain: X402Chain, required: PaymentRequired): () => Promise<string> {
+/** Signs x402 "exact" payments as one payer (the chain's own by default), each with a fresh EIP-3009 nonce. */
+function payer(chain: X402Chain, required: PaymentRequired, account: PrivateKeyAccount = chain.payer.account): () => Promise<string> {
   const client = new x402Client();
-  registerExactEvmScheme(client, { signer: chain.payer.account, networks: [chain.network] });
+  registerExactEvmScheme(client, { signer: account, networks: [chain.network] });
   // The local USDC is not an asset the client knows, and its default per-payment cap would refuse it.
   client.setSpendControls(false);
   return async () => encodePaymentSignatureHeader(await client.createPaymentPayload(required));
@@ -373,12 +374,21 @@ async function sequentialPaid(url: string, sign: () => Promise<string>, relay: T
   report.restockOwn = spreadOf(paid.map((ms, i) => ms - (verify[i] ?? 0) - (settle[i] ?? 0)));
 }
 
-/** PAID_CONCURRENCY payers taking paid requests off one count until PAID_CONCURRENT are made. */
-async function concurrentPaid(url: string, sign: () => Promise<string>, tag: string, report: PaidReport): Promise<void> {
+/**
+ * PAID_CONCURRENCY payers taking paid requests off one count until PAID_CONCURRENT are made. Each
+ * is a payer of its own: the service takes one x402 payment in flight per payer (docs/payments.md).
+ */
+async function concurrentPaid(url: string, chain: X402Chain, required: PaymentRequired, tag: string, report: PaidReport): Promise<void> {
+  const signers: Array<() => Promise<string>> = [];
+  for (const _ of sequence(PAID_CONCURRENCY)) {
+    const account = privateKeyToAccount(generatePrivateKey());
+    await chain.mintUsdc(account.address, BigInt(PAID_CONCURRENT) * 1_000_000n);
+    signers.push(payer(chain, required, account));
+  }
   const latencies: number[] = [];
   let next = 0;
   const started = performance.now();
-  const payerLoop = async () => {
+  const payerLoop = async (sign: () => Promise<string>) => {
     while (next < PAID_CONCURRENT) {
       const i = next++;
       const outcome = await paidRequest(url, await sign(), `c${tag}-${i}@example.com`);
@@ -388,7 +398,7 @@ async function concurrentPaid(url: string, sign: () => Promise<string>, tag: str
       latencies.push(outcome.ms);
     }
   };
-  await Promise.all(sequence(PAID_CONCURRENCY).map(payerLoop));
+  await Promise.all(signers.map(payerLoop));
   const seconds = (performance.now() - started) / 1000;
   report.concurrent = { payers: PAID_CONCURRENCY, spread: spreadOf(latencies), perSecond: PAID_CONCURRENT / seconds };
 }
@@ -396,7 +406,8 @@ async function concurrentPaid(url: string, sign: () => Promise<string>, tag: str
 async function measurePaid(restock: RestockServer, chain: X402Chain, relay: TimingRelay): Promise<PaidReport> {
   const url = restock.base + SUBSCRIBE_PATH;
   const tag = Date.now().toString(36);
-  const sign = payer(chain, await paymentRequiredOf(url));
+  const required = await paymentRequiredOf(url);
+  const sign = payer(chain, required);
   const empty = spreadOf([]);
   const report: PaidReport = { unpaid: empty, signing: empty, paid: empty, verify: empty, settle: empty, restockOwn: empty, paidCount: 0, transactions: new Set(), problems: [] };
 
@@ -425,7 +436,7 @@ async function measurePaid(restock: RestockServer, chain: X402Chain, relay: Timi
 
   if (PAID_CONCURRENCY > 0) {
     process.stdout.write(`  paid x402: ${PAID_CONCURRENT} payments by ${PAID_CONCURRENCY} payers at once ... `);
-    await concurrentPaid(url, sign, tag, report);
+    await concurrentPaid(url, chain, required, tag, report);
     process.stdout.write(`${report.concurrent!.perSecond.toFixed(1)} paid req/s\n`);
   }
   return report;

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Database } from '../core/db/database.ts';
 import { isUniqueViolation } from '../core/db/dialect.ts';
 import type { PaymentsTable } from '../core/db/schema.ts';
@@ -18,6 +19,22 @@ export type PaymentStatus =
   /** the handler failed after an MPP charge: the money went back */
   | 'refunded';
 
+/** Statuses of a payment that may still take the payer's money: being verified, served, or settling. */
+const IN_FLIGHT: PaymentStatus[] = ['verifying', 'verified', 'pending'];
+/**
+ * How many of a payer's payments in flight a claim reads, the newest first. A payer has one at a
+ * time; the others are ones that can no longer settle (a process stopped mid-request, a
+ * settlement expired before reconciliation marked it), left until then.
+ */
+const IN_FLIGHT_READ = 20;
+
+/** Thrown to undo a claim inside its transaction: the payer already has a payment in flight. */
+class Held extends Error {
+  constructor(readonly by: PaymentRow) {
+    super('the payer has a payment in flight');
+  }
+}
+
 /** The payment ledger; the only code that touches the payments table. */
 export class PaymentRepository {
   constructor(private readonly database: Database) {}
@@ -32,6 +49,44 @@ export class PaymentRepository {
       return true;
     } catch (err) {
       if (isUniqueViolation(err)) return false;
+      throw err;
+    }
+  }
+
+  /**
+   * As `claim`, for a payer that may have one payment in flight at a time: the row is inserted,
+   * then the payer's other payments of the same protocol, method and currency that are
+   * `verifying`, `verified` or `pending` are read (the newest `IN_FLIGHT_READ`); if `holds` finds
+   * one of them still able to take the payer's money, the insert is undone. The two are one
+   * transaction, serialised per payer (SQLite has one writer, taken by the insert; PostgreSQL
+   * takes an advisory lock on the payer), so claims in parallel, from any process, see each other.
+   */
+  async claimAlone(row: PaymentRow & { payer: string }, holds: (inFlight: PaymentRow) => boolean): Promise<{ kind: 'claimed' } | { kind: 'used' } | { kind: 'held'; by: PaymentRow }> {
+    try {
+      await this.database.write(async (trx) => {
+        if (this.database.dialect === 'postgres') {
+          await sql`select pg_advisory_xact_lock(hashtext(${`payments-in-flight\n${row.protocol}\n${row.method}\n${row.currency}\n${row.payer}`}))`.execute(trx);
+        }
+        await trx.insertInto('payments').values(row).execute();
+        const inFlight = await trx
+          .selectFrom('payments')
+          .selectAll()
+          .where('status', 'in', IN_FLIGHT)
+          .where('payer', '=', row.payer)
+          .where('protocol', '=', row.protocol)
+          .where('method', '=', row.method)
+          .where('currency', '=', row.currency)
+          .where('id', '!=', row.id)
+          .orderBy('created_at', 'desc')
+          .limit(IN_FLIGHT_READ)
+          .execute();
+        const holding = inFlight.find(holds);
+        if (holding) throw new Held(holding);
+      });
+      return { kind: 'claimed' };
+    } catch (err) {
+      if (err instanceof Held) return { kind: 'held', by: err.by };
+      if (isUniqueViolation(err)) return { kind: 'used' };
       throw err;
     }
   }

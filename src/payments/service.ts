@@ -85,6 +85,10 @@ export type Settlement =
   | Refused;
 
 const RECONCILE_BATCH = 100;
+/** When a payer refused for a payment in flight may try again: a request's verification, handler and settlement take about this. */
+const IN_FLIGHT_RETRY_AFTER_SECONDS = 1;
+/** A settlement left unknown is asked again by the worker's reconciliation, every minute. */
+const PENDING_RETRY_AFTER_SECONDS = 60;
 
 /** Another feature's rule about a paid call's input: throws the problem that refuses it. */
 type ChargeCheck = (input: unknown) => Promise<void>;
@@ -275,22 +279,30 @@ export class PaymentService {
   private async claimAndVerifyX402(x402: X402Acceptance, checked: X402Check, request: PaidRequest): Promise<AcceptedPayment> {
     const id = newId('pay');
     const now = nowIso();
-    const claimed = await this.store.claim({
-      ...this.ledgerRow(id, request, now),
-      proof_key: `x402:${checked.requirements.network}:${checked.payer}:${checked.nonce}`,
-      protocol: 'x402',
-      method: `exact:${checked.requirements.network}`,
-      intent: 'charge',
-      amount: checked.requirements.amount,
-      currency: checked.requirements.asset,
-      payer: checked.payer,
-      proof: JSON.stringify({ payload: checked.payload, requirements: checked.requirements }),
-    });
-    if (!claimed) {
+    // The facilitator checks the balance when it verifies, but the transfer waits until the
+    // handler has answered: a payer's proofs verified side by side would all be served against
+    // one balance. One in flight per payer at a time: the next one is verified once the one
+    // before has settled (or been given up), against what is left.
+    const claim = await this.store.claimAlone(
+      {
+        ...this.ledgerRow(id, request, now),
+        proof_key: `x402:${checked.requirements.network}:${checked.payer}:${checked.nonce}`,
+        protocol: 'x402',
+        method: `exact:${checked.requirements.network}`,
+        intent: 'charge',
+        amount: checked.requirements.amount,
+        currency: checked.requirements.asset,
+        payer: checked.payer,
+        proof: JSON.stringify({ payload: checked.payload, requirements: checked.requirements }),
+      },
+      mayStillSettle,
+    );
+    if (claim.kind === 'used') {
       throw new Problem('verification-failed', 'This payment authorisation (payer and nonce) has already been used for another request.', {
         extensions: { reason: 'proof_already_used' },
       });
     }
+    if (claim.kind === 'held') throw paymentInFlight(claim.by);
     try {
       await x402.verify(checked.payload, checked.requirements);
     } catch (err) {
@@ -425,6 +437,36 @@ export class PaymentService {
       updated_at: now,
     };
   }
+}
+
+/**
+ * Whether an x402 payment in flight may still move its payer's money: until its authorisation's
+ * `validBefore`. One whose proof cannot be read is taken to hold.
+ */
+function mayStillSettle(row: PaymentRow): boolean {
+  try {
+    const { payload } = JSON.parse(row.proof ?? '') as { payload: X402Payment['payload'] };
+    return !authorisationExpired(payload);
+  } catch {
+    return true;
+  }
+}
+
+/**
+ * Refused before any row, the proof untouched: the same request may be sent again with it once
+ * the payer's payment in flight has finished (at once, or after reconciliation when its
+ * settlement's outcome is unknown).
+ */
+function paymentInFlight(inFlight: PaymentRow): Problem {
+  const settling = inFlight.status === 'pending';
+  const retryAfter = settling ? PENDING_RETRY_AFTER_SECONDS : IN_FLIGHT_RETRY_AFTER_SECONDS;
+  const why = settling
+    ? 'the settlement of an earlier payment from this payer is not known yet; it is checked again every minute'
+    : 'another payment from this payer is being verified or served';
+  return new Problem('conflict', `An x402 payer pays for one request at a time, and ${why}. Nothing was recorded or charged: send this request again with the same payment after ${retryAfter} s.`, {
+    headers: { 'retry-after': String(retryAfter) },
+    extensions: { reason: 'payment_in_flight' },
+  });
 }
 
 /** An EIP-3009 authorisation past its `validBefore` can no longer be settled. */
