@@ -146,6 +146,31 @@ for (const dialect of testDialects()) {
       });
     }
 
+    it('class: nothing sent to a phone or browser carries a link wider than that phone or browser (questions, alerts, reminders)', BOUND, async () => {
+      const domain = await shop({ reminderDelayHours: 1 });
+      const email = uniqueEmail('class');
+      const phone = uniquePhone();
+      const browser = pushService.newSubscription(applicationServerKey);
+      assert.equal((await signUp({ shop: domain, email, phone, smsConsent: true, smsConsentText: SMS_CONSENT, push: browser })).statusCode, 201);
+      await answerYes(phone);
+      await restock(domain);
+      const worker = t.app.restock.worker;
+      try {
+        worker.setClock(() => Date.now() + 2 * 3600_000);
+        await t.runWorker();
+      } finally {
+        worker.setClock(undefined);
+      }
+      const texts = twilio.messages.filter((message) => message.to === phone);
+      const pushes = pushesTo(browser);
+      assert.ok(texts.length >= 3, `the question, the alert and the reminder reached the phone: ${JSON.stringify(texts.map((m) => m.body))}`);
+      assert.equal(pushes.length, 2, 'the alert and the reminder reached the browser');
+      for (const body of [...texts.map((m) => m.body), ...pushes.map((m) => m.plaintext)]) {
+        assert.doesNotMatch(body, WIDER_LINK, `no wider capability in: ${body}`);
+        assert.ok(!body.includes(email), `nor the shopper’s address: ${body}`);
+      }
+    });
+
     it('finding 2: a stranger’s sign-up never replaces a shopper’s confirmed phone; both are kept and the shopper’s still gets the text', BOUND, async () => {
       const domain = await shop();
       const victim = uniqueEmail('victim');
