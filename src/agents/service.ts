@@ -69,8 +69,9 @@ export class AgentService {
   private async registerAnonymous(input: RegisterAgentInput, client: ClientContext) {
     this.refuseMtlsWithout(input, client, false);
     const now = nowIso();
-    const claim = this.newClaimOffer();
-    const scopes = grantScopes(parseScopes(input.scope), preClaimScopes);
+    const requested = parseScopes(input.scope);
+    const claim = this.newClaimOffer(requested);
+    const scopes = grantScopes(requested, preClaimScopes);
     const agent = this.newAgent({ method: 'anonymous', status: 'active', scopes, claim, now });
     await this.deps.store.insertAgent(agent);
     const credential = await this.issueCredential(agent, scopes, 'bearer_token', null);
@@ -110,7 +111,7 @@ export class AgentService {
     }
     const email = normaliseEmail(input.assertion!);
     const now = nowIso();
-    const claim = this.newClaimOffer();
+    const claim = this.newClaimOffer(parseScopes(input.scope));
     const agent = { ...this.newAgent({ method: 'verified_email', status: 'pending', scopes: [], claim, now }), claim_codes_sent: 1 };
     const { attempt, code } = this.newClaimCode(agent, email, input.store ?? null);
     // Mail first: when it cannot be sent, the 503 leaves nothing behind.
@@ -160,18 +161,18 @@ export class AgentService {
 
     const existing = await this.deps.store.findAgentByIdentity(verified.issuer, verified.subject);
     if (existing?.status === 'revoked') throw new InvalidGrant('access_denied', 'This agent identity has been revoked.');
+    const requested = parseScopes(requestedScope);
+    const byProvider = verified.scope === undefined ? undefined : parseScopes(verified.scope);
     let agent = existing;
     let claim: ReturnType<AgentService['newClaimOffer']> | undefined;
     if (!agent) {
-      claim = this.newClaimOffer();
+      claim = this.newClaimOffer(requested, byProvider);
       agent = this.newAgent({ method: 'id_jag', status: 'active', scopes: preClaimScopes, claim, now: nowIso(), assertion: verified, credentialType });
       if (credentialType === 'mtls') agent.cert_thumbprint = client.certThumbprint;
       await this.deps.store.insertAgent(agent);
     }
     const allowed = parseScopes(agent.scopes);
-    const requested = parseScopes(requestedScope);
-    const byProvider = verified.scope === undefined ? allowed : parseScopes(verified.scope);
-    const scopes = grantScopes(requested, allowed.filter((scope) => byProvider.includes(scope)));
+    const scopes = grantScopes(requested, allowed.filter((scope) => byProvider?.includes(scope) ?? true));
     return { agent, scopes, claim };
   }
 
@@ -221,7 +222,10 @@ export class AgentService {
       }
       storeDomain = store.domain;
     }
-    const scopes: Scope[] = [...new Set([...parseScopes(agent.post_claim_scopes), ...(storeDomain ? storeScopes : [])])];
+    // A claim grants only what the registration asked for: a bound agent gains inventory:alerts
+    // when its registration asked for it, or asked for no scope in particular.
+    const asked = parseScopes(agent.post_claim_scopes);
+    const scopes = (storeDomain ? [...postClaimScopes, ...storeScopes] : postClaimScopes).filter((scope) => asked.includes(scope));
     const claimed = await this.deps.store.completeClaim(attempt.id, agent.id, {
       status: 'active',
       email: attempt.email,
@@ -355,16 +359,22 @@ export class AgentService {
     }
   }
 
-  private newClaimOffer() {
+  /**
+   * A claim token, and what its claim may grant: the scopes a claim gives (a store's among them)
+   * that the registration asked for (all when it named none), and that the identity provider's
+   * `scope` claim allows, when it made one.
+   */
+  private newClaimOffer(requested: Scope[], byProvider?: Scope[]) {
     const token = `clm_${randomBytes(32).toString('base64url')}`;
     const expires = isoAfter(this.deps.config.claimTokenTtlHours * 3600_000);
+    const asked = grantScopes(requested, [...postClaimScopes, ...storeScopes]).filter((scope) => byProvider?.includes(scope) ?? true);
     const offer: ClaimOffer = {
       claim_url: `${this.deps.baseUrl}/api/agent/claim?claim_token=${token}`,
       claim_token: token,
       claim_token_expires: expires,
-      post_claim_scopes: postClaimScopes,
+      post_claim_scopes: postClaimScopes.filter((scope) => asked.includes(scope)),
     };
-    return { hash: hashToken(token), expires, offer };
+    return { hash: hashToken(token), expires, asked, offer };
   }
 
   private newAgent(input: {
@@ -382,7 +392,7 @@ export class AgentService {
       status: input.status,
       credential_type: input.credentialType ?? 'bearer_token',
       scopes: formatScopes(input.scopes),
-      post_claim_scopes: formatScopes(postClaimScopes),
+      post_claim_scopes: formatScopes(input.claim.asked),
       email: null,
       issuer: input.assertion?.issuer ?? null,
       subject: input.assertion?.subject ?? null,

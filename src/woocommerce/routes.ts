@@ -6,7 +6,7 @@ import { rawBodyOf, takeRawBodies } from '../core/http/raw-body.ts';
 import { problemResponses } from '../core/http/openapi-responses.ts';
 import { html, page } from '../core/html.ts';
 import { ServiceUnavailable } from '../core/problems.ts';
-import { shopSchema, storeParams } from '../stores/schemas.ts';
+import { storeParams } from '../stores/schemas.ts';
 import { keysCallbackSchema, wooKeysSchema, type WooCommerceService } from './service.ts';
 
 /** A product with its variations, as WooCommerce renders it, fits well within this. */
@@ -95,15 +95,19 @@ export function wooCommerceRoutes(service: WooCommerceService, baseUrl: string) 
       },
     });
 
+    // WooCommerce sends the owner here with `success` and the `user_id` we gave it; anyone can
+    // make such an address, so the page says only what the connection itself shows.
     api.get('/woocommerce/connected', {
       config: { page: true },
-      schema: { hide: true, querystring: z.object({ store: shopSchema.optional(), success: z.string().optional() }).catchall(z.string().max(2048)) },
+      schema: { hide: true, querystring: z.object({ user_id: z.string().max(2048).optional() }).catchall(z.string().max(2048)) },
       handler: async (request, reply) => {
-        const store = request.query.store ?? 'your store';
+        const outcome = request.query.user_id === undefined ? undefined : await service.authorizationOutcome(request.query.user_id);
         const text =
-          request.query.success === '1'
-            ? `${store} is connected: Restock hears of every product change and sends back-in-stock alerts.`
-            : `The connection of ${store} was not approved on the site. Nothing was connected.`;
+          outcome === undefined
+            ? 'The dashboard shows the WooCommerce connection of your store.'
+            : outcome.connected
+              ? `${outcome.store} is connected: Restock hears of every product change and sends back-in-stock alerts.`
+              : `${outcome.store} is not connected: the site did not hand over working keys. Ask for a new approval to try again.`;
         return reply.type('text/html; charset=utf-8').send(page('WooCommerce', html`<h1>WooCommerce</h1><p>${text}</p><p><a href="${baseUrl}/dashboard">Open the dashboard</a></p>`));
       },
     });

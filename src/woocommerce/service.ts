@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { z } from 'zod';
 import { nowIso } from '../core/clock.ts';
@@ -83,32 +83,52 @@ export class WooCommerceService implements StoreConnector {
 
   /**
    * The address of WooCommerce's authorization endpoint on the owner's site: the owner approves
-   * there, and the site posts the keys to our callback with `user_id`, which carries the store
-   * and the site, signed, for 30 minutes.
+   * there, and the site posts the keys to our callback with `user_id`, which carries the store,
+   * the site and the store's owner of the moment, signed, for one use within 30 minutes.
    */
   async authorizationUrl(caller: Caller, domain: string, siteUrl: string): Promise<string> {
     const store = ownStore(caller, domain);
-    await this.requireWooCommerceStore(store);
+    const { owner_email: owner } = await this.requireWooCommerceStore(store);
     const site = this.siteOf(siteUrl, '/body/siteUrl');
-    const subject = Buffer.from(JSON.stringify({ store, site: site.href, until: Date.now() + AUTHORIZATION_TTL_MS })).toString('base64url');
+    const id = randomBytes(16).toString('base64url');
+    const request: Authorization = { id, store, site: site.href, owner: ownerDigest(id, owner), until: Date.now() + AUTHORIZATION_TTL_MS };
     const url = new URL(`${site.href.replace(/\/$/, '')}/wc-auth/v1/authorize`);
     url.searchParams.set('app_name', 'Restock');
     url.searchParams.set('scope', 'read_write');
-    url.searchParams.set('user_id', this.deps.signer.sign(AUTHORIZATION_PURPOSE, subject));
+    url.searchParams.set('user_id', this.deps.signer.sign(AUTHORIZATION_PURPOSE, Buffer.from(JSON.stringify(request)).toString('base64url')));
+    // `store` is for whoever reads the address; the page believes only the signed user_id WooCommerce adds.
     url.searchParams.set('return_url', `${this.deps.baseUrl}/woocommerce/connected?store=${encodeURIComponent(store)}`);
     url.searchParams.set('callback_url', `${this.deps.baseUrl}/woocommerce/keys`);
     return url.href;
   }
 
-  /** The site posts the keys its owner approved; the store named by the signed `user_id` is connected. */
+  /**
+   * The site posts the keys its owner approved; the store named by the signed `user_id` is
+   * connected, once: a `user_id` already used, expired, or issued before the store changed hands
+   * connects nothing.
+   */
   async acceptKeys(body: z.infer<typeof keysCallbackSchema>): Promise<WooCommerceConnection> {
-    const subject = this.deps.signer.verify(AUTHORIZATION_PURPOSE, body.user_id);
-    const request = subject === undefined ? undefined : parseAuthorization(subject);
-    if (!request || request.until < Date.now()) throw new Problem('invalid-webhook', 'user_id is not an authorization request of this service, or it has expired. Nothing was stored.');
+    const request = await this.authorizationOf(body.user_id);
+    if (!request) throw new Problem('invalid-webhook', 'user_id is not an authorization request of this service, it has expired, or the store has changed hands since. Nothing was stored.');
     if (body.key_permissions !== 'read_write') throw new ValidationFailed([{ pointer: '/body/key_permissions', message: 'must be read_write: the service reads products and creates webhooks' }]);
     const keys = wooKeysSchema.safeParse({ consumerKey: body.consumer_key, consumerSecret: body.consumer_secret });
     if (!keys.success) throw new ValidationFailed(keys.error.issues.map((issue) => ({ pointer: `/body/${issue.path[0] === 'consumerKey' ? 'consumer_key' : 'consumer_secret'}`, message: issue.message })));
+    // Used up before the site is called, so two posts of one user_id never both connect.
+    if (!(await this.deps.connections.spendAuthorization(request.id, new Date(request.until).toISOString()))) {
+      throw new Problem('invalid-webhook', 'This user_id was already used: an authorization request connects a store once. Nothing was stored.');
+    }
     return this.connect(request.store, new URL(request.site), keys.data);
+  }
+
+  /**
+   * What the page the site sends its owner back to may say: for a `user_id` of this service
+   * still in force, its store and whether that store is connected now; nothing otherwise.
+   */
+  async authorizationOutcome(userId: string): Promise<{ store: string; connected: boolean } | undefined> {
+    const request = await this.authorizationOf(userId);
+    if (!request) return undefined;
+    const row = await this.deps.connections.find(request.store);
+    return { store: request.store, connected: row?.status === 'connected' };
   }
 
   async connectionFor(caller: Caller, domain: string): Promise<WooCommerceConnection> {
@@ -222,10 +242,20 @@ export class WooCommerceService implements StoreConnector {
     return present(await this.connected.connect(store, { site: site.href, credentials: keys, webhookSecret: secret, webhookIds }));
   }
 
-  private async requireWooCommerceStore(store: string): Promise<void> {
+  private async requireWooCommerceStore(store: string): Promise<{ owner_email: string }> {
     const found = await this.deps.stores.findStore(store);
     if (!found) throw new NotFound(`No store ${store}.`);
     if (found.platform !== 'woocommerce') throw new Problem('conflict', `${store} is a ${found.platform ?? 'shopify'} store; only a WooCommerce store connects to a WooCommerce site.`);
+    return found;
+  }
+
+  /** A `user_id` this service signed, not expired, for a store whose owner is still the one it was issued to. */
+  private async authorizationOf(userId: string): Promise<Authorization | undefined> {
+    const subject = this.deps.signer.verify(AUTHORIZATION_PURPOSE, userId);
+    const request = subject === undefined ? undefined : parseAuthorization(subject);
+    if (!request || request.until < Date.now()) return undefined;
+    const store = await this.deps.stores.findStore(request.store);
+    return store && ownerDigest(request.id, store.owner_email) === request.owner ? request : undefined;
   }
 
   private siteOf(text: string, pointer: string): URL {
@@ -265,11 +295,26 @@ function present(row: ConnectionRow): WooCommerceConnection {
   return { ...connectionView(row), siteUrl: row.site };
 }
 
-function parseAuthorization(subject: string): { store: string; site: string; until: number } | undefined {
+/** What a signed `user_id` says: which request it is (`id`, used once), for which store, site and owner, until when. */
+interface Authorization {
+  id: string;
+  store: string;
+  site: string;
+  /** The owner's address when it was issued, hashed with `id`: the site sees the user_id, and need not learn the address. */
+  owner: string;
+  until: number;
+}
+
+function ownerDigest(id: string, ownerEmail: string): string {
+  return createHash('sha256').update(`${id}\n${ownerEmail}`).digest('base64url');
+}
+
+function parseAuthorization(subject: string): Authorization | undefined {
   try {
-    const value = JSON.parse(Buffer.from(subject, 'base64url').toString('utf8')) as { store?: unknown; site?: unknown; until?: unknown };
-    if (typeof value.store !== 'string' || typeof value.site !== 'string' || typeof value.until !== 'number') return undefined;
-    return { store: value.store, site: value.site, until: value.until };
+    const value = JSON.parse(Buffer.from(subject, 'base64url').toString('utf8')) as Partial<Record<keyof Authorization, unknown>>;
+    const { id, store, site, owner, until } = value;
+    if (typeof id !== 'string' || typeof store !== 'string' || typeof site !== 'string' || typeof owner !== 'string' || typeof until !== 'number') return undefined;
+    return { id, store, site, owner, until };
   } catch {
     return undefined;
   }

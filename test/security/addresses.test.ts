@@ -1,4 +1,8 @@
 /**
+ * Network addresses (finding 7): IPv6 forms that translate to IPv4 or are reserved for a special
+ * purpose are judged as what they reach, so no webhook or push endpoint reaches an internal host
+ * through them.
+ *
  * Addresses and subscriptions (issue 18, findings 8, 9 and the second half of 6): one address
  * in several cases is one shopper everywhere; a subscription belongs to whoever made it and its
  * id says nothing of when; agents not bound to a store never take its allowance ahead of its own
@@ -22,8 +26,83 @@ import { Database } from '../../src/core/db/database.ts';
 import type { Dialect } from '../../src/core/db/dialect.ts';
 import { migrations } from '../../src/core/db/migrations/index.ts';
 import { DispatchRepository } from '../../src/dispatch/repository.ts';
+import { checkNewDestination } from '../../src/core/net/destination.ts';
+import { isAllowedDestination, STRICT_OUTBOUND } from '../../src/core/net/outbound-guard.ts';
+import { checkPushEndpoint } from '../../src/push/subscription.ts';
 
 failOnLeakedHandles();
+
+/** IPv6 addresses that reach no host on the internet, or an internal one, whatever follows their prefix. */
+const TRANSLATED_OR_SPECIAL = [
+  // SIIT's IPv4-translated form (::ffff:0:a.b.c.d), unlike the IPv4-mapped ::ffff:a.b.c.d.
+  '::ffff:0:127.0.0.1',
+  '::ffff:0:7f00:1',
+  '::ffff:0:a9fe:a9fe',
+  '::ffff:0:8.8.8.8',
+  // Local-use NAT64 (RFC 8215): its translator serves the operator's own IPv4 network.
+  '64:ff9b:1::7f00:1',
+  '64:ff9b:1::a00:1',
+  '64:ff9b:1:a00:1::',
+  '64:ff9b:1::808:808',
+  // Well-known NAT64 (RFC 6052) and 6to4 carrying an internal IPv4 address.
+  '64:ff9b::127.0.0.1',
+  '64:ff9b::a9fe:a9fe',
+  '64:ff9b::c0a8:1',
+  '64:ff9b::0.0.0.0',
+  '2002:a00:1::1',
+  '2002:c0a8:101::',
+  '2002:a9fe:a9fe::1',
+  '2002:7f00:1:1:1:1:1:1',
+  // Well-known NAT64 outside its /96, and IPv4-compatible (::a.b.c.d, deprecated).
+  '64:ff9b:0:0:1::808:808',
+  '::8.8.8.8',
+  // Teredo (its server and client addresses are IPv4 in disguise) and the rest of 2001::/23.
+  '2001:0:4136:e378:8000:63bf:3fff:fdd2',
+  '2001::1',
+  '2001:1::1',
+  '2001:2::1',
+  '2001:3::1',
+  '2001:4:112::1',
+  '2001:10::1',
+  '2001:20::1',
+  '2001:30::1',
+  // Documentation (2001:db8::/32, 3fff::/20), discard-only, the dummy prefix, SRv6 SIDs.
+  '2001:db8::1',
+  '3fff::1',
+  '3fff:fff:ffff::1',
+  '100::1',
+  '100:0:0:1::1',
+  '5f00::1',
+  // Unique local, link-local (with and without a zone), site-local, multicast, reserved.
+  'fd00:ec2::254',
+  'fe80::1',
+  'fe80::1%lo',
+  'fec0::1',
+  'ff05::1',
+  '200::1',
+  '4000::1',
+];
+
+/** Public addresses, in every form that carries one. */
+const PUBLIC = ['2606:4700:4700::1111', '2a00:1450:4001:82a::200e', '2600::1', '2c0f:f248::1', '::ffff:8.8.8.8', '64:ff9b::8.8.8.8', '64:ff9b::808:808', '2002:808:808::1'];
+
+describe('finding 7: IPv6 translation prefixes and special-purpose ranges', () => {
+  it('finding 7: SIIT, local-use NAT64, Teredo and every special-purpose IPv6 range is refused; NAT64 and 6to4 are judged by the IPv4 address they carry', () => {
+    for (const address of TRANSLATED_OR_SPECIAL) assert.equal(isAllowedDestination(address, STRICT_OUTBOUND), false, address);
+    for (const address of PUBLIC) assert.equal(isAllowedDestination(address, STRICT_OUTBOUND), true, address);
+  });
+
+  it('finding 7: a webhook or push endpoint naming a translation prefix is refused', () => {
+    for (const address of TRANSLATED_OR_SPECIAL.filter((a) => !a.includes('%') && !a.includes('.'))) {
+      assert.ok('refused' in checkNewDestination(`https://[${address}]/hook`, STRICT_OUTBOUND), address);
+      assert.ok('refused' in checkPushEndpoint(`https://[${address}]/wpush/v2/x`, STRICT_OUTBOUND), address);
+    }
+    // As the WHATWG parser writes them: ::ffff:0:127.0.0.1 becomes [::ffff:0:7f00:1].
+    assert.equal(new URL('https://[::ffff:0:127.0.0.1]/').hostname, '[::ffff:0:7f00:1]');
+    assert.ok('refused' in checkNewDestination('https://[::ffff:0:127.0.0.1]/hook', STRICT_OUTBOUND));
+    assert.ok('url' in checkNewDestination('https://[64:ff9b::808:808]/hook', STRICT_OUTBOUND));
+  });
+});
 
 const SUBSCRIBE = '/api/v1/alerts/subscribe';
 let serial = 0;
@@ -304,6 +383,44 @@ for (const dialect of testDialects()) {
       assert.ok(mailed.every((address) => shoppers.includes(address)), 'every alert the allowance paid for went to the store’s shoppers');
       const held = (await ledger(t, store)).filter((row) => row.held_by_plan === 1);
       assert.equal(held.filter((row) => row.third_party === 1).length, 30, 'every third-party alert waits for the plan');
+    });
+  });
+
+  describe(`finding 7: webhooks to translation prefixes on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
+    let t: TestApp;
+    before(async () => {
+      t = await startTestApp(dialect, { TENANT_OUTBOUND_ALLOW: '', RESTOCK_ENCRYPTION_KEY: randomBytes(32).toString('base64'), WEBHOOK_TIMEOUT_MS: '1000' });
+    });
+    after(() => t.close());
+
+    const hooks = (store: StoreAgent) => `/api/v1/stores/${store.domain}/webhooks`;
+    const URLS = ['http://[::ffff:0:7f00:1]/hook', 'http://[64:ff9b:1::7f00:1]/hook', 'http://[64:ff9b::a9fe:a9fe]/latest/meta-data/', 'http://[2002:a00:1::]/hook', 'http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/hook'];
+
+    it('finding 7: a webhook URL naming SIIT, local-use NAT64 or an internal IPv4 behind NAT64, 6to4 or Teredo is refused at registration', async () => {
+      const store = await storeWithAgent(t.app, t.database, 'translated');
+      const before = await t.tableDigests();
+      for (const url of URLS) {
+        const problem = expectProblem(await call(t.app, 'POST', hooks(store), { token: store.token, body: { url } }), 400, 'forbidden-webhook-destination');
+        assert.equal(problem.errors[0].pointer, '/body/url', url);
+      }
+      assert.deepEqual(await t.tableDigests(), before);
+    });
+
+    it('finding 7: the worker does not connect to a translation prefix a stored URL names', async () => {
+      const store = await storeWithAgent(t.app, t.database, 'translated-later');
+      const created = expectStatus(await call(t.app, 'POST', hooks(store), { token: store.token, body: { url: 'https://hooks.example.com/restock' } }), 201);
+      for (const url of URLS.slice(0, 2)) {
+        // As a row written before the check was this strict.
+        await t.database.db.updateTable('webhook_endpoints').set({ url }).where('id', '=', created.endpointId).execute();
+        const id = `ntf_translated_${++serial}`;
+        await t.app.restock.events.announce({ storeDomain: store.domain, type: 'alert.sent', id, occurredAt: new Date().toISOString(), data: { notificationId: id } });
+        await t.runWorker();
+        const { items } = expectStatus(await call(t.app, 'GET', `${hooks(store)}/${created.endpointId}/deliveries`, { token: store.token }), 200);
+        const delivery = items.find((item: { eventId: string }) => item.eventId === id);
+        assert.ok(delivery, `a delivery of ${id}`);
+        assert.equal(delivery.log[0].statusCode, null, url);
+        assert.match(delivery.log[0].error, /must not be a loopback, private, link-local or otherwise internal address/, url);
+      }
     });
   });
 

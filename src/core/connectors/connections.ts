@@ -46,6 +46,22 @@ export class ConnectionRepository {
     return Number(result.numUpdatedRows) > 0;
   }
 
+  /**
+   * Uses up a one-time authorization the service issued for this platform (its random `id`, good
+   * until `expiresAt`): true the first time, false ever after, whichever process asks. Kept beside
+   * the identity assertions seen once, and swept with them when expired.
+   */
+  async spendAuthorization(id: string, expiresAt: string): Promise<boolean> {
+    const result = await this.database.writeStatement((db) =>
+      db
+        .insertInto('used_assertions')
+        .values({ issuer: `restock:${this.platform}-authorization`, jti: id, expires_at: expiresAt })
+        .onConflict((oc) => oc.columns(['issuer', 'jti']).doNothing())
+        .executeTakeFirst(),
+    );
+    return Number(result.numInsertedOrUpdatedRows ?? 0n) === 1;
+  }
+
   /** Connected stores not reconciled since `before`, least recently reconciled first. */
   due(before: string, limit: number): Promise<ConnectionRow[]> {
     return this.database.db

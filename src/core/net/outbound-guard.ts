@@ -29,18 +29,29 @@ const FORBIDDEN_V4: ReadonlyArray<[string, number]> = [
   ['240.0.0.0', 4], // reserved, and 255.255.255.255 broadcast
 ];
 
-/** IPv6 ranges no tenant may reach. Ranges that embed an IPv4 address are checked by that address instead. */
+/**
+ * IPv6 is judged the other way round: only global unicast (2000::/3, RFC 4291) may be reached,
+ * less the special-purpose blocks inside it below. Everything outside 2000::/3 is special-purpose
+ * or unassigned: unspecified, loopback and IPv4-compatible (::/96), SIIT's IPv4-translated
+ * ::ffff:0:0:0/96, the local-use NAT64 prefix 64:ff9b:1::/48 (RFC 8215: translates to whatever
+ * IPv4 network the operator's translator serves, and may carry its IPv4 address in any of several
+ * places), discard-only 100::/64, SRv6 SIDs 5f00::/16, unique local fc00::/7 (AWS's metadata
+ * fd00:ec2::254 among them), link-local fe80::/10, site-local fec0::/10 and multicast ff00::/8,
+ * as well as whatever IANA assigns there next. IPv4-mapped ::ffff:0:0/96, well-known NAT64
+ * 64:ff9b::/96 (RFC 6052) and 6to4 2002::/16 reach the IPv4 host they carry, so they are judged
+ * by that IPv4 address instead (`embeddedV4`).
+ */
+const GLOBAL_UNICAST_V6: [string, number] = ['2000::', 3];
+
+/** Special-purpose blocks inside 2000::/3 (IANA IPv6 Special-Purpose Address Registry). */
 const FORBIDDEN_V6: ReadonlyArray<[string, number]> = [
-  ['::', 96], // unspecified, loopback (::1) and the deprecated IPv4-compatible form
-  ['100::', 64], // discard-only
-  ['2001::', 23], // IETF protocol assignments (Teredo among them)
+  ['2001::', 23], // IETF protocol assignments: Teredo 2001::/32, benchmarking, AMT, ORCHID, anycast services
   ['2001:db8::', 32], // documentation
-  ['fc00::', 7], // unique local (AWS's metadata fd00:ec2::254 among them)
-  ['fe80::', 10], // link-local
-  ['fec0::', 10], // deprecated site-local
-  ['ff00::', 8], // multicast
+  ['3fff::', 20], // documentation (RFC 9637)
 ];
 
+const globalUnicast = new net.BlockList();
+globalUnicast.addSubnet(GLOBAL_UNICAST_V6[0], GLOBAL_UNICAST_V6[1], 'ipv6');
 const forbidden = new net.BlockList();
 for (const [address, prefix] of FORBIDDEN_V4) forbidden.addSubnet(address, prefix, 'ipv4');
 for (const [address, prefix] of FORBIDDEN_V6) forbidden.addSubnet(address, prefix, 'ipv6');
@@ -78,7 +89,11 @@ export function parseOutboundAllowList(text: string | undefined): OutboundPolicy
   return { allowed };
 }
 
-/** The IPv4 address an IPv6 address carries (mapped ::ffff:a.b.c.d, NAT64 64:ff9b::/96, 6to4 2002::/16), if any. */
+/**
+ * The IPv4 address an IPv6 address carries where that is the host it reaches (mapped
+ * ::ffff:a.b.c.d, well-known NAT64 64:ff9b::/96, 6to4 2002::/16), if any. SIIT's
+ * ::ffff:0:a.b.c.d and local-use NAT64 are not among them: they are refused whatever they carry.
+ */
 function embeddedV4(address: string): string | undefined {
   const words = expandV6(address);
   if (words === undefined) return undefined;
@@ -111,13 +126,14 @@ function expandV6(address: string): number[] | undefined {
 /** Whether a tenant may reach this IP address under the policy. */
 export function isAllowedDestination(address: string, policy: OutboundPolicy): boolean {
   const family = net.isIP(address);
-  if (family === 0) return false;
+  // A zone index (`fe80::1%eth0`) names an interface of this machine, never a host on the internet.
+  if (family === 0 || address.includes('%')) return false;
   const type = family === 4 ? 'ipv4' : 'ipv6';
   if (policy.allowed?.check(address, type)) return true;
   if (family === 4) return !forbidden.check(address, 'ipv4');
   const carried = embeddedV4(address);
   if (carried !== undefined) return isAllowedDestination(carried, policy);
-  return !forbidden.check(address, 'ipv6');
+  return globalUnicast.check(address, 'ipv6') && !forbidden.check(address, 'ipv6');
 }
 
 /**
