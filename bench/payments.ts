@@ -339,6 +339,8 @@ interface PaidReport {
   /** Per request: the paid time less the facilitator's /verify and /settle, i.e. Restock's own share. */
   restockOwn: Spread;
   concurrent?: { payers: number; spread: Spread; perSecond: number };
+  /** What the concurrent part's payers (each funded for it) spent. */
+  concurrentSpent: bigint;
   paidCount: number;
   transactions: Set<string>;
   problems: string[];
@@ -379,12 +381,10 @@ async function sequentialPaid(url: string, sign: () => Promise<string>, relay: T
  * is a payer of its own: the service takes one x402 payment in flight per payer (docs/payments.md).
  */
 async function concurrentPaid(url: string, chain: X402Chain, required: PaymentRequired, tag: string, report: PaidReport): Promise<void> {
-  const signers: Array<() => Promise<string>> = [];
-  for (const _ of sequence(PAID_CONCURRENCY)) {
-    const account = privateKeyToAccount(generatePrivateKey());
-    await chain.mintUsdc(account.address, BigInt(PAID_CONCURRENT) * 1_000_000n);
-    signers.push(payer(chain, required, account));
-  }
+  const funds = BigInt(PAID_CONCURRENT) * 1_000_000n;
+  const accounts = sequence(PAID_CONCURRENCY).map(() => privateKeyToAccount(generatePrivateKey()));
+  for (const account of accounts) await chain.mintUsdc(account.address, funds);
+  const signers = accounts.map((account) => payer(chain, required, account));
   const latencies: number[] = [];
   let next = 0;
   const started = performance.now();
@@ -400,6 +400,7 @@ async function concurrentPaid(url: string, chain: X402Chain, required: PaymentRe
   };
   await Promise.all(signers.map(payerLoop));
   const seconds = (performance.now() - started) / 1000;
+  for (const account of accounts) report.concurrentSpent += funds - (await chain.usdcBalance(account.address));
   report.concurrent = { payers: PAID_CONCURRENCY, spread: spreadOf(latencies), perSecond: PAID_CONCURRENT / seconds };
 }
 
@@ -409,7 +410,7 @@ async function measurePaid(restock: RestockServer, chain: X402Chain, relay: Timi
   const required = await paymentRequiredOf(url);
   const sign = payer(chain, required);
   const empty = spreadOf([]);
-  const report: PaidReport = { unpaid: empty, signing: empty, paid: empty, verify: empty, settle: empty, restockOwn: empty, paidCount: 0, transactions: new Set(), problems: [] };
+  const report: PaidReport = { unpaid: empty, signing: empty, paid: empty, verify: empty, settle: empty, restockOwn: empty, concurrentSpent: 0n, paidCount: 0, transactions: new Set(), problems: [] };
 
   process.stdout.write(`  paid x402: ${PAID_WARMUP} warm-up payments ... `);
   for (const i of sequence(PAID_WARMUP)) {
@@ -582,7 +583,7 @@ async function main(): Promise<number> {
       const balancesBefore = { payTo: await chain.usdcBalance(chain.payTo.address), payer: await chain.usdcBalance(chain.payer.address) };
       paid = await measurePaid(restock, chain, relay);
       const received = (await chain.usdcBalance(chain.payTo.address)) - balancesBefore.payTo;
-      const spent = balancesBefore.payer - (await chain.usdcBalance(chain.payer.address));
+      const spent = balancesBefore.payer - (await chain.usdcBalance(chain.payer.address)) + paid.concurrentSpent;
       const stopProblem = await stopChild(restock.child);
       stopped = true;
       if (stopProblem) problems.push(stopProblem);

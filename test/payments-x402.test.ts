@@ -205,10 +205,13 @@ for (const dialect of testDialects()) {
       assert.equal(res.status, 402);
       const body = await res.json();
       assert.match(body.type, /settlement-failed/);
+      assert.equal(body.reason, 'invalid_exact_evm_insufficient_balance', 'the x402 code');
+      assert.ok(!JSON.stringify(body).includes('failSettle'), `but never the facilitator's own words: ${body.detail}`);
       assert.ok(res.headers.get('payment-required'), 'fresh requirements come with the refusal');
       assert.deepEqual(await balances(), start);
       const row = await service.database.db.selectFrom('payments').selectAll().where('id', '=', body.paymentId).executeTakeFirstOrThrow();
       assert.equal(row.status, 'failed');
+      assert.match(row.error ?? '', /failSettle is on/, 'which the ledger keeps, for the operator');
       assert.equal(row.result_ref, body.resultRef, 'what the request created is kept with the unpaid row');
     });
   });

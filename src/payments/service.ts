@@ -365,8 +365,8 @@ export class PaymentService {
     await this.store.update(payment.id, { status: 'failed', error: `settlement refused: ${outcome.reason}` }, nowIso());
     return {
       kind: 'refused',
-      refusal: new Problem('settlement-failed', `The payment was verified but its settlement was refused (${outcome.reason}); the request's result is kept in the ledger as unpaid.`, {
-        extensions: { paymentId: payment.id, reason: outcome.reason, ...(resultRef ? { resultRef } : {}) },
+      refusal: new Problem('settlement-failed', `The payment was verified but its settlement was refused (${outcome.code}); the request's result is kept in the ledger as unpaid.`, {
+        extensions: { paymentId: payment.id, reason: outcome.code, ...(resultRef ? { resultRef } : {}) },
       }),
     };
   }

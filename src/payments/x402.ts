@@ -52,9 +52,10 @@ export interface X402Check {
   nonce: string;
 }
 
+/** `reason`: what the ledger keeps, the facilitator's words included; `code`: the x402 error code alone, all a client is told. */
 export type SettleOutcome =
   | { kind: 'settled'; response: SettleResponse }
-  | { kind: 'failed'; reason: string }
+  | { kind: 'failed'; reason: string; code: string }
   | { kind: 'unknown'; reason: string };
 
 /**
@@ -195,7 +196,7 @@ export class X402Acceptance {
     } catch (err) {
       throw unreachable(err);
     }
-    if (!result.isValid) throw refusal(result.invalidReason, result.invalidMessage);
+    if (!result.isValid) throw refusal(result.invalidReason);
   }
 
   /**
@@ -221,11 +222,11 @@ export class X402Acceptance {
       const reason = [response.errorReason, response.errorMessage].filter(Boolean).join(': ') || 'settlement refused';
       // Only the payer's side can make a settlement impossible; anything else (a transaction
       // that did not go through) may succeed later, while the authorisation is valid.
-      return PAYER_FAULT.test(response.errorReason ?? '') ? { kind: 'failed', reason } : { kind: 'unknown', reason };
+      return PAYER_FAULT.test(response.errorReason ?? '') ? { kind: 'failed', reason, code: errorCode(response.errorReason) } : { kind: 'unknown', reason };
     } catch (err) {
       if (err instanceof FacilitatorTimeoutError) return { kind: 'unknown', reason: 'the facilitator did not answer in time' };
       const reason = (err as { errorReason?: string }).errorReason;
-      if (reason) return { kind: 'failed', reason };
+      if (reason) return { kind: 'failed', reason, code: errorCode(reason) };
       return { kind: 'unknown', reason: (err as Error).message.split('\n')[0] ?? 'settlement error' };
     }
   }
@@ -330,16 +331,25 @@ class Slots {
 function unreachable(err: unknown): Problem {
   if (err instanceof Problem) return err;
   const reason = (err as { invalidReason?: string }).invalidReason;
-  if (reason) return refusal(reason, (err as Error).message);
-  return new Problem('payment-network-unreachable', `The x402 facilitator did not answer: ${(err as Error).message?.split('\n')[0]}`, {
+  if (reason) return refusal(reason);
+  return new Problem('payment-network-unreachable', 'The x402 facilitator could not be reached or did not answer; nothing was charged.', {
     headers: { 'retry-after': '5' },
   });
 }
 
+/**
+ * An x402 error code as a client may see it. A facilitator's free-form message (a library's dump
+ * of the contract call, its version, addresses) is never passed on, and neither is a code that
+ * is not one.
+ */
+function errorCode(reason: string | undefined): string {
+  return reason !== undefined && /^[a-z0-9_]{1,64}$/.test(reason) ? reason : 'invalid_payment';
+}
+
 /** The facilitator's reason codes, sorted into the MPP problem types clients already know. */
-function refusal(reason: string | undefined, message: string | undefined): Problem {
-  const code = reason ?? 'invalid_payment';
-  const detail = `The facilitator refused the payment: ${code}${message ? ` (${message})` : ''}.`;
+function refusal(reason: string | undefined): Problem {
+  const code = errorCode(reason);
+  const detail = `The facilitator refused the payment: ${code}.`;
   const extensions = { reason: code };
   if (/valid_before|valid_after|expired/.test(code)) return new Problem('payment-expired', detail, { extensions });
   if (/recipient|value|amount|insufficient_funds|insufficient_balance|mismatch/.test(code)) return new Problem('payment-insufficient', detail, { extensions });
