@@ -29,11 +29,21 @@ export class CallerUser implements User {
 export interface RequestFacts {
   requestId: string;
   log: FastifyBaseLogger;
+  /** The client's address as the rate limits count it (an IPv6 address by its /64). */
+  address: string;
 }
 export const REQUEST_FACTS = 'restock.request';
 
 export function callerOf(context: ServerCallContext): Caller | undefined {
   return context.user instanceof CallerUser ? context.user.caller : undefined;
+}
+
+/** Who a kept task is charged to: its agent, or a client without a token by its address, as its payments are limited. */
+export function taskHolderOf(context: ServerCallContext): string {
+  const caller = callerOf(context);
+  if (caller) return `agent:${caller.agentId}`;
+  const facts = context.state.get(REQUEST_FACTS) as RequestFacts | undefined;
+  return `address:${facts?.address ?? 'unknown'}`;
 }
 
 /** Where a task waiting for payment keeps the call it is for. */

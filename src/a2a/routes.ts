@@ -2,13 +2,14 @@ import { Extensions, type AgentCard, type Message, type SendMessageRequest, type
 import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
 import { RequestMalformedError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { DefaultRequestHandler, JsonRpcTransportHandler, ServerCallContext, UnauthenticatedUser, validateVersion } from '@a2a-js/sdk/server';
+import { normalizeIP } from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { BearerGate } from '../agents/gate.ts';
 import { Problem, problemTypeUri } from '../core/problems.ts';
 import { agentCard, cardJson, legacyCardJson, X402_EXTENSION_URI, type OperationDescription } from './agent-card.ts';
-import { CallerUser, dataParts, REQUEST_FACTS, RestockExecutor, type A2aPayments, type RequestFacts } from './executor.ts';
+import { CallerUser, dataParts, REQUEST_FACTS, RestockExecutor, taskHolderOf, type A2aPayments, type RequestFacts } from './executor.ts';
 import { isRecord, namedSkill, readSkillCall, type Skill } from './skills.ts';
-import { ExpiringTaskStore } from './task-store.ts';
+import { ExpiringTaskStore, TASK_LIMITS, type TaskLimits } from './task-store.ts';
 import { clientPayment, X402_STATUS } from './x402.ts';
 
 export const A2A_PATH = '/a2a';
@@ -21,8 +22,8 @@ export interface A2aOptions {
   serviceName: string;
   baseUrl: string;
   payments: A2aPayments;
-  /** How long a task can be read again, and how many are kept (src/a2a/task-store.ts). */
-  tasks?: { ttlMs: number; max: number };
+  /** How long a task is kept, and how many and how large per holder and in all (src/a2a/task-store.ts). */
+  tasks?: TaskLimits;
 }
 
 const SEND = new Set(['SendMessage', 'message/send']);
@@ -30,6 +31,14 @@ const STREAMING = new Set(['SendStreamingMessage', 'SubscribeToTask', 'message/s
 const VERSION_HEADER = 'a2a-version';
 const EXTENSIONS_HEADER = 'a2a-extensions';
 const LEGACY_EXTENSIONS_HEADER = 'x-a2a-extensions';
+/**
+ * Nesting a request may have: the deepest the protocol needs (an x402 payload in a message's
+ * metadata) is under 10; the SDK copies a message recursively and would overflow its stack.
+ */
+const MAX_JSON_DEPTH = 32;
+/** Tasks a message may reference: the SDK loads each (a copy each time) and no skill reads them. */
+const MAX_REFERENCED_TASKS = 4;
+const INTERNAL_ERROR = -32603;
 
 /** Everything built from the card, once every route (and so the OpenAPI document) is known. */
 interface Served {
@@ -56,7 +65,7 @@ interface Served {
 export function a2aRoutes(options: A2aOptions) {
   const skills = new Map(options.skills.map((skill) => [skill.id, skill]));
   const endpoint = `${options.baseUrl}${A2A_PATH}`;
-  const tasks = options.tasks ?? { ttlMs: 60 * 60 * 1000, max: 10_000 };
+  const tasks = options.tasks ?? TASK_LIMITS;
   return async function (app: FastifyInstance) {
     if (!app.hasDecorator('rateLimits')) throw new Error('The A2A endpoint counts requests without a token per address: register the rate-limit gate before it.');
     if (!app.hasDecorator('swagger')) throw new Error('The A2A card is generated from the OpenAPI document: register the discovery feature first.');
@@ -71,7 +80,7 @@ export function a2aRoutes(options: A2aOptions) {
         skillInputUri: `${options.baseUrl}/docs#a2a`,
       });
       const executor = new RestockExecutor(skills, options.baseUrl, options.payments);
-      const handler = new RestockRequestHandler(card, new ExpiringTaskStore(tasks.ttlMs, tasks.max), executor, skills, options.baseUrl);
+      const handler = new RestockRequestHandler(card, new ExpiringTaskStore(taskHolderOf, tasks), executor, skills, options.baseUrl);
       served = {
         card,
         json: JSON.stringify(cardJson(card)),
@@ -137,7 +146,7 @@ export function a2aRoutes(options: A2aOptions) {
         requestedExtensions: requestedExtensions(request, legacy),
         user: request.caller ? new CallerUser(request.caller) : new UnauthenticatedUser(),
         requestedVersion: version,
-        state: new Map<string, unknown>([[REQUEST_FACTS, { requestId: request.id, log: request.log } satisfies RequestFacts]]),
+        state: new Map<string, unknown>([[REQUEST_FACTS, { requestId: request.id, log: request.log, address: normalizeIP(request.ip ?? 'unknown') } satisfies RequestFacts]]),
       });
       try {
         validateVersion(context.requestedVersion, card, 'JSONRPC');
@@ -146,12 +155,18 @@ export function a2aRoutes(options: A2aOptions) {
       }
       // One request object: a JSON string would be parsed again by the SDK, past the access check.
       if (!isRecord(request.body)) return refuse(new RequestMalformedError('The body must be one JSON-RPC 2.0 request object.'));
+      if (nestsDeeper(request.body, MAX_JSON_DEPTH)) return refuse(new RequestMalformedError(`The request nests arrays and objects more than ${MAX_JSON_DEPTH} deep.`));
       if (STREAMING.has(rpc.method)) return refuse(new UnsupportedOperationError(`${rpc.method}: every skill answers at once; send the message with ${legacy ? 'message/send' : 'SendMessage'}.`));
       // The SDK reads parts without checking their shape; a malformed one is refused here, by name.
       const malformed = rpc.send && request.body.jsonrpc === '2.0' ? malformedMessage(rpc.message) : undefined;
       if (malformed) return refuse(new RequestMalformedError(malformed));
       const response = await (legacy ? legacyTransport : transport).handle(request.body, context);
       if (Symbol.asyncIterator in response) throw new Error('The A2A endpoint serves no streams.');
+      // The SDK answers an error of its own with that error's message: logged here, not sent.
+      if (isRecord(response.error) && response.error.code === INTERNAL_ERROR) {
+        request.log.error({ rpcError: response.error }, 'A2A request failed');
+        response.error = { code: INTERNAL_ERROR, message: `The request could not be answered (request ${request.id}).` };
+      }
       const activated = context.activatedExtensions ?? [];
       if (activated.length > 0) reply.header(legacy ? LEGACY_EXTENSIONS_HEADER : EXTENSIONS_HEADER, Extensions.toServiceParameter(activated));
       return reply.type('application/json').send(response);
@@ -179,6 +194,9 @@ class RestockRequestHandler extends DefaultRequestHandler {
 
   override async sendMessage(params: SendMessageRequest, context: ServerCallContext): Promise<Message | Task> {
     const message = params.message;
+    if ((message?.referenceTaskIds?.length ?? 0) > MAX_REFERENCED_TASKS) {
+      throw new RequestMalformedError(`A message may reference at most ${MAX_REFERENCED_TASKS} tasks (referenceTaskIds); no skill reads them.`);
+    }
     if (message?.taskId) {
       const payment = clientPayment(message.metadata);
       if (payment.kind === 'none') throw new RequestMalformedError(`A message naming a task answers its request for payment: send x402.payment.status "payment-submitted" with x402.payment.payload, or "payment-rejected".`);
@@ -247,6 +265,19 @@ function malformedMessage(message: Record<string, unknown> | undefined): string 
   if (bad >= 0) return `message.parts[${bad}] must be an object (a text or data part).`;
   if (message.metadata !== undefined && !isRecord(message.metadata)) return 'message.metadata must be an object.';
   return undefined;
+}
+
+/** Whether a parsed JSON value nests arrays and objects more than `limit` deep, found without recursion. */
+function nestsDeeper(value: unknown, limit: number): boolean {
+  const pending: Array<{ value: object; depth: number }> = [];
+  if (typeof value === 'object' && value !== null) pending.push({ value, depth: 1 });
+  for (let next = pending.pop(); next; next = pending.pop()) {
+    if (next.depth > limit) return true;
+    for (const child of Object.values(next.value)) {
+      if (typeof child === 'object' && child !== null) pending.push({ value: child, depth: next.depth + 1 });
+    }
+  }
+  return false;
 }
 
 function headerOf(request: FastifyRequest, name: string): string | undefined {
