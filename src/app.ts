@@ -6,6 +6,8 @@ import type { Database } from './core/db/database.ts';
 import { inDependencyOrder, type Feature } from './core/feature.ts';
 import { clientErrorHandler, frameworkErrors, installErrorHandling } from './core/http/errors.ts';
 import { sharedGates } from './core/http/gates.ts';
+import { hostAndOriginCheck } from './core/http/host-check.ts';
+import { hostPolicy } from './core/http/host-names.ts';
 import { redactUrl } from './core/http/log-redaction.ts';
 import { openMailTransport, type MailTransport } from './core/mail/transport.ts';
 import { Problem } from './core/problems.ts';
@@ -74,6 +76,7 @@ export async function buildApp(config: Config, database: Database, options: AppO
     }
     done();
   });
+  app.addHook('onRequest', hostAndOriginCheck(hostPolicy(config.baseUrl, config.allowedHosts, options.mtlsBaseUrl ? [options.mtlsBaseUrl] : [])));
 
   installErrorHandling(app, config.baseUrl, config.bodyLimitBytes);
 

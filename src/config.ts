@@ -3,6 +3,7 @@
 import path from 'node:path';
 import { z } from 'zod';
 import type { PlanSettings } from './billing/plans.ts';
+import { parseAllowedHosts, type HostName } from './core/http/host-names.ts';
 import { parseOutboundAllowList, type OutboundPolicy } from './core/net/outbound-guard.ts';
 import { decodeKey } from './core/sealed-secrets.ts';
 import { pushConfig, type PushConfig } from './push/settings.ts';
@@ -47,6 +48,16 @@ const envSchema = z.object({
   BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(16 * 1024),
   /** How long a graceful shutdown waits for in-flight requests before closing them. */
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),
+  /** Names besides BASE_URL's host that requests may address (comma-separated host or host:port); see core/http/host-check.ts. */
+  ALLOWED_HOSTS: z.string().optional(),
+  /** Longest a request's headers may take to arrive; a client that trickles them is cut with 408. */
+  HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+  /** Longest a whole request, headers and body, may take to arrive (408 after). */
+  REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
+  /** A connection on which nothing moves either way for this long is closed, a request in progress included. */
+  CONNECTION_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
+  /** How long a keep-alive connection may wait for its next request; above load balancers' usual 60 s, so they close first. */
+  KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(100).default(72_000),
   /** FULL makes every acknowledged write survive power loss; group commit keeps it cheap. */
   SQLITE_SYNCHRONOUS: z.enum(['FULL', 'NORMAL']).default('FULL'),
   SQLITE_BUSY_TIMEOUT_MS: z.coerce.number().int().min(0).default(1000),
@@ -221,6 +232,9 @@ export interface Config {
   secret: string | undefined;
   bodyLimitBytes: number;
   shutdownTimeoutMs: number;
+  /** Names besides BASE_URL's host (and its loopback twins) that a request's Host may give. */
+  allowedHosts: HostName[];
+  http: HttpTimeouts;
   idempotencyTtlHours: number;
   checkoutSessionTtlMinutes: number;
   mailFrom: string;
@@ -249,6 +263,14 @@ export interface Config {
   doubleOptInExpiryHours: number;
   /** /metrics and tracing (src/observability). */
   observability: ObservabilityConfig;
+}
+
+/** How long the listeners wait on clients (docs/operations.md). */
+export interface HttpTimeouts {
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  connectionTimeoutMs: number;
+  keepAliveTimeoutMs: number;
 }
 
 export interface BillingConfig {
@@ -360,6 +382,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     secret: e.RESTOCK_SECRET,
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    allowedHosts: allowedHosts(e.ALLOWED_HOSTS),
+    http: httpTimeouts(e),
     idempotencyTtlHours: e.IDEMPOTENCY_TTL_HOURS,
     checkoutSessionTtlMinutes: e.CHECKOUT_SESSION_TTL_MINUTES,
     mailFrom: e.MAIL_FROM,
@@ -536,6 +560,27 @@ function checkedUrl(text: string | undefined, parse: (text: string) => unknown):
     throw new ConfigError(`Invalid configuration:\n  ${err.message}`);
   }
   return text;
+}
+
+function allowedHosts(text: string | undefined): HostName[] {
+  try {
+    return parseAllowedHosts(text);
+  } catch (err) {
+    throw new ConfigError(`Invalid configuration:\n  ALLOWED_HOSTS: ${(err as Error).message}`);
+  }
+}
+
+function httpTimeouts(e: z.infer<typeof envSchema>): HttpTimeouts {
+  // Node refuses a headers timeout longer than the request's: the request's includes its headers.
+  if (e.HEADERS_TIMEOUT_MS > e.REQUEST_TIMEOUT_MS) {
+    throw new ConfigError('Invalid configuration:\n  HEADERS_TIMEOUT_MS: must not exceed REQUEST_TIMEOUT_MS (the whole request includes its headers)');
+  }
+  return {
+    headersTimeoutMs: e.HEADERS_TIMEOUT_MS,
+    requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
+    connectionTimeoutMs: e.CONNECTION_TIMEOUT_MS,
+    keepAliveTimeoutMs: e.KEEP_ALIVE_TIMEOUT_MS,
+  };
 }
 
 function tenantOutbound(text: string | undefined): OutboundPolicy {

@@ -4,7 +4,7 @@ import https from 'node:https';
 import net, { type AddressInfo, type Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
-import { ConfigError, type Config } from './config.ts';
+import { ConfigError, type Config, type HttpTimeouts } from './config.ts';
 import { Database } from './core/db/database.ts';
 
 export interface RunningServer {
@@ -26,8 +26,10 @@ export async function startServer(config: Config): Promise<RunningServer> {
     await database.migrate();
     // Bound before the app is built, because the metadata advertises its port and TLS_PORT=0
     // only learns it here.
-    if (config.tls) tls = await openTlsListener(config.tls, config.host);
+    if (config.tls) tls = await openTlsListener(config.tls, config.host, config.http);
     app = await buildApp(config, database, { mtlsBaseUrl: tls && mtlsOrigin(config.baseUrl, tls.port) });
+    // Before the mTLS listener copies the plain one's settings (join).
+    applyTimeouts(app.server, config.http);
     // Before the mTLS listener's hooks, so that it lingers too before it closes.
     const linger = lingerBeforeClosing(app, tls, Math.min(LINGER_MS, config.shutdownTimeoutMs));
     tls?.join(app);
@@ -125,6 +127,30 @@ interface TlsListener {
   close(): Promise<void>;
 }
 
+/**
+ * How long the listener waits on a client: for its headers and its whole request (408 after, so
+ * a client that trickles bytes cannot hold a connection), for anything at all on the connection,
+ * and for the next request on a kept-alive one. Node's own defaults wait forever on a silent
+ * connection and on a body, and Fastify's leave the request unbounded.
+ */
+function applyTimeouts(server: Server, timeouts: HttpTimeouts): void {
+  server.headersTimeout = timeouts.headersTimeoutMs;
+  server.requestTimeout = timeouts.requestTimeoutMs;
+  server.keepAliveTimeout = timeouts.keepAliveTimeoutMs;
+  server.setTimeout(timeouts.connectionTimeoutMs);
+  // Read when the server starts listening (Node's http.Server takes it only as a constructor option).
+  (server as Server & { connectionsCheckingInterval: number }).connectionsCheckingInterval = checkingIntervalMs(timeouts);
+}
+
+/**
+ * Node looks for requests past their headers or request timeout on a timer, every 30 s by
+ * default, so a stalled request could outlive its bound by as much: look often enough that a
+ * bound is overrun by a quarter of it at most, and at least once a second.
+ */
+function checkingIntervalMs(timeouts: HttpTimeouts): number {
+  return Math.max(25, Math.min(1000, Math.floor(Math.min(timeouts.headersTimeoutMs, timeouts.requestTimeoutMs) / 4)));
+}
+
 /** The plain server's settings the mTLS listener copies, so both read requests alike. */
 const MIRRORED_SETTINGS = [
   'requireHostHeader',
@@ -141,11 +167,12 @@ const MIRRORED_SETTINGS = [
  * self-signed included (§2.2), since a bound token names the exact certificate and
  * authentication is the token's job, not the handshake's.
  */
-async function openTlsListener(tls: NonNullable<Config['tls']>, host: string): Promise<TlsListener> {
+async function openTlsListener(tls: NonNullable<Config['tls']>, host: string, timeouts: HttpTimeouts): Promise<TlsListener> {
   const keyPair = readKeyPair(tls);
   let server: https.Server;
   try {
-    server = https.createServer({ ...keyPair, requestCert: true, rejectUnauthorized: false });
+    // The interval is read when the server starts listening, which is before join copies the rest.
+    server = https.createServer({ ...keyPair, requestCert: true, rejectUnauthorized: false, connectionsCheckingInterval: checkingIntervalMs(timeouts) });
   } catch (err) {
     throw new ConfigError(
       `Invalid configuration:\n  TLS_CERT_FILE, TLS_KEY_FILE: not a usable certificate and private key (${(err as Error).message})`,

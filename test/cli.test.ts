@@ -251,7 +251,7 @@ describe('the restock command', () => {
     socket.on('data', (d) => (response += d));
     const closed = new Promise((resolve) => socket.once('close', resolve));
     socket.write(
-      `POST /api/v1/alerts/subscribe HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nAuthorization: Bearer ${token}\r\n` +
+      `POST /api/v1/alerts/subscribe HTTP/1.1\r\nHost: ${new URL(base).host}\r\nContent-Type: application/json\r\nAuthorization: Bearer ${token}\r\n` +
         `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body.slice(0, 10)}`,
     );
     // Logged as the request starts: its head is read, its body still to come.

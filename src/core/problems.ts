@@ -45,6 +45,12 @@ export const problemTypes = {
     title: 'Not allowed',
     description: 'Your credential is valid but may not act on this resource, for example a store it is not bound to.',
   },
+  'foreign-origin': {
+    status: 403,
+    title: 'Requests from other sites’ pages are not taken here',
+    description:
+      'A browser sent this request from a page of another site (its `Origin` is not this service’s). Only the API (`/api`, `/storefront`, Shopify’s app proxy) takes requests that change something from other sites’ pages; the MCP endpoint, the service’s own pages and their forms take them from its own origin, or from programs, which send no `Origin`. Nothing was done.',
+  },
   'invalid-assertion': {
     status: 400,
     title: 'The identity assertion was refused',
@@ -64,6 +70,17 @@ export const problemTypes = {
     status: 405,
     title: 'Method not allowed',
     description: 'The resource exists but does not accept this HTTP method. `Allow` lists those it does.',
+  },
+  'request-timeout': {
+    status: 408,
+    title: 'The request took too long to arrive',
+    description: 'Its headers or its body did not arrive in the time the service allows (HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS). Nothing was done and the connection is closed; send the request again.',
+  },
+  'misdirected-request': {
+    status: 421,
+    title: 'This service does not answer for that host',
+    description:
+      'The `Host` names neither the host of the service’s published address nor one of its other names: the request was sent to the wrong server, or by a page whose name was pointed at this one (DNS rebinding). Nothing was done.',
   },
   conflict: {
     status: 409,

@@ -29,6 +29,9 @@ const OPEN_METHODS = new Set(['initialize', 'ping', 'tools/list']);
  * paying per call as the MCP payment conventions say (paid-tools.ts), counted against its client
  * address's `payment` limit (and, once paid, its payer's).
  *
+ * A browser page of another site is refused (403 `foreign-origin`), as the Streamable HTTP
+ * transport's security warning asks; agents send no `Origin`.
+ *
  * Every JSON-RPC message counts as one request against the caller's (or the address's) limit: a
  * batch of 60 tool calls is 60 requests, not one. The first is counted before the body is read,
  * the rest once it is; a batch that does not fit in what remains is refused whole with 429
@@ -50,7 +53,7 @@ export function mcpRoutes(options: McpOptions) {
     if (!app.hasDecorator('rateLimits')) throw new Error('The MCP endpoint counts each message of a batch: register the rate-limit gate before it.');
     app.post(MCP_PATH, {
       schema: { hide: true },
-      config: { rateLimitByAddressWithoutCaller: 'payment' },
+      config: { rateLimitByAddressWithoutCaller: 'payment', ownOriginOnly: true },
       onRequest: async (request: FastifyRequest) => {
         // Without any Authorization, the body decides (preHandler); a token is checked at once.
         if (request.headers.authorization !== undefined) request.caller = await options.gate.callerOf(request);
@@ -89,7 +92,7 @@ export function mcpRoutes(options: McpOptions) {
         .code(405)
         .header('allow', 'POST')
         .send({ jsonrpc: '2.0', error: { code: -32000, message: 'This MCP endpoint is stateless: POST JSON-RPC requests to it.' }, id: null });
-    app.get(MCP_PATH, { schema: { hide: true } }, notHere);
+    app.get(MCP_PATH, { schema: { hide: true }, config: { ownOriginOnly: true } }, notHere);
 
     let card: Promise<unknown> | undefined;
     for (const path of SERVER_CARD_PATHS) {
@@ -108,7 +111,7 @@ export function mcpRoutes(options: McpOptions) {
         return reply.header('cache-control', 'public, max-age=300').header('access-control-allow-origin', '*').send(await card);
       });
     }
-    app.delete(MCP_PATH, { schema: { hide: true } }, notHere);
+    app.delete(MCP_PATH, { schema: { hide: true }, config: { ownOriginOnly: true } }, notHere);
   };
 }
 

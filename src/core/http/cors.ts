@@ -11,10 +11,14 @@ const ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'Idempotency-Key', 'PA
 
 export const apiCors = fp(async (app) => installApiCors(app), { name: 'api-cors', fastify: '5.x' });
 
+/** The API and the storefront widget's calls: the paths other sites' pages may call and read. */
+export function isCrossOriginApi(url: string): boolean {
+  return url === '/api' || url.startsWith('/api/') || url.startsWith('/api?') || url.startsWith('/storefront/');
+}
+
 function installApiCors(app: FastifyInstance): void {
-  const isApi = (url: string) => url === '/api' || url.startsWith('/api/') || url.startsWith('/api?') || url.startsWith('/storefront/');
   app.addHook('onSend', (request, reply, payload, done) => {
-    if (isApi(request.url)) {
+    if (isCrossOriginApi(request.url)) {
       reply.header('access-control-allow-origin', '*');
       reply.header('access-control-expose-headers', EXPOSED);
     }

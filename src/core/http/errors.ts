@@ -214,6 +214,12 @@ export function clientErrorHandler(baseUrl: string) {
     // further answer would be read as the reply to a request never sent. Node's own handler
     // draws the same line.
     if (socket.bytesWritten > 0) return socket.destroy();
+    // HEADERS_TIMEOUT_MS or REQUEST_TIMEOUT_MS ran out before the request had arrived.
+    if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+      const problem = new Problem('request-timeout', 'The request did not arrive in time.');
+      const body = JSON.stringify({ type: problemTypeUri(baseUrl, problem.slug), title: problem.title, status: problem.status, detail: problem.detail });
+      return socket.end(`HTTP/1.1 408 Request Timeout\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    }
     const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
     const status = tooLarge ? 431 : 400;
     const body = JSON.stringify({
