@@ -66,9 +66,11 @@ const code: number = await new Promise((resolve) => child.on('exit', (c, signal)
 if (postgresRuns) await dropRunDatabases();
 process.exit(code);
 
+/** The project's test files: not those of packages installed for the tests (test/conformance). */
 function findTests(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true, recursive: true })
     .filter((entry) => entry.isFile() && entry.name.endsWith('.test.ts'))
+    .filter((entry) => !path.join(entry.parentPath ?? dir, entry.name).split(path.sep).includes('node_modules'))
     .map((entry) => path.join(entry.parentPath ?? dir, entry.name))
     .sort();
 }

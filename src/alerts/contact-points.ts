@@ -6,8 +6,15 @@ const CHANNEL_ORDER: Channel[] = ['email', 'sms', 'push'];
 
 export type ContactPointRow = ContactPointsTable;
 
-/** Statuses of a contact point nobody can be reached at any more: a new sign-up with its address starts it afresh. */
-const CLOSED: ContactPointStatus[] = ['removed', 'expired'];
+/** A contact point nobody can be reached at any more: it no longer counts toward the bound. */
+const UNREACHABLE: ContactPointStatus[] = ['removed', 'expired'];
+
+/**
+ * What a new sign-up of the same address starts again, with the new consent: an unreachable one,
+ * and one turned off. A phone starts again as pending (only its own YES makes it active), and a
+ * browser's endpoint is known to that browser alone, so neither hands a stranger anything.
+ */
+const RESTARTS: ContactPointStatus[] = [...UNREACHABLE, 'stopped'];
 
 /**
  * Most phones (or browsers) one subscription may gather. Sign-ups are public, so without a bound
@@ -19,8 +26,8 @@ export const CONTACT_POINTS_PER_CHANNEL = 5;
  * Storage of a subscription's other channels, phones and browsers: the only code that touches
  * the `contact_points` table. One contact point per subscription and address. A sign-up proves
  * nothing about who makes it, so a new phone or browser is added beside the ones there and never
- * replaces or changes one: only an address nobody can be reached at any more (removed, expired)
- * starts again, with the new consent.
+ * replaces or changes a live one; only the same address signed up again restarts one that was
+ * turned off or can no longer be reached (RESTARTS).
  */
 export class ContactPointRepository {
   constructor(private readonly database: Database) {}
@@ -39,11 +46,11 @@ export class ContactPointRepository {
         .where('channel', '=', row.channel)
         .execute();
       const same = existing.find((point) => point.address_key === row.address_key);
-      if (same && !CLOSED.includes(same.status)) return true;
-      const live = existing.filter((point) => !CLOSED.includes(point.status)).length;
-      if (live >= CONTACT_POINTS_PER_CHANNEL) return false;
+      if (same && !RESTARTS.includes(same.status)) return true;
+      const counted = existing.filter((point) => point !== same && !UNREACHABLE.includes(point.status)).length;
+      if (counted >= CONTACT_POINTS_PER_CHANNEL) return false;
       if (same) {
-        // The same address once more, after it could no longer be reached: a fresh start under the old id.
+        // The same address once more, after it was turned off or could no longer be reached: a fresh start under the old id.
         const { id: _id, subscription_id: _subscription, channel: _channel, address_key: _key, created_at: _created, ...fresh } = row;
         await trx.updateTable('contact_points').set({ ...fresh, status_reason: null, confirmation_sent_at: null }).where('id', '=', same.id).execute();
         return true;

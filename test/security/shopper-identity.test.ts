@@ -204,6 +204,20 @@ for (const dialect of testDialects()) {
       assert.equal(alertTextsTo(attackerPhone).length, 0, 'the unconfirmed number gets no alert');
     });
 
+    it('finding 2: a phone turned off and signed up again starts again, waiting for its own YES', BOUND, async () => {
+      const domain = await shop();
+      const email = uniqueEmail('again');
+      const phone = uniquePhone();
+      const body = { shop: domain, email, phone, smsConsent: true, smsConsentText: SMS_CONSENT };
+      assert.equal((await signUp(body)).statusCode, 201);
+      await answerYes(phone);
+      const sub = await subscriptionOf(domain, email);
+      await t.database.db.updateTable('contact_points').set({ status: 'stopped' }).where('subscription_id', '=', sub.id).execute();
+      const again = await signUp(body);
+      assert.deepEqual(again.json(), { status: 'subscribed', confirmBy: ['sms'] });
+      assert.deepEqual((await contactPoints(sub.id)).map((point) => [point.address, point.status]), [[phone, 'pending']], 'the same number, pending its YES again');
+    });
+
     it('finding 2: a stranger’s browser is added beside the shopper’s, never in its place', BOUND, async () => {
       const domain = await shop();
       const victim = uniqueEmail('victim');
