@@ -195,10 +195,15 @@ function sinks() {
   return { pending, confirmed, deliveries, consent, reports };
 }
 
-/** Stores by domain, each with its own account or none (then the service's). */
-function storesWith(accounts: Record<string, SmsAccount | undefined>) {
+/**
+ * Stores by domain, each with its own account or none (then the service's). An account counts as
+ * one Twilio vouched for when it was saved unless its store is among `unverified` (saved before the
+ * service asked).
+ */
+function storesWith(accounts: Record<string, SmsAccount | undefined>, unverified: string[] = []) {
   return {
-    sendingProfile: async (domain: string) => ({ sending: true, settings: {}, smtpUrl: undefined, smsAccount: accounts[domain] }) as unknown as SendingProfile,
+    sendingProfile: async (domain: string) =>
+      ({ sending: true, settings: {}, smtpUrl: undefined, smsAccount: accounts[domain], smsAccountVerified: accounts[domain] !== undefined && !unverified.includes(domain) }) as unknown as SendingProfile,
   };
 }
 
@@ -435,11 +440,17 @@ interface SmsApp {
 
 const OWN_STORE = 'own-store.myshopify.com';
 const ELSEWHERE_STORE = 'elsewhere.myshopify.com';
-/** Accounts saved before Twilio was asked at saving: one claims the service's sender, one its Account SID with a token of its own. */
+/**
+ * Accounts Twilio could never vouch for, kept as if it had (the checks behind the check): one
+ * claims the service's sender, one its Account SID with a token of its own. LEGACY_STORE's was
+ * saved before the service asked Twilio at all.
+ */
 const CLAIMS_SENDER_STORE = 'claims-sender.myshopify.com';
 const CLAIMS_SENDER: SmsAccount = { accountSid: `AC${hex(16)}`, authToken: hex(16), from: SERVICE.from };
 const CLAIMS_SID_STORE = 'claims-sid.myshopify.com';
 const CLAIMS_SID: SmsAccount = { accountSid: SERVICE.accountSid, authToken: hex(16), from: '+15005550010' };
+const LEGACY_STORE = 'legacy.myshopify.com';
+const LEGACY: SmsAccount = { accountSid: `AC${hex(16)}`, authToken: hex(16), from: '+15005550011' };
 
 /** The SMS feature's routes on a bare app with the project's error handling, listening on loopback, where the stand-in calls it. */
 async function startSmsApp(testDatabase: TestDatabase, standIn: TwilioStandIn): Promise<SmsApp> {
@@ -457,7 +468,7 @@ async function startSmsApp(testDatabase: TestDatabase, standIn: TwilioStandIn): 
       config,
       database,
       log: app.log,
-      stores: storesWith({ [OWN_STORE]: OWN, [ELSEWHERE_STORE]: ELSEWHERE, [CLAIMS_SENDER_STORE]: CLAIMS_SENDER, [CLAIMS_SID_STORE]: CLAIMS_SID }),
+      stores: storesWith({ [OWN_STORE]: OWN, [ELSEWHERE_STORE]: ELSEWHERE, [CLAIMS_SENDER_STORE]: CLAIMS_SENDER, [CLAIMS_SID_STORE]: CLAIMS_SID, [LEGACY_STORE]: LEGACY }, [LEGACY_STORE]),
       consent: recorded.consent,
       deliveries: recorded.reports,
     });
@@ -722,6 +733,18 @@ for (const dialect of testDialects()) {
       const report = { MessageSid: sid, AccountSid: CLAIMS_SENDER.accountSid, MessageStatus: 'failed', ErrorCode: '21610', From: SERVICE.from, To: phone };
       expectProblem(await signedBy(CLAIMS_SENDER, statusUrl, report), 403, 'forbidden');
       assert.deepEqual(await tableDigests(t.database), before, 'nothing recorded');
+    });
+
+    it('verifies nothing for a store whose account was saved before Twilio was asked, even texts to its own number', async () => {
+      const phone = uniquePhone();
+      const before = await tableDigests(t.database);
+      t.recorded.pending.set(phone, [LEGACY_STORE]);
+      expectProblem(await signedBy(LEGACY, `${t.baseUrl}/sms/twilio/inbound/${LEGACY_STORE}`, textParams(LEGACY, phone, LEGACY.from, 'STOP')), 403, 'forbidden');
+      expectProblem(await signedBy(LEGACY, `${t.baseUrl}/sms/twilio/inbound/${LEGACY_STORE}`, textParams(LEGACY, phone, LEGACY.from, 'YES')), 403, 'forbidden');
+      const report = { MessageSid: `SM${hex(16)}`, AccountSid: LEGACY.accountSid, MessageStatus: 'failed', ErrorCode: '21610', From: LEGACY.from, To: phone };
+      expectProblem(await signedBy(LEGACY, `${t.baseUrl}/sms/twilio/status/${LEGACY_STORE}?alert=${alertId()}`, report), 403, 'forbidden');
+      assert.deepEqual(await tableDigests(t.database), before, 'nothing recorded');
+      assert.deepEqual(t.recorded.confirmed.filter((call) => call.phone === phone), [], 'nothing confirmed');
     });
 
     it("keeps a 21610 a store's own account reports only against that store's sender", async () => {

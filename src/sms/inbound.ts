@@ -65,14 +65,15 @@ export class SmsWebhooks {
 
   /**
    * The account whose auth token signs webhooks for this path: the service's, or the store's
-   * own. Undefined when there is none, so nothing there can be verified; so too for a store's
-   * account that claims the service's sender (one saved before Twilio was asked at saving could).
+   * own once Twilio vouched for it at saving. Undefined when there is none, so nothing there can
+   * be verified: an account saved before the service asked Twilio could name any sender, another
+   * store's or the service's, so its webhooks act on nothing until it is saved again.
    */
   async signingAccount(storeDomain: string | undefined): Promise<SmsAccount | undefined> {
     const service = this.deps.sms.accountFor(undefined);
     if (storeDomain === undefined) return service;
-    const own = (await this.deps.stores.sendingProfile(storeDomain)).smsAccount;
-    return own && own.from !== service?.from ? own : undefined;
+    const { smsAccount: own, smsAccountVerified } = await this.deps.stores.sendingProfile(storeDomain);
+    return own && smsAccountVerified && own.from !== service?.from ? own : undefined;
   }
 
   /**

@@ -1,5 +1,6 @@
 // Longer than most files on purpose: a store's whole life (install, settings, senders sealed at
 // rest, Admin tokens, uninstall and redaction) decided in one service.
+import { z } from 'zod';
 import { DEFAULT_BATCH_POLICY, type BatchPolicy } from '../config.ts';
 import { isoAfter, nowIso } from '../core/clock.ts';
 import { emailSchema, normaliseEmail } from '../core/email.ts';
@@ -20,7 +21,15 @@ export interface SendingProfile {
   smtpUrl: string | undefined;
   /** The store's own Twilio account, when it set one. */
   smsAccount: SmsAccount | undefined;
+  /**
+   * Twilio vouched for that account and its sender when it was saved. One saved before the
+   * service asked still sends the store's texts, but its webhooks act on nothing until saved again.
+   */
+  smsAccountVerified: boolean;
 }
+
+/** A store's Twilio account as it is sealed: with when Twilio vouched for it (absent on accounts saved before the service asked). */
+const sealedSmsAccountSchema = smsAccountSchema.extend({ verifiedAt: z.string().optional() });
 
 /**
  * What another feature does when a store changes hands, given the store and its new owner:
@@ -244,7 +253,7 @@ export class StoreService {
 
   private async writeSmsSender(domain: string, account: SmsAccount | null): Promise<Store> {
     const row = await this.mustFind(domain);
-    const sealed = account === null ? null : await this.secrets.seal(JSON.stringify(account));
+    const sealed = account === null ? null : await this.secrets.seal(JSON.stringify({ ...account, verifiedAt: nowIso() }));
     await this.store.update(row.domain, { sms_sender_sealed: sealed, updated_at: nowIso() });
     return this.getStore(row.domain);
   }
@@ -260,19 +269,23 @@ export class StoreService {
    */
   async sendingProfile(domain: string): Promise<SendingProfile> {
     const row = await this.store.find(domain);
+    const sms = row?.sms_sender_sealed ? await this.openSmsAccount(row.sms_sender_sealed) : undefined;
     return {
       sending: row === undefined || row.status === 'active',
       settings: this.settingsIn(row),
       smtpUrl: row?.smtp_url_sealed ? await this.secrets.open(row.smtp_url_sealed) : undefined,
-      smsAccount: row?.sms_sender_sealed ? await this.openSmsAccount(row.sms_sender_sealed) : undefined,
+      smsAccount: sms?.account,
+      smsAccountVerified: sms?.verified ?? false,
     };
   }
 
   /** A sealed account that no longer parses counts as none: the service's sender is used. */
-  private async openSmsAccount(sealed: string): Promise<SmsAccount | undefined> {
+  private async openSmsAccount(sealed: string): Promise<{ account: SmsAccount; verified: boolean } | undefined> {
     try {
-      const parsed = smsAccountSchema.safeParse(JSON.parse(await this.secrets.open(sealed)));
-      return parsed.success ? parsed.data : undefined;
+      const parsed = sealedSmsAccountSchema.safeParse(JSON.parse(await this.secrets.open(sealed)));
+      if (!parsed.success) return undefined;
+      const { verifiedAt, ...account } = parsed.data;
+      return { account, verified: verifiedAt !== undefined };
     } catch {
       return undefined;
     }
