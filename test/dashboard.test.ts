@@ -565,6 +565,12 @@ for (const dialect of testDialects()) {
         }
         assert.deepEqual(await t.tableDigests(), before, 'nothing saved');
 
+        // Well-formed, but not a number of the account: Twilio's refusal marks the field it is about.
+        const notOurs = await postForm(t, '/dashboard/settings', { ...fields, twilioFrom: '+15005550199' }, cookie);
+        assertHtml(notOurs, 400);
+        assert.match(notOurs.body, /id="f-twilioFrom"[^>]*aria-invalid="true"/, 'the sender Twilio does not vouch for is marked');
+        assert.deepEqual(await t.tableDigests(), before, 'nothing saved');
+
         assert.equal((await postForm(t, '/dashboard/settings', { csrf, clearSmsSender: 'on' }, cookie)).statusCode, 303);
         const cleared = await t.app.restock.stores.getStore(shop);
         assert.deepEqual([cleared.ownSmsSender, cleared.settings.doubleOptIn, cleared.settings.smsQuietHours], [false, 'auto', { start: 21, end: 9 }], 'cleared, and empty fields back to their defaults');

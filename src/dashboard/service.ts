@@ -259,7 +259,13 @@ export class DashboardService {
     if (!checked.success) {
       throw new ValidationFailed(checked.error.issues.map((issue) => ({ pointer: formPointer(`/${issue.path.join('/')}`), message: issue.message })));
     }
-    await this.deps.stores.updateStoreSettings(caller, shop, checked.data);
+    try {
+      await this.deps.stores.updateStoreSettings(caller, shop, checked.data);
+    } catch (err) {
+      // What the stores service refuses after the schema (Twilio not vouching for the account) names the API's body fields.
+      if (err instanceof ValidationFailed) throw new ValidationFailed(err.errors.map((error) => ({ ...error, pointer: formPointer(error.pointer.replace(/^\/body(?=\/)/, '')) })));
+      throw err;
+    }
   }
 
   outbox(caller: Caller, shop: string) {
