@@ -327,10 +327,10 @@ describe('SIGTERM under load', () => {
       const late = await rawConnection(served.port);
       const inFlight = await rawConnection(served.port);
       raws.push(late, inFlight);
-      late.socket.write('GET /api/v1/plans HTTP/1.1\r\nHost: 127.0.0.1\r\n');
+      late.socket.write(`GET /api/v1/plans HTTP/1.1\r\nHost: 127.0.0.1:${served.port}\r\n`);
       const body = JSON.stringify({ type: 'anonymous' });
       inFlight.socket.write(
-        `POST /api/agent/register HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`,
+        `POST /api/agent/register HTTP/1.1\r\nHost: 127.0.0.1:${served.port}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`,
       );
       await served.output.line(/^(?=.*"msg":"incoming request")(?=.*"url":"\/api\/agent\/register")/, 30_000);
 
