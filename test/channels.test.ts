@@ -12,12 +12,12 @@ import { randomBytes } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { WHY } from '../src/dispatch/rules.ts';
 import { createStore, uniqueDomain, uniqueEmail } from './fixtures/agents.ts';
-import { dialectSkip, startListeningTestApp, testDialects, type TestApp } from './fixtures/app.ts';
+import { dialectSkip, testDialects, type TestApp } from './fixtures/app.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
-import { startChannelPeers, type ChannelPeers } from './fixtures/channel-peers.ts';
+import { channelAppForSuite } from './fixtures/channel-peers.ts';
 import type { BrowserSubscription, PushServiceStandIn } from './fixtures/push-service.ts';
 import type { SinkMessage, SmtpSink } from './fixtures/smtp-sink.ts';
-import { after, before, describe, it } from './fixtures/suites.ts';
+import { before, describe, it } from './fixtures/suites.ts';
 import type { TwilioStandIn } from './fixtures/twilio-stand-in.ts';
 
 failOnLeakedHandles();
@@ -68,7 +68,7 @@ function parisTime(daysAhead: number, hour: number, minute: number): number {
 
 for (const dialect of testDialects()) {
   describe(`channels beside e-mail on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
-    let peers: ChannelPeers | undefined;
+    const suite = channelAppForSuite(dialect, TWILIO);
     let sink: SmtpSink;
     let twilio: TwilioStandIn;
     let pushService: PushServiceStandIn;
@@ -79,21 +79,9 @@ for (const dialect of testDialects()) {
     /** The VAPID key browsers subscribe with. */
     let applicationServerKey: string;
 
-    before(async () => {
-      peers = await startChannelPeers(TWILIO);
-      ({ sink, twilio, pushService } = peers);
-      ({ t, base } = await startListeningTestApp(dialect, peers.env));
+    before(() => {
+      ({ sink, twilio, pushService, t, base, applicationServerKey } = suite());
       inbound = `${base}/sms/twilio/inbound`;
-      const key = await t.app.inject({ method: 'GET', url: '/push/v1/key' });
-      assert.equal(key.statusCode, 200, key.body);
-      applicationServerKey = key.json().publicKey;
-    });
-    after(async () => {
-      t?.app.restock.worker.setClock(undefined);
-      // Delivery reports still on their way to the app are answered before it closes.
-      await twilio?.settled();
-      await t?.close();
-      await peers?.close();
     });
 
     // --- helpers ---------------------------------------------------------------------------

@@ -11,12 +11,12 @@ import { randomBytes } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { CONTACT_POINTS_PER_CHANNEL } from '../../src/alerts/contact-points.ts';
 import { createStore, uniqueDomain, uniqueEmail } from '../fixtures/agents.ts';
-import { dialectSkip, startListeningTestApp, testDialects, type TestApp } from '../fixtures/app.ts';
-import { startChannelPeers, type ChannelPeers } from '../fixtures/channel-peers.ts';
+import { dialectSkip, testDialects, type TestApp } from '../fixtures/app.ts';
+import { channelAppForSuite } from '../fixtures/channel-peers.ts';
 import { failOnLeakedHandles } from '../fixtures/leaks.ts';
 import type { BrowserSubscription, PushServiceStandIn } from '../fixtures/push-service.ts';
 import type { SmtpSink } from '../fixtures/smtp-sink.ts';
-import { after, before, describe, it } from '../fixtures/suites.ts';
+import { before, describe, it } from '../fixtures/suites.ts';
 import type { TwilioStandIn } from '../fixtures/twilio-stand-in.ts';
 
 failOnLeakedHandles();
@@ -37,24 +37,15 @@ const uniquePhone = () => `+1555${String(2_000_000 + ++serial).slice(1)}${Math.f
 
 for (const dialect of testDialects()) {
   describe(`who a shopper is, on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
-    let peers: ChannelPeers | undefined;
+    const suite = channelAppForSuite(dialect, TWILIO);
     let sink: SmtpSink;
     let twilio: TwilioStandIn;
     let pushService: PushServiceStandIn;
     let t: TestApp;
     let base: string;
     let applicationServerKey: string;
-
-    before(async () => {
-      peers = await startChannelPeers(TWILIO);
-      ({ sink, twilio, pushService } = peers);
-      ({ t, base } = await startListeningTestApp(dialect, peers.env));
-      applicationServerKey = (await t.app.inject({ method: 'GET', url: '/push/v1/key' })).json().publicKey;
-    });
-    after(async () => {
-      await twilio?.settled();
-      await t?.close();
-      await peers?.close();
+    before(() => {
+      ({ sink, twilio, pushService, t, base, applicationServerKey } = suite());
     });
 
     async function shop(settings: Record<string, unknown> = {}): Promise<string> {
