@@ -1,5 +1,5 @@
 /**
- * Finding 6 of issue 36: DNS rebinding. Every route answered a request naming any host (and
+ * Finding 6 of the second red team: DNS rebinding. Every route answered a request naming any host (and
  * carrying any site's Origin) with 200, so a page whose name an attacker pointed at the service
  * (or at a copy of it on a developer's loopback) could drive it. Now the Host must name the
  * service (BASE_URL's host, its loopback twins, ALLOWED_HOSTS), and another site's Origin is

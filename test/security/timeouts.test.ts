@@ -1,5 +1,5 @@
 /**
- * Finding 5 of issue 36: with no request timeout, a client that sends its headers and then stalls
+ * Finding 5 of the second red team: with no request timeout, a client that sends its headers and then stalls
  * (or never finishes its headers, or sends nothing at all) holds a socket for good. The server
  * started as `restock serve` starts it (startServer) bounds each: headers, the whole request, a
  * silent connection. Each test failed on the code before (the socket stayed open).
