@@ -1,15 +1,15 @@
 import { Extensions, type AgentCard, type Message, type SendMessageRequest, type Task } from '@a2a-js/sdk';
 import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
-import { RequestMalformedError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
+import { A2A_ERROR_CODE, RequestMalformedError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { DefaultRequestHandler, JsonRpcTransportHandler, ServerCallContext, UnauthenticatedUser, validateVersion } from '@a2a-js/sdk/server';
-import { normalizeIP } from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { BearerGate } from '../agents/gate.ts';
+import { clientAddress } from '../core/http/rate-limit.ts';
 import { Problem, problemTypeUri } from '../core/problems.ts';
 import { agentCard, cardJson, legacyCardJson, X402_EXTENSION_URI, type OperationDescription } from './agent-card.ts';
 import { CallerUser, dataParts, REQUEST_FACTS, RestockExecutor, taskHolderOf, type A2aPayments, type RequestFacts } from './executor.ts';
 import { isRecord, namedSkill, readSkillCall, type Skill } from './skills.ts';
-import { ExpiringTaskStore, TASK_LIMITS, type TaskLimits } from './task-store.ts';
+import { ExpiringTaskStore } from './task-store.ts';
 import { clientPayment, X402_STATUS } from './x402.ts';
 
 export const A2A_PATH = '/a2a';
@@ -22,8 +22,6 @@ export interface A2aOptions {
   serviceName: string;
   baseUrl: string;
   payments: A2aPayments;
-  /** How long a task is kept, and how many and how large per holder and in all (src/a2a/task-store.ts). */
-  tasks?: TaskLimits;
 }
 
 const SEND = new Set(['SendMessage', 'message/send']);
@@ -38,7 +36,6 @@ const LEGACY_EXTENSIONS_HEADER = 'x-a2a-extensions';
 const MAX_JSON_DEPTH = 32;
 /** Tasks a message may reference: the SDK loads each (a copy each time) and no skill reads them. */
 const MAX_REFERENCED_TASKS = 4;
-const INTERNAL_ERROR = -32603;
 
 /** Everything built from the card, once every route (and so the OpenAPI document) is known. */
 interface Served {
@@ -65,7 +62,6 @@ interface Served {
 export function a2aRoutes(options: A2aOptions) {
   const skills = new Map(options.skills.map((skill) => [skill.id, skill]));
   const endpoint = `${options.baseUrl}${A2A_PATH}`;
-  const tasks = options.tasks ?? TASK_LIMITS;
   return async function (app: FastifyInstance) {
     if (!app.hasDecorator('rateLimits')) throw new Error('The A2A endpoint counts requests without a token per address: register the rate-limit gate before it.');
     if (!app.hasDecorator('swagger')) throw new Error('The A2A card is generated from the OpenAPI document: register the discovery feature first.');
@@ -80,7 +76,7 @@ export function a2aRoutes(options: A2aOptions) {
         skillInputUri: `${options.baseUrl}/docs#a2a`,
       });
       const executor = new RestockExecutor(skills, options.baseUrl, options.payments);
-      const handler = new RestockRequestHandler(card, new ExpiringTaskStore(taskHolderOf, tasks), executor, skills, options.baseUrl);
+      const handler = new RestockRequestHandler(card, new ExpiringTaskStore(taskHolderOf), executor, skills, options.baseUrl);
       served = {
         card,
         json: JSON.stringify(cardJson(card)),
@@ -146,7 +142,7 @@ export function a2aRoutes(options: A2aOptions) {
         requestedExtensions: requestedExtensions(request, legacy),
         user: request.caller ? new CallerUser(request.caller) : new UnauthenticatedUser(),
         requestedVersion: version,
-        state: new Map<string, unknown>([[REQUEST_FACTS, { requestId: request.id, log: request.log, address: normalizeIP(request.ip ?? 'unknown') } satisfies RequestFacts]]),
+        state: new Map<string, unknown>([[REQUEST_FACTS, { requestId: request.id, log: request.log, address: clientAddress(request) } satisfies RequestFacts]]),
       });
       try {
         validateVersion(context.requestedVersion, card, 'JSONRPC');
@@ -163,9 +159,9 @@ export function a2aRoutes(options: A2aOptions) {
       const response = await (legacy ? legacyTransport : transport).handle(request.body, context);
       if (Symbol.asyncIterator in response) throw new Error('The A2A endpoint serves no streams.');
       // The SDK answers an error of its own with that error's message: logged here, not sent.
-      if (isRecord(response.error) && response.error.code === INTERNAL_ERROR) {
+      if (isRecord(response.error) && response.error.code === A2A_ERROR_CODE.INTERNAL_ERROR) {
         request.log.error({ rpcError: response.error }, 'A2A request failed');
-        response.error = { code: INTERNAL_ERROR, message: `The request could not be answered (request ${request.id}).` };
+        response.error = { code: A2A_ERROR_CODE.INTERNAL_ERROR, message: `The request could not be answered (request ${request.id}).` };
       }
       const activated = context.activatedExtensions ?? [];
       if (activated.length > 0) reply.header(legacy ? LEGACY_EXTENSIONS_HEADER : EXTENSIONS_HEADER, Extensions.toServiceParameter(activated));

@@ -4,13 +4,13 @@ import type { ServerCallContext, TaskStore } from '@a2a-js/sdk/server';
 import { UnsupportedOperationError } from '@a2a-js/sdk/errors';
 
 /** How long a task is kept, and how much is kept per holder and in all (docs/a2a.md, "Tasks"). */
-export interface TaskLimits {
+interface TaskLimits {
   ttlMs: number;
   perHolder: { tasks: number; bytes: number };
   total: { tasks: number; bytes: number };
 }
 
-export const TASK_LIMITS: TaskLimits = {
+const TASK_LIMITS: TaskLimits = {
   ttlMs: 60 * 60 * 1000,
   perHolder: { tasks: 100, bytes: 1024 * 1024 },
   total: { tasks: 10_000, bytes: 32 * 1024 * 1024 },
@@ -51,11 +51,9 @@ export class ExpiringTaskStore implements TaskStore {
   private readonly holders = new Map<string, { tasks: Map<string, Kept>; bytes: number }>();
   private bytes = 0;
 
-  constructor(
-    private readonly holderOf: HolderOf,
-    private readonly limits: TaskLimits = TASK_LIMITS,
-    private readonly now: () => number = Date.now,
-  ) {}
+  private readonly limits = TASK_LIMITS;
+
+  constructor(private readonly holderOf: HolderOf) {}
 
   async load(taskId: string, context: ServerCallContext): Promise<Task | undefined> {
     this.expire();
@@ -68,17 +66,11 @@ export class ExpiringTaskStore implements TaskStore {
     const key = keyOf(task.id, context);
     this.remove(key);
     if (!isKept(task, context)) return;
-    let copy: Uint8Array;
-    try {
-      // A plain copy of exactly its length: the serializer's own buffer can be larger than its content.
-      copy = new Uint8Array(serialize(task));
-    } catch {
-      // Too deep to copy: the route refuses such bodies, and what cannot be copied is not kept.
-      return;
-    }
+    // A plain copy of exactly its length: the serializer's own buffer can be larger than its content.
+    const copy = new Uint8Array(serialize(task));
     if (copy.byteLength > this.limits.perHolder.bytes) return;
     const holderKey = this.holderOf(context);
-    const kept: Kept = { key, holder: holderKey, copy, savedAt: this.now() };
+    const kept: Kept = { key, holder: holderKey, copy, savedAt: Date.now() };
     let holder = this.holders.get(holderKey);
     if (!holder) this.holders.set(holderKey, (holder = { tasks: new Map(), bytes: 0 }));
     this.tasks.set(key, kept);
@@ -101,7 +93,7 @@ export class ExpiringTaskStore implements TaskStore {
 
   /** Drops the tasks past their time; the oldest come first, a task saved again moving to the end. */
   private expire(): void {
-    const before = this.now() - this.limits.ttlMs;
+    const before = Date.now() - this.limits.ttlMs;
     for (const kept of this.tasks.values()) {
       if (kept.savedAt > before) return;
       this.remove(kept.key);

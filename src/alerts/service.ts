@@ -334,12 +334,11 @@ export class SubscriptionService {
     return (await this.channels.contactPoints.byIds([id]))[0];
   }
 
-  /** The browser (or phone) stops getting alerts through this contact point; stopping twice is harmless. */
+  /** The browser (or phone) stops getting alerts through this contact point; stopping twice is harmless. Returns the point as it was. */
   async stopContactPoint(token: string): Promise<ContactPointRow | undefined> {
     const point = await this.contactPointForStopToken(token);
-    if (!point) return undefined;
-    await this.channels.contactPoints.setStatus([point.id], ['pending', 'active'], 'stopped', 'turned off from its own alert', nowIso());
-    return (await this.channels.contactPoints.byIds([point.id]))[0];
+    if (point) await this.channels.contactPoints.setStatus([point.id], ['pending', 'active'], 'stopped', 'turned off from its own alert', nowIso());
+    return point;
   }
 
   // --- channels, for dispatch ---------------------------------------------------------------

@@ -3,7 +3,7 @@ import type { PushChannel, SmsSending } from './channels.ts';
 import type { StoreClaim } from './context.ts';
 import { productKey } from './rules.ts';
 import type { NotificationRow } from './repository.ts';
-import { renderNotification, stopLabel } from './templates.ts';
+import { notificationTitle, renderNotification, stopLabel } from './templates.ts';
 
 /** A leased alert, checked, counted against the plan and written: ready to go by its channel. */
 export interface Outgoing {
@@ -118,16 +118,10 @@ function pushDelivery(row: NotificationRow, claim: StoreClaim, links: AlertLinks
     if (!channels.push || !contact?.push_p256dh || !contact.push_auth) throw new Error('browser push is no longer set up for this browser');
     const clickUrl = links.click(row);
     const stopUrl = links.stop(row);
-    // Only the title is pushed; the browser's own stop link stands in for every other link, so none wider can slip in.
-    const content = renderNotification(
-      { shop: claim.storeDomain, productTitle: product.title, variantTitle: product.variantTitle, productUrl: clickUrl, imageUrl: product.imageUrl, unsubscribeUrl: stopUrl, manageUrl: stopUrl, email: '' },
-      { template: {}, locale },
-      row.kind,
-    );
     await channels.push.send({
       endpoint: contact.address,
       keys: { p256dh: contact.push_p256dh, auth: contact.push_auth },
-      payload: { title: content.subject, body: claim.settings.senderName ?? claim.storeDomain, url: clickUrl, icon: product.imageUrl, tag: `restock-${row.restock_id}`, stop: { url: stopUrl, label: stopLabel(locale) } },
+      payload: { title: notificationTitle({ shop: claim.storeDomain, productTitle: product.title, variantTitle: product.variantTitle }, locale, row.kind), body: claim.settings.senderName ?? claim.storeDomain, url: clickUrl, icon: product.imageUrl, tag: `restock-${row.restock_id}`, stop: { url: stopUrl, label: stopLabel(locale) } },
       ttlSeconds: channels.pushTtlSeconds,
     });
     return {};

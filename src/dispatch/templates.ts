@@ -125,6 +125,25 @@ export function stopLabel(locale: EffectiveSettings['locale']): string {
 
 /** The alert e-mail (or its reminder): subject, plain text and HTML, in the store's locale or its own template. */
 
+/**
+ * The built-in subject line alone, in the alert's language: a push notification's title. It names
+ * the product and nothing else, so no link of the e-mail's can reach a browser through it.
+ */
+export function notificationTitle(product: Pick<NotificationContent, 'shop' | 'productTitle' | 'variantTitle'>, locale: EffectiveSettings['locale'], kind: NotificationKind = 'alert'): string {
+  const strings = (kind === 'reminder' ? REMINDER_STRINGS : STRINGS)[locale];
+  return oneLine(fill(strings.subject, productValues(product), asIs));
+}
+
+/** The placeholders that name the product and the store. */
+function productValues(product: Pick<NotificationContent, 'shop' | 'productTitle' | 'variantTitle'>): Record<string, string> {
+  return {
+    shop: product.shop,
+    product_title: product.productTitle,
+    variant_title: product.variantTitle ?? '',
+    variant_suffix: product.variantTitle ? ` (${product.variantTitle})` : '',
+  };
+}
+
 export function renderNotification(
   content: NotificationContent,
   settings: Pick<EffectiveSettings, 'locale' | 'template'>,
@@ -132,10 +151,7 @@ export function renderNotification(
 ): { subject: string; text: string; html: string } {
   const strings = (kind === 'reminder' ? REMINDER_STRINGS : STRINGS)[settings.locale];
   const values: Record<string, string> = {
-    shop: content.shop,
-    product_title: content.productTitle,
-    variant_title: content.variantTitle ?? '',
-    variant_suffix: content.variantTitle ? ` (${content.variantTitle})` : '',
+    ...productValues(content),
     product_url: content.productUrl ?? `https://${content.shop}`,
     image_url: content.imageUrl ?? '',
     unsubscribe_url: content.unsubscribeUrl,

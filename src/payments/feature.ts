@@ -10,15 +10,13 @@ import type { WorkerJob } from '../dispatch/jobs.ts';
 import { paymentGate } from './gate.ts';
 import { offerAvailability } from './offers.ts';
 import { paymentRoutes } from './routes.ts';
-import { PaymentService, type PaymentEngines } from './service.ts';
+import { PaymentService, RECONCILE_EVERY_MS, type PaymentEngines } from './service.ts';
 import { PaymentRepository } from './repository.ts';
 
 export interface PaymentsFeature extends Feature<PaymentService> {
   /** Finishes settlements whose outcome was unknown (run by the worker). */
   jobs: WorkerJob[];
 }
-
-const RECONCILE_EVERY_MS = 60_000;
 
 /**
  * The settings payments run on: as configured, or on test networks (PAYMENTS_TEST_NETWORK), paid

@@ -23,8 +23,9 @@ export type PaymentStatus =
 const IN_FLIGHT: PaymentStatus[] = ['verifying', 'verified', 'pending'];
 /**
  * How many of a payer's payments in flight a claim reads, the newest first. A payer has one at a
- * time; the others are ones that can no longer settle (a process stopped mid-request, a
- * settlement expired before reconciliation marked it), left until then.
+ * time; the others can no longer settle (a process stopped mid-request, or a settlement whose
+ * authorisation expired) and stay in their status: only `pending` rows are reconciled, and the
+ * claim passes over the rest once their authorisation's `validBefore` is behind.
  */
 const IN_FLIGHT_READ = 20;
 

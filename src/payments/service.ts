@@ -87,8 +87,10 @@ export type Settlement =
 const RECONCILE_BATCH = 100;
 /** When a payer refused for a payment in flight may try again: a request's verification, handler and settlement take about this. */
 const IN_FLIGHT_RETRY_AFTER_SECONDS = 1;
-/** A settlement left unknown is asked again by the worker's reconciliation, every minute. */
-const PENDING_RETRY_AFTER_SECONDS = 60;
+/** How often the worker reconciles settlements whose outcome was unknown. */
+export const RECONCILE_EVERY_MS = 60_000;
+/** A settlement left unknown is asked again at the next reconciliation. */
+const PENDING_RETRY_AFTER_SECONDS = RECONCILE_EVERY_MS / 1000;
 
 /** Another feature's rule about a paid call's input: throws the problem that refuses it. */
 type ChargeCheck = (input: unknown) => Promise<void>;

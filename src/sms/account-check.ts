@@ -2,9 +2,9 @@ import twilio from 'twilio';
 import { Problem, ValidationFailed } from '../core/problems.ts';
 import type { SmsAccount } from '../dispatch/channels.ts';
 import type { SmsConfig } from './settings.ts';
+import { isNetworkError, MESSAGING_SERVICE_SID } from './service.ts';
 import { TwilioHttpClient, twilioClientFor } from './twilio-client.ts';
 
-const MESSAGING_SERVICE_SID = /^MG[0-9a-f]{32}$/;
 /** Twilio's "the requested resource was not found": https://www.twilio.com/docs/api/errors/20404 */
 const NOT_FOUND = 20404;
 
@@ -62,7 +62,7 @@ async function asked<T>(call: () => Promise<T>, pointer: string, notFound?: stri
       const said = String(err.message ?? '').slice(0, 200);
       throw refused(pointer, `was refused by Twilio (${err.status}${code === undefined ? '' : `, error ${code}`}${said ? `: ${said}` : ''})`);
     }
-    if (typeof err === 'object' && err !== null && (err as { isAxiosError?: unknown }).isAxiosError === true) {
+    if (isNetworkError(err)) {
       throw unreachable(`Twilio could not be reached (${(err as { code?: string }).code ?? 'no answer'})`);
     }
     throw err;

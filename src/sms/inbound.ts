@@ -119,18 +119,19 @@ export class SmsWebhooks {
    */
   private async confirm(text: InboundText, path: WebhookPath): Promise<string[]> {
     const candidates = await this.deps.consent.pendingSmsStores(text.from);
-    const confirmed: string[] = [];
-    for (const domain of candidates) {
-      if (path.storeDomain !== undefined ? domain === path.storeDomain : await this.textsFromService(domain, path.account, text)) confirmed.push(domain);
-    }
+    let confirmed: string[];
+    if (path.storeDomain !== undefined) confirmed = candidates.filter((domain) => domain === path.storeDomain);
+    else if (ownSenders(path.account, { number: text.to, messagingServiceSid: text.messagingServiceSid }).length === 0) confirmed = [];
+    else confirmed = await this.textingFromService(candidates);
     if (confirmed.length === 0) return [];
     return (await this.deps.consent.confirmSms(text.from, confirmed)) > 0 ? confirmed : [];
   }
 
-  /** Whether the store texts from the service's account and the sender this text was written to. */
-  private async textsFromService(domain: string, service: SmsAccount, text: InboundText): Promise<boolean> {
-    if ((await this.deps.stores.sendingProfile(domain)).smsAccount !== undefined) return false;
-    return service.accountSid === text.accountSid && ownSenders(service, { number: text.to, messagingServiceSid: text.messagingServiceSid }).length > 0;
+  /** Of these stores, those that text from the service's account (the route checked the text was signed by it). */
+  private async textingFromService(domains: string[]): Promise<string[]> {
+    const out: string[] = [];
+    for (const domain of domains) if ((await this.deps.stores.sendingProfile(domain)).smsAccount === undefined) out.push(domain);
+    return out;
   }
 
   /**

@@ -6,7 +6,7 @@ import { isWellFormedAccount, twilioClientFor, type TwilioHttpClient } from './t
 
 /** E.164: a plus, a country code that does not start with 0, at most 15 digits in all. */
 export const E164 = /^\+[1-9][0-9]{6,14}$/;
-const MESSAGING_SERVICE_SID = /^MG[0-9a-f]{32}$/;
+export const MESSAGING_SERVICE_SID = /^MG[0-9a-f]{32}$/;
 
 /** Twilio's codes (https://www.twilio.com/docs/api/errors), as what they say about retrying. */
 const UNSUBSCRIBED_RECIPIENT = 21610;
@@ -115,6 +115,6 @@ export function deliveryError(err: unknown): SmsDeliveryError {
 }
 
 /** Axios' failures to get an answer at all: refused, reset, timed out, name not found. */
-function isNetworkError(err: unknown): boolean {
+export function isNetworkError(err: unknown): boolean {
   return typeof err === 'object' && err !== null && (err as { isAxiosError?: unknown }).isAxiosError === true;
 }

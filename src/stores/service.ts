@@ -202,7 +202,7 @@ export class StoreService {
     const { smtpUrl, smsSender, ...settings } = patch;
     if (smsSender) await this.smsAccountCheck(smsSender);
     if (smtpUrl !== undefined) await this.setSmtpUrl(store, smtpUrl);
-    if (smsSender !== undefined) await this.writeSmsSender(store, smsSender);
+    if (smsSender !== undefined) await this.setSmsSender(store, smsSender);
     return Object.keys(settings).length > 0 ? this.updateSettings(store, settings) : this.getStore(store);
   }
 
@@ -243,15 +243,10 @@ export class StoreService {
   }
 
   /**
-   * The store's own Twilio account (sealed at rest, like its SMTP URL) once Twilio vouched for
-   * it and its sender; null goes back to the service's.
+   * The store's own Twilio account (sealed at rest, like its SMTP URL), once Twilio vouched for it
+   * and its sender (updateStoreSettings asks first), with when it did; null goes back to the service's.
    */
-  async setSmsSender(domain: string, account: SmsAccount | null): Promise<Store> {
-    if (account) await this.smsAccountCheck(account);
-    return this.writeSmsSender(domain, account);
-  }
-
-  private async writeSmsSender(domain: string, account: SmsAccount | null): Promise<Store> {
+  private async setSmsSender(domain: string, account: SmsAccount | null): Promise<Store> {
     const row = await this.mustFind(domain);
     const sealed = account === null ? null : await this.secrets.seal(JSON.stringify({ ...account, verifiedAt: nowIso() }));
     await this.store.update(row.domain, { sms_sender_sealed: sealed, updated_at: nowIso() });

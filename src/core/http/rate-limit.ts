@@ -190,9 +190,8 @@ export async function installRateLimits(app: FastifyInstance, options: RateLimit
   const perAddress = (name: AddressPolicyName, request: FastifyRequest): Rule => {
     const policy = policies[name];
     return {
-      // A request whose socket has already gone has no address; it is counted with the others like it.
       limit: name,
-      key: `address:${name}:${normalizeIP(request.ip ?? 'unknown')}`,
+      key: `address:${name}:${clientAddress(request)}`,
       max: policy.max,
       windowSeconds: policy.windowSeconds,
       refusal: (max, retryAfter) =>
@@ -476,4 +475,12 @@ function describeWindow(seconds: number): string {
   if (seconds % 3600 === 0) return seconds === 3600 ? 'hour' : `${seconds / 3600} hours`;
   if (seconds % 60 === 0) return seconds === 60 ? 'minute' : `${seconds / 60} minutes`;
   return seconds === 1 ? 'second' : `${seconds} seconds`;
+}
+
+/**
+ * The client's address as the per-address limits count it: an IPv6 client by its /64. A request
+ * whose socket has already gone has no address; it is counted with the others like it.
+ */
+export function clientAddress(request: FastifyRequest): string {
+  return normalizeIP(request.ip ?? 'unknown');
 }
