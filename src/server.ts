@@ -130,15 +130,15 @@ interface TlsListener {
 /**
  * How long the listener waits on a client: for its headers and its whole request (408 after, so
  * a client that trickles bytes cannot hold a connection), for anything at all on the connection,
- * and for the next request on a kept-alive one. Node's own defaults wait forever on a silent
- * connection and on a body, and Fastify's leave the request unbounded.
+ * and for the next request on a kept-alive one. Fastify sets the request timeout to 0 (none) and
+ * Node waits on a silent connection for ever.
  */
 function applyTimeouts(server: Server, timeouts: HttpTimeouts): void {
   server.headersTimeout = timeouts.headersTimeoutMs;
   server.requestTimeout = timeouts.requestTimeoutMs;
   server.keepAliveTimeout = timeouts.keepAliveTimeoutMs;
   server.setTimeout(timeouts.connectionTimeoutMs);
-  // Read when the server starts listening (Node's http.Server takes it only as a constructor option).
+  // Read when the server starts listening: set before it does, it replaces Node's 30 s.
   (server as Server & { connectionsCheckingInterval: number }).connectionsCheckingInterval = checkingIntervalMs(timeouts);
 }
 

@@ -41,7 +41,7 @@ function toolSkipReason(): string | undefined {
   if (!existsSync(NODE_22) || TOOL === undefined) reason = 'the conformance tools are not installed (npm ci installs them, or npm ci --prefix test/conformance)';
   else {
     const version = spawnSync(NODE_22, ['--version'], { encoding: 'utf8', timeout: 30_000 });
-    if (version.status !== 0 || !version.stdout.startsWith('v22.')) reason = `${NODE_22} does not run here (${version.error?.message ?? version.stderr.trim() ?? version.stdout.trim()})`;
+    if (version.status !== 0 || !version.stdout.startsWith('v22.')) reason = `${NODE_22} does not run here (${version.error?.message ?? (version.stderr.trim() || version.stdout.trim())})`;
   }
   if (reason === undefined) return undefined;
   if (process.env.RESTOCK_REQUIRE_SERVICES === '1') throw new Error(`FAIL: ${reason}, and RESTOCK_REQUIRE_SERVICES=1 requires the MCP conformance suite to run.`);

@@ -66,13 +66,15 @@ const code: number = await new Promise((resolve) => child.on('exit', (c, signal)
 if (postgresRuns) await dropRunDatabases();
 process.exit(code);
 
-/** The project's test files: not those of packages installed for the tests (test/conformance). */
+/** The project's test files, never walking into node_modules (test/conformance installs packages of its own). */
 function findTests(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true, recursive: true })
-    .filter((entry) => entry.isFile() && entry.name.endsWith('.test.ts'))
-    .filter((entry) => !path.join(entry.parentPath ?? dir, entry.name).split(path.sep).includes('node_modules'))
-    .map((entry) => path.join(entry.parentPath ?? dir, entry.name))
-    .sort();
+  const found: string[] = [];
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const file = path.join(dir, entry.name);
+    if (entry.isDirectory() && entry.name !== 'node_modules') found.push(...findTests(file));
+    else if (entry.isFile() && entry.name.endsWith('.test.ts')) found.push(file);
+  }
+  return found.sort();
 }
 
 /** Drops the template and any database a crashed test file left behind. */
