@@ -1,6 +1,6 @@
 // Writes the minified storefront scripts into the theme app extension (extensions/restock-notify/assets),
-// from which Shopify serves them to stores: run it after changing src/storefront/widget.js or
-// src/storefront/widget-channels.js, then deploy.
+// from which Shopify serves them to stores: run it after changing src/storefront/widget.ts or
+// src/storefront/widget-channels.ts, then deploy.
 import { mkdir, writeFile } from 'node:fs/promises';
 import { loadWidgetAsset, THEME_EXTENSION_ASSETS, WIDGET_FILES } from '../src/storefront/widget-asset.ts';
 

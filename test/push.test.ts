@@ -7,7 +7,6 @@
  * on both paths, and the subscription parser the storefront uses.
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import vm from 'node:vm';
 import Fastify from 'fastify';
@@ -17,7 +16,7 @@ import { Database } from '../src/core/db/database.ts';
 import { installErrorHandling } from '../src/core/http/errors.ts';
 import { parseOutboundAllowList, STRICT_OUTBOUND, type OutboundPolicy } from '../src/core/net/outbound-guard.ts';
 import { PushDeliveryError, type PushMessage, type PushPayload } from '../src/dispatch/channels.ts';
-import { buildPush } from '../src/push/feature.ts';
+import { buildPush, loadServiceWorker } from '../src/push/feature.ts';
 import { parsePushSubscription } from '../src/push/schemas.ts';
 import { PushService } from '../src/push/service.ts';
 import { loadVapidKeys } from '../src/push/vapid.ts';
@@ -230,7 +229,10 @@ describe('reading a browser’s push subscription', () => {
 });
 
 describe('the service worker', () => {
-  const script = readFileSync(new URL('../src/push/service-worker.js', import.meta.url), 'utf8');
+  let script: string;
+  before(async () => {
+    script = (await loadServiceWorker()).toString('utf8');
+  });
 
   /** The script run as a browser runs it, against a `self` that records what it is asked to do. */
   function install() {
@@ -341,13 +343,13 @@ for (const dialect of testDialects()) {
         for (const routes of push.routes ?? []) await app.register(routes);
         await app.ready();
 
-        const script = readFileSync(new URL('../src/push/service-worker.js', import.meta.url), 'utf8');
+        const script = (await loadServiceWorker()).toString('utf8');
         for (const url of ['/push/sw.js', '/shopify/proxy/push/sw.js?shop=sock-shop.myshopify.com&path_prefix=%2Fapps%2Frestock&timestamp=1&signature=00']) {
           const res = await app.inject({ method: 'GET', url });
           assert.equal(res.statusCode, 200, `${url}: ${res.body.slice(0, 200)}`);
           assert.equal(res.headers['content-type'], 'text/javascript; charset=utf-8', `${url} is served as JavaScript`);
           assert.match(res.headers['cache-control'] as string, /max-age=300/, `${url} is cached briefly`);
-          assert.equal(res.body, script, `${url} is the script as written`);
+          assert.equal(res.body, script, `${url} is the script as built`);
         }
 
         const key = await app.inject({ method: 'GET', url: '/push/v1/key', headers: { origin: 'https://sock-shop.example' } });

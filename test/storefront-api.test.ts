@@ -7,6 +7,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { dialectSkip, rowsIn, startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
 import { MailOutboxRepository } from '../src/core/mail/outbox-repository.ts';
+import { widgetSource } from '../src/storefront/widget-asset.ts';
 
 failOnLeakedHandles();
 
@@ -337,7 +338,7 @@ for (const dialect of testDialects()) {
     });
 
     // The widget, and the channels script it loads from beside itself: the same treatment.
-    for (const file of ['widget.js', 'widget-channels.js']) {
+    for (const file of ['widget.js', 'widget-channels.js'] as const) {
       describe(`/${file}`, () => {
         it('serves the minified script, gzipped when accepted, with an ETag and 304, loadable cross-origin', async (ctx) => {
           const plain = await t.app.inject({ method: 'GET', url: `/${file}` });
@@ -349,7 +350,7 @@ for (const dialect of testDialects()) {
           assert.match(String(plain.headers['cache-control']), /public, max-age=\d+/);
           const etag = plain.headers.etag as string;
           assert.match(etag, /^"[A-Za-z0-9_-]+"$/);
-          const source = readFileSync(new URL(`../src/storefront/${file}`, import.meta.url));
+          const source = readFileSync(widgetSource(file));
           assert.ok(plain.rawPayload.length < source.length, `minified: ${plain.rawPayload.length} < ${source.length}`);
           assert.doesNotMatch(plain.body, /^\s*\/\//m, 'no comments left');
 

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { transformSync } from 'esbuild';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { decodeJwt } from 'jose';
@@ -11,9 +12,9 @@ import { ownerCaller } from './service.ts';
 import type { DashboardSignIn } from './sign-in.ts';
 import * as views from './views.ts';
 
-/** The pages' own script inside the Shopify admin (admin-frame.js), after App Bridge. */
+/** The pages' own script inside the Shopify admin (admin-frame.ts, its types stripped), after App Bridge. */
 const ADMIN_FRAME_SCRIPT_PATH = '/dashboard/admin-frame.js';
-const ADMIN_FRAME_SCRIPT = readFileSync(new URL('./admin-frame.js', import.meta.url), 'utf8');
+const ADMIN_FRAME_SCRIPT = transformSync(readFileSync(new URL('./admin-frame.ts', import.meta.url), 'utf8'), { loader: 'ts' }).code;
 
 /**
  * Shopify's "bounce page": a page that only loads App Bridge, which, seeing `shopify-reload` in
@@ -209,7 +210,7 @@ function inAdminFrame(path: string, frame: AdminFrame): string {
   return `${url.pathname}${url.search}`;
 }
 
-/** Leaves the admin's frame for a page of Shopify's (admin-frame.js opens the link in the admin's window). */
+/** Leaves the admin's frame for a page of Shopify's (admin-frame.ts opens the link in the admin's window). */
 function leaveAdminFrameBody(destination: string, what: string): SafeHtml {
   return html`<h1>${what}</h1>
 <p><a class="button" href="${destination}" target="_top" data-leave-admin-frame>Continue in Shopify</a></p>`;

@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { transform } from 'esbuild';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Database } from '../core/db/database.ts';
@@ -20,6 +21,12 @@ export async function buildPush({ config, database, log }: PushDeps): Promise<Fe
   const keys = await loadVapidKeys(database);
   if (keys.made) log.info('web push: made the service’s VAPID key pair; browsers’ subscriptions are bound to it from now on');
   const service = new PushService({ keys, config: config.push, policy: config.tenantOutbound });
-  const serviceWorker = await readFile(new URL('./service-worker.js', import.meta.url));
-  return { service, routes: [pushRoutes(service, serviceWorker)] };
+  return { service, routes: [pushRoutes(service, await loadServiceWorker())] };
+}
+
+/** The service worker as browsers get it: its TypeScript source with the types stripped, not minified. */
+export async function loadServiceWorker(): Promise<Buffer> {
+  const source = await readFile(new URL('./service-worker.ts', import.meta.url), 'utf8');
+  const { code } = await transform(source, { loader: 'ts' });
+  return Buffer.from(code);
 }

@@ -13,9 +13,10 @@ export interface WidgetAsset {
 }
 
 /**
- * The storefront's scripts shipped in the Shopify theme app extension too, each a readable source
- * in src/storefront served minified at `/{file}`: the widget, and its SMS and browser-notification
- * choices, which the widget loads from beside itself only when the service offers either.
+ * The storefront's scripts shipped in the Shopify theme app extension too, each a readable
+ * TypeScript source in src/storefront served minified at `/{file}` (see `widgetSource`): the
+ * widget, and its SMS and browser-notification choices, which the widget loads from beside itself
+ * only when the service offers either.
  */
 export const WIDGET_FILES = ['widget.js', 'widget-channels.js'] as const;
 export type WidgetFile = (typeof WIDGET_FILES)[number];
@@ -39,13 +40,19 @@ export const THEME_EXTENSION_ASSETS: Record<WidgetFile, URL> = {
   'widget-channels.js': new URL('../../extensions/restock-notify/assets/restock-channels.js', import.meta.url),
 };
 
+/** The source a served script is made from: `/widget.js` from src/storefront/widget.ts, and so on. */
+export function widgetSource(file: ServedWidgetFile): URL {
+  return new URL(`./${file.replace(/\.js$/, '.ts')}`, import.meta.url);
+}
+
 /**
  * A storefront script, minified once at start-up: the readable source is what we keep in the
- * repository, the small one is what every product page downloads.
+ * repository, the small one is what every product page downloads. Each is transformed on its own,
+ * not bundled: what one imports from another is types only, which esbuild drops.
  */
 export async function loadWidgetAsset(file: ServedWidgetFile = 'widget.js'): Promise<WidgetAsset> {
-  const source = await readFile(new URL(`./${file}`, import.meta.url), 'utf8');
-  const { code } = await transform(source, { minify: true, target: 'es2019', loader: 'js', legalComments: 'none' });
+  const source = await readFile(widgetSource(file), 'utf8');
+  const { code } = await transform(source, { minify: true, target: 'es2019', loader: 'ts', legalComments: 'none' });
   const body = Buffer.from(code);
   const tag = createHash('sha256').update(body).digest('base64url').slice(0, 27);
   return { body, gzipped: gzipSync(body, { level: 9 }), etag: `"${tag}"`, gzippedEtag: `"${tag}-gz"` };

@@ -4,6 +4,23 @@
 // encrypts: { title, body, url, icon, tag, stop: { url, label } }.
 'use strict';
 
+declare const self: ServiceWorkerGlobalScope;
+
+/** An alert as shown: only what the payload carried that checks out. */
+interface Alert {
+  title: string;
+  body: string;
+  url: string | null;
+  icon: string | null;
+  tag: string | undefined;
+  stop: { url: string; label: string } | null;
+}
+
+/** What a notification is shown with; its buttons (`actions`) are for a service worker's notifications only. */
+interface AlertOptions extends NotificationOptions {
+  actions?: { action: string; title: string }[];
+}
+
 // A new version takes over at once rather than after every tab of the store has closed.
 self.addEventListener('install', function () {
   self.skipWaiting();
@@ -12,7 +29,7 @@ self.addEventListener('install', function () {
 self.addEventListener('push', function (event) {
   var alert = readAlert(event);
   if (!alert) return;
-  var options = { body: alert.body, tag: alert.tag, data: { url: alert.url, stop: alert.stop && alert.stop.url } };
+  var options: AlertOptions = { body: alert.body, tag: alert.tag, data: { url: alert.url, stop: alert.stop && alert.stop.url } };
   if (alert.icon) options.icon = alert.icon;
   // The second button stops alerts to this browser, and only that: a browser proves nothing of the shopper's e-mail.
   if (alert.stop) options.actions = [{ action: 'stop', title: alert.stop.label }];
@@ -27,7 +44,7 @@ self.addEventListener('notificationclick', function (event) {
 });
 
 /** The alert the push carries, or null for anything that is not one of ours. */
-function readAlert(event) {
+function readAlert(event: PushEvent): Alert | null {
   var data;
   try {
     data = event.data ? event.data.json() : null;
@@ -45,14 +62,14 @@ function readAlert(event) {
   };
 }
 
-function readStop(stop) {
+function readStop(stop: { url?: unknown; label?: unknown } | null | undefined): Alert['stop'] {
   if (!stop || typeof stop.label !== 'string') return null;
   var url = webUrl(stop.url);
   return url ? { url: url, label: stop.label } : null;
 }
 
 /** Only http(s) pages are opened or shown: never javascript:, data: or anything else a payload could name. */
-function webUrl(text) {
+function webUrl(text: unknown): string | null {
   if (typeof text !== 'string') return null;
   try {
     var url = new URL(text);

@@ -40,32 +40,70 @@
  * `v3_variant_id` (the catalog's variant id, as the V3 API and webhooks name it; `variantId` there
  * is the older V2 SKU id), `instock`, and `base` (true while the options name no variant).
  * A product without options is told by `window.BCData.product_attributes.instock`.
+ * (The types of both sides: PlatformApi and PlatformForm in widget.ts.)
  */
+import type { PlatformApi, PlatformForm, VariantStock } from './widget.ts';
+
+/** A variant's stock as the page tells it, by the platform's own number. */
+interface PageVariant {
+  id: string | number;
+  soldOut: boolean;
+}
+
+/** What the page tells of a product's stock: its variants and, when it says, whether all are sold out. */
+type Learn = (product: string, list: PageVariant[], all?: boolean | null) => void;
+
+/** A WooCommerce variation, as its form lists it and as `found_variation` hands it. */
+interface WooVariation {
+  variation_id: number;
+  is_in_stock: boolean;
+}
+
+/** The little of jQuery that WooCommerce's form events need. */
+type JQueryOf = (element: Element) => {
+  on(events: string, handler: (event: unknown, variation?: WooVariation) => void): ReturnType<JQueryOf>;
+};
+
+/** A BigCommerce option field (`attribute[<option id>]`): an input or a select. */
+type OptionField = HTMLInputElement | HTMLSelectElement;
+
+declare global {
+  interface Window {
+    jQuery?: JQueryOf;
+    /** BigCommerce Stencil's page data. */
+    BCData?: { product_attributes?: { instock?: unknown }; csrf_token?: string };
+  }
+}
+
 (function () {
   'use strict';
 
   const R = (window.Restock = window.Restock || {});
-  const chosen = (value) => (value && value !== '0' ? value : null);
+  const chosen = (value: string | null | undefined) => (value && value !== '0' ? value : null);
 
   // What the page tells of the product's stock: variants [{ id, soldOut }] and, when it says
   // (else null), whether the whole product is sold out. Later news of a variant replaces earlier.
-  const learner = (api) => (product, list, all) => {
-    const page = list.map((v) => ({ variantId: api.gid('ProductVariant', v.id), soldOut: !!v.soldOut })).filter((v) => v.variantId);
-    api.widgets.forEach((w) => {
-      if (w.product !== api.gid('Product', product)) return;
-      w.page = page.concat((w.page || []).filter((v) => !page.some((n) => n.variantId === v.variantId)));
-      if (all != null) w.all = all;
-      if (w.server) w.data = api.merged(w.server, w.page, w.all);
-      w.render();
-    });
-  };
-  // The number of the first widget's product: the one whose form is followed.
-  const first = (api) => api.widgets[0].product.split('/').pop();
+  const learner =
+    (api: PlatformApi): Learn =>
+    (product, list, all) => {
+      // Those the filter kept have their gid.
+      const page = list.map((v) => ({ variantId: api.gid('ProductVariant', v.id), soldOut: !!v.soldOut })).filter((v) => v.variantId) as VariantStock[];
+      api.widgets.forEach((w) => {
+        if (w.product !== api.gid('Product', product)) return;
+        w.page = page.concat((w.page || []).filter((v) => !page.some((n) => n.variantId === v.variantId)));
+        if (all != null) w.all = all;
+        if (w.server) w.data = api.merged(w.server, w.page, w.all);
+        w.render();
+      });
+    };
+  // The number of the first widget's product: the one whose form is followed (`follow` is called
+  // only when there is a widget).
+  const first = (api: PlatformApi) => api.widgets[0]!.product.split('/').pop()!;
 
-  const woocommerce = (api, learn) => ({
+  const woocommerce = (api: PlatformApi, learn: Learn): PlatformForm => ({
     product: () => {
       const form = document.querySelector('form.variations_form[data-product_id]');
-      const button = document.querySelector('form.cart [name="add-to-cart"]');
+      const button = document.querySelector<HTMLButtonElement>('form.cart [name="add-to-cart"]');
       const post = document.body.classList.contains('single-product') && /(?:^|\s)postid-(\d+)(?:\s|$)/.exec(document.body.className);
       return (form && form.getAttribute('data-product_id')) || (button && button.value) || (post && post[1]) || null;
     },
@@ -74,10 +112,11 @@
       const form = document.querySelector('form.variations_form[data-product_id="' + id + '"]');
       const item = document.getElementById('product-' + id);
       const status = item && /(?:^|\s)(instock|outofstock|onbackorder)(?:\s|$)/.exec(item.className);
-      let variations = [];
+      let variations: WooVariation[] | false = [];
       try {
         // `false` when the product has more variations than are listed (they are then asked for).
-        variations = (form && JSON.parse(form.getAttribute('data-product_variations'))) || [];
+        // No attribute parses as null (JSON.parse reads it as 'null').
+        variations = (form && JSON.parse(form.getAttribute('data-product_variations') as string)) || [];
       } catch (e) {
         // Unreadable: each found variation still tells its stock.
       }
@@ -95,7 +134,7 @@
           })
           .on('reset_data hide_variation', () => api.select(null));
       }
-      const input = form.querySelector('input[name="variation_id"]');
+      const input = form.querySelector<HTMLInputElement>('input[name="variation_id"]');
       if (!input) return;
       // Read when told, not from the record: the last value is the choice.
       const read = () => api.select(chosen(input.value));
@@ -105,31 +144,32 @@
     },
   });
 
-  const bigcommerce = (api, learn) => {
-    const formOf = (id) =>
-      [].filter.call(document.querySelectorAll('form[data-cart-item-add]'), (form) => {
-        const field = form.querySelector('[name="product_id"]');
+  const bigcommerce = (api: PlatformApi, learn: Learn): PlatformForm => {
+    const formOf = (id?: string): HTMLFormElement | undefined =>
+      ([] as HTMLFormElement[]).filter.call(document.querySelectorAll<HTMLFormElement>('form[data-cart-item-add]'), (form) => {
+        const field = form.querySelector<HTMLInputElement>('[name="product_id"]');
         return field && (!id || field.value === id);
       })[0];
     return {
       product: () => {
         const form = formOf();
-        return form ? form.querySelector('[name="product_id"]').value : null;
+        // The form was found by this field.
+        return form ? form.querySelector<HTMLInputElement>('[name="product_id"]')!.value : null;
       },
       follow: () => {
         const id = first(api);
         const form = formOf(id);
         if (!form) return;
         const data = window.BCData || {};
-        const option = (el) => /^attribute\[/.test(el.name) && el.type !== 'file';
-        const options = [].filter.call(form.elements, option);
+        const option = (el: OptionField) => /^attribute\[/.test(el.name) && el.type !== 'file';
+        const options = ([] as OptionField[]).filter.call(form.elements, option);
         if (!options.length) {
           const known = data.product_attributes;
           if (known && typeof known.instock === 'boolean') learn(id, [], !known.instock);
           return;
         }
         let asked = 0;
-        const ask = (initial) => {
+        const ask = (initial: boolean) => {
           const n = ++asked;
           const body = new URLSearchParams();
           new FormData(form).forEach((value, key) => {
@@ -165,16 +205,18 @@
         document.addEventListener(
           'change',
           (event) => {
-            if (event.target.form === form && option(event.target)) ask(false);
+            // Any element's events: only the form's option fields count.
+            if ((event.target as OptionField).form === form && option(event.target as OptionField)) ask(false);
           },
           true,
         );
         // Options chosen as the page loads (defaults): the theme asks then too.
-        if (options.some((el) => (/^(radio|checkbox)$/.test(el.type) ? el.checked : el.value))) ask(true);
+        if (options.some((el) => (/^(radio|checkbox)$/.test(el.type) ? (el as HTMLInputElement).checked : el.value))) ask(true);
       },
     };
   };
 
   const PLATFORMS = { woocommerce, bigcommerce };
-  R.platform = (name, api) => (Object.prototype.hasOwnProperty.call(PLATFORMS, name) ? PLATFORMS[name](api, learner(api)) : null);
+  R.platform = (name, api) =>
+    Object.prototype.hasOwnProperty.call(PLATFORMS, name) ? PLATFORMS[name as keyof typeof PLATFORMS](api, learner(api)) : null;
 })();

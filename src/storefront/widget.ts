@@ -1,11 +1,165 @@
+// Longer than most files on purpose: the sign-up form is one script, so that a product page asks
+// for one file (its wording in four languages included), and the types it shares with the scripts
+// it loads from beside itself are written here, once.
 /* Restock back-in-stock widget: the sign-up form shown on a sold-out product page. */
+
+// The types below are what passes between this script and the ones it loads from beside itself
+// (widget-channels.ts, widget-platforms.ts), which import them; none of them reaches the browser.
+
+/** A variant's stock, as the service's records or the page tell it. */
+export interface VariantStock {
+  variantId: string;
+  soldOut: boolean;
+}
+
+/** What the sign-up form may offer beside e-mail. */
+export interface OfferedChannels {
+  sms?: boolean;
+  push?: boolean;
+}
+
+/** The availability answer (`GET /storefront/v1/availability`), or a widget's merge of it with the page's variants. */
+export interface Availability {
+  soldOut: boolean | null;
+  variants: VariantStock[];
+  channels: OfferedChannels;
+}
+
+/** Where the widget's calls go: the service itself, or Shopify's app proxy on the store's origin. */
+export interface Endpoints {
+  availability: (w: Widget) => string;
+  subscribe: string;
+  /** Whether the sign-up names the store (the proxy names it itself). */
+  shop: boolean;
+  /** Where the service worker and the VAPID key are; false where push cannot work. */
+  push: string | false;
+}
+
+/** The sign-up the form posts, with the channels' fields when the shopper chose them. */
+export interface SignUp {
+  shop?: string;
+  productId: string;
+  variantId: string | null;
+  email: string;
+  locale: string | null;
+  consentText: string;
+  country?: string;
+  page?: string;
+  timeZone?: string;
+  phone?: string;
+  smsConsent?: boolean;
+  smsConsentText?: string;
+  push?: PushSubscriptionJSON;
+}
+
+/** A message for the shopper, and the field at fault (focused), if any. */
+export type Complaint = [message: string, field?: HTMLElement | null];
+
+/** The form's hooks into the channels script's choices (described in widget-channels.ts). */
+export interface ChannelHooks {
+  check(): Complaint | undefined;
+  add(body: SignUp): Promise<void> | undefined;
+  refused(at: (name: string) => boolean, body: SignUp): Complaint | true | undefined;
+  done(confirmBy: string[]): string[];
+}
+
+/** What the widget hands the channels script, once per form. */
+export interface ChannelsOptions {
+  root: ShadowRoot;
+  locale: string;
+  strings: Record<string, unknown>;
+  push: string | false;
+  channels: OfferedChannels;
+}
+
+/** One sign-up form on the page, for one product. */
+export interface Widget {
+  shop: string;
+  product: string;
+  api: Endpoints;
+  /** The chosen variant; null for the whole product. */
+  variant: string | null;
+  /** The availability answer merged with the page's variants, once in. */
+  data: Availability | null;
+  /** The availability answer as the service gave it, once in. */
+  server?: Availability;
+  sending: boolean;
+  /** The variants the page knows, which win over the service's. */
+  page: VariantStock[] | null;
+  /** Whether the page says the whole product is sold out; null when it does not say. */
+  all: boolean | null;
+  /** The chosen variant's stock, when it is known. */
+  known(): VariantStock | '' | null | undefined;
+  render(): void;
+  reset(): void;
+  offer(): Promise<void> | undefined;
+  x?: ChannelHooks | undefined;
+}
+
+/** What the widget hands the platforms script (described in widget-platforms.ts). */
+export interface PlatformApi {
+  select(id: string | null | undefined, onlyUnset?: boolean): void;
+  gid(kind: 'Product' | 'ProductVariant', id: string | number | null | undefined): string | null;
+  merged(server: Availability, page: VariantStock[] | null, all: boolean | null | undefined): Availability;
+  widgets: Widget[];
+}
+
+/** A platform's product form, as the platforms script follows it. */
+export interface PlatformForm {
+  product(): string | null;
+  follow(): void;
+}
+
+/** The one global, `window.Restock`, shared by every copy of the widget and the scripts it loads. */
+export interface Restock {
+  channels?: (options: ChannelsOptions) => ChannelHooks | undefined;
+  platform?: (name: string, api: PlatformApi) => PlatformForm | null;
+  channelsLoading?: Promise<unknown>;
+  platformsLoading?: Promise<unknown>;
+  selectVariant?: (id: string | null) => void;
+}
+
+declare global {
+  interface Window {
+    Restock?: Restock;
+  }
+  interface DocumentEventMap {
+    /** A theme's (or `Restock.selectVariant`'s) news of the shopper's variant. */
+    'restock:variant-change': CustomEvent<{ variantId: string | null } | null>;
+  }
+}
+
+/** The form's wording; a page's `data-strings` may override any of it. */
+type Wording = {
+  title: string;
+  prompt: string;
+  label: string;
+  placeholder: string;
+  button: string;
+  sending: string;
+  success: string;
+  invalid: string;
+  tooMany: string;
+  error: string;
+  confirmEmail: string;
+};
+
+/** The widget's mount points beside its own tag: each is taken only once. */
+interface MountPoint extends HTMLElement {
+  restockMounted?: boolean;
+}
+
+/** The theme's variant field in its cart form (an input or a select named "id"). */
+type VariantField = HTMLInputElement | HTMLSelectElement;
+
 (function () {
   'use strict';
 
-  // Only readable while this script first runs; afterwards it is null.
-  const script = document.currentScript;
+  // Only readable while this script first runs; afterwards it is null. Everything below but the
+  // last lines runs only once it is known to be there (hence `script!`).
+  const script = document.currentScript as HTMLScriptElement | null;
 
-  const STRINGS = {
+  const STRINGS: Record<string, Wording> = {
     en: {
       title: 'Sold out',
       prompt: 'Get an e-mail when it’s back in stock.',
@@ -86,12 +240,12 @@
     // Focus is moved to the confirmation only so screen readers read it; it is not a control.
     '#s{font-weight:600}#s:focus{outline:none}';
 
-  const widgets = [];
+  const widgets: Widget[] = [];
   // The one global, shared by every copy of this script on the page and the channels script.
   const R = (window.Restock = window.Restock || {});
   // Set once the shopper (or the theme) picked a variant: the page's initial one no longer applies.
   let touched = false;
-  let origin;
+  let origin: string;
   // The store's platform, as the tag names it (data-platform, or the gid in data-product): ids are
   // gid://<platform>/…. Shopify unless told otherwise.
   let P = 'shopify';
@@ -100,7 +254,7 @@
   // with the store; the pasted tag calls the service it was loaded from, naming the store.
   // A service worker must come from the page's own origin: through the proxy it does; the pasted
   // tag can offer web push only on pages of the service's own origin.
-  const endpoints = (data) => {
+  const endpoints = (data: DOMStringMap): Endpoints => {
     if (!data.proxy) {
       return {
         availability: (w) => origin + '/storefront/v1/availability?' + new URLSearchParams({ shop: w.shop, productId: w.product }),
@@ -118,7 +272,7 @@
     };
   };
 
-  const gid = (kind, id) => {
+  const gid: PlatformApi['gid'] = (kind, id) => {
     id = id == null ? '' : String(id).trim();
     const prefix = 'gid://' + P + '/' + kind + '/';
     if (/^\d+$/.test(id)) return prefix + id;
@@ -128,18 +282,18 @@
   const urlVariant = () => new URLSearchParams(location.search).get('variant');
 
   const formVariant = () => {
-    const field = document.querySelector('form[action*="/cart/add"] [name="id"]');
+    const field = document.querySelector<VariantField>('form[action*="/cart/add"] [name="id"]');
     return field && field.value;
   };
 
-  const isIdField = (el) => {
+  const isIdField = (el: VariantField | null) => {
     const form = el && el.name === 'id' && (el.form || el.closest('form'));
     return !!form && /\/cart\/add/.test(form.getAttribute('action') || '');
   };
 
   // A page can hold widgets for several products: a variant goes to the widgets whose product
   // lists it, or to all of them when none does (a variant the service has not heard of yet).
-  const select = (id, onlyUnset) => {
+  const select: PlatformApi['select'] = (id, onlyUnset) => {
     touched = true;
     const none = id == null || id === '';
     const variant = none ? null : gid('ProductVariant', id);
@@ -159,14 +313,15 @@
   // platforms, widget-platforms.js reads the product form): it wins over Restock's records, which
   // only know products reported to them. A variant sold by a selling plan (a pre-order) can be
   // bought, so it is not sold out.
-  const pageVariants = (json) => {
+  const pageVariants = (json: string | undefined): VariantStock[] | null => {
     try {
       const list = JSON.parse(json || 'null');
       if (!Array.isArray(list)) return null;
       const variants = list
         .map((v) => ({ variantId: gid('ProductVariant', v && v.id), soldOut: !(v && (v.available || v.sellingPlan)) }))
         .filter((v) => v.variantId);
-      return variants.length ? variants : null;
+      // Those the filter kept have their gid.
+      return variants.length ? (variants as VariantStock[]) : null;
     } catch (e) {
       return null;
     }
@@ -178,18 +333,18 @@
   // only when the service offers either, registering `Restock.channels`) and the product forms of
   // other platforms than Shopify (`platforms.js`, registering `Restock.platform`). If it cannot be
   // had within a few seconds, the widget goes on without it: never waits longer.
-  const load = (key, file) =>
+  const load = (key: 'channelsLoading' | 'platformsLoading', file: string) =>
     R[key] ||
     (R[key] = new Promise((resolve) => {
       const el = document.createElement('script');
-      el.src = script.src.replace(/[^/?#]*(?=[?#]|$)/, (name) => (/^restock-/.test(name) ? 'restock-' : 'widget-') + file);
+      el.src = script!.src.replace(/[^/?#]*(?=[?#]|$)/, (name) => (/^restock-/.test(name) ? 'restock-' : 'widget-') + file);
       el.onload = el.onerror = resolve;
       setTimeout(resolve, 3000);
       document.head.appendChild(el);
     }));
 
   // `all`: whether the whole product is sold out as the page says; null when it does not say.
-  const merged = (server, page, all) => {
+  const merged: PlatformApi['merged'] = (server, page, all) => {
     const ids = (page || []).map((v) => v.variantId);
     return {
       channels: server.channels || {},
@@ -198,7 +353,7 @@
     };
   };
 
-  const mount = (el, place, platform) => {
+  const mount = (el: HTMLElement, place: (host: HTMLElement) => HTMLElement, platform: PlatformForm | null | undefined) => {
     const data = el.dataset;
     const shop = data.shop;
     // On other platforms the page names its product when the tag does not.
@@ -209,16 +364,16 @@
     const api = endpoints(data);
     // The shopper's country as the store knows it, so the alert waits until the variant sells there.
     const country = /^[A-Z]{2}$/.test(data.country || '') ? data.country : null;
-    const lang = (data.locale || document.documentElement.lang || '').split('-')[0].toLowerCase();
+    const lang = (data.locale || document.documentElement.lang || '').split('-')[0]!.toLowerCase();
     // Sent only when the page told us: otherwise the store's own alert language applies.
     const pageLocale = STRINGS[lang] ? lang : null;
     const locale = pageLocale || 'en';
     const s = Object.assign({}, STRINGS[locale]);
-    let overrides = {};
+    let overrides: Record<string, unknown> = {};
     try {
       overrides = JSON.parse(data.strings || '{}') || {};
       Object.keys(overrides).forEach((key) => {
-        if (typeof overrides[key] === 'string' && key in s) s[key] = overrides[key];
+        if (typeof overrides[key] === 'string' && key in s) (s as Record<string, string>)[key] = overrides[key] as string;
       });
     } catch (e) {
       // A malformed override keeps the built-in wording rather than breaking the form.
@@ -236,10 +391,11 @@
       '<button type="submit"></button></div>' +
       '<p id="m" role="alert"></p>' +
       '</form><p id="s" role="status" tabindex="-1"></p></div>';
-    const $ = (selector) => root.querySelector(selector);
-    const form = $('form');
-    const input = $('input');
-    const button = $('button');
+    // The form's own elements, there since the line above.
+    const $ = <E extends HTMLElement>(selector: string) => root.querySelector<E>(selector)!;
+    const form = $<HTMLFormElement>('form');
+    const input = $<HTMLInputElement>('input');
+    const button = $<HTMLButtonElement>('button');
     const message = $('#m');
     const status = $('#s');
     $('.r').lang = locale;
@@ -250,7 +406,7 @@
     button.textContent = s.button;
 
     const page = pageVariants(data.variants);
-    const w = {
+    const w: Widget = {
       shop,
       product,
       api,
@@ -272,7 +428,8 @@
       // What the service offers beside e-mail (a phone number, this browser's notifications), added
       // by the channels script once the answer is in; `w.x` is then the form's hooks into it.
       offer: () => {
-        const channels = w.data.channels;
+        // Called once the answer is in.
+        const channels = w.data!.channels;
         if (channels.sms || (channels.push && api.push)) {
           return load('channelsLoading', 'channels.js').then(() => {
             w.x = R.channels && R.channels({ root, locale, strings: overrides, push: api.push, channels });
@@ -284,14 +441,14 @@
     const valid = () => root.querySelectorAll('[aria-invalid]').forEach((el) => el.removeAttribute('aria-invalid'));
 
     // The field at fault is marked and focused; otherwise focus goes back to the e-mail field.
-    const fail = (text, field) => {
+    const fail = (text: string, field?: HTMLElement | null) => {
       message.textContent = text;
       valid();
       if (field) field.setAttribute('aria-invalid', 'true');
       (field || input).focus();
     };
 
-    const busy = (on) => {
+    const busy = (on: boolean) => {
       w.sending = button.disabled = on;
       if (on) button.setAttribute('aria-busy', 'true');
       else button.removeAttribute('aria-busy');
@@ -310,7 +467,7 @@
       const known = w.known();
       message.textContent = '';
       busy(true);
-      const body = {
+      const body: SignUp = {
         productId: product,
         variantId: known ? w.variant : null,
         email,
@@ -326,7 +483,7 @@
       } catch (e) {
         // Without a time zone the store's own applies to quiet hours.
       }
-      const post = () =>
+      const post = (): Promise<{ confirmBy?: string[] }> =>
         fetch(api.subscribe, {
           method: 'POST',
           credentials: 'omit',
@@ -338,8 +495,9 @@
           if (res.status >= 500) throw [s.error];
           // The service words its refusals in English; the shopper reads the widget's language.
           return res.json().then(
-            (problem) => {
-              const at = (name) => (problem.errors || []).some((error) => RegExp('/' + name + '(/|$)').test(error.pointer));
+            // A problem document, its `errors` pointing at the fields refused.
+            (problem: { errors?: { pointer: string }[] }) => {
+              const at = (name: string) => (problem.errors || []).some((error) => RegExp('/' + name + '(/|$)').test(error.pointer));
               if (at('email')) throw [s.invalid, input];
               // A channel's field for the shopper to fix, or a channel dropped and the rest sent again.
               const again = x && x.refused(at, body);
@@ -368,7 +526,7 @@
           (reason) => {
             busy(false);
             // A network failure rejects with an Error, not with one of the messages above.
-            fail(...(Array.isArray(reason) ? reason : [s.error]));
+            fail(...((Array.isArray(reason) ? reason : [s.error]) as Complaint));
           },
         );
     });
@@ -377,22 +535,22 @@
   };
 
   // `make`: widget-platforms.js's `Restock.platform`, on other platforms than Shopify.
-  const start = (make) => {
+  const start = (make?: Restock['platform']) => {
     try {
-      origin = new URL(script.src).origin;
+      origin = new URL(script!.src).origin;
       const shopify = P === 'shopify';
       // What follows the platform's product form: the page's product, its variants' stock and the
-      // shopper's choices (what it is handed is described in widget-platforms.js).
+      // shopper's choices (what it is handed is described in widget-platforms.ts).
       const platform = make && make(P, { select, gid, merged, widgets });
       mount(
-        script,
+        script!,
         (host) => {
-          const target = script.dataset.target && document.querySelector(script.dataset.target);
-          return target ? target.appendChild(host) : script.parentNode.insertBefore(host, script.nextSibling);
+          const target = script!.dataset.target && document.querySelector(script!.dataset.target);
+          return target ? target.appendChild(host) : script!.parentNode!.insertBefore(host, script!.nextSibling);
         },
         platform,
       );
-      document.querySelectorAll('[data-restock-widget]').forEach((el) => {
+      document.querySelectorAll<MountPoint>('[data-restock-widget]').forEach((el) => {
         // The same script may be on the page more than once; each mount is taken only once.
         if (el.restockMounted) return;
         el.restockMounted = true;
@@ -401,7 +559,7 @@
       if (!widgets.length) return;
       if (platform) platform.follow();
 
-      const requests = {};
+      const requests: Record<string, Promise<Availability>> = {};
       const loads = widgets.map((w) => {
         const key = w.api.availability(w);
         requests[key] =
@@ -410,7 +568,7 @@
             if (!res.ok) throw new Error('availability answered ' + res.status);
             return res.json();
           });
-        return requests[key]
+        return requests[key]!
           .then((data) => {
             w.server = data;
             w.data = merged(data, w.page, w.all);
@@ -428,8 +586,9 @@
 
       // Shopify's product form and ?variant=; other platforms' forms are followed by `platform`.
       if (shopify) {
-        const onField = (event) => {
-          if (isIdField(event.target)) select(event.target.value);
+        // Any element's events: only the variant field's count, and only its value is read.
+        const onField = (event: Event) => {
+          if (isIdField(event.target as VariantField | null)) select((event.target as VariantField).value);
         };
         // Capture, so a theme that stops these events on its own form does not hide them from us.
         document.addEventListener('change', onField, true);
@@ -454,8 +613,8 @@
   // is followed by widget-platforms.js, loaded first.
   const begin = () => {
     // gid://<platform>/Product/<n>: its third part.
-    const named = (el) => el && (el.dataset.platform || String(el.dataset.product).split('/')[2]);
-    P = (named(script) || named(document.querySelector('[data-restock-widget]')) || P).toLowerCase();
+    const named = (el: HTMLElement | null) => el && (el.dataset.platform || String(el.dataset.product).split('/')[2]);
+    P = (named(script) || named(document.querySelector<HTMLElement>('[data-restock-widget]')) || P).toLowerCase();
     if (P === 'shopify') start();
     else load('platformsLoading', 'platforms.js').then(() => start(R.platform));
   };

@@ -17,11 +17,26 @@
  *   refused(at, body) the service refused the sign-up (`at(name)`: a problem points at that field):
  *                    [message, field] for the shopper to fix, or true when `body` is to be sent again
  *   done(confirmBy)  the messages to add to the confirmation
+ * (The types of both: ChannelsOptions and ChannelHooks in widget.ts.)
  */
+import type { ChannelHooks, ChannelsOptions } from './widget.ts';
+
+/** The choices' wording; a page's `data-strings` may override any of it. */
+type Wording = {
+  phoneLabel: string;
+  phoneHint: string;
+  phoneInvalid: string;
+  smsConsent: string;
+  smsNeeded: string;
+  push: string;
+  pushFailed: string;
+  confirmSms: string;
+};
+
 (function () {
   'use strict';
 
-  const STRINGS = {
+  const STRINGS: Record<string, Wording> = {
     en: {
       phoneLabel: 'Mobile number (optional)',
       phoneHint: 'Start with + and the country code, e.g. +1 555 555 0123.',
@@ -75,26 +90,27 @@
   // with the service's VAPID key. Permission is asked first, while the click still counts as the
   // shopper's gesture (Safari asks for nothing otherwise).
   // Not offered where it cannot work, nor once the shopper has blocked notifications for the site.
-  const canPush = (root) =>
+  const canPush = (root: string | false) =>
     root && window.isSecureContext && window.PushManager && window.Notification && Notification.permission != 'denied' && navigator.serviceWorker;
 
-  const activated = (registration) =>
+  const activated = (registration: ServiceWorkerRegistration) =>
     registration.active ||
-    new Promise((resolve, reject) => {
-      const worker = registration.installing || registration.waiting;
+    new Promise<void>((resolve, reject) => {
+      // Not active yet: installing, or installed and waiting.
+      const worker = (registration.installing || registration.waiting)!;
       worker.addEventListener('statechange', () => {
         if (worker.state === 'activated') resolve();
         if (worker.state === 'redundant') reject();
       });
     });
 
-  const subscribePush = (root) =>
+  const subscribePush = (root: string) =>
     Notification.requestPermission()
       .then((permission) => {
         if (permission !== 'granted') throw permission;
         return Promise.all([
           navigator.serviceWorker.register(root + '/push/sw.js').then((registration) => Promise.resolve(activated(registration)).then(() => registration)),
-          fetch(root + '/push/v1/key', { credentials: 'omit' }).then((res) => res.json()),
+          fetch(root + '/push/v1/key', { credentials: 'omit' }).then((res): Promise<{ publicKey: string }> => res.json()),
         ]);
       })
       .then(([registration, key]) =>
@@ -105,7 +121,7 @@
       )
       .then((subscription) => subscription.toJSON());
 
-  const offer = (options) => {
+  const offer = (options: ChannelsOptions): ChannelHooks | undefined => {
     const root = options.root;
     const sms = options.channels.sms;
     const push = canPush(options.push) && options.channels.push;
@@ -113,7 +129,7 @@
     const s = Object.assign({}, STRINGS[options.locale] || STRINGS.en);
     const overrides = options.strings || {};
     Object.keys(overrides).forEach((key) => {
-      if (typeof overrides[key] === 'string' && key in s) s[key] = overrides[key];
+      if (typeof overrides[key] === 'string' && key in s) (s as Record<string, string>)[key] = overrides[key] as string;
     });
 
     // A phone number with its own consent box (unticked), and this browser's notifications.
@@ -126,8 +142,8 @@
           '<p class="h" id="h"></p><label class="c"><input id="c" type="checkbox" aria-describedby="m"><span></span></label>'
         : '') +
       (push ? '<label class="c"><input id="w" type="checkbox"><span></span></label>' : '');
-    const $ = (selector) => extras.querySelector(selector);
-    const text = (selector, value) => {
+    const $ = <E extends HTMLElement>(selector: string) => extras.querySelector<E>(selector);
+    const text = (selector: string, value: string) => {
       const el = $(selector);
       if (el) el.textContent = value;
     };
@@ -135,12 +151,13 @@
     text('#h', s.phoneHint);
     text('#c+span', s.smsConsent);
     text('#w+span', s.push);
-    const button = root.querySelector('button');
-    button.parentNode.insertBefore(extras, button);
+    // The form's own button, in its row.
+    const button = root.querySelector('button')!;
+    button.parentNode!.insertBefore(extras, button);
 
-    const phoneField = $('#p');
-    const box = $('#c');
-    const pushBox = $('#w');
+    const phoneField = $<HTMLInputElement>('#p');
+    const box = $<HTMLInputElement>('#c');
+    const pushBox = $<HTMLInputElement>('#w');
     let phone = '';
     let pushFailed = false;
 
@@ -150,7 +167,8 @@
         phone = phoneField ? phoneField.value.replace(/[\s().-]/g, '').replace(/^00/, '+') : '';
         if (phone ? !/^\+[1-9]\d{6,14}$/.test(phone) : box && box.checked) return [s.phoneInvalid, phoneField];
         // No number is texted without the ticked box: refused here, before anything is sent.
-        if (phone && !box.checked) return [s.smsNeeded, box];
+        // A number means the SMS choice, with its box, is there.
+        if (phone && !box!.checked) return [s.smsNeeded, box];
       },
       // Whatever goes wrong with notifications (refused, unsupported, no network), the e-mail
       // and SMS sign-up is still sent, and the shopper is told.
@@ -158,7 +176,8 @@
         pushFailed = false;
         if (phone) Object.assign(body, { phone, smsConsent: true, smsConsentText: s.smsConsent });
         if (pushBox && pushBox.checked) {
-          return subscribePush(options.push).then(
+          // The box is there only where push can work.
+          return subscribePush(options.push as string).then(
             (subscription) => {
               body.push = subscription;
             },
