@@ -2,7 +2,8 @@
  * Migrations on a database that holds rows from before them. 0020: every store had a
  * myshopify.com domain, so each becomes a Shopify store and nothing else of it changes. 0021
  * moves WooCommerce connections into the platform-neutral `store_connections` unchanged. 0022
- * lets a subscription keep several phones and browsers, each alerted once per restock.
+ * lets a subscription keep several phones and browsers, each alerted once per restock. 0023
+ * remembers each cancelled plan subscription, the ones store_plans shows cancelled included.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -14,8 +15,10 @@ import { after, before, describe, it } from './fixtures/suites.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { dialectSkip, testDialects } from './fixtures/app.ts';
 import { pgAdmin, pgUrlFor } from './fixtures/services.ts';
+import { BillingRepository } from '../src/billing/repository.ts';
 import { Database } from '../src/core/db/database.ts';
 import type { Dialect } from '../src/core/db/dialect.ts';
+import type { StorePlanStatus } from '../src/core/db/schema.ts';
 import { migrations } from '../src/core/db/migrations/index.ts';
 
 failOnLeakedHandles();
@@ -182,6 +185,62 @@ for (const dialect of testDialects()) {
       await db.insertInto('notifications').values(alert('ntf_3', 'push', 'cp_2')).execute();
       await assert.rejects(db.insertInto('notifications').values(alert('ntf_4', 'push', 'cp_2')).execute(), 'one alert per restock and browser');
       await assert.rejects(db.insertInto('notifications').values(alert('ntf_5', 'email', null)).execute(), 'and still one e-mail per restock');
+    });
+  });
+
+  describe(`migration 0023 (cancelled subscriptions) on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
+    const empty = emptyDatabaseForSuite(dialect);
+
+    it("keeps every plan row and remembers each one's cancelled subscription, so its late news cannot revive it once another is cancelled too", async () => {
+      const { database } = empty();
+      await migrateBefore(database, '0023_cancelled_subscriptions');
+      const at = (minute: number) => new Date(Date.UTC(2026, 0, 2, 3, minute)).toISOString();
+      const plan = (shop: string, status: StorePlanStatus, provider: string, externalId: string | null, eventAt: string | null) => ({
+        shop,
+        plan: 'starter',
+        status,
+        checkout_session_id: null,
+        activated_at: at(1),
+        updated_at: at(6),
+        provider,
+        external_id: externalId,
+        period_start: at(1),
+        period_end: at(50),
+        event_at: eventAt,
+      });
+      await database.db
+        .insertInto('store_plans')
+        .values([
+          plan('cancelled.myshopify.com', 'cancelled', 'stripe', 'sub_1', at(5)),
+          plan('undated.myshopify.com', 'cancelled', 'shopify', 'gid://shopify/AppSubscription/7', null),
+          plan('active.myshopify.com', 'active', 'shopify', 'gid://shopify/AppSubscription/8', at(2)),
+          plan('local.myshopify.com', 'cancelled', 'local', null, null),
+        ])
+        .execute();
+      const plans = () => database.db.selectFrom('store_plans').selectAll().orderBy('shop').execute();
+      const before = await plans();
+
+      assert.equal((await database.migrate())[0], '0023_cancelled_subscriptions');
+      assert.deepEqual(await plans(), before, 'the plan rows as they were');
+      const cancelled = await database.db.selectFrom('cancelled_subscriptions').selectAll().orderBy('shop').execute();
+      assert.deepEqual(
+        cancelled.map((row) => ({ ...row, cancelled_at: new Date(row.cancelled_at).toISOString() })),
+        [
+          { provider: 'stripe', external_id: 'sub_1', shop: 'cancelled.myshopify.com', cancelled_at: at(5) },
+          // Undated by its provider: cancelled by the time the row was last written.
+          { provider: 'shopify', external_id: 'gid://shopify/AppSubscription/7', shop: 'undated.myshopify.com', cancelled_at: at(6) },
+        ],
+      );
+
+      // A second subscription is bought and cancelled; then the first one's older news arrives.
+      const billing = new BillingRepository(database);
+      const news = (id: string, status: 'active' | 'cancelled', externalId: string, minute: number) =>
+        billing.applyEvent('stripe', id, 'customer.subscription.updated', { shop: 'cancelled.myshopify.com', plan: 'starter', status, provider: 'stripe', externalId, at: at(minute) }, at(30));
+      assert.equal(await news('evt_2', 'active', 'sub_2', 10), 'cancelled → active');
+      assert.equal(await news('evt_3', 'cancelled', 'sub_2', 11), 'active → cancelled');
+      assert.match(await news('evt_1', 'active', 'sub_1', 3), /^ignored: .*already cancelled/);
+      const row = await billing.planOf('cancelled.myshopify.com');
+      assert.deepEqual([row?.external_id, row?.status], ['sub_2', 'cancelled']);
     });
   });
 }

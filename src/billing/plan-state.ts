@@ -3,8 +3,9 @@ import type { StorePlanRow } from './repository.ts';
 
 /**
  * A store's plan moves none → pending → active → past_due → cancelled as its provider says. This
- * module decides, from the row as it is and one provider event, what the row becomes; it is
- * pure so that every order of events can be tested without a provider.
+ * module decides, from the state as it is and one provider event, what the store's row becomes
+ * and whether the event's subscription is cancelled for good; it is pure so that every order of
+ * events can be tested without a provider.
  */
 export type PlanStatus = 'pending' | 'active' | 'past_due' | 'cancelled';
 
@@ -27,33 +28,60 @@ export interface PlanEvent {
   ownerChose?: boolean;
 }
 
-export type Transition = { row: StorePlanRow } | { ignored: string };
-
-export function nextPlanState(current: StorePlanRow | undefined, event: PlanEvent, now: string): Transition {
-  const sameSubscription = current !== undefined && current.provider === event.provider && current.external_id === event.externalId;
-  if (sameSubscription) return sameSubscriptionEvent(current, event, now);
-  return otherSubscriptionEvent(current, event, now);
+/** What an event finds. */
+export interface PlanState {
+  /** The store's row: the one subscription it holds, or held last. */
+  row: StorePlanRow | undefined;
+  /**
+   * The event's subscription was cancelled before. Kept per subscription beside the row, which
+   * holds one subscription while a store may have had many, each cancelled in turn.
+   */
+  subscriptionCancelled: boolean;
 }
 
-function sameSubscriptionEvent(current: StorePlanRow, event: PlanEvent, now: string): Transition {
-  if (current.event_at && event.at < current.event_at) return { ignored: `older (${event.at}) than the state applied (${current.event_at})` };
+/** What the store's row becomes, or why it stays. */
+type Change = { row: StorePlanRow } | { ignored: string };
+
+export type Transition = Change & {
+  /** The event cancels its subscription for good: to be remembered, whether or not the row shows it. */
+  cancels: boolean;
+};
+
+export function nextPlanState(state: PlanState, event: PlanEvent, now: string): Transition {
+  const current = state.row;
+  const same = isSameSubscription(current, event);
+  // A cancellation older than its subscription's state on the row is stale news like any other.
+  const cancels = event.status === 'cancelled' && !(same && isOlder(current, event));
   // A cancelled subscription stays cancelled: providers do not revive one, a new one is bought.
-  if (current.status === 'cancelled') return { ignored: 'the subscription is already cancelled' };
+  if (state.subscriptionCancelled) return { ignored: 'the subscription is already cancelled', cancels };
+  const change = same ? sameSubscriptionEvent(current!, event, now) : otherSubscriptionEvent(current, event, now);
+  return { ...change, cancels };
+}
+
+function isSameSubscription(current: StorePlanRow | undefined, event: PlanEvent): boolean {
+  return current !== undefined && current.provider === event.provider && current.external_id === event.externalId;
+}
+
+function isOlder(current: StorePlanRow | undefined, event: PlanEvent): boolean {
+  return current?.event_at != null && event.at < current.event_at;
+}
+
+function sameSubscriptionEvent(current: StorePlanRow, event: PlanEvent, now: string): Change {
+  if (isOlder(current, event)) return { ignored: `older (${event.at}) than the state applied (${current.event_at})` };
   // Pending only ever comes first: news of the same time (providers count whole seconds) saying
   // pending after the subscription was active is stale, not a step back.
   if (event.status === 'pending' && current.status !== 'pending') return { ignored: `the subscription is already ${current.status}` };
   return { row: apply(current, event, now) };
 }
 
-function otherSubscriptionEvent(current: StorePlanRow | undefined, event: PlanEvent, now: string): Transition {
+function otherSubscriptionEvent(current: StorePlanRow | undefined, event: PlanEvent, now: string): Change {
   const holding = current && (current.status === 'active' || current.status === 'past_due');
-  // While another plan is in force, a cancellation is about a subscription it replaced. Otherwise
-  // it is recorded, even first: its own earlier news, arriving late, must then find it cancelled.
+  // While another plan is in force, a cancellation is about a subscription it replaced: the
+  // subscription is remembered as cancelled, the row left alone. Otherwise the row shows it.
   if (event.status === 'cancelled' && holding) return { ignored: 'about a subscription the store no longer holds' };
   // A new checkout the merchant has not finished must not take away the plan they pay for.
   if (holding && event.status === 'pending') return { ignored: 'the store keeps its current plan until the new one is active' };
-  // The cancellation on record is what the cancelled subscription's late news must find; a
-  // checkout not finished has nothing in force to put in its place.
+  // A checkout not finished has nothing in force to put in the cancelled plan's place.
   if (current?.status === 'cancelled' && event.status === 'pending') return { ignored: 'a cancelled plan stays on record until a new one is active' };
   if (holding && current.event_at && event.at < current.event_at) return { ignored: `older (${event.at}) than the plan in force (${current.event_at})` };
   // Only the owner trades a plan in force for a lower one: a lower plan bought by anyone else

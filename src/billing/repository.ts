@@ -6,7 +6,7 @@ import type { CheckoutSessionsTable, StorePlansTable } from '../core/db/schema.t
 export type CheckoutSessionRow = CheckoutSessionsTable;
 export type StorePlanRow = StorePlansTable;
 
-/** Storage of checkout sessions and the plan each store holds. */
+/** Storage of checkout sessions, the plan each store holds and the subscriptions cancelled. */
 export class BillingRepository {
   constructor(private readonly database: Database) {}
 
@@ -259,10 +259,26 @@ export class BillingRepository {
       ? await trx.selectFrom('checkout_sessions').select(['accepted_at', 'shop']).where('id', '=', event.checkoutSessionId).executeTakeFirst()
       : undefined;
     const ownerChose = session !== undefined && session.accepted_at !== null && session.shop === event.shop;
-    const next = nextPlanState(current, { ...event, ownerChose }, now);
+    const subscriptionCancelled = await this.isCancelled(trx, event.provider, event.externalId);
+    const next = nextPlanState({ row: current, subscriptionCancelled }, { ...event, ownerChose }, now);
+    if (next.cancels && !subscriptionCancelled) await this.rememberCancellation(trx, event);
     if ('ignored' in next) return `ignored: ${next.ignored}`;
     const { shop: _shop, ...changes } = next.row;
     await trx.insertInto('store_plans').values(next.row).onConflict((oc) => oc.column('shop').doUpdateSet(changes)).execute();
     return `${current?.status ?? 'none'} → ${next.row.status}`;
+  }
+
+  private async isCancelled(trx: Trx, provider: string, externalId: string): Promise<boolean> {
+    const row = await trx.selectFrom('cancelled_subscriptions').select('provider').where('provider', '=', provider).where('external_id', '=', externalId).executeTakeFirst();
+    return row !== undefined;
+  }
+
+  private async rememberCancellation(trx: Trx, event: PlanEvent): Promise<void> {
+    await trx
+      .insertInto('cancelled_subscriptions')
+      .values({ provider: event.provider, external_id: event.externalId, shop: event.shop, cancelled_at: event.at })
+      // A concurrent delivery of the same subscription's cancellation already remembered it.
+      .onConflict((oc) => oc.doNothing())
+      .execute();
   }
 }

@@ -18,6 +18,8 @@ export interface Tables {
   /** billing */
   store_plans: StorePlansTable;
   /** billing */
+  cancelled_subscriptions: CancelledSubscriptionsTable;
+  /** billing */
   billing_events: BillingEventsTable;
   /** billing */
   plan_usage: PlanUsageTable;
@@ -333,6 +335,19 @@ export interface StorePlansTable {
   period_end: string | null;
   /** When the provider said what the row says: older events are not applied over it. */
   event_at: string | null;
+}
+
+/**
+ * Every subscription at a provider whose cancellation arrived (migration 0023): a cancellation is
+ * final, and `store_plans` holds only the one subscription a store has now or had last.
+ */
+export interface CancelledSubscriptionsTable {
+  provider: string;
+  /** The subscription at the provider (Stripe `sub_…`, Shopify AppSubscription gid). */
+  external_id: string;
+  shop: string;
+  /** When the provider cancelled it, by its own clock. */
+  cancelled_at: string;
 }
 
 export interface BillingEventsTable {

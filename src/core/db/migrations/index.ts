@@ -22,6 +22,7 @@ import { orderFigures } from './0019_order_figures.ts';
 import { storePlatforms } from './0020_store_platforms.ts';
 import { storeConnections } from './0021_store_connections.ts';
 import { contactPointsPerAddress } from './0022_contact_points_per_address.ts';
+import { cancelledSubscriptions } from './0023_cancelled_subscriptions.ts';
 
 export interface DialectMigration {
   up(db: Kysely<any>, dialect: Dialect): Promise<void>;
@@ -51,4 +52,5 @@ export const migrations: Record<string, DialectMigration> = {
   '0020_store_platforms': storePlatforms,
   '0021_store_connections': storeConnections,
   '0022_contact_points_per_address': contactPointsPerAddress,
+  '0023_cancelled_subscriptions': cancelledSubscriptions,
 };
