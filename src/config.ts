@@ -1,5 +1,6 @@
-// Longer than most files on purpose: every setting the service reads is parsed and checked here,
-// in one place, so `.env.example`, the README's table and start-up errors cannot disagree.
+// Longer than most files on purpose: every setting the service reads is parsed, checked and described
+// here, in one place, so `.env.example`, the README's table and start-up errors cannot disagree.
+import { DEFAULT_PG_STATEMENT_TIMEOUT_MS, type DatabaseConfig } from './core/db/database.ts';
 import path from 'node:path';
 import { z } from 'zod';
 import type { PlanSettings } from './billing/plans.ts';
@@ -15,211 +16,150 @@ import { isOtlpEndpoint, observabilityConfig, type ObservabilityConfig } from '.
 /** The batch policy a store follows until it sets its own (docs/dispatch.md says why). */
 export const DEFAULT_BATCH_POLICY: BatchPolicy = { batchMultiplier: 2, batchIntervalSeconds: 600, minStock: 1, frequencyCapMinutes: 60 };
 
-/** Also the bound of a database opened without the settings (the test command's template, say). */
-export const DEFAULT_PG_STATEMENT_TIMEOUT_MS = 5000;
-
 /**
  * Every setting the service reads, with the embedded defaults that let `npm start` run with
- * nothing configured. `.env.example` and the README's table list the same names.
+ * nothing configured, and what each one does: SETTINGS below is read off this schema, and the
+ * README's table is generated from SETTINGS (bin/build-settings-table.ts).
  */
 const envSchema = z.object({
-  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
-  HOST: z.string().min(1).default('127.0.0.1'),
-  BASE_URL: z.url().optional(),
-  DATA_DIR: z.string().min(1).default('./data'),
-  DATABASE_URL: z.string().optional(),
-  REDIS_URL: z.string().optional(),
-  SMTP_URL: z.string().optional(),
-  MAIL_FROM: z.string().default('Restock <alerts@restock.localhost>'),
-  SHOPIFY_API_KEY: z.string().optional(),
-  SHOPIFY_API_SECRET: z.string().optional(),
-  BIGCOMMERCE_CLIENT_ID: z.string().optional(),
-  BIGCOMMERCE_CLIENT_SECRET: z.string().optional(),
-  STRIPE_SECRET_KEY: z.string().optional(),
-  STRIPE_WEBHOOK_SECRET: z.string().optional(),
-  /** Where the Stripe SDK sends its calls; only changed to reach a stand-in in tests. */
-  STRIPE_API_URL: z.url().default('https://api.stripe.com'),
-  /** The merchant's Stripe profile (`networkId`) that MPP `stripe` offers name; Stripe shows it on the Shared Payment Token. */
-  STRIPE_NETWORK_ID: z.string().optional(),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  SERVICE_NAME: z.string().min(1).default('Restock back-in-stock alerts'),
-  /** Signs unsubscribe links; generated once and kept in the database when unset. */
-  RESTOCK_SECRET: z.string().min(32).optional(),
-  BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(16 * 1024),
-  /** How long a graceful shutdown waits for in-flight requests before closing them. */
-  SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),
-  /** Names besides BASE_URL's host that requests may address (comma-separated host or host:port); see core/http/host-check.ts. */
-  ALLOWED_HOSTS: z.string().optional(),
-  /** Longest a request's headers may take to arrive; a client that trickles them is cut with 408. */
-  HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
-  /** Longest a whole request, headers and body, may take to arrive (408 after). */
-  REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
-  /** A connection on which nothing moves either way for this long is closed, a request in progress included. */
-  CONNECTION_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
-  /** How long a keep-alive connection may wait for its next request; above load balancers' usual 60 s, so they close first. */
-  KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(100).default(72_000),
-  /** FULL makes every acknowledged write survive power loss; group commit keeps it cheap. */
-  SQLITE_SYNCHRONOUS: z.enum(['FULL', 'NORMAL']).default('FULL'),
-  SQLITE_BUSY_TIMEOUT_MS: z.coerce.number().int().min(0).default(1000),
-  PG_POOL_MAX: z.coerce.number().int().min(1).default(10),
-  /**
-   * Longest a PostgreSQL statement may run before the server cancels it; a connection that stays
-   * silent a second longer is dropped, so a database lost without a reset answers 503, not never.
-   */
-  PG_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).default(DEFAULT_PG_STATEMENT_TIMEOUT_MS),
-  /** How long an Idempotency-Key remembers its answer. */
-  IDEMPOTENCY_TTL_HOURS: z.coerce.number().int().min(1).default(24),
-  CHECKOUT_SESSION_TTL_MINUTES: z.coerce.number().int().min(1).default(60 * 24),
-  /** Lifetime of the access tokens (credentials) handed to agents. */
-  ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).default(3600),
-  /** Lifetime of the credential an anonymous or e-mail-verified registration receives. */
-  AGENT_CREDENTIAL_TTL_SECONDS: z.coerce.number().int().min(60).default(30 * 24 * 3600),
-  CLAIM_TOKEN_TTL_HOURS: z.coerce.number().int().min(1).default(7 * 24),
-  CLAIM_CODE_TTL_MINUTES: z.coerce.number().int().min(1).default(15),
-  CLAIM_CODE_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(5),
-  /** Signing keys older than this are rotated at start; 0 keeps a key until `restock keys rotate`. */
-  SIGNING_KEY_MAX_AGE_DAYS: z.coerce.number().int().min(0).default(90),
-  /** JSON list of trusted ID-JAG issuers: [{"issuer": "...", "jwks_uri": "..."} or {"issuer": "...", "jwks": {"keys": [...]}}]. */
-  AGENT_TRUSTED_ISSUERS: z.string().default('[]'),
-  RATE_LIMIT_ANONYMOUS_PER_MINUTE: z.coerce.number().int().min(1).default(100),
-  RATE_LIMIT_VERIFIED_EMAIL_PER_MINUTE: z.coerce.number().int().min(1).default(600),
-  RATE_LIMIT_ID_JAG_PER_MINUTE: z.coerce.number().int().min(1).default(600),
-  /** Registrations one client address may make per hour. */
-  REGISTRATION_LIMIT_PER_HOUR: z.coerce.number().int().min(1).default(20),
-  /** Subscriptions one client address may make through the storefront widget per hour. */
-  STOREFRONT_LIMIT_PER_HOUR: z.coerce.number().int().min(1).default(60),
-  /** Availability reads of the widget per client address per minute (one per product page view). */
-  STOREFRONT_READ_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(300),
-  /** Dashboard sign-in links one client address may ask for per hour (each is an e-mail). */
-  SIGN_IN_LIMIT_PER_HOUR: z.coerce.number().int().min(1).default(10),
-  /** How long a dashboard sign-in link works, and how long a signed-in session lasts. */
-  SIGN_IN_LINK_TTL_MINUTES: z.coerce.number().int().min(1).default(15),
-  DASHBOARD_SESSION_HOURS: z.coerce.number().int().min(1).default(12),
-  /**
-   * Proxies whose X-Forwarded-For is believed (comma-separated addresses or CIDRs, e.g. the load
-   * balancer's), so per-address limits count clients, not the proxy. Unset: the header is ignored.
-   */
-  TRUST_PROXY: z.string().optional(),
-  /** 32 random bytes (base64) sealing credentials kept at rest: Shopify Admin tokens, stores' SMTP passwords. */
-  RESTOCK_ENCRYPTION_KEY: z.string().optional(),
-  /** `serve` runs the dispatch worker in the same process unless this is false (then run `restock worker`). */
-  RUN_WORKER: z.enum(['true', 'false']).default('true'),
-  /** Default batch policy; each store may set its own. A batch mails at most stock × multiplier subscribers. */
-  BATCH_MULTIPLIER: z.coerce.number().min(0.1).max(100).default(DEFAULT_BATCH_POLICY.batchMultiplier),
-  BATCH_INTERVAL_SECONDS: z.coerce.number().int().min(0).default(DEFAULT_BATCH_POLICY.batchIntervalSeconds),
-  /** A variant must have at least this many units for a restock to be announced. */
-  MIN_STOCK: z.coerce.number().int().min(1).default(DEFAULT_BATCH_POLICY.minStock),
-  /** At most one alert per address per store in this window; later ones wait, they are not dropped. 0 = no cap. */
-  FREQUENCY_CAP_MINUTES: z.coerce.number().int().min(0).default(DEFAULT_BATCH_POLICY.frequencyCapMinutes),
-  /** Alerts one worker claims (leases) at a time; also the most a crash can send twice. */
-  DISPATCH_CLAIM_SIZE: z.coerce.number().int().min(1).max(5000).default(500),
-  DISPATCH_LEASE_SECONDS: z.coerce.number().int().min(5).default(120),
-  DISPATCH_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(8),
-  /** First retry delay after a transient failure; doubles each attempt, with jitter. */
-  DISPATCH_RETRY_BASE_MS: z.coerce.number().int().min(1).default(30_000),
-  DISPATCH_POLL_MS: z.coerce.number().int().min(10).default(1000),
-  /**
-   * Internal addresses a store's own mail server may nevertheless have (CIDR blocks, comma
-   * separated), e.g. a local mail sink in development. Unset: none, as in production.
-   */
-  TENANT_OUTBOUND_ALLOW: z.string().optional(),
-  /** Pooled SMTP connections per transport. */
-  SMTP_POOL_SIZE: z.coerce.number().int().min(1).max(100).default(5),
-  /** How often stores with Admin API credentials are compared with the platform's stock. 0 = never. */
-  RECONCILE_INTERVAL_MINUTES: z.coerce.number().int().min(0).default(15),
-  SHOPIFY_API_VERSION: z.string().default('2026-07'),
-  SHOPIFY_SCOPES: z.string().default('read_products,read_inventory,read_publications,write_app_proxy,read_orders'),
-  /**
-   * `true` makes every Shopify Billing charge a test charge (no money moves), e.g. for a staging
-   * app. Unset, only a development store's charges are test charges, as Shopify reports the store.
-   */
-  SHOPIFY_BILLING_TEST: z.enum(['true', 'false']).default('false'),
-  /** x402: the address paid. Without it, no x402 offer is made (never a placeholder address). */
-  X402_PAY_TO: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'an EVM address (0x and 40 hex digits)').optional(),
-  /** x402: CAIP-2 network, asset (ERC-20 with EIP-3009) and its EIP-712 domain. Defaults: USDC on Base. */
-  X402_NETWORK: z.string().regex(/^eip155:[0-9]+$/, 'a CAIP-2 EVM network such as eip155:8453').default('eip155:8453'),
-  X402_ASSET: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'a token address').default('0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913'),
-  X402_ASSET_NAME: z.string().min(1).default('USD Coin'),
-  X402_ASSET_VERSION: z.string().min(1).default('2'),
-  X402_ASSET_DECIMALS: z.coerce.number().int().min(0).max(36).default(6),
-  X402_FACILITATOR_URL: z.url().default('https://x402.org/facilitator'),
-  /** x402: how long a payment authorisation may stay open. */
-  X402_MAX_TIMEOUT_SECONDS: z.coerce.number().int().min(10).default(300),
-  /** x402: calls to the facilitator at once; verifications beyond it are refused with 503, settlements wait. */
-  X402_FACILITATOR_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(16),
-  /** Paid requests without a token one client address may make per minute, counted before the payment is looked at. */
-  PAYMENT_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(120),
-  /**
-   * Pay per request on public test networks (x402 on Base Sepolia, MPP tempo on Tempo's testnet),
-   * paid to a wallet the service generates: `auto` (the default) when neither X402_PAY_TO nor
-   * MPP_TEMPO_RECIPIENT is set and NODE_ENV is not production, `on`, or `off`.
-   */
-  PAYMENTS_TEST_NETWORK: z.enum(['auto', 'on', 'off']).default('auto'),
-  /** The test network's x402 offer: Base Sepolia's USDC and the public facilitator, unless a local chain stands in. */
-  X402_TEST_NETWORK: z.string().regex(/^eip155:[0-9]+$/, 'a CAIP-2 EVM network such as eip155:84532').default('eip155:84532'),
-  X402_TEST_ASSET: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'a token address').default('0x036CbD53842c5426634e7929541eC2318f3dCF7e'),
-  X402_TEST_ASSET_NAME: z.string().min(1).default('USDC'),
-  X402_TEST_ASSET_VERSION: z.string().min(1).default('2'),
-  X402_TEST_FACILITATOR_URL: z.url().default('https://x402.org/facilitator'),
-  NODE_ENV: z.string().optional(),
-  /** MPP `tempo`: the address paid on Tempo; without it, no tempo offer is made. */
-  MPP_TEMPO_RECIPIENT: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'an address (0x and 40 hex digits)').optional(),
-  /** MPP `tempo`: the Tempo RPC that verifies transfers (the SDK's public endpoint when unset). */
-  MPP_TEMPO_RPC_URL: z.url().optional(),
-  /** MPP `tempo`: the TIP-20 token charged (the SDK's default stablecoin when unset). */
-  MPP_TEMPO_CURRENCY: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'a token address').optional(),
-  /** Where checkoutPlan sends merchants (stores installed as a Shopify app always use Shopify Billing). */
-  CHECKOUT_PROVIDER: z.enum(['local', 'stripe']).default('local'),
-  PLAN_STARTER_ALERTS_PER_MONTH: z.coerce.number().int().min(0).default(2_000),
-  PLAN_GROWTH_ALERTS_PER_MONTH: z.coerce.number().int().min(0).default(20_000),
-  PLAN_GROWTH_PRICE_CENTS: z.coerce.number().int().min(50).default(2_999),
-  /** Alerts a month for a store with no plan in force (none, pending, cancelled). */
-  FREE_ALERTS_PER_MONTH: z.coerce.number().int().min(0).default(100),
-  /** How long a settlement (x402 facilitator, Stripe) may take before it is recorded as pending and reconciled. */
-  PAYMENT_SETTLE_TIMEOUT_MS: z.coerce.number().int().min(100).default(15_000),
-  /** Outgoing webhooks: the longest one HTTP exchange with a store's endpoint may take. */
-  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
-  /** Attempts of one webhook delivery before it is given up. */
-  WEBHOOK_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(10),
-  /** Delays before each retry (units ms, s, m, h), jittered by ±10%; the last repeats. */
-  WEBHOOK_RETRY_SCHEDULE: z.string().regex(retrySchedulePattern, 'durations such as 5s,5m,2h, comma separated').default(DEFAULT_RETRY_SCHEDULE),
-  /** An endpoint is disabled after this many consecutive failed attempts that have gone on for WEBHOOK_DISABLE_AFTER_HOURS. */
-  WEBHOOK_DISABLE_AFTER_FAILURES: z.coerce.number().int().min(1).default(20),
-  WEBHOOK_DISABLE_AFTER_HOURS: z.coerce.number().int().min(0).default(24),
-  /** SMS: the service's own Twilio account and sender (all three, or none: then only stores with their own account text). */
-  TWILIO_ACCOUNT_SID: z.string().regex(/^AC[0-9a-f]{32}$/, 'a Twilio Account SID (AC and 32 hex digits)').optional(),
-  TWILIO_AUTH_TOKEN: z.string().regex(/^[0-9a-f]{32}$/, 'a Twilio auth token (32 hex digits)').optional(),
-  TWILIO_FROM: z.string().regex(/^(\+[1-9][0-9]{6,14}|MG[0-9a-f]{32})$/, 'an E.164 number or a Messaging Service SID').optional(),
-  /** Twilio's REST API; only a test stand-in changes it. */
-  TWILIO_API_URL: z.url().refine(isApiOrigin, 'an http(s) origin, without credentials, path or query').default('https://api.twilio.com'),
-  /** Web push: the VAPID subject (mailto: or https:); default mailto: the MAIL_FROM address. */
-  PUSH_SUBJECT: z.string().regex(/^(mailto:[^\s]+|https:\/\/[^\s]+)$/, 'a mailto: or https: URL').optional(),
-  PUSH_TTL_SECONDS: z.coerce.number().int().min(0).max(28 * 24 * 3600).default(2 * 24 * 3600),
-  PUSH_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
-  /** How long a subscription waiting for the shopper's confirmation (double opt-in) lasts before it expires. */
-  DOUBLE_OPT_IN_EXPIRY_HOURS: z.coerce.number().int().min(1).max(30 * 24).default(72),
-  /** Optional HTTPS listener that asks for client certificates (mtls credentials). */
-  TLS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
-  TLS_CERT_FILE: z.string().optional(),
-  TLS_KEY_FILE: z.string().optional(),
-  /** The bearer secret GET /metrics asks for on PORT; with neither this nor METRICS_PORT, /metrics is not served. */
-  METRICS_TOKEN: z.string().min(16, 'at least 16 characters (a random secret)').optional(),
-  /** Serves /metrics on a listener of its own, bound to 127.0.0.1, without a token. */
-  METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
-  /** OTLP/HTTP collector: traces are exported there when set; nothing is loaded otherwise. */
-  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().refine(isOtlpEndpoint, 'an http(s) URL without credentials, query or fragment').optional(),
-  OTEL_SERVICE_NAME: z.string().min(1).optional(),
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000).describe('HTTP port'),
+  HOST: z.string().min(1).default('127.0.0.1').describe('Interface to listen on (`0.0.0.0` in a container)'),
+  BASE_URL: z.url().optional().describe("Public origin: base of every link and identifier handed out (unset: `http://localhost:$PORT`); a request's `Host` must name its host and port (a loopback one also answers to `localhost`, `127.0.0.1` and `[::1]` on that port), otherwise 421"),
+  DATA_DIR: z.string().min(1).default('./data').describe('Directory of the embedded SQLite database (`restock.db`) when `DATABASE_URL` is unset'),
+  DATABASE_URL: z.string().optional().describe('`postgres://user:password@host:5432/db` for PostgreSQL (options: `sslmode` = `disable`, `require` or `verify-full`, and `application_name`; any other is refused at start-up), or `sqlite:<path>`; unset: SQLite at `$DATA_DIR/restock.db`'),
+  REDIS_URL: z.string().optional().describe('Rate-limit counters shared by several processes (memory when unset): `redis://` or `rediss://` (TLS), user, password, `/db`; no options'),
+  SMTP_URL: z.string().optional().describe('SMTP server: `smtp://` or `smtps://`, user, password, and only the options `name` (EHLO), `connectionTimeout`, `greetingTimeout`, `socketTimeout` (ms); unset keeps mail in the local outbox'),
+  MAIL_FROM: z.string().default('Restock <alerts@restock.localhost>').describe('Sender of alerts'),
+  SHOPIFY_API_KEY: z.string().optional().describe("The Shopify app's API key: set with `SHOPIFY_API_SECRET` (both or neither) and `RESTOCK_ENCRYPTION_KEY`; see docs/shopify.md"),
+  SHOPIFY_API_SECRET: z.string().optional().describe("The Shopify app's API secret (with `SHOPIFY_API_KEY`)"),
+  BIGCOMMERCE_CLIENT_ID: z.string().optional().describe("The BigCommerce app's client id: set with `BIGCOMMERCE_CLIENT_SECRET` (both or neither) and `RESTOCK_ENCRYPTION_KEY`; see docs/bigcommerce.md"),
+  BIGCOMMERCE_CLIENT_SECRET: z.string().optional().describe("The BigCommerce app's client secret (with `BIGCOMMERCE_CLIENT_ID`)"),
+  STRIPE_SECRET_KEY: z.string().optional().describe('Stripe: MPP `stripe` payments and card checkout'),
+  STRIPE_WEBHOOK_SECRET: z.string().optional().describe("Verifies Stripe's events at `POST /webhooks/stripe`, through which paid plans become active"),
+  STRIPE_API_URL: z.url().default('https://api.stripe.com').describe('Where the Stripe SDK calls; only changed to reach a stand-in in tests'),
+  STRIPE_NETWORK_ID: z.string().optional().describe('The Stripe profile (`networkId`) MPP `stripe` offers name, shown on the Shared Payment Token; with `STRIPE_SECRET_KEY`, enables those offers'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('`fatal` … `trace`, or `silent`; logs are JSON lines'),
+  SERVICE_NAME: z.string().min(1).default('Restock back-in-stock alerts').describe('Name reported by `getHealth`'),
+  RESTOCK_SECRET: z.string().min(32).optional().describe('Signs links sent to people, such as unsubscribe links (32+ characters); unset: generated once and kept in the database'),
+  BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(16 * 1024).describe('Largest request body (413 above)'),
+  SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000).describe('On SIGTERM or SIGINT, how long in-flight requests may take before being cut'),
+  ALLOWED_HOSTS: z.string().optional().describe('Other names requests may give as `Host`, comma-separated: `host:port` for that port, `host` for any (e.g. the name a proxy in front sends when it does not pass the public one; `X-Forwarded-Host` is not read); malformed entries stop the start'),
+  HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000).describe("Longest a request's headers may take to arrive, at most `REQUEST_TIMEOUT_MS`; a client that trickles them gets 408 and the connection is closed"),
+  REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000).describe('Longest a whole request, headers and body, may take to arrive; then 408 and the connection is closed'),
+  CONNECTION_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000).describe('A connection on which nothing moves either way for this long is closed, a request in progress included'),
+  KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(100).default(72_000).describe("How long an idle keep-alive connection waits for its next request; above load balancers' usual 60 s idle timeout, so that they close first"),
+  SQLITE_SYNCHRONOUS: z.enum(['FULL', 'NORMAL']).default('FULL').describe('`FULL`: every acknowledged write survives power loss (group commit keeps it cheap); `NORMAL`: writes survive a process crash only'),
+  SQLITE_BUSY_TIMEOUT_MS: z.coerce.number().int().min(0).default(1000).describe('How long to wait for another process holding the SQLite write lock'),
+  PG_POOL_MAX: z.coerce.number().int().min(1).default(10).describe('PostgreSQL connections per process'),
+  PG_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).default(DEFAULT_PG_STATEMENT_TIMEOUT_MS).describe('Longest a PostgreSQL statement may run before the server cancels it (503); a connection silent for 1 s more is dropped, so a database lost without a reset answers 503 within that time (docs/operations.md)'),
+  IDEMPOTENCY_TTL_HOURS: z.coerce.number().int().min(1).default(24).describe('How long an `Idempotency-Key` remembers its answer'),
+  CHECKOUT_SESSION_TTL_MINUTES: z.coerce.number().int().min(1).default(60 * 24).describe('How long a checkout session stays open'),
+  ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).default(3600).describe('Lifetime of the access tokens handed to agents (ID-JAG and token endpoint)'),
+  AGENT_CREDENTIAL_TTL_SECONDS: z.coerce.number().int().min(60).default(30 * 24 * 3600).describe('Lifetime of the credential an anonymous or e-mail-verified registration receives (30 days)'),
+  CLAIM_TOKEN_TTL_HOURS: z.coerce.number().int().min(1).default(7 * 24).describe('How long a registration can be claimed'),
+  CLAIM_CODE_TTL_MINUTES: z.coerce.number().int().min(1).default(15).describe('Lifetime of an e-mailed claim code'),
+  CLAIM_CODE_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(5).describe('Wrong tries an e-mailed claim code allows'),
+  SIGNING_KEY_MAX_AGE_DAYS: z.coerce.number().int().min(0).default(90).describe('The token signing key is rotated at start when older than this (0: only `restock keys rotate` rotates it)'),
+  AGENT_TRUSTED_ISSUERS: z.string().default('[]').describe('ID-JAG issuers trusted, JSON: `[{"issuer":"…","jwks_uri":"…"}]` or with inline `"jwks": {"keys": […]}`'),
+  RATE_LIMIT_ANONYMOUS_PER_MINUTE: z.coerce.number().int().min(1).default(100).describe('Requests per minute of an unclaimed anonymous agent'),
+  RATE_LIMIT_VERIFIED_EMAIL_PER_MINUTE: z.coerce.number().int().min(1).default(600).describe('Requests per minute of a claimed or e-mail-verified agent'),
+  RATE_LIMIT_ID_JAG_PER_MINUTE: z.coerce.number().int().min(1).default(600).describe('Requests per minute of an ID-JAG agent'),
+  REGISTRATION_LIMIT_PER_HOUR: z.coerce.number().int().min(1).default(20).describe('Registrations and claim steps per client address per hour'),
+  STOREFRONT_LIMIT_PER_HOUR: z.coerce.number().int().min(1).default(60).describe('Storefront widget subscriptions per client address per hour'),
+  STOREFRONT_READ_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(300).describe('Widget availability reads per client address per minute (one per product page view)'),
+  SIGN_IN_LIMIT_PER_HOUR: z.coerce.number().int().min(1).default(10).describe('Dashboard sign-in links asked for per client address per hour (each is an e-mail)'),
+  SIGN_IN_LINK_TTL_MINUTES: z.coerce.number().int().min(1).default(15).describe('How long a dashboard sign-in link works'),
+  DASHBOARD_SESSION_HOURS: z.coerce.number().int().min(1).default(12).describe('How long a dashboard session lasts'),
+  TRUST_PROXY: z.string().optional().describe("Proxies whose `X-Forwarded-For` is believed (comma-separated addresses or CIDRs, e.g. the load balancer's), so per-address limits count clients; unset: the header is ignored"),
+  RESTOCK_ENCRYPTION_KEY: z.string().optional().describe("32 random bytes, base64 (`openssl rand -base64 32`): seals credentials kept at rest (Shopify Admin API and BigCommerce tokens, WooCommerce keys, stores' SMTP URLs and Twilio accounts, webhook signing secrets, the test-network wallet's key); required by the Shopify and BigCommerce apps"),
+  RUN_WORKER: z.enum(['true', 'false']).default('true').describe('`serve` also runs the dispatch worker; `false` when `restock worker` processes send instead'),
+  BATCH_MULTIPLIER: z.coerce.number().min(0.1).max(100).default(DEFAULT_BATCH_POLICY.batchMultiplier).describe('Default batch policy (each store may set its own): a batch mails at most stock × this many subscribers'),
+  BATCH_INTERVAL_SECONDS: z.coerce.number().int().min(0).default(DEFAULT_BATCH_POLICY.batchIntervalSeconds).describe('Default batch policy: the wait between batches of one restock'),
+  MIN_STOCK: z.coerce.number().int().min(1).default(DEFAULT_BATCH_POLICY.minStock).describe('Default batch policy: a variant must have at least this many units for a restock to be announced'),
+  FREQUENCY_CAP_MINUTES: z.coerce.number().int().min(0).default(DEFAULT_BATCH_POLICY.frequencyCapMinutes).describe('At most one alert per address per store in this window; later ones wait, they are not dropped (0: no cap)'),
+  DISPATCH_CLAIM_SIZE: z.coerce.number().int().min(1).max(5000).default(500).describe('Alerts a worker claims (leases) at a time; also the most a crash can send twice'),
+  DISPATCH_LEASE_SECONDS: z.coerce.number().int().min(5).default(120).describe("How long a worker's lease on the alerts it claimed lasts"),
+  DISPATCH_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(8).describe('Tries of an alert whose sending fails transiently'),
+  DISPATCH_RETRY_BASE_MS: z.coerce.number().int().min(1).default(30_000).describe('First retry delay after a transient failure; doubles each attempt, with jitter'),
+  DISPATCH_POLL_MS: z.coerce.number().int().min(10).default(1000).describe('How often an idle worker looks for work (restocks reported in-process wake it at once)'),
+  TENANT_OUTBOUND_ALLOW: z.string().optional().describe("CIDR blocks (comma separated) a store's own mail server, webhook endpoint or a browser's push service may be in although internal, e.g. `127.0.0.1/32` for a local sink in development; unset: loopback, private, link-local and metadata addresses are refused (docs/security.md)"),
+  SMTP_POOL_SIZE: z.coerce.number().int().min(1).max(100).default(5).describe('Pooled SMTP connections per transport'),
+  RECONCILE_INTERVAL_MINUTES: z.coerce.number().int().min(0).default(15).describe("How often stores with Admin API credentials are compared with the platform's stock (0: never)"),
+  SHOPIFY_API_VERSION: z.string().default('2026-07').describe('Shopify Admin API version the app calls'),
+  SHOPIFY_SCOPES: z.string().default('read_products,read_inventory,read_publications,write_app_proxy,read_orders').describe('Access scopes the Shopify app asks for, comma-separated'),
+  SHOPIFY_BILLING_TEST: z.enum(['true', 'false']).default('false').describe("`true`: every Shopify Billing charge is a test charge, no money moves (staging, review); otherwise only development stores' charges are, as Shopify reports the store"),
+  X402_PAY_TO: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'an EVM address (0x and 40 hex digits)').optional().describe('x402: the address paid (real payments; replaces the test network); without it, no real x402 offer is made, never with a placeholder address'),
+  X402_NETWORK: z.string().regex(/^eip155:[0-9]+$/, 'a CAIP-2 EVM network such as eip155:8453').default('eip155:8453').describe('x402: the CAIP-2 network (default Base)'),
+  X402_ASSET: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'a token address').default('0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913').describe("x402: the ERC-20 token (with EIP-3009) prices are paid in (default Base's USDC)"),
+  X402_ASSET_NAME: z.string().min(1).default('USD Coin').describe("x402: the token's EIP-712 domain name"),
+  X402_ASSET_VERSION: z.string().min(1).default('2').describe("x402: the token's EIP-712 domain version"),
+  X402_ASSET_DECIMALS: z.coerce.number().int().min(0).max(36).default(6).describe("x402: the token's decimals"),
+  X402_FACILITATOR_URL: z.url().default('https://x402.org/facilitator').describe('x402: the facilitator that verifies and settles payments'),
+  X402_MAX_TIMEOUT_SECONDS: z.coerce.number().int().min(10).default(300).describe('x402: how long a payment authorisation may stay open'),
+  X402_FACILITATOR_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(16).describe('x402: calls to the facilitator at once; verifications beyond it are refused with 503 and `Retry-After`, settlements wait'),
+  PAYMENT_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(120).describe('Paid requests without a token per client address per minute, counted before the payment is looked at'),
+  PAYMENTS_TEST_NETWORK: z.enum(['auto', 'on', 'off']).default('auto').describe('Pay per request on public test networks (x402 on Base Sepolia, MPP tempo on Tempo\'s testnet) to a wallet the service makes (`restock wallet show|export|import`): `auto` when neither `X402_PAY_TO` nor `MPP_TEMPO_RECIPIENT` is set and `NODE_ENV` is not `production`, `on`, or `off` (docs/payments.md)'),
+  X402_TEST_NETWORK: z.string().regex(/^eip155:[0-9]+$/, 'a CAIP-2 EVM network such as eip155:84532').default('eip155:84532').describe("The test network's x402 offer: its CAIP-2 network (Base Sepolia; the tests point it at a local chain)"),
+  X402_TEST_ASSET: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'a token address').default('0x036CbD53842c5426634e7929541eC2318f3dCF7e').describe("The test network's x402 offer: the token (Base Sepolia's USDC)"),
+  X402_TEST_ASSET_NAME: z.string().min(1).default('USDC').describe("The test network's x402 offer: the token's EIP-712 domain name"),
+  X402_TEST_ASSET_VERSION: z.string().min(1).default('2').describe("The test network's x402 offer: the token's EIP-712 domain version"),
+  X402_TEST_FACILITATOR_URL: z.url().default('https://x402.org/facilitator').describe("The test network's x402 offer: the facilitator"),
+  NODE_ENV: z.string().optional().describe('`production` makes `PAYMENTS_TEST_NETWORK=auto` refuse to start until the settings say where payments go'),
+  MPP_TEMPO_RECIPIENT: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'an address (0x and 40 hex digits)').optional().describe('MPP `tempo`: the address paid on Tempo (real payments; replaces the test network); without it, no real tempo offer is made'),
+  MPP_TEMPO_RPC_URL: z.url().optional().describe("MPP `tempo`: the Tempo RPC that verifies transfers (unset: the SDK's public endpoint)"),
+  MPP_TEMPO_CURRENCY: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'a token address').optional().describe("MPP `tempo`: the TIP-20 token charged (unset: the SDK's default stablecoin)"),
+  CHECKOUT_PROVIDER: z.enum(['local', 'stripe']).default('local').describe('Where checkoutPlan sends merchants: `local`, a test-mode page, or `stripe`, Stripe Checkout (needs `STRIPE_SECRET_KEY` and `STRIPE_WEBHOOK_SECRET`); stores installed as a Shopify app always buy through Shopify Billing (docs/plans.md)'),
+  PLAN_STARTER_ALERTS_PER_MONTH: z.coerce.number().int().min(0).default(2_000).describe("Alerts a month of the starter plan (its USD 9.99 price is the seed's)"),
+  PLAN_GROWTH_ALERTS_PER_MONTH: z.coerce.number().int().min(0).default(20_000).describe('Alerts a month of the growth plan'),
+  PLAN_GROWTH_PRICE_CENTS: z.coerce.number().int().min(50).default(2_999).describe("The growth plan's monthly price in US cents"),
+  FREE_ALERTS_PER_MONTH: z.coerce.number().int().min(0).default(100).describe('Alerts a month for a store with no plan in force (none, pending, cancelled)'),
+  PAYMENT_SETTLE_TIMEOUT_MS: z.coerce.number().int().min(100).default(15_000).describe('A facilitator or payment processor call slower than this is unreachable (verify) or recorded as pending and reconciled (settle)'),
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000).describe("Outgoing webhooks: the longest one HTTP exchange with a store's endpoint may take, redirects included (docs/webhooks.md)"),
+  WEBHOOK_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(10).describe('Outgoing webhooks: attempts of one delivery before it is given up'),
+  WEBHOOK_RETRY_SCHEDULE: z.string().regex(retrySchedulePattern, 'durations such as 5s,5m,2h, comma separated').default(DEFAULT_RETRY_SCHEDULE).describe('Outgoing webhooks: delays before each retry, comma-separated (units ms, s, m, h), jittered by ±10%; the last repeats'),
+  WEBHOOK_DISABLE_AFTER_FAILURES: z.coerce.number().int().min(1).default(20).describe('Outgoing webhooks: an endpoint is disabled after this many consecutive failed attempts that have gone on for `WEBHOOK_DISABLE_AFTER_HOURS`'),
+  WEBHOOK_DISABLE_AFTER_HOURS: z.coerce.number().int().min(0).default(24).describe("Outgoing webhooks: how long an endpoint's failures must have gone on before it is disabled"),
+  TWILIO_ACCOUNT_SID: z.string().regex(/^AC[0-9a-f]{32}$/, 'a Twilio Account SID (AC and 32 hex digits)').optional().describe("SMS: the service's own Twilio account, with `TWILIO_AUTH_TOKEN` and `TWILIO_FROM` (all three, or none: then only stores with their own account text); see docs/sms.md"),
+  TWILIO_AUTH_TOKEN: z.string().regex(/^[0-9a-f]{32}$/, 'a Twilio auth token (32 hex digits)').optional().describe("SMS: the service's own Twilio account's auth token"),
+  TWILIO_FROM: z.string().regex(/^(\+[1-9][0-9]{6,14}|MG[0-9a-f]{32})$/, 'an E.164 number or a Messaging Service SID').optional().describe("SMS: the service's own sender, an E.164 number or a Messaging Service SID"),
+  TWILIO_API_URL: z.url().refine(isApiOrigin, 'an http(s) origin, without credentials, path or query').default('https://api.twilio.com').describe("Twilio's REST API, an origin only; only a test stand-in changes it"),
+  PUSH_SUBJECT: z.string().regex(/^(mailto:[^\s]+|https:\/\/[^\s]+)$/, 'a mailto: or https: URL').optional().describe('Web push: the VAPID contact, `mailto:` or `https:` (unset: `mailto:` the `MAIL_FROM` address); see docs/push.md'),
+  PUSH_TTL_SECONDS: z.coerce.number().int().min(0).max(28 * 24 * 3600).default(2 * 24 * 3600).describe('Web push: how long a push service keeps an alert for a browser that is offline'),
+  PUSH_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000).describe('Web push: the longest one exchange with a push service may take'),
+  DOUBLE_OPT_IN_EXPIRY_HOURS: z.coerce.number().int().min(1).max(30 * 24).default(72).describe("How long a subscription (or phone) waits for its shopper's confirmation (double opt-in) before it expires, never alerted"),
+  TLS_PORT: z.coerce.number().int().min(0).max(65535).optional().describe('Port of an optional HTTPS listener that asks for client certificates (mtls credentials, RFC 8705); needs `TLS_CERT_FILE` and `TLS_KEY_FILE`'),
+  TLS_CERT_FILE: z.string().optional().describe("The HTTPS listener's certificate (PEM file)"),
+  TLS_KEY_FILE: z.string().optional().describe("The HTTPS listener's private key (PEM file)"),
+  METRICS_TOKEN: z.string().min(16, 'at least 16 characters (a random secret)').optional().describe('Serves Prometheus metrics at `GET /metrics` on `PORT` to whoever presents it as a bearer token (16 characters or more); with neither it nor `METRICS_PORT`, `/metrics` answers 404 (docs/metrics.md)'),
+  METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional().describe('Serves `GET /metrics` on a listener of its own, bound to 127.0.0.1, without a token'),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().refine(isOtlpEndpoint, 'an http(s) URL without credentials, query or fragment').optional().describe('OpenTelemetry traces over OTLP/HTTP (JSON) to this http(s) base URL (`/v1/traces` is added); unset, tracing is not even loaded'),
+  OTEL_SERVICE_NAME: z.string().min(1).optional().describe('The service name on exported traces (unset: `restock`)'),
 });
+
+/** One setting: its variable, the default the parser fills in (`none`: unset stays unset), what it does. */
+export interface Setting {
+  name: string;
+  default: string;
+  description: string;
+}
+
+/** Read off the schema that parses the settings, so it names exactly the variables the service reads. */
+export const SETTINGS: readonly Setting[] = Object.entries(envSchema.shape).map(([name, schema]) => ({
+  name,
+  default: defaultText(schema),
+  description: schema.description ?? '',
+}));
+
+function defaultText(schema: z.ZodType): string {
+  const unset = schema.safeParse(undefined);
+  return unset.success && unset.data !== undefined ? String(unset.data) : 'none';
+}
 
 const trustedIssuerSchema = z.union([
   z.object({ issuer: z.url(), jwks_uri: z.url() }).strict(),
   z.object({ issuer: z.url(), jwks: z.object({ keys: z.array(z.record(z.string(), z.unknown())).min(1) }) }).strict(),
 ]);
 export type TrustedIssuer = z.infer<typeof trustedIssuerSchema>;
-
-export type DatabaseConfig =
-  | { dialect: 'sqlite'; file: string; synchronous: 'FULL' | 'NORMAL'; busyTimeoutMs: number }
-  | { dialect: 'postgres'; url: string; poolMax: number; statementTimeoutMs?: number };
 
 export interface Config {
   port: number;

@@ -3,7 +3,6 @@ import path from 'node:path';
 import SqliteDriver from 'better-sqlite3';
 import { CompiledQuery, Kysely, PostgresDialect, SqliteDialect, sql, type Compilable, type Transaction } from 'kysely';
 import pg from 'pg';
-import { DEFAULT_PG_STATEMENT_TIMEOUT_MS, type DatabaseConfig } from '../../config.ts';
 import { isTransientConflict, pgTypes, QUERY_READ_TIMEOUT, type Dialect } from './dialect.ts';
 import { parsePostgresUrl, type PostgresServer } from '../service-urls.ts';
 import { GroupCommit } from './group-commit.ts';
@@ -15,6 +14,18 @@ export type Db = Kysely<Tables>;
 /** How many times `writeRetrying` runs a transaction PostgreSQL aborted for a lock cycle. */
 const WRITE_ATTEMPTS = 3;
 export type Trx = Transaction<Tables>;
+
+/** How to open the database: an SQLite file, or a PostgreSQL server (`DATABASE_URL`). */
+export type DatabaseConfig =
+  | { dialect: 'sqlite'; file: string; synchronous: 'FULL' | 'NORMAL'; busyTimeoutMs: number }
+  | { dialect: 'postgres'; url: string; poolMax: number; statementTimeoutMs?: number };
+
+/**
+ * Longest a PostgreSQL statement may run before the server cancels it, unless
+ * PG_STATEMENT_TIMEOUT_MS says otherwise; also the bound of a database opened without the
+ * settings (the test command's template, say).
+ */
+export const DEFAULT_PG_STATEMENT_TIMEOUT_MS = 5000;
 
 /**
  * The service's one handle on storage. Stores read through `db` and write through `write`, which
