@@ -1,12 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Config } from './config.ts';
 import type { Database } from './core/db/database.ts';
 import { inDependencyOrder, type Feature } from './core/feature.ts';
 import { clientErrorHandler, frameworkErrors, installErrorHandling } from './core/http/errors.ts';
-import { sharedGates } from './core/http/gates.ts';
+import { apiCors } from './core/http/cors.ts';
+import { idempotencyGate } from './core/http/idempotency.ts';
+import { rateLimitGate } from './core/http/rate-limit.ts';
+import type { Metrics } from './core/metrics.ts';
 import { hostAndOriginCheck } from './core/http/host-check.ts';
+import { operationRoutes } from './core/http/operation-routes.ts';
 import { hostPolicy } from './core/http/host-names.ts';
 import { redactUrl } from './core/http/log-redaction.ts';
 import { openMailTransport, type MailTransport } from './core/mail/transport.ts';
@@ -93,7 +97,10 @@ export async function buildApp(config: Config, database: Database, options: AppO
 
   const gates = sharedGates(config, database, metrics);
   for (const plugin of inDependencyOrder([...features.flatMap((feature) => feature.plugins ?? []), ...gates])) await app.register(plugin);
-  for (const feature of features) for (const routes of feature.routes ?? []) await app.register(routes);
+  for (const feature of features) {
+    if (feature.operations) await app.register(operationRoutes(feature.operations));
+    for (const routes of feature.routes ?? []) await app.register(routes);
+  }
   return app;
 }
 
@@ -111,4 +118,31 @@ function startMaintenance(app: FastifyInstance, features: Feature<unknown>[]): v
   app.addHook('onClose', async () => {
     for (const timer of timers) clearInterval(timer);
   });
+}
+
+/**
+ * The app-wide gates that belong to no feature. The identity gate comes from the agents feature
+ * and the payment gate from payments; each names the gates it must follow.
+ */
+function sharedGates(config: Config, database: Database, metrics?: Metrics): FastifyPluginAsync[] {
+  const perHour = (max: number) => ({ max, windowSeconds: 3600 });
+  return [
+    rateLimitGate({
+      redisUrl: config.redisUrl,
+      registrationPerAddress: perHour(config.agents.rateLimits.registrationsPerHour),
+      storefrontPerAddress: perHour(config.dashboard.rateLimits.storefrontPerHour),
+      storefrontReadPerAddress: { max: config.dashboard.rateLimits.storefrontReadsPerMinute, windowSeconds: 60 },
+      signInPerAddress: perHour(config.dashboard.rateLimits.signInPerHour),
+      paymentPerAddress: { max: config.payments.limitPerAddressPerMinute, windowSeconds: 60 },
+      ...(metrics ? { metrics } : {}),
+    }),
+    idempotencyGate({
+      database,
+      ttlHours: config.idempotencyTtlHours,
+      // Paying callers are known only after their proof is verified, which must come after the
+      // key is checked (a replay is not charged twice): their keys share one namespace.
+      callerOf: (request) => request.caller?.agentId ?? 'payer',
+    }),
+    apiCors,
+  ];
 }

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { unbindFormerOwnersAgents } from './agents/feature.ts';
-import { buildAlerts } from './alerts/feature.ts';
+import { alertJobs, buildAlerts } from './alerts/feature.ts';
 import type { SubscriptionService } from './alerts/service.ts';
 import { buildBilling } from './billing/feature.ts';
 import type { BillingService } from './billing/service.ts';
@@ -23,14 +23,15 @@ import type { DispatchWorker } from './dispatch/worker.ts';
 import { buildInventory } from './inventory/feature.ts';
 import type { InventoryService } from './inventory/service.ts';
 import { buildNotices } from './notices/feature.ts';
+import { declaredPrices } from './operations.ts';
 import { buildPayments } from './payments/feature.ts';
 import type { PaymentService } from './payments/service.ts';
-import { buildShopify, type ShopifyFeature } from './shopify/feature.ts';
+import { buildShopify, openShopifyApp, type ShopifyFeature } from './shopify/feature.ts';
 import { storefrontService } from './storefront/feature.ts';
 import { buildPush } from './push/feature.ts';
 import { buildSms } from './sms/feature.ts';
 import { confirmationTexter, smsSending } from './sms/for-dispatch.ts';
-import { buildStores } from './stores/feature.ts';
+import { buildStores, withStoreOperations } from './stores/feature.ts';
 import type { OwnerChangeListener, StoreService } from './stores/service.ts';
 import { buildWebhooks, type WebhookService } from './webhooks/feature.ts';
 import { buildBigCommerce } from './bigcommerce/feature.ts';
@@ -78,7 +79,8 @@ export function formerOwnerAccess(database: Database, changes: ChangeBus): Owner
 
 /**
  * The features `restock worker` needs (everything but the web's own): each built by its folder's
- * `build` function, then the dispatch worker with every feature's background jobs. `metrics` is
+ * `build` function once what it needs is built (no feature is handed a collaborator later), then
+ * the dispatch worker with every feature's background jobs. `metrics` is
  * what the features report to (openMetrics in src/observability); without it, nothing.
  */
 export async function buildDomainFeatures(config: Config, database: Database, mail: MailTransport, log: FastifyBaseLogger, metrics: Metrics = noMetrics): Promise<DomainFeatures> {
@@ -86,31 +88,38 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
   const changes = openChangeBus(config.redisUrl, database, log);
   const { secretKey: stripeKey, apiUrl: stripeUrl } = config.payments.stripe;
   const stripe = stripeKey ? stripeClient(stripeKey, stripeUrl, config.payments.settleTimeoutMs) : undefined;
-
-  // The store routes show the plan, which billing (built below, on the stores) reports.
-  const stores = buildStores({ config, database, changes, planUsage: (shop) => billing.service.planUsage(shop), onOwnerChange: formerOwnerAccess(database, changes) });
-  const webhooks = buildWebhooks({ config, database, mail, log, stores: stores.service });
   const signer = new TokenSigner(serviceSecret);
-  const alerts = buildAlerts({
+  const payments = buildPayments({ config, database, serviceSecret, log, prices: declaredPrices(), ...(stripe ? { stripe } : {}), metrics });
+  const storesAlone = buildStores({ config, database, changes, onOwnerChange: formerOwnerAccess(database, changes) });
+  const webhooks = buildWebhooks({ config, database, mail, log, stores: storesAlone.service });
+  const shopifyApp = openShopifyApp({ config, stores: storesAlone.service, log });
+  const billing = buildBilling({
+    config,
+    database,
+    mail,
+    stores: storesAlone.service,
+    ...(stripe ? { stripe } : {}),
+    ...(shopifyApp ? { shopify: shopifyApp.billing } : {}),
+    // A plan proposal paid per request is refunded unless the store's owner accepts it.
+    refundPayment: (sessionId) => payments.service.refundResult('checkoutPlan', sessionId),
+  });
+  // The store operations show the plan in force, which billing reports.
+  const stores = withStoreOperations(storesAlone, (shop) => billing.service.planUsage(shop));
+  const alertsAlone = buildAlerts({
     config,
     database,
     signer,
     events: webhooks.service,
-    mail,
-    log,
     settingsOf: (shop) => stores.service.settingsOf(shop),
     requireStorePlatform: (shop, ids) => stores.service.requireStorePlatform(shop, ids),
-    // Inventory is built on the alerts' dispatch below; the mail job asks it only once running.
-    titleOf: async (shop, productId, variantId) => (await inventory.service.describeProduct(shop, productId, variantId))?.productTitle ?? undefined,
-    textConfirmation: () => confirmationTexter({ sms: sms.service, stores: stores.service, inventory: inventory.service, alerts: alerts.service }),
   });
-  const dispatch = buildDispatch({ database, alerts: alerts.service });
+  const dispatch = buildDispatch({ database, alerts: alertsAlone.service });
   const inventory = buildInventory({ database, changes, stores: stores.service, restocks: dispatch.service });
   const conversions = buildConversions({
     config,
     database,
     signer,
-    alerts: alerts.service,
+    alerts: alertsAlone.service,
     dispatch: dispatch.service,
     inventory: inventory.service,
     stores: stores.service,
@@ -122,16 +131,29 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
     database,
     mail,
     stores: stores.service,
-    alerts: alerts.service,
+    alerts: alertsAlone.service,
     events: webhooks.service,
     figures: (shop, from, to) => conversions.service.digestFigures(shop, from, to),
     titles: (shop, productId, variantId) => inventory.service.describeProduct(shop, productId, variantId),
   });
-  const sms = buildSms({ config, database, log, stores: stores.service, consent: alerts.service, deliveries: dispatch.service });
+  const sms = buildSms({ config, database, log, stores: stores.service, consent: alertsAlone.service, deliveries: dispatch.service });
+  // Double opt-in's mails and texts name the product (inventory) and text through SMS, both built on the alerts.
+  const alerts: Feature<SubscriptionService> = {
+    ...alertsAlone,
+    jobs: alertJobs({
+      config,
+      alerts: alertsAlone.service,
+      mail,
+      log,
+      settingsOf: (shop) => stores.service.settingsOf(shop),
+      titleOf: async (shop, productId, variantId) => (await inventory.service.describeProduct(shop, productId, variantId))?.productTitle ?? undefined,
+      textConfirmation: confirmationTexter({ sms: sms.service, stores: stores.service, inventory: inventory.service, alerts: alertsAlone.service }),
+    }),
+  };
   const push = await buildPush({ config, database, log });
-  const billing = buildBilling({ config, database, mail, stores: stores.service, ...(stripe ? { stripe } : {}) });
   const shopify = buildShopify({
     config,
+    app: shopifyApp,
     database,
     log,
     metrics,
@@ -144,14 +166,8 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
     orders: conversions.service,
     storefront: storefrontService({ stores: stores.service, inventory: inventory.service, alerts: alerts.service, offers: { sms: config.sms.account !== undefined, push: true } }),
   });
-  if (shopify.billing) billing.service.useShopify(shopify.billing);
   const woocommerce = buildWooCommerce({ config, database, log, signer, stores: stores.service, inventory: inventory.service, alerts: alerts.service });
   const bigcommerce = buildBigCommerce({ config, database, log, stores: stores.service, inventory: inventory.service, alerts: alerts.service });
-  const payments = buildPayments(config, database, serviceSecret, log, stripe, metrics);
-  // A plan proposal paid per request is refunded unless the store's owner accepts it.
-  billing.service.usePayments((sessionId) => payments.service.refundResult('checkoutPlan', sessionId));
-  // A store installed as the Shopify app pays only through Shopify Billing: refused before any charge.
-  payments.service.checkBeforeCharge('checkoutPlan', (input) => billing.service.requireShopifyBilling(input.shop, 'a plan paid per request'));
   // In the order their routes register (the API index lists operations so).
   const served = { stores, webhooks, inventory, dispatch, conversions, notices, shopify, woocommerce, bigcommerce, alerts, sms, push, payments, billing };
 

@@ -12,6 +12,7 @@ import { buildMcp } from './mcp/feature.ts';
 import { buildObservability, openMetrics } from './observability/feature.ts';
 import { buildShoppers } from './shoppers/feature.ts';
 import { buildStorefront } from './storefront/feature.ts';
+import { checkServed, declaredPrices } from './operations.ts';
 import { buildDomainFeatures } from './domain.ts';
 
 export interface WebOptions {
@@ -49,6 +50,10 @@ export async function buildWebFeatures(config: Config, database: Database, mail:
     signer,
     ...(domain.shopify.shopOfSessionToken ? { shopOfSessionToken: domain.shopify.shopOfSessionToken } : {}),
   });
+  const health = buildHealth({ config, database });
+  const discovery = buildDiscovery({ config, payments: domain.payments, prices: declaredPrices() });
+  const served = [health, discovery, agents, ...Object.values(built)].flatMap((feature) => feature.operations ?? []);
+  checkServed(served);
   return {
     domain,
     changes,
@@ -57,7 +62,7 @@ export async function buildWebFeatures(config: Config, database: Database, mail:
     // The order their routes register in: the web's own among the domain's.
     features: [
       observability,
-      buildHealth({ config, database }),
+      health,
       agents,
       built.stores,
       built.webhooks,
@@ -75,9 +80,9 @@ export async function buildWebFeatures(config: Config, database: Database, mail:
       built.billing,
       dashboard,
       buildShoppers({ alerts: domain.alerts, dispatch: domain.dispatch, conversions: domain.conversions, inventory: domain.inventory, stores: domain.stores }),
-      buildMcp({ config, domain, gate: agents.gate, metrics }),
-      buildA2a({ config, domain, gate: agents.gate, metrics }),
-      buildDiscovery({ config, payments: domain.payments }),
+      buildMcp({ config, operations: served, payments: domain.payments, gate: agents.gate, metrics }),
+      buildA2a({ config, operations: served, payments: domain.payments, gate: agents.gate, metrics }),
+      discovery,
       built.worker,
     ],
   };

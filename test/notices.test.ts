@@ -98,11 +98,8 @@ for (const dialect of testDialects()) {
         database,
         signer: new TokenSigner(randomBytes(32)),
         events: new RecordingSink(),
-        mail,
-        log: pino({ level: 'silent' }),
         settingsOf: (shop) => stores.settingsOf(shop),
         requireStorePlatform: (shop, ids) => stores.requireStorePlatform(shop, ids),
-        titleOf: async () => undefined,
       }).service;
       events = new RecordingSink();
       notices = build().service;

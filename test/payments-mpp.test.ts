@@ -14,6 +14,7 @@ import { assertOnlyGrew, dialectSkip, startTestApp, testConfig, testDialects, ty
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { freePort } from './fixtures/network.ts';
 import { startListeningApp, type ListeningApp } from './fixtures/oauth.ts';
+import { declaredPrices } from '../src/operations.ts';
 import { buildPayments } from '../src/payments/feature.ts';
 import { opaqueOf } from '../src/payments/mpp.ts';
 import { startStripeApi, type StripeApi, type TokenGrant } from './fixtures/stripe-api.ts';
@@ -466,7 +467,7 @@ describe('payment settings', () => {
   it('names the missing settings at start-up', () => {
     const warnings: string[] = [];
     const log = { warn: (_fields: unknown, message: string) => warnings.push(message) } as never;
-    buildPayments(testConfig('sqlite::memory:'), undefined as never, Buffer.from('x'.repeat(32)), log);
+    buildPayments({ config: testConfig('sqlite::memory:'), database: undefined as never, serviceSecret: Buffer.from('x'.repeat(32)), log, prices: declaredPrices() });
     assert.equal(warnings.length, 1);
     for (const name of ['X402_PAY_TO', 'STRIPE_SECRET_KEY', 'STRIPE_NETWORK_ID', 'MPP_TEMPO_RECIPIENT']) assert.match(warnings[0]!, new RegExp(name));
   });

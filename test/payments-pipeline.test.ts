@@ -20,9 +20,10 @@ import { installErrorHandling } from '../src/core/http/errors.ts';
 import { Problem, ValidationFailed } from '../src/core/problems.ts';
 import { paymentGate } from '../src/payments/gate.ts';
 import { MppAcceptance, PaymentNetworkUnreachable, verificationRefusal } from '../src/payments/mpp.ts';
-import { priceSheets, type PaidOperation } from '../src/payments/offers.ts';
-import { declarationOf, paidOperations } from '../src/payments/paid-operations.ts';
-import { paidToolNames } from '../src/mcp/tools.ts';
+import { bindOperations, type BoundPaidTerms } from '../src/core/operations.ts';
+import { declaredOperations, declaredPrices } from '../src/operations.ts';
+import { PriceList, type PaidOperation } from '../src/payments/offers.ts';
+import { paidToolNames, restockTools } from '../src/mcp/tools.ts';
 import { PaymentPipeline, type Accepted, type PaidCall, type Refused, type Served, type TransportProof } from '../src/payments/pipeline.ts';
 import { PaymentService, type Acceptance, type AcceptedPayment, type PaidRequest, type PaidResource, type PaymentRequired, type Settlement } from '../src/payments/service.ts';
 
@@ -30,9 +31,18 @@ const PAYER = '0x00000000000000000000000000000000000000aa';
 const payment: AcceptedPayment = { protocol: 'x402', id: 'pay_test', payer: PAYER, x402: {} as never };
 const proof: TransportProof = { kind: 'x402', payload: {} as never };
 const STARTER_ONLY = 'paying per request buys the starter plan (USD 9.99 a month); other plans are bought with an access token';
+const prices = new PriceList(declaredPrices());
+
+/** A paid operation's declared terms, bound to a service that refuses nothing before the charge. */
+function termsOf(operation: PaidOperation): BoundPaidTerms {
+  const declared = declaredOperations.find((declaration) => declaration.id === operation && declaration.paid);
+  if (!declared) throw new Error(`"${operation}" is not a declared paid operation`);
+  return bindOperations([declared], { requireShopifyBilling: async () => {} })[0]!.paid!;
+}
 
 /** A payment service that records each step it is asked for and answers as the test says. */
 class RecordingPayments {
+  readonly prices = prices;
   readonly steps: string[] = [];
   readonly requests: PaidRequest[] = [];
   acceptance: Acceptance = { kind: 'accepted', payment };
@@ -65,11 +75,6 @@ class RecordingPayments {
   async undo(): Promise<void> {
     this.steps.push('undo');
   }
-
-  /** No feature here refuses an input before the charge. */
-  async refusalBeforeCharge(): Promise<Problem | undefined> {
-    return undefined;
-  }
 }
 
 function pipelineOver(payments: RecordingPayments): PaymentPipeline {
@@ -77,7 +82,7 @@ function pipelineOver(payments: RecordingPayments): PaymentPipeline {
 }
 
 function callOf(operation: PaidOperation, input: unknown): PaidCall {
-  return { operation, input, method: 'POST', path: `/${operation}`, url: `http://restock.test/${operation}`, requestId: 'req-1' };
+  return { operation, terms: termsOf(operation), input, method: 'POST', path: `/${operation}`, url: `http://restock.test/${operation}`, requestId: 'req-1' };
 }
 
 type Outcome = Served<unknown> | PaymentRequired | Refused;
@@ -88,18 +93,16 @@ const never = async (): Promise<Record<string, unknown>> => assert.fail('the han
 const subscription = (extra: Record<string, unknown> = {}) => ({ productId: 'gid://shopify/Product/1', email: 'a@example.com', ...extra });
 
 describe('what each paid operation declares', () => {
-  it('every paid operation has a declaration, priced by its price sheet', () => {
-    for (const operation of Object.keys(priceSheets) as PaidOperation[]) {
-      assert.equal(declarationOf(operation).price, priceSheets[operation], operation);
-    }
-    assert.deepEqual(Object.keys(paidOperations).sort(), Object.keys(priceSheets).sort());
+  it('the price list is exactly the declarations\' paid terms', () => {
+    const paid = declaredOperations.filter((declaration) => declaration.paid);
+    assert.deepEqual(prices.operations().sort(), paid.map((declaration) => declaration.id).sort());
+    for (const declaration of paid) assert.equal(prices.of(declaration.id).usdCents, declaration.paid!.price.usdCents, declaration.id);
+    assert.deepEqual(prices.operations().sort(), ['checkoutPlan', 'getApiIndex', 'subscribeAlert']);
   });
 
-  it('an operation without a declaration cannot be wired into the pipeline', async () => {
-    assert.throws(() => declarationOf('refundEverything' as PaidOperation), /"refundEverything" is not a declared paid operation/);
-    const payments = new RecordingPayments();
-    await assert.rejects(pipelineOver(payments).accept(callOf('refundEverything' as PaidOperation, {}), proof), /not a declared paid operation/);
-    assert.deepEqual(payments.steps, [], 'nothing was claimed');
+  it('an operation without paid terms has no price', () => {
+    assert.throws(() => prices.of('refundEverything'), /"refundEverything" is not a declared paid operation/);
+    assert.throws(() => prices.of('getSubscription'), /"getSubscription" is not a declared paid operation/);
   });
 
   it('records the store the input names, lowercased, and none where the operation names none', async () => {
@@ -131,7 +134,7 @@ describe('what each paid operation declares', () => {
     const payments = new RecordingPayments();
     assert.equal((await pipelineOver(payments).accept(callOf('checkoutPlan', { plan: 'starter', shop: 'plans.myshopify.com' }), proof)).kind, 'accepted');
     for (const operation of ['subscribeAlert', 'getApiIndex'] as const) {
-      assert.equal(declarationOf(operation).admits(operation === 'getApiIndex' ? undefined : subscription({ plan: 'growth' })), true, operation);
+      assert.equal(termsOf(operation).admits(operation === 'getApiIndex' ? undefined : subscription({ plan: 'growth' })), true, operation);
     }
   });
 
@@ -239,7 +242,7 @@ describe('the HTTP gate', () => {
     installErrorHandling(app, 'http://restock.test', 1024);
     for (const plugin of plugins) await app.register(plugin);
     await app.register(async (scope) => {
-      scope.get('/paid', { config: { payment: operation as PaidOperation } }, async () => ({ ok: true }));
+      scope.get('/paid', { config: { payment: { ...termsOf('getApiIndex'), operation } } }, async () => ({ ok: true }));
     });
     return app;
   }
@@ -263,9 +266,11 @@ describe('the HTTP gate', () => {
     );
   });
 
-  it('refuses at start-up an MCP tool whose payment operation has no declaration, as it does a route', () => {
-    const tool = { name: 'refund_everything', paid: 'refundEverything' as PaidOperation };
-    assert.throws(() => paidToolNames([tool] as unknown as Parameters<typeof paidToolNames>[0]), /"refundEverything" is not a declared paid operation/);
+  it('lets a caller without a token reach exactly the MCP tools of paid operations', () => {
+    const served = declaredOperations.flatMap((declaration) => bindOperations([declaration], {}));
+    const expected = declaredOperations.filter((declaration) => declaration.paid && declaration.tool).map((declaration) => declaration.id.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`));
+    assert.deepEqual([...paidToolNames(restockTools(served))].sort(), expected.sort());
+    assert.deepEqual(expected.sort(), ['checkout_plan', 'subscribe_alert']);
   });
 });
 
@@ -290,30 +295,25 @@ describe('MPP refusals, by error type', () => {
   });
 
   /** MPP acceptance with Stripe configured over `create`, the only Stripe call mppx's charge makes. */
-  function stripeAcceptance(create: () => Promise<unknown>) {
+  function stripeAcceptance(create: () => Promise<unknown>, list = prices) {
     const config = { stripe: { secretKey: 'sk_test_pipeline', networkId: 'profile_pipeline' }, tempo: {}, x402: {}, settleTimeoutMs: 500 } as unknown as PaymentsConfig;
     const stripe = { paymentIntents: { create } } as unknown as Stripe;
-    return new MppAcceptance(config, 'k'.repeat(64), 'restock.test', stripe);
+    return new MppAcceptance(config, 'k'.repeat(64), 'restock.test', stripe, list);
   }
 
   /** A Stripe charge the size Stripe takes (the paid operations' own are below its minimum). */
+  const dearer = new PriceList([{ ...prices.of('getApiIndex'), usdCents: 100 }]);
   async function chargeAbove(mpp: MppAcceptance, run: (credential: Credential.Credential) => Promise<unknown>) {
-    const cents = priceSheets.getApiIndex.usdCents;
-    priceSheets.getApiIndex.usdCents = 100;
-    try {
-      const issued = (await mpp.challenges('getApiIndex')).find((c) => c.method === 'stripe')!;
-      const credential = Credential.from({ challenge: issued.toChallenge(), payload: { spt: 'spt_pipeline' } });
-      mpp.precheck(credential, 'getApiIndex', 'k'.repeat(64));
-      return await run(credential);
-    } finally {
-      priceSheets.getApiIndex.usdCents = cents;
-    }
+    const issued = (await mpp.challenges('getApiIndex')).find((c) => c.method === 'stripe')!;
+    const credential = Credential.from({ challenge: issued.toChallenge(), payload: { spt: 'spt_pipeline' } });
+    mpp.precheck(credential, 'getApiIndex', 'k'.repeat(64));
+    return run(credential);
   }
 
   it('tells Stripe out of reach inside mppx’s charge from a refusal, by the Stripe client’s error type', async () => {
-    const unreachable = stripeAcceptance(async () => Promise.reject(Object.assign(new Error('An error occurred with our connection to Stripe.'), { type: 'StripeConnectionError' })));
+    const unreachable = stripeAcceptance(async () => Promise.reject(Object.assign(new Error('An error occurred with our connection to Stripe.'), { type: 'StripeConnectionError' })), dearer);
     await chargeAbove(unreachable, (credential) => assert.rejects(unreachable.verify(credential, 'getApiIndex'), (err) => err instanceof PaymentNetworkUnreachable));
-    const declined = stripeAcceptance(async () => Promise.reject(Object.assign(new Error('Your card was declined; connection fine.'), { type: 'StripeCardError' })));
+    const declined = stripeAcceptance(async () => Promise.reject(Object.assign(new Error('Your card was declined; connection fine.'), { type: 'StripeCardError' })), dearer);
     await chargeAbove(declined, (credential) =>
       assert.rejects(declined.verify(credential, 'getApiIndex'), (err) => err instanceof Problem && err.slug === 'verification-failed' && /declined/.test(err.detail)),
     );
@@ -321,7 +321,7 @@ describe('MPP refusals, by error type', () => {
 
   it('issues challenges that read back exactly as mppx reads their header, each verifiable with the key', async () => {
     const mpp = stripeAcceptance(async () => ({}));
-    for (const operation of Object.keys(priceSheets) as PaidOperation[]) {
+    for (const operation of prices.operations()) {
       for (const issued of await mpp.challenges(operation)) {
         const read = Challenge.deserialize(issued.serialize());
         assert.equal(JSON.stringify(issued.toChallenge()), JSON.stringify(read), `${operation} ${issued.method}`);
@@ -335,7 +335,7 @@ describe('the payment ledger, by tenancy', () => {
   it('lists a store’s payments only to an agent bound to it, as if the store did not exist to any other', async () => {
     const asked: string[] = [];
     const store = { listForStore: async (domain: string) => (asked.push(domain), []) };
-    const service = new PaymentService(store as never, () => Promise.reject(new Error('no payment is taken here')), [], 'secret');
+    const service = new PaymentService(prices, store as never, () => Promise.reject(new Error('no payment is taken here')), [], 'secret');
     const agent = (storeDomain: string | null): Caller => ({ agentId: 'agent', scopes: new Set(['api:read']), storeDomain, rateLimitPerMinute: 60, tokenId: 't' });
     assert.deepEqual(await service.listPayments(agent('shop.myshopify.com'), 'Shop.myshopify.com'), []);
     await assert.rejects(service.listPayments(agent('other.myshopify.com'), 'shop.myshopify.com'), (err) => err instanceof Problem && err.status === 404);

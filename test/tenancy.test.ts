@@ -3,8 +3,10 @@
  * operation, each MCP tool and each A2A skill with store B's domain and B's record ids, and is
  * refused (404 as if the record did not exist, 403 for a write naming B) with every table left as
  * it was. Operations come from the app's own /openapi.json, tools from tools/list and skills from
- * the agent card, so one added later without a case here fails this file. A second test keeps
- * the tenancy rules inside the services.
+ * the agent card; each case is generated from the operation's declaration (its tenancy and its
+ * example, aimed at B), so an operation added later is walked without a line here, and a route
+ * outside the registry fails this file until it is listed. A second test keeps the tenancy rules
+ * inside the services.
  */
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -12,6 +14,8 @@ import path from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { after, before, describe, it } from './fixtures/suites.ts';
 import { a2aClient, problemOf, skillMessage, withToken } from './fixtures/a2a.ts';
+import { toolNameOf } from '../src/core/operations.ts';
+import { declaredOperations } from '../src/operations.ts';
 import { call, expectStatus, storeWithAgent, uniqueEmail, type StoreAgent } from './fixtures/agents.ts';
 import { dialectSkip, startListeningTestApp, testDialects, type TestApp } from './fixtures/app.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
@@ -33,91 +37,50 @@ interface TenantB {
   suppressed: string;
 }
 
-/** One operation called as A against B: the answer expected, and what to send besides the path. */
-interface WalkCase {
-  status: 403 | 404;
-  query?: (b: TenantB) => Record<string, string>;
-  body?: (b: TenantB) => unknown;
-}
-
-/** Every operation that names a store or a record, and how to aim it at store B. */
-const HTTP_CASES: Record<string, WalkCase> = {
-  getStore: { status: 404 },
-  updateStoreSettings: { status: 404, body: () => ({ senderName: 'Not yours' }) },
-  connectWooCommerce: { status: 404, body: () => ({ siteUrl: 'https://shop.example.com', consumerKey: `ck_${'1'.repeat(40)}`, consumerSecret: `cs_${'1'.repeat(40)}` }) },
-  authorizeWooCommerce: { status: 404, body: () => ({ siteUrl: 'https://shop.example.com' }) },
-  getWooCommerceConnection: { status: 404 },
-  disconnectWooCommerce: { status: 404 },
-  getBigCommerceConnection: { status: 404 },
-  listStoreAgents: { status: 404 },
-  revokeStoreAgent: { status: 404 },
-  getStockStatus: { status: 404, query: (b) => ({ productId: b.productId }) },
-  reportInventory: { status: 404, body: (b) => ({ items: [{ productId: b.productId, variantId: b.variantId, available: 0 }] }) },
-  getAlertQueue: { status: 404 },
-  listNotifications: { status: 404, query: (b) => ({ restockId: b.restockId }) },
-  listSuppressions: { status: 404 },
-  suppressAddress: { status: 404, body: () => ({ email: uniqueEmail('not-yours'), reason: 'manual' }) },
-  unsuppressAddress: { status: 404 },
-  listOutbox: { status: 404 },
-  listPayments: { status: 404 },
-  getSubscription: { status: 404 },
-  cancelSubscription: { status: 404 },
-  subscribeAlert: { status: 403, body: (b) => ({ productId: b.productId, email: uniqueEmail('shopper'), shop: b.agent.domain }) },
-  getCheckoutSession: { status: 404 },
-  checkoutPlan: { status: 403, body: (b) => ({ plan: 'starter', shop: b.agent.domain }) },
-  reportOrder: { status: 404, body: (b) => ({ orderId: '1', email: uniqueEmail('buyer'), placedAt: new Date().toISOString(), currency: 'EUR', lines: [{ lineId: '1', productId: b.productId, quantity: 1, amountMinor: 100 }] }) },
-  reportRefund: { status: 404, body: () => ({ refundId: '1', refundedAt: new Date().toISOString(), currency: 'EUR', lines: [{ lineId: '1', quantity: 1, amountMinor: 100 }] }) },
-  reportCancellation: { status: 404, body: () => ({ cancelledAt: new Date().toISOString() }) },
-  getPerformance: { status: 404 },
-  exportCsv: { status: 404 },
-  listWebhookEndpoints: { status: 404 },
-  getWebhookEndpoint: { status: 404 },
-  deleteWebhookEndpoint: { status: 404 },
-  listWebhookDeliveries: { status: 404 },
-  createWebhookEndpoint: { status: 404, body: () => ({ url: 'https://hooks.example.com/x' }) },
-  updateWebhookEndpoint: { status: 404, body: () => ({ enabled: false }) },
-};
-
-/** Operations that name no tenant's record, and why they are not walked. */
-const HTTP_WITHOUT_TENANT: Record<string, string> = {
-  getHealth: 'service health',
-  getApiIndex: 'the index of operations',
-  listPlans: 'the public catalogue of plans',
+/**
+ * Routes outside the operation registry: protocols with a wire format of their own, and pages.
+ * Each either names no tenant's record (why) or is walked here by hand.
+ */
+const ROUTES_WITHOUT_TENANT: Record<string, string> = {
   registerAgent: 'makes a new agent; names nothing that exists',
   claimAgent: "takes no access token: a store is bound only with the code e-mailed to its owner (test/agents.test.ts)",
   token: "exchanges the caller's own identity assertion",
   revokeToken: 'RFC 7009: whoever holds a token may revoke it; it names no record',
-  getAgent: 'the calling agent itself',
   getStorefrontAvailability: "the storefront widget's public read for shoppers, no agent (test/storefront-api.test.ts)",
   subscribeShopper: "the storefront widget's public subscribe for shoppers, no agent (test/storefront-api.test.ts)",
   getPushPublicKey: "the service's VAPID public key, the same for every store (test/push.test.ts)",
 };
+/** Routes outside the registry that name a store (a CSV stream), walked by hand with these inputs. */
+const ROUTES_WALKED: Record<string, Record<string, unknown>> = { exportCsv: { shop: 'any', kind: 'orders' } };
 
-/** Every MCP tool that names a store or a record, with B's values. */
-const TOOL_CASES: Record<string, { status: 403 | 404; args: (b: TenantB) => Record<string, unknown> }> = {
-  subscribe_alert: { status: 403, args: (b) => ({ productId: b.productId, email: uniqueEmail('shopper'), shop: b.agent.domain }) },
-  get_subscription: { status: 404, args: (b) => ({ subscriptionId: b.subscriptionId }) },
-  cancel_subscription: { status: 404, args: (b) => ({ subscriptionId: b.subscriptionId }) },
-  checkout_plan: { status: 403, args: (b) => ({ plan: 'starter', shop: b.agent.domain }) },
-  get_stock_status: { status: 404, args: (b) => ({ shop: b.agent.domain }) },
-  get_alert_queue: { status: 404, args: (b) => ({ shop: b.agent.domain }) },
-  get_performance: { status: 404, args: (b) => ({ shop: b.agent.domain }) },
-  report_inventory: { status: 404, args: (b) => ({ shop: b.agent.domain, items: [{ productId: b.productId, variantId: b.variantId, available: 0 }] }) },
-};
+/** B's value for each field an operation's input may name; any other field keeps its example's value. */
+function valuesOfB(b: TenantB): Record<string, unknown> {
+  return {
+    shop: b.agent.domain,
+    productId: b.productId,
+    variantId: b.variantId,
+    subscriptionId: b.subscriptionId,
+    sessionId: b.sessionId,
+    restockId: b.restockId,
+    agentId: b.agent.registrationId,
+    email: b.suppressed,
+    endpointId: 'whe_0fnobody',
+  };
+}
 
-const TOOLS_WITHOUT_TENANT: Record<string, string> = {
-  get_health: 'service health',
-};
+/** A declaration's example aimed at store B: every field named after one of B's values takes it, at any depth. */
+function aimedAtB(example: unknown, b: TenantB): Record<string, unknown> {
+  const values = valuesOfB(b);
+  const aim = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(aim);
+    if (typeof value !== 'object' || value === null) return value;
+    return Object.fromEntries(Object.entries(value).map(([key, field]) => [key, Object.hasOwn(values, key) ? values[key] : aim(field)]));
+  };
+  return aim(example) as Record<string, unknown>;
+}
 
-/** Every A2A skill names a store or a record; each is its MCP tool's twin, so it takes the tool's case. */
-const SKILL_CASES: Record<string, (typeof TOOL_CASES)[string]> = {
-  subscribeAlert: TOOL_CASES.subscribe_alert!,
-  getSubscription: TOOL_CASES.get_subscription!,
-  cancelSubscription: TOOL_CASES.cancel_subscription!,
-  checkoutPlan: TOOL_CASES.checkout_plan!,
-  getStockStatus: TOOL_CASES.get_stock_status!,
-  getAlertQueue: TOOL_CASES.get_alert_queue!,
-};
+const declarations = new Map(declaredOperations.map((declaration) => [declaration.id, declaration]));
+const declarationOfTool = new Map(declaredOperations.map((declaration) => [toolNameOf(declaration.id), declaration]));
 
 interface Operation {
   operationId: string;
@@ -140,23 +103,18 @@ function operationsOf(document: { paths: Record<string, Record<string, { operati
   return operations;
 }
 
-/** The operation's path with B's values for its parameters. */
-function pathFor(operation: Operation, b: TenantB): string {
-  const values: Record<string, string> = {
-    domain: b.agent.domain,
-    subscriptionId: b.subscriptionId,
-    sessionId: b.sessionId,
-    agentId: b.agent.registrationId,
-    email: b.suppressed,
-    orderId: '1',
-    kind: 'orders',
-    endpointId: 'whe_0fnobody',
-  };
-  return operation.path.replace(/\{([A-Za-z0-9_]+)\}/g, (_, name: string) => {
-    const value = values[name];
-    assert.ok(value, `${operation.operationId}: no value of store B for the path parameter ${name}`);
-    return encodeURIComponent(value);
+/** The operation's path with the input's values for its parameters, and the rest of the input as its query or body. */
+function requestFor(operation: Operation, input: Record<string, unknown>): { url: string; body?: unknown } {
+  const rest = { ...input };
+  const path = operation.path.replace(/\{([A-Za-z0-9_]+)\}/g, (_, name: string) => {
+    const value = rest[name];
+    assert.ok(value !== undefined, `${operation.operationId}: no value for the path parameter ${name}`);
+    delete rest[name];
+    return encodeURIComponent(String(value));
   });
+  if (operation.method !== 'GET' && operation.method !== 'DELETE') return { url: path, body: rest };
+  const query = new URLSearchParams(Object.entries(rest).map(([name, value]) => [name, String(value)]));
+  return { url: query.size > 0 ? `${path}?${query}` : path };
 }
 
 /** Fails naming the keys of one table missing from, or left over in, the other. */
@@ -218,20 +176,26 @@ for (const dialect of testDialects()) {
     it("refuses every HTTP operation that names store B or one of its records to store A's agent, changing nothing", async () => {
       const document = expectStatus(await call(t.app, 'GET', '/openapi.json'), 200);
       const operations = operationsOf(document);
-      assertCovers([...Object.keys(HTTP_CASES), ...Object.keys(HTTP_WITHOUT_TENANT)], operations.map((o) => o.operationId), 'operations');
+      assertCovers([...declarations.keys(), ...Object.keys(ROUTES_WITHOUT_TENANT), ...Object.keys(ROUTES_WALKED)], operations.map((o) => o.operationId), 'operations');
 
-      for (const operation of operations.filter((o) => HTTP_CASES[o.operationId])) {
-        const walk = HTTP_CASES[operation.operationId]!;
-        const query = walk.query ? `?${new URLSearchParams(walk.query(b))}` : '';
-        const url = pathFor(operation, b) + query;
+      let walked = 0;
+      for (const operation of operations) {
+        const declaration = declarations.get(operation.operationId);
+        if (declaration && 'none' in declaration.tenancy) continue;
+        if (!declaration && !ROUTES_WALKED[operation.operationId]) continue;
+        const status = declaration && 'refusal' in declaration.tenancy ? declaration.tenancy.refusal : 404;
+        const { url, body } = requestFor(operation, aimedAtB(declaration?.example ?? ROUTES_WALKED[operation.operationId], b));
         const what = `${operation.operationId}: ${operation.method} ${url}`;
         const before = await t.tableDigests();
-        const res = await call(t.app, operation.method, url, { token: a.token, ...(walk.body ? { body: walk.body(b) } : {}) });
-        assert.equal(res.statusCode, walk.status, `${what} answered ${res.statusCode}: ${res.body}`);
+        const res = await call(t.app, operation.method, url, { token: a.token, ...(body === undefined ? {} : { body }) });
+        assert.equal(res.statusCode, status, `${what} answered ${res.statusCode}: ${res.body}`);
         assert.match(String(res.headers['content-type']), /^application\/problem\+json/, what);
-        assert.equal(res.json().status, walk.status, what);
+        assert.equal(res.json().status, status, what);
         assert.deepEqual(await t.tableDigests(), before, `${what} changed stored data`);
+        walked++;
       }
+      const refusing = declaredOperations.filter((declaration) => 'refusal' in declaration.tenancy).length;
+      assert.equal(walked, refusing + Object.keys(ROUTES_WALKED).length, 'every declared operation that names a tenant was walked');
     });
 
     it("refuses every MCP tool called with store B's shop or ids to store A's agent, changing nothing", async () => {
@@ -239,14 +203,16 @@ for (const dialect of testDialects()) {
       await client.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`), { requestInit: { headers: { authorization: `Bearer ${a.token}` } } }));
       clients.push(client);
       const { tools } = await client.listTools();
-      assertCovers([...Object.keys(TOOL_CASES), ...Object.keys(TOOLS_WITHOUT_TENANT)], tools.map((tool) => tool.name), 'MCP tools');
+      const offered = declaredOperations.filter((declaration) => declaration.tool).map((declaration) => toolNameOf(declaration.id));
+      assertCovers(offered, tools.map((tool) => tool.name), 'MCP tools');
 
-      for (const tool of tools.filter((candidate) => TOOL_CASES[candidate.name])) {
-        const walk = TOOL_CASES[tool.name]!;
+      for (const tool of tools) {
+        const declaration = declarationOfTool.get(tool.name)!;
+        if ('none' in declaration.tenancy) continue;
         const before = await t.tableDigests();
-        const result = await client.callTool({ name: tool.name, arguments: walk.args(b) });
+        const result = await client.callTool({ name: tool.name, arguments: aimedAtB(declaration.example, b) });
         assert.equal(result.isError, true, `${tool.name} answered ${JSON.stringify(result)}`);
-        assert.equal((result.structuredContent as { status?: number } | undefined)?.status, walk.status, `${tool.name}: ${JSON.stringify(result)}`);
+        assert.equal((result.structuredContent as { status?: number } | undefined)?.status, declaration.tenancy.refusal, `${tool.name}: ${JSON.stringify(result)}`);
         assert.deepEqual(await t.tableDigests(), before, `${tool.name} changed stored data`);
       }
     });
@@ -254,13 +220,14 @@ for (const dialect of testDialects()) {
     it("refuses every A2A skill sent with store B's shop or ids to store A's agent, changing nothing", async () => {
       const client = await a2aClient(base);
       const { skills } = await client.getAgentCard();
-      assertCovers(Object.keys(SKILL_CASES), skills.map((skill) => skill.id), 'A2A skills');
+      assertCovers(declaredOperations.filter((declaration) => declaration.skill).map((declaration) => declaration.id), skills.map((skill) => skill.id), 'A2A skills');
 
       for (const skill of skills) {
-        const walk = SKILL_CASES[skill.id]!;
+        const declaration = declarations.get(skill.id)!;
+        assert.ok('refusal' in declaration.tenancy, `${skill.id}: every skill names a store or a record`);
         const before = await t.tableDigests();
-        const answer = await client.sendMessage({ tenant: '', message: skillMessage(skill.id, walk.args(b)), configuration: undefined, metadata: undefined }, withToken(a.token));
-        assert.equal(problemOf(answer).status, walk.status, `${skill.id}: ${JSON.stringify(answer)}`);
+        const answer = await client.sendMessage({ tenant: '', message: skillMessage(skill.id, aimedAtB(declaration.example, b)), configuration: undefined, metadata: undefined }, withToken(a.token));
+        assert.equal(problemOf(answer).status, declaration.tenancy.refusal, `${skill.id}: ${JSON.stringify(answer)}`);
         assert.deepEqual(await t.tableDigests(), before, `${skill.id} changed stored data`);
       }
     });

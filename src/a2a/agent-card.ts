@@ -1,6 +1,6 @@
 import { AgentCard, type AgentExtension, type AgentSkill, type SecurityRequirement } from '@a2a-js/sdk';
 import { API_VERSION } from '../discovery/openapi.ts';
-import { priceSheets, usdDecimal } from '../payments/offers.ts';
+import { usdDecimal } from '../core/operations.ts';
 import { INPUT_KEY, SKILL_KEY, inputJsonSchema, type Skill } from './skills.ts';
 
 /** The x402 payments extension for A2A (google-agentic-commerce/a2a-x402, v0.2): its URI, as the spec fixes it. */
@@ -90,7 +90,7 @@ export function agentCard(o: AgentCardOptions): AgentCard {
 
 function cardSkill(skill: Skill, operation: OperationDescription): AgentSkill {
   const needs: SecurityRequirement[] = [{ schemes: { [SECURITY_SCHEME]: { list: skill.scope ? [skill.scope] : [] } } }];
-  const price = skill.paid && priceSheets[skill.paid];
+  const price = skill.paid?.price;
   return {
     id: skill.id,
     name: skill.title,
@@ -132,7 +132,7 @@ function skillInputExtension(o: AgentCardOptions, skills: Array<{ skill: Skill; 
 }
 
 function x402Extension(payable: Skill[]): AgentExtension {
-  const prices = payable.map((skill) => `${skill.id} (USD ${usdDecimal(priceSheets[skill.paid!].usdCents)})`).join(', ');
+  const prices = payable.map((skill) => `${skill.id} (USD ${usdDecimal(skill.paid!.price.usdCents)})`).join(', ');
   return {
     uri: X402_EXTENSION_URI,
     description:

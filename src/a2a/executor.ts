@@ -126,7 +126,8 @@ export class RestockExecutor implements AgentExecutor {
     }
     const proof = payment.kind === 'submitted' ? { kind: 'x402' as const, payload: payment.payload } : undefined;
     const call: PaidCall = {
-      operation: skill.paid,
+      operation: skill.paid.operation,
+      terms: skill.paid,
       input,
       method: 'A2A',
       path: `/a2a message/send ${skill.id}`,

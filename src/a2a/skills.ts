@@ -1,39 +1,21 @@
 import { z } from 'zod';
-import type { Scope } from '../agents/scopes.ts';
+import type { Scope } from '../core/scopes.ts';
 import type { Caller } from '../core/http/caller.ts';
 import type { FieldError } from '../core/problems.ts';
-import type { Domain } from '../domain.ts';
-import { restockTools } from '../mcp/tools.ts';
-import { priceSheets, type PaidOperation } from '../payments/offers.ts';
+import { toolNameOf, type BoundPaidTerms, type Operation } from '../core/operations.ts';
 
-/**
- * The operations offered as A2A skills. Each is the MCP tool of the same operation (its input and
- * output schemas, the scope its HTTP twin needs, the service call), named by the HTTP operation's
- * `operationId`; what the A2A layer adds is only an example input for the card.
- */
-const OFFERED = {
-  subscribeAlert: { productId: 'gid://shopify/Product/123', variantId: 'gid://shopify/ProductVariant/456', email: 'shopper@example.com', shop: 'my-store.myshopify.com' },
-  getSubscription: { subscriptionId: 'sub_0123456789abcdefghijklmnop' },
-  cancelSubscription: { subscriptionId: 'sub_0123456789abcdefghijklmnop' },
-  getStockStatus: { shop: 'my-store.myshopify.com' },
-  getAlertQueue: { shop: 'my-store.myshopify.com' },
-  checkoutPlan: { plan: 'starter', shop: 'my-store.myshopify.com' },
-} satisfies Record<string, Record<string, unknown>>;
-
-export type SkillId = keyof typeof OFFERED;
-
-/** A skill: what a message names, and the service call it runs with the caller. */
+/** A skill: what a message names, and the operation it runs with the caller. */
 export interface Skill {
-  /** The HTTP operation's `operationId`, which is also what a message names. */
-  id: SkillId;
-  /** The MCP tool it shares its definition with. */
+  /** The operation's `operationId`, which is also what a message names. */
+  id: string;
+  /** The MCP tool it shares its declaration with. */
   tool: string;
   title: string;
   description: string;
-  /** The scope its HTTP twin needs. */
+  /** The scope its operation declares. */
   scope?: Scope;
-  /** The paid operation it is, when callers without a token may pay for it. */
-  paid?: PaidOperation;
+  /** Its terms of payment, when callers without a token may pay for it. */
+  paid?: BoundPaidTerms;
   /** Payable per call over A2A: x402 is the protocol A2A has an extension for, and it must pay this operation. */
   payableWithX402: boolean;
   input: z.ZodType;
@@ -43,46 +25,30 @@ export interface Skill {
   run(input: unknown, caller: Caller, paidWith?: 'x402' | 'mpp'): Promise<unknown>;
 }
 
-/** The shape every tool has (`restockTools` types each with its own schemas). */
-interface ToolShape {
-  name: string;
-  title: string;
-  description: string;
-  scope?: Scope;
-  paid?: PaidOperation;
-  input: z.ZodType;
-  output: z.ZodType;
-  run(input: never, caller: Caller, paidWith?: 'x402' | 'mpp'): Promise<unknown>;
-}
-
-/** `subscribeAlert` → `subscribe_alert`: how the MCP tools are named after the operations. */
-export const toolNameOf = (operationId: string) => operationId.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
-
 /**
- * The skills, built from the MCP tools. A skill whose tool is missing, or whose example its own
- * schema refuses, stops the start: the card must not promise what the endpoint would refuse.
+ * The declared operations offered as A2A skills (`skill` in their declaration), each the MCP tool
+ * of the same operation; what the A2A layer adds is only the declaration's example on the card.
  */
-export function restockSkills(domain: Domain, serviceName: string): Skill[] {
-  const tools = new Map((restockTools(domain, serviceName) as unknown as ToolShape[]).map((tool) => [tool.name, tool]));
-  return (Object.entries(OFFERED) as Array<[SkillId, Record<string, unknown>]>).map(([id, example]) => {
-    const tool = tools.get(toolNameOf(id));
-    if (!tool) throw new Error(`The A2A skill ${id} has no MCP tool ${toolNameOf(id)} to share its definition with.`);
-    const checked = tool.input.safeParse(example);
-    if (!checked.success) throw new Error(`The A2A skill ${id}'s example is refused by its own schema: ${checked.error.message}`);
-    return {
-      id,
-      tool: tool.name,
-      title: tool.title,
-      description: tool.description,
-      ...(tool.scope ? { scope: tool.scope } : {}),
-      ...(tool.paid ? { paid: tool.paid } : {}),
-      payableWithX402: tool.paid !== undefined && priceSheets[tool.paid].x402,
-      input: tool.input,
-      output: tool.output,
-      example,
-      run: (input, caller, paidWith) => tool.run(input as never, caller, paidWith),
-    };
-  });
+export function restockSkills(operations: Operation[]): Skill[] {
+  return operations
+    .filter((operation) => operation.declaration.skill)
+    .map((operation) => {
+      const { declaration, paid } = operation;
+      if (!declaration.tool) throw new Error(`The A2A skill ${declaration.id} offers no MCP tool to share its definition with.`);
+      return {
+        id: declaration.id,
+        tool: toolNameOf(declaration.id),
+        title: declaration.tool.title,
+        description: declaration.tool.description ?? declaration.summary,
+        ...(declaration.scope ? { scope: declaration.scope } : {}),
+        ...(paid ? { paid } : {}),
+        payableWithX402: paid?.price.x402 === true,
+        input: declaration.input,
+        output: declaration.output,
+        example: declaration.example as Record<string, unknown>,
+        run: (input, caller, paidWith) => operation.run(input, { caller, ...(paidWith ? { paidWith } : {}) }),
+      };
+    });
 }
 
 /** The JSON Schema of a skill's input, converted as the MCP server converts its tools' schemas (`tools/list` gives the same). */

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { ID_JAG_TOKEN_TYPE } from './identity-assertions.ts';
 import { authorizationServerMetadata, openidConfiguration, protectedResourceMetadata, type MetadataOptions } from './metadata.ts';
-import { scopeDescriptions } from './scopes.ts';
+import { scopeDescriptions } from '../core/scopes.ts';
 import type { SigningKeys } from './signing-keys.ts';
 
 /**

@@ -1,3 +1,4 @@
+import { bindOperations } from '../core/operations.ts';
 import type { Config } from '../config.ts';
 import { LocalChangeBus, type ChangeBus } from '../core/changes/bus.ts';
 import type { Database } from '../core/db/database.ts';
@@ -8,6 +9,7 @@ import { AccessTokens } from './access-tokens.ts';
 import { agentDiscoveryRoutes } from './discovery-routes.ts';
 import { bearerGate, identityGate, type BearerGate } from './gate.ts';
 import { IdentityAssertions } from './identity-assertions.ts';
+import { agentOperations } from './operations.ts';
 import { agentRoutes } from './routes.ts';
 import { storeScopes } from './scopes.ts';
 import { AgentService } from './service.ts';
@@ -66,6 +68,7 @@ export async function buildAgents({ config, database, mail, stores, changes, cac
     service,
     gate,
     plugins: [identityGate(gate)],
+    operations: bindOperations(agentOperations, service),
     routes: [agentRoutes(service, config.baseUrl, config.bodyLimitBytes), agentDiscoveryRoutes(metadata, keys)],
     maintenance: [
       {

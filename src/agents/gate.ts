@@ -5,7 +5,7 @@ import { problemResponses } from '../core/http/openapi-responses.ts';
 import { Problem } from '../core/problems.ts';
 import { certificateThumbprint } from './access-tokens.ts';
 import { InsufficientScope, InvalidRequest, OAuthProblem } from './errors.ts';
-import type { Scope } from './scopes.ts';
+import type { Scope } from '../core/scopes.ts';
 import type { Caller } from '../core/http/caller.ts';
 import type { AgentService, ClientContext } from './service.ts';
 

@@ -1,5 +1,6 @@
 import { ID_JAG_TOKEN_TYPE } from './identity-assertions.ts';
-import { allScopes, postClaimScopes, preClaimScopes } from './scopes.ts';
+import { allScopes } from '../core/scopes.ts';
+import { postClaimScopes, preClaimScopes } from './scopes.ts';
 
 export interface MetadataOptions {
   baseUrl: string;

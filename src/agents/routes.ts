@@ -10,22 +10,19 @@ import { OAuthProblem } from './errors.ts';
 import { clientContext } from './gate.ts';
 import { JWT_BEARER_GRANT } from './metadata.ts';
 import {
-  agentViewSchema,
   claimBody,
   claimResponse,
   registerAgentBody,
   registerAgentResponse,
   revokeRequestBody,
-  storeAgentParams,
   tokenRequestBody,
   type ClaimInput,
 } from './schemas.ts';
 import type { AgentService } from './service.ts';
-import { storeParams } from '../stores/schemas.ts';
 
 const FORM = 'application/x-www-form-urlencoded';
 
-/** Registration, claim (API and page), the caller's own view, and the store owner's agent list. */
+/** Registration and claim (API and page), and the OAuth endpoints. */
 export function agentRoutes(service: AgentService, baseUrl: string, bodyLimitBytes: number) {
   return async function (app: FastifyInstance) {
     parseUrlEncodedForms(app);
@@ -81,41 +78,6 @@ export function agentRoutes(service: AgentService, baseUrl: string, bodyLimitByt
           : emailForm(token, state.emailToConfirm);
         return reply.type('text/html; charset=utf-8').header('cache-control', 'no-store').send(page('Claim your agent', body));
       },
-    });
-
-    api.get('/api/agent/me', {
-      config: { scope: 'api:read' },
-      schema: {
-        operationId: 'getAgent',
-        summary: 'The calling agent: its scopes, store binding and rate limit',
-        tags: ['agents'],
-        response: { 200: agentViewSchema },
-      },
-      handler: (request) => service.describeAgent(request.caller!),
-    });
-
-    api.get('/api/v1/stores/:domain/agents', {
-      config: { scope: 'api:read' },
-      schema: {
-        operationId: 'listStoreAgents',
-        summary: "List the agents bound to a store (the owner's agents only)",
-        tags: ['stores'],
-        params: storeParams,
-        response: { 200: z.object({ agents: z.array(agentViewSchema) }), ...problemResponses(400, 404) },
-      },
-      handler: async (request) => ({ agents: await service.listStoreAgents(request.params.domain, request.caller!) }),
-    });
-
-    api.delete('/api/v1/stores/:domain/agents/:agentId', {
-      config: { scope: 'api:write' },
-      schema: {
-        operationId: 'revokeStoreAgent',
-        summary: "Revoke one of a store's agents; its tokens stop working at once",
-        tags: ['stores'],
-        params: storeAgentParams,
-        response: { 200: agentViewSchema, ...problemResponses(400, 404, 503) },
-      },
-      handler: (request) => service.revokeStoreAgent(request.params.domain, request.params.agentId, request.caller!),
     });
 
     await app.register(oauthEndpoints(service, baseUrl, bodyLimitBytes));

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { emailSchema } from '../core/email.ts';
 import { shopSchema } from '../stores/schemas.ts';
 import { ID_JAG_TOKEN_TYPE } from './identity-assertions.ts';
-import { allScopes } from './scopes.ts';
+import { allScopes } from '../core/scopes.ts';
 
 const scopeList = z.array(z.enum(allScopes as [string, ...string[]]));
 const credentialType = z.enum(['bearer_token', 'mtls']);
@@ -124,10 +124,7 @@ export const agentViewSchema = z
   })
   .describe('An agent');
 
-export const storeAgentParams = z.object({
-  domain: shopSchema,
-  agentId: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be an agent id such as agt_...'),
-});
+export const agentIdSchema = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be an agent id such as agt_...');
 
 export const tokenRequestBody = z.object({
   grant_type: z.string().min(1).max(200),

@@ -1,22 +1,10 @@
-/** The scopes of the seed, with what each lets an agent do here. */
-export const scopeDescriptions = {
-  'api:read': 'Read stock status, alert queue lengths, store configuration and subscriptions',
-  'api:write': 'Create and manage back-in-stock customer subscriptions; check out plans',
-  'inventory:alerts': 'Report stock and dispatch e-mail alerts for the store the agent is bound to',
-} as const;
-
-export type Scope = keyof typeof scopeDescriptions;
-export const allScopes = Object.keys(scopeDescriptions) as Scope[];
+import { isScope, type Scope } from '../core/scopes.ts';
 
 /** What an agent holds before its claim, and what every claim grants. */
 export const preClaimScopes: Scope[] = ['api:read', 'api:write'];
 export const postClaimScopes: Scope[] = ['api:read', 'api:write'];
 /** Only an agent bound to a store by its owner may hold these. */
 export const storeScopes: Scope[] = ['inventory:alerts'];
-
-export function isScope(value: string): value is Scope {
-  return Object.hasOwn(scopeDescriptions, value);
-}
 
 /** Splits an OAuth `scope` string; unknown names are dropped (RFC 6749 §3.3 lets us grant less). */
 export function parseScopes(text: string | undefined | null): Scope[] {

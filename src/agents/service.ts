@@ -14,7 +14,8 @@ import type { AccessTokens } from './access-tokens.ts';
 import { ClaimFailed, InvalidGrant, InvalidRequest, InvalidToken } from './errors.ts';
 import { ID_JAG_TOKEN_TYPE, type IdentityAssertions, type VerifiedAssertion } from './identity-assertions.ts';
 import type { AgentView, ClaimInput, RegisterAgentInput } from './schemas.ts';
-import { formatScopes, grantScopes, parseScopes, postClaimScopes, preClaimScopes, storeScopes, type Scope } from './scopes.ts';
+import type { Scope } from '../core/scopes.ts';
+import { formatScopes, grantScopes, parseScopes, postClaimScopes, preClaimScopes, storeScopes } from './scopes.ts';
 import type { AgentRow, AgentRepository, ClaimAttemptRow } from './repository.ts';
 
 /** How many claim codes one claim token may ask for, so a claim URL cannot be used to flood an inbox. */

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { html } from '../core/html.ts';
 import type { MailTransport } from '../core/mail/transport.ts';
-import type { WorkerJob } from '../dispatch/jobs.ts';
+import type { WorkerJob } from '../core/jobs.ts';
 import { localeSchema } from '../stores/settings.ts';
 import { CONFIRMATION_STRINGS } from './consent.ts';
 import type { ContactPointRow } from './contact-points.ts';
@@ -20,8 +20,8 @@ export interface ConfirmationDeps {
   titleOf(storeDomain: string, productId: string, variantId: string | null): Promise<string | undefined>;
   /** The store's language, when the shopper's is unknown. */
   localeOf(storeDomain: string): Promise<string>;
-  /** Texts a pending number its "reply YES" request; undefined until the SMS feature is set up. */
-  textConfirmation?: ((point: ContactPointRow) => Promise<void>) | undefined;
+  /** Texts a pending number its "reply YES" request; absent without the SMS feature. */
+  textConfirmation?: (point: ContactPointRow) => Promise<void>;
 }
 
 /**

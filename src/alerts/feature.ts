@@ -2,6 +2,8 @@ import type { Config } from '../config.ts';
 import type { Database } from '../core/db/database.ts';
 import type { EventSink } from '../core/events.ts';
 import type { Feature } from '../core/feature.ts';
+import type { WorkerJob } from '../core/jobs.ts';
+import { bindOperations } from '../core/operations.ts';
 import type { PointedIds } from '../core/platforms.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import type { MailTransport } from '../core/mail/transport.ts';
@@ -10,7 +12,7 @@ import type { EffectiveSettings } from '../stores/settings.ts';
 import { confirmationJobs } from './confirmations.ts';
 import { confirmRoutes } from './confirm-routes.ts';
 import { ContactPointRepository, type ContactPointRow } from './contact-points.ts';
-import { alertRoutes } from './routes.ts';
+import { alertOperations } from './operations.ts';
 import { SubscriptionService } from './service.ts';
 import { SubscriptionRepository, WaitingRepository } from './repository.ts';
 import { stopRoutes } from './stop-routes.ts';
@@ -23,36 +25,49 @@ export interface AlertsDeps {
   signer: TokenSigner;
   /** Where `subscription.created` is announced (the store's outgoing webhooks). */
   events: EventSink;
-  mail: MailTransport;
-  log: FastifyBaseLogger;
   /** The store's settings (double opt-in, language). */
   settingsOf(storeDomain: string): Promise<EffectiveSettings>;
   /** Refuses ids of another platform than the store's (the stores service). */
   requireStorePlatform(storeDomain: string, ids: PointedIds): Promise<void>;
-  /** A product's title, for confirmation mail. */
-  titleOf(storeDomain: string, productId: string, variantId: string | null): Promise<string | undefined>;
-  /** Texts a pending number its "reply YES" request (the SMS feature, built later: read when the job runs). */
-  textConfirmation?: () => ((point: ContactPointRow) => Promise<void>) | undefined;
 }
 
-/** Alert subscriptions: subscribeAlert and its reads, and the one-click unsubscribe page. */
-export function buildAlerts({ config, database, signer, events, mail, log, settingsOf, requireStorePlatform, titleOf, textConfirmation }: AlertsDeps): Feature<SubscriptionService> {
+/**
+ * Alert subscriptions: subscribeAlert and its reads, and the one-click unsubscribe page. Its
+ * background work needs features built on this one (inventory, SMS): `alertJobs` makes it once
+ * they are.
+ */
+export function buildAlerts({ config, database, signer, events, settingsOf, requireStorePlatform }: AlertsDeps): Feature<SubscriptionService> {
   const contactPoints = new ContactPointRepository(database);
   const service = new SubscriptionService(new SubscriptionRepository(database), new WaitingRepository(database), signer, config.baseUrl, events, { contactPoints, settingsOf, requireStorePlatform });
-  const localeOf = async (storeDomain: string) => (await settingsOf(storeDomain)).locale;
   return {
     service,
-    routes: [alertRoutes(service), unsubscribeRoutes(service), confirmRoutes(service), stopRoutes(service)],
-    jobs: confirmationJobs({
-      alerts: service,
-      mail,
-      log,
-      expiryHours: config.doubleOptInExpiryHours,
-      titleOf,
-      localeOf,
-      get textConfirmation() {
-        return textConfirmation?.();
-      },
-    }),
+    operations: bindOperations(alertOperations, service),
+    routes: [unsubscribeRoutes(service), confirmRoutes(service), stopRoutes(service)],
   };
+}
+
+export interface AlertJobsDeps {
+  config: Config;
+  alerts: SubscriptionService;
+  mail: MailTransport;
+  log: FastifyBaseLogger;
+  /** The store's settings (its language, when the shopper's is unknown). */
+  settingsOf(storeDomain: string): Promise<EffectiveSettings>;
+  /** A product's title, for confirmation mail (the inventory feature). */
+  titleOf(storeDomain: string, productId: string, variantId: string | null): Promise<string | undefined>;
+  /** Texts a pending number its "reply YES" request (the SMS feature). */
+  textConfirmation?: (point: ContactPointRow) => Promise<void>;
+}
+
+/** Double opt-in's background work: the confirmation mails and texts, and the expiry of what stays unconfirmed. */
+export function alertJobs({ config, alerts, mail, log, settingsOf, titleOf, textConfirmation }: AlertJobsDeps): WorkerJob[] {
+  return confirmationJobs({
+    alerts,
+    mail,
+    log,
+    expiryHours: config.doubleOptInExpiryHours,
+    titleOf,
+    localeOf: async (storeDomain) => (await settingsOf(storeDomain)).locale,
+    ...(textConfirmation ? { textConfirmation } : {}),
+  });
 }

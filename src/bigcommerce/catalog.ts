@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { StockReport } from '../inventory/service.ts';
+import type { StockReport } from '../core/connectors/stock-report.ts';
 import { storeDomainOf } from './api.ts';
 
 /**

@@ -1,3 +1,4 @@
+import { bindOperations } from '../core/operations.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.ts';
 import { reconcileJobs } from '../core/connectors/connector.ts';
@@ -7,7 +8,9 @@ import type { Feature } from '../core/feature.ts';
 import { SecretBox } from '../core/sealed-secrets.ts';
 import type { InventoryService } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
-import { bigCommerceRoutes, notConfiguredRoutes, webhookRoutes } from './routes.ts';
+import { bigCommerceOperations, type BigCommerceConnections } from './operations.ts';
+import { NotConfigured } from '../core/problems.ts';
+import { bigCommerceRoutes, NOT_CONFIGURED, notConfiguredRoutes, webhookRoutes } from './routes.ts';
 import { BigCommerceService } from './service.ts';
 
 export interface BigCommerceFeatureDeps {
@@ -26,7 +29,7 @@ export interface BigCommerceFeatureDeps {
  */
 export function buildBigCommerce(deps: BigCommerceFeatureDeps): Feature<BigCommerceService | undefined> {
   const app = deps.config.bigcommerce;
-  if (!app) return { service: undefined, routes: [notConfiguredRoutes] };
+  if (!app) return { service: undefined, operations: bindOperations(bigCommerceOperations, notConfigured), routes: [notConfiguredRoutes] };
   const log = deps.log.child({ feature: 'bigcommerce' });
   const service = new BigCommerceService({
     app,
@@ -41,7 +44,15 @@ export function buildBigCommerce(deps: BigCommerceFeatureDeps): Feature<BigComme
   return {
     service,
     jobs: reconcileJobs(service, deps.config.dispatch.reconcileIntervalMinutes, log),
+    operations: bindOperations(bigCommerceOperations, service),
     // Each in a plugin of its own: the webhook route reads raw bodies, the others do not.
     routes: [bigCommerceRoutes(service, deps.config.baseUrl), webhookRoutes(service, deps.config.baseUrl)],
   };
 }
+
+/** Without the app's settings, its operation answers 501 as its callbacks do, naming them. */
+const notConfigured: BigCommerceConnections = {
+  connectionFor: async () => {
+    throw new NotConfigured(NOT_CONFIGURED);
+  },
+};

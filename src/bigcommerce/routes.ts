@@ -2,34 +2,19 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { isUnavailableError } from '../core/db/dialect.ts';
-import { problemResponses } from '../core/http/openapi-responses.ts';
 import { rawBodyOf, takeRawBodies } from '../core/http/raw-body.ts';
 import { html, page } from '../core/html.ts';
 import { NotConfigured, ServiceUnavailable } from '../core/problems.ts';
-import { storeParams } from '../stores/schemas.ts';
+import { storeInput } from '../stores/schemas.ts';
 import { authCallbackSchema, CALLBACK_PATHS, WEBHOOK_PATH, type BigCommerceService } from './service.ts';
 
 /** A webhook is a few hundred bytes: BigCommerce sends what changed, not the product. */
 export const WEBHOOK_BODY_LIMIT = 64 * 1024;
 
-const connectionSchema = z
-  .object({
-    storeDomain: z.string().describe('store-{hash}.mybigcommerce.com'),
-    storeHash: z.string(),
-    status: z.enum(['connected', 'disconnected']),
-    webhookIds: z.array(z.number()).describe("The webhooks the service made on the store (products' changes and stock)"),
-    connectedAt: z.string(),
-    disconnectedAt: z.string().nullable(),
-    disconnectReason: z.string().nullable(),
-    reconciledAt: z.string().nullable(),
-  })
-  .describe("A BigCommerce store's installation of the app; its access token is never shown back");
-
 const signedQuery = z.object({ signed_payload_jwt: z.string().min(1).max(8192) });
 
 /**
- * The app's callbacks that BigCommerce calls (install, load, uninstall, remove user), and the
- * connection as the store's agents see it.
+ * The app's callbacks that BigCommerce calls (install, load, uninstall, remove user).
  */
 export function bigCommerceRoutes(service: BigCommerceService, baseUrl: string) {
   return async function (app: FastifyInstance) {
@@ -37,18 +22,6 @@ export function bigCommerceRoutes(service: BigCommerceService, baseUrl: string) 
     // The dashboard opens in a tab of its own: its cookies would be third-party in the control panel's frame.
     const dashboardLink = (store: string) =>
       html`<p><a href="${baseUrl}/dashboard/sign-in" target="_blank" rel="noopener">Open the Restock dashboard</a> and sign in with <strong>${store}</strong>: a link reaches the store owner's e-mail.</p>`;
-
-    api.get('/api/v1/stores/:domain/bigcommerce', {
-      config: { scope: 'api:read' },
-      schema: {
-        operationId: 'getBigCommerceConnection',
-        summary: "A store's installation from BigCommerce (agents bound to the store only)",
-        tags: ['stores'],
-        params: storeParams,
-        response: { 200: connectionSchema, ...problemResponses(400, 404) },
-      },
-      handler: async (request) => service.connectionFor(request.caller!, request.params.domain),
-    });
 
     // The merchant's browser, in the control panel's frame, right after Install.
     api.get(CALLBACK_PATHS.auth, {
@@ -89,13 +62,13 @@ export function bigCommerceRoutes(service: BigCommerceService, baseUrl: string) 
 export function webhookRoutes(service: BigCommerceService, baseUrl: string) {
   return async function (app: FastifyInstance) {
     takeRawBodies(app, { bodyLimit: WEBHOOK_BODY_LIMIT, baseUrl, sender: 'BigCommerce' });
-    app.post(`${WEBHOOK_PATH}/:domain`, {
+    app.post(`${WEBHOOK_PATH}/:shop`, {
       bodyLimit: WEBHOOK_BODY_LIMIT,
-      schema: { hide: true, params: storeParams },
+      schema: { hide: true, params: storeInput },
       handler: async (request, reply) => {
-        const { domain } = storeParams.parse(request.params);
+        const { shop } = storeInput.parse(request.params);
         try {
-          return reply.code(200).send(await service.receiveWebhook(domain, request.headers, rawBodyOf(request)));
+          return reply.code(200).send(await service.receiveWebhook(shop, request.headers, rawBodyOf(request)));
         } catch (err) {
           // BigCommerce delivers again when the answer is not a 2xx.
           if (isUnavailableError(err)) throw new ServiceUnavailable('The webhook could not be stored.');
@@ -106,7 +79,7 @@ export function webhookRoutes(service: BigCommerceService, baseUrl: string) {
   };
 }
 
-const NOT_CONFIGURED = 'The BigCommerce app is not configured: set BIGCOMMERCE_CLIENT_ID and BIGCOMMERCE_CLIENT_SECRET (and RESTOCK_ENCRYPTION_KEY, which seals the stores\' tokens).';
+export const NOT_CONFIGURED = 'The BigCommerce app is not configured: set BIGCOMMERCE_CLIENT_ID and BIGCOMMERCE_CLIENT_SECRET (and RESTOCK_ENCRYPTION_KEY, which seals the stores\' tokens).';
 
 /** The same addresses, answering 501 before reading a body, so a misconfiguration is plain to see. */
 export async function notConfiguredRoutes(app: FastifyInstance): Promise<void> {
@@ -118,5 +91,5 @@ export async function notConfiguredRoutes(app: FastifyInstance): Promise<void> {
   app.get(CALLBACK_PATHS.load, { ...hidden, config: { page: true } });
   app.get(CALLBACK_PATHS.uninstall, hidden);
   app.get(CALLBACK_PATHS.removeUser, hidden);
-  app.post(`${WEBHOOK_PATH}/:domain`, hidden);
+  app.post(`${WEBHOOK_PATH}/:shop`, hidden);
 }

@@ -2,12 +2,13 @@ import type Stripe from 'stripe';
 import type { Config } from '../config.ts';
 import type { Database } from '../core/db/database.ts';
 import type { Feature } from '../core/feature.ts';
+import { bindOperations } from '../core/operations.ts';
 import type { MailTransport } from '../core/mail/transport.ts';
 import type { StoreService } from '../stores/service.ts';
 import { checkoutPages } from './checkout-page.ts';
 import { planCatalogue } from './plans.ts';
-import { billingRoutes } from './routes.ts';
-import { BillingService } from './service.ts';
+import { billingOperations } from './operations.ts';
+import { BillingService, type RefundPayment, type ShopifyBillingProvider } from './service.ts';
 import { BillingRepository } from './repository.ts';
 import { StripeBilling } from './stripe-billing.ts';
 import { billingWebhookRoutes } from './webhook-routes.ts';
@@ -22,10 +23,14 @@ export interface BillingDeps {
   stores: StoreService;
   /** Present when STRIPE_SECRET_KEY is set. */
   stripe?: Stripe;
+  /** Shopify Billing, when the Shopify app is configured. */
+  shopify?: ShopifyBillingProvider;
+  /** Refunds what was paid per request for a proposal that was not accepted (the payments feature). */
+  refundPayment?: RefundPayment;
 }
 
 /** Plans: checkoutPlan at its provider, plan states from provider webhooks, the allowance alerts are counted against. */
-export function buildBilling({ config, database, mail, stores, stripe }: BillingDeps): Feature<BillingService> {
+export function buildBilling({ config, database, mail, stores, stripe, shopify, refundPayment }: BillingDeps): Feature<BillingService> {
   const service = new BillingService({
     store: new BillingRepository(database),
     baseUrl: config.baseUrl,
@@ -44,10 +49,13 @@ export function buildBilling({ config, database, mail, stores, stripe }: Billing
     // A credential purpose: the link accepts the proposal, so the store's outbox never lists it.
     askOwner: (shop, owner, subject, text) => mail.send({ to: owner, subject, text, purpose: 'plan-confirmation', storeDomain: shop }),
     ...(stripe ? { stripe: new StripeBilling(stripe, config.billing.stripeWebhookSecret, config.baseUrl) } : {}),
+    ...(shopify ? { shopify } : {}),
+    ...(refundPayment ? { refundPayment } : {}),
   });
   return {
     service,
-    routes: [billingRoutes(service), checkoutPages(service), billingWebhookRoutes(service, config.baseUrl)],
+    operations: bindOperations(billingOperations, service),
+    routes: [checkoutPages(service), billingWebhookRoutes(service, config.baseUrl)],
     jobs: [{ name: 'plan-proposal-refunds', everyMs: REFUND_SWEEP_EVERY_MS, run: () => service.refundUndelivered() }],
   };
 }

@@ -39,6 +39,10 @@ export interface BillingOptions {
   ownerOf?: (shop: string) => Promise<string | undefined>;
   /** Mails a store's owner a proposal to accept; the text carries their one-time key. */
   askOwner?: (shop: string, owner: string, subject: string, text: string) => Promise<void>;
+  /** Shopify Billing, for stores installed as the Shopify app (absent when the app is not configured). */
+  shopify?: ShopifyBillingProvider;
+  /** Gives back what was paid per request for a proposal its owner declined or let expire (the payments feature). */
+  refundPayment?: RefundPayment;
 }
 
 /** Gives back what was paid per request for a checkout session; true when nothing paid for it is left unrefunded. */
@@ -94,19 +98,12 @@ export interface CheckoutView {
 export type Buyer = Pick<Caller, 'storeDomain'> & { agentId: string | null };
 
 export class BillingService {
-  private shopify: ShopifyBillingProvider | undefined;
-  private refundPayment: RefundPayment | undefined;
+  private readonly shopify: ShopifyBillingProvider | undefined;
+  private readonly refundPayment: RefundPayment | undefined;
 
-  constructor(private readonly options: BillingOptions) {}
-
-  /** The Shopify feature hands its billing over once it is built (it also needs this service). */
-  useShopify(provider: ShopifyBillingProvider): void {
-    this.shopify = provider;
-  }
-
-  /** The payments feature hands over its refunds once it is built (after this one). */
-  usePayments(refund: RefundPayment): void {
-    this.refundPayment = refund;
+  constructor(private readonly options: BillingOptions) {
+    this.shopify = options.shopify;
+    this.refundPayment = options.refundPayment;
   }
 
   plan(id: PlanId): Plan {

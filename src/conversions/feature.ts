@@ -4,11 +4,13 @@ import type { Config } from '../config.ts';
 import type { Database } from '../core/db/database.ts';
 import type { EventSink } from '../core/events.ts';
 import type { Feature } from '../core/feature.ts';
+import { bindOperations } from '../core/operations.ts';
 import type { TokenSigner } from '../core/signed-token.ts';
 import type { DispatchService } from '../dispatch/service.ts';
 import type { InventoryService } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
 import { ConversionRepository } from './repository.ts';
+import { conversionOperations } from './operations.ts';
 import { conversionRoutes } from './routes.ts';
 import { ConversionService } from './service.ts';
 
@@ -37,5 +39,5 @@ export function buildConversions(deps: ConversionsDeps): Feature<ConversionServi
     baseUrl: deps.config.baseUrl,
     log: deps.log,
   });
-  return { service, routes: [conversionRoutes(service)] };
+  return { service, operations: bindOperations(conversionOperations, service), routes: [conversionRoutes(service)] };
 }

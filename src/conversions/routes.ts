@@ -2,17 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { problemResponses } from '../core/http/openapi-responses.ts';
-import { storeParams } from '../stores/schemas.ts';
-import {
-  exportParams,
-  orderAcceptedResponse,
-  orderParams,
-  performanceQuery,
-  performanceResponse,
-  reportCancellationBody,
-  reportOrderBody,
-  reportRefundBody,
-} from './schemas.ts';
+import { exportParams } from './schemas.ts';
 import type { ConversionService } from './service.ts';
 
 /**
@@ -57,93 +47,7 @@ export function conversionRoutes(service: ConversionService) {
       },
     });
 
-    api.post('/api/v1/stores/:domain/orders', {
-      config: { scope: 'inventory:alerts', idempotent: true },
-      schema: {
-        operationId: 'reportOrder',
-        summary: "Report an order (platforms other than Shopify); lines bought by an alerted shopper are credited to the alert",
-        tags: ['conversions'],
-        params: storeParams,
-        body: reportOrderBody,
-        response: { 200: orderAcceptedResponse, ...problemResponses(400, 404, 413, 415, 503) },
-      },
-      handler: async (request) => {
-        const body = request.body;
-        const shopCurrency = body.shopCurrency ?? body.currency;
-        await service.reportOrder(request.caller!, request.params.domain, {
-          orderId: body.orderId,
-          email: body.email,
-          placedAt: body.placedAt,
-          lines: body.lines.map((line) => ({
-            lineId: line.lineId,
-            productId: line.productId,
-            variantId: line.variantId ?? null,
-            quantity: line.quantity,
-            amount: { minor: line.amountMinor, currency: body.currency },
-            shopAmount: { minor: line.shopAmountMinor ?? line.amountMinor, currency: shopCurrency },
-          })),
-        });
-        return { accepted: true as const };
-      },
-    });
-
-    api.post('/api/v1/stores/:domain/orders/:orderId/refunds', {
-      config: { scope: 'inventory:alerts', idempotent: true },
-      schema: {
-        operationId: 'reportRefund',
-        summary: 'Report a refund of an order reported before; it takes back the revenue credited to alerts',
-        tags: ['conversions'],
-        params: orderParams,
-        body: reportRefundBody,
-        response: { 200: orderAcceptedResponse, ...problemResponses(400, 404, 413, 415, 503) },
-      },
-      handler: async (request) => {
-        const body = request.body;
-        await service.reportRefund(request.caller!, request.params.domain, {
-          orderId: request.params.orderId,
-          refundId: body.refundId,
-          refundedAt: body.refundedAt,
-          lines: body.lines.map((line) => ({
-            lineId: line.lineId,
-            quantity: line.quantity,
-            amount: { minor: line.amountMinor, currency: body.currency },
-            shopAmount: { minor: line.shopAmountMinor ?? line.amountMinor, currency: body.shopCurrency ?? body.currency },
-          })),
-        });
-        return { accepted: true as const };
-      },
-    });
-
-    api.post('/api/v1/stores/:domain/orders/:orderId/cancellation', {
-      config: { scope: 'inventory:alerts', idempotent: true },
-      schema: {
-        operationId: 'reportCancellation',
-        summary: 'Report that an order was cancelled; its credited revenue becomes 0',
-        tags: ['conversions'],
-        params: orderParams,
-        body: reportCancellationBody,
-        response: { 200: orderAcceptedResponse, ...problemResponses(400, 404, 415, 503) },
-      },
-      handler: async (request) => {
-        await service.reportCancellation(request.caller!, request.params.domain, { orderId: request.params.orderId, cancelledAt: request.body.cancelledAt });
-        return { accepted: true as const };
-      },
-    });
-
-    api.get('/api/v1/stores/:domain/performance', {
-      config: { scope: 'api:read' },
-      schema: {
-        operationId: 'getPerformance',
-        summary: 'What alerts did: sends, clicks, orders and revenue won back, overall, per day and per product',
-        tags: ['conversions'],
-        params: storeParams,
-        querystring: performanceQuery,
-        response: { 200: performanceResponse, ...problemResponses(400, 404, 503) },
-      },
-      handler: async (request) => service.performance(request.caller!, request.params.domain, request.query.days),
-    });
-
-    api.get('/api/v1/stores/:domain/exports/:kind', {
+    api.get('/api/v1/stores/:shop/exports/:kind', {
       config: { scope: 'api:read' },
       schema: {
         operationId: 'exportCsv',
@@ -153,11 +57,11 @@ export function conversionRoutes(service: ConversionService) {
         response: { 200: z.string().describe('text/csv; RFC 4180, UTF-8, a header line first'), ...problemResponses(400, 404, 503) },
       },
       handler: async (request, reply) => {
-        const { domain, kind } = request.params;
-        const csv = service.exportCsv(request.caller!, domain, kind);
+        const { shop, kind } = request.params;
+        const csv = service.exportCsv(request.caller!, shop, kind);
         return reply
           .type('text/csv; charset=utf-8')
-          .header('content-disposition', `attachment; filename="${domain.toLowerCase()}-${kind}.csv"`)
+          .header('content-disposition', `attachment; filename="${shop.toLowerCase()}-${kind}.csv"`)
           .header('cache-control', 'no-store')
           // A stream is piped as it is; the 200 schema above only documents it.
           .send(csv as unknown as string);

@@ -10,9 +10,8 @@ const currencySchema = z
 const minorUnits = z.int().min(0).max(1_000_000_000_000).describe("Integer amount in the currency's minor unit (cents; yen have none)");
 
 const lineIdSchema = z.string().min(1).max(100).regex(/^[\x21-\x7e]+$/, 'printable characters only');
-const orderIdSchema = z.string().min(1).max(100).regex(/^[\x21-\x7e]+$/, 'printable characters only').describe("The platform's order id, unique per store");
+export const orderIdSchema = z.string().min(1).max(100).regex(/^[\x21-\x7e]+$/, 'printable characters only').describe("The platform's order id, unique per store");
 
-export const orderParams = z.object({ domain: shopSchema, orderId: orderIdSchema });
 
 export const reportOrderBody = z
   .object({
@@ -106,4 +105,4 @@ export const performanceResponse = z
   .describe('What alerts did: sends, clicks, orders and revenue won back');
 
 export const exportKinds = ['subscribers', 'alerts', 'orders'] as const;
-export const exportParams = z.object({ domain: shopSchema, kind: z.enum(exportKinds).describe('subscribers, alerts (the ledger) or orders (attributed order lines)') });
+export const exportParams = z.object({ shop: shopSchema, kind: z.enum(exportKinds).describe('subscribers, alerts (the ledger) or orders (attributed order lines)') });

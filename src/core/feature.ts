@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
-import type { WorkerJob } from '../dispatch/jobs.ts';
+import type { WorkerJob } from './jobs.ts';
+import type { Operation } from './operations.ts';
 
 /**
  * Work a process serving HTTP repeats on a timer (re-reading rotated signing keys, sweeping
@@ -14,6 +15,8 @@ export interface PeriodicTask {
 /**
  * What every feature's `build` returns, so the app and the worker assemble features one way:
  * - `service`: what other features and the MCP tools call;
+ * - `operations`: the feature's declared operations, bound to its service (served over HTTP, and
+ *   as MCP tools and A2A skills where offered);
  * - `plugins`: app-wide Fastify plugins (gates, route collectors), registered before any route;
  *   a gate names the gates it must follow (fastify-plugin `dependencies`), checked at start-up;
  * - `routes`: the feature's HTTP routes, each plugin registered in its own encapsulated context;
@@ -23,6 +26,7 @@ export interface PeriodicTask {
  */
 export interface Feature<S> {
   service: S;
+  operations?: Operation[];
   plugins?: FastifyPluginAsync[];
   routes?: FastifyPluginAsync[];
   jobs?: WorkerJob[];

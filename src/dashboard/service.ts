@@ -1,4 +1,4 @@
-import { allScopes } from '../agents/scopes.ts';
+import { allScopes } from '../core/scopes.ts';
 import type { SubscriptionService } from '../alerts/service.ts';
 import type { BillingService } from '../billing/service.ts';
 import type { ExportKind } from '../conversions/exports.ts';

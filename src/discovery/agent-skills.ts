@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
+import { usdDecimal, type PricedOperation } from '../core/operations.ts';
 
 /** The agent skills discovery schema the index follows (agentskills.io, well-known URI, 0.2.0). */
 const AGENT_SKILLS_SCHEMA = 'https://schemas.agentskills.io/discovery/0.2.0/schema.json';
@@ -18,17 +19,19 @@ const SKILLS_DIR = new URL('./skills/', import.meta.url);
 const NAME = /^[a-z0-9]+(-[a-z0-9]+)*$/;
 
 /**
- * The skills under `src/discovery/skills/<name>/SKILL.md`, with this service's address written
- * in (`{{BASE_URL}}`), read once at start. A skill whose front matter does not match its folder
- * or the format stops the start: a broken skill must not be published.
+ * The skills under `src/discovery/skills/<name>/SKILL.md`, with this service's address
+ * (`{{BASE_URL}}`) and the declared prices (`{{PRICE:<operationId>}}`, and `{{PRICE_TABLE}}` for
+ * every paid operation) written in, read once at start. A skill whose front matter does not match
+ * its folder or the format, or that names a price no operation declares, stops the start: a broken
+ * skill must not be published.
  */
-export function loadSkills(baseUrl: string): Skill[] {
+export function loadSkills(baseUrl: string, prices: PricedOperation[]): Skill[] {
   const names = readdirSync(SKILLS_DIR, { withFileTypes: true })
     .filter((entry) => entry.isDirectory())
     .map((entry) => entry.name)
     .sort();
   return names.map((folder) => {
-    const text = readFileSync(new URL(`${folder}/SKILL.md`, SKILLS_DIR), 'utf8').replaceAll('{{BASE_URL}}', baseUrl);
+    const text = withPrices(readFileSync(new URL(`${folder}/SKILL.md`, SKILLS_DIR), 'utf8'), prices, folder).replaceAll('{{BASE_URL}}', baseUrl);
     const { name, description } = frontMatter(text, folder);
     const body = Buffer.from(text);
     return {
@@ -63,4 +66,20 @@ function frontMatter(text: string, folder: string): { name: string; description:
   if (name !== folder || name.length > 64 || !NAME.test(name)) throw new Error(`skills/${folder}/SKILL.md: name must be ${folder} (lowercase letters, digits, hyphens)`);
   if (description.length < 1 || description.length > 1024) throw new Error(`skills/${folder}/SKILL.md: description must be 1 to 1024 characters`);
   return { name, description };
+}
+
+const usd = (cents: number) => `USD ${usdDecimal(cents)}`;
+
+/** The declared prices written into a skill: one operation's, or the table of all of them. */
+function withPrices(text: string, prices: PricedOperation[], folder: string): string {
+  const table = [
+    '| Operation | Request | Price |',
+    '| --- | --- | --- |',
+    ...prices.map((sheet) => `| ${sheet.operation} | \`${sheet.method} {{BASE_URL}}${sheet.path}\` | ${usd(sheet.usdCents)} |`),
+  ].join('\n');
+  return text.replaceAll('{{PRICE_TABLE}}', table).replace(/\{\{PRICE:([A-Za-z]+)\}\}/g, (_, operation: string) => {
+    const sheet = prices.find((candidate) => candidate.operation === operation);
+    if (!sheet) throw new Error(`The agent skill ${folder} names the price of ${operation}, which declares none.`);
+    return usd(sheet.usdCents);
+  });
 }

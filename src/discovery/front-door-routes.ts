@@ -6,10 +6,10 @@ import { SKILLS_PATH, skillsIndex, type Skill } from './agent-skills.ts';
 import { API_CATALOG_TYPE, apiCatalog, frontDoorLinks, llmsTxt, robotsTxt, sitemapUrls, sitemapXml } from './crawler-documents.ts';
 import { toHtml, toMarkdown, type Document } from './document.ts';
 import { apiReference, frontDoor, type FrontDoorOptions } from './front-door.ts';
-import type { Operation } from './routes.ts';
+import type { IndexedOperation } from './routes.ts';
 
 export interface FrontDoorRouteOptions extends FrontDoorOptions {
-  operations: Operation[];
+  operations: IndexedOperation[];
   skills: Skill[];
 }
 

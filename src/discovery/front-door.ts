@@ -1,12 +1,14 @@
-import { scopeDescriptions } from '../agents/scopes.ts';
-import { priceSheets, usdDecimal } from '../payments/offers.ts';
+import { scopeDescriptions } from '../core/scopes.ts';
+import { usdDecimal, type PricedOperation } from '../core/operations.ts';
 import { embedSnippet } from '../storefront/embed.ts';
 import { code, link, list, paragraph, type Document } from './document.ts';
-import type { Operation } from './routes.ts';
+import type { IndexedOperation } from './routes.ts';
 
 export interface FrontDoorOptions {
   serviceName: string;
   baseUrl: string;
+  /** Every declared paid operation's price. */
+  prices: PricedOperation[];
   /** Set when payments per request are on test networks (PAYMENTS_TEST_NETWORK): said beside the prices. */
   testNetworkNotice?: string | undefined;
 }
@@ -62,7 +64,7 @@ export function frontDoor(o: FrontDoorOptions): Document {
           { kind: 'code', language: 'html', text: embedSnippet(o.baseUrl, 'my-store.myshopify.com', 'gid://shopify/Product/123') },
           list(
             [link('Merchant dashboard', u.dashboard), ': demand per product, alerts and why each was sent, plan and settings (sign in with a link mailed to the store owner).'],
-            [link('Plans', u.plans), `: starter ${price(priceSheets.checkoutPlan.usdCents)} a month (bring your own e-mail provider), growth with managed sending.`],
+            [link('Plans', u.plans), `: starter ${price(centsOf(o, 'checkoutPlan'))} a month (bring your own e-mail provider), growth with managed sending.`],
           ),
         ],
       },
@@ -83,9 +85,9 @@ export function frontDoor(o: FrontDoorOptions): Document {
             [
               'Or pay per request without registering: ',
               code('subscribeAlert'),
-              ` costs ${price(priceSheets.subscribeAlert.usdCents)}, `,
+              ` costs ${price(centsOf(o, 'subscribeAlert'))}, `,
               code('checkoutPlan'),
-              ` ${price(priceSheets.checkoutPlan.usdCents)}; a request without a token gets HTTP 402 with x402 and MPP offers.`,
+              ` ${price(centsOf(o, 'checkoutPlan'))}; a request without a token gets HTTP 402 with x402 and MPP offers.`,
               ...(o.testNetworkNotice ? [` ${o.testNetworkNotice}`] : []),
             ],
             ['Or use the same operations as MCP tools at ', link(u.mcp, u.mcp), ' (Streamable HTTP; ', link('server card', u.mcpCard), ').'],
@@ -118,16 +120,16 @@ function startExample(baseUrl: string): string {
 }
 
 /** `/docs`: the API for people: every operation, how to authenticate, pay, and read errors. */
-export function apiReference(o: FrontDoorOptions, operations: Operation[]): Document {
+export function apiReference(o: FrontDoorOptions, operations: IndexedOperation[]): Document {
   const u = publicUrls(o.baseUrl);
-  const paid = new Set(Object.keys(priceSheets));
+  const paid = new Map(o.prices.map((sheet) => [sheet.operation, sheet]));
   const rows = [...operations]
     .sort((a, b) => a.path.localeCompare(b.path) || a.method.localeCompare(b.method))
     .map((op) => [
       [code(`${op.method} ${op.path}`)],
       [op.operationId],
       [op.summary],
-      [op.scope ? code(op.scope) : 'public', ...(paid.has(op.operationId) ? [`, or pay ${price(priceSheets[op.operationId as keyof typeof priceSheets].usdCents)}`] : [])],
+      [op.scope ? code(op.scope) : 'public', ...(paid.has(op.operationId) ? [`, or pay ${price(paid.get(op.operationId)!.usdCents)}`] : [])],
     ]);
   return {
     title: `${o.serviceName}: API reference`,
@@ -209,4 +211,11 @@ export function apiReference(o: FrontDoorOptions, operations: Operation[]): Docu
       },
     ],
   };
+}
+
+/** The declared price of an operation the front door names. */
+function centsOf(o: FrontDoorOptions, operation: string): number {
+  const sheet = o.prices.find((candidate) => candidate.operation === operation);
+  if (!sheet) throw new Error(`The front door names the price of ${operation}, which declares none.`);
+  return sheet.usdCents;
 }

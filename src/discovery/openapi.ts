@@ -1,7 +1,6 @@
 import swagger from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import { jsonSchemaTransform } from 'fastify-type-provider-zod';
-import { priceSheets, type PaidOperation } from '../payments/offers.ts';
 
 export const API_VERSION = '1.0.0';
 
@@ -13,9 +12,9 @@ type OperationObject = { operationId?: string; responses?: Record<string, { cont
  * route): it documents every route from the zod schemas that validate it.
  */
 /** `x-payment-info` of a paid operation (the payments service's, with the offers in force). */
-export type PaymentInfo = (operation: PaidOperation) => unknown;
+export type PaymentInfo = (operation: string) => unknown;
 
-export async function registerOpenApi(app: FastifyInstance, baseUrl: string, paymentInfo: PaymentInfo): Promise<void> {
+export async function registerOpenApi(app: FastifyInstance, baseUrl: string, paid: ReadonlySet<string>, paymentInfo: PaymentInfo): Promise<void> {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -51,7 +50,7 @@ export async function registerOpenApi(app: FastifyInstance, baseUrl: string, pay
     transform: jsonSchemaTransform,
     transformObject: (documentObject) => {
       const document = (documentObject as { openapiObject: OpenApiDocument }).openapiObject;
-      return withServiceInfo(withPaymentInfo(withProblemMediaType(document), paymentInfo), baseUrl) as never;
+      return withServiceInfo(withPaymentInfo(withProblemMediaType(document), paid, paymentInfo), baseUrl) as never;
     },
   });
 }
@@ -70,11 +69,11 @@ function withProblemMediaType(document: OpenApiDocument): OpenApiDocument {
 }
 
 /** The MPP discovery draft's offers and the x402 requirements on each paid operation, as the 402s make them. */
-function withPaymentInfo(document: OpenApiDocument, paymentInfo: PaymentInfo): OpenApiDocument {
+function withPaymentInfo(document: OpenApiDocument, paid: ReadonlySet<string>, paymentInfo: PaymentInfo): OpenApiDocument {
   for (const operations of Object.values(document.paths ?? {})) {
     for (const operation of Object.values(operations)) {
       const id = operation.operationId;
-      if (id && Object.hasOwn(priceSheets, id)) operation['x-payment-info'] = paymentInfo(id as PaidOperation);
+      if (id && paid.has(id)) operation['x-payment-info'] = paymentInfo(id);
     }
   }
   return document;

@@ -1,3 +1,4 @@
+import { bindOperations } from '../core/operations.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import type { SubscriptionService } from '../alerts/service.ts';
 import type { Config } from '../config.ts';
@@ -10,8 +11,8 @@ import type { Metrics } from '../core/metrics.ts';
 import type { InventoryService } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
 import type { PushChannel, SmsSending } from './channels.ts';
-import type { WorkerJob } from './jobs.ts';
-import { dispatchRoutes } from './routes.ts';
+import type { WorkerJob } from '../core/jobs.ts';
+import { dispatchOperations } from './operations.ts';
 import { QueueReadings } from './queue-readings.ts';
 import { NotificationSenders } from './senders.ts';
 import { DispatchService } from './service.ts';
@@ -30,7 +31,7 @@ export interface DispatchDeps {
 export function buildDispatch({ database, alerts }: DispatchDeps): Feature<DispatchService> & { store: DispatchRepository } {
   const store = new DispatchRepository(database);
   const service = new DispatchService(store, { waiting: alerts, outbox: new MailOutboxRepository(database) });
-  return { service, store, routes: [dispatchRoutes(service)] };
+  return { service, store, operations: bindOperations(dispatchOperations, service) };
 }
 
 /** The send queue's size, for metrics read when scraped. */

@@ -8,7 +8,7 @@ import type { Metrics } from '../core/metrics.ts';
 import type { InventoryService } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
 import type { PushChannel, SmsSending } from './channels.ts';
-import type { WorkerJob } from './jobs.ts';
+import type { WorkerJob } from '../core/jobs.ts';
 import { BatchPlanner, type PlannerOptions } from './planner.ts';
 import type { AllowanceGrant } from './rules.ts';
 import { NotificationSender } from './sender.ts';

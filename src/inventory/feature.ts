@@ -1,8 +1,9 @@
 import type { ChangeBus } from '../core/changes/bus.ts';
 import type { Database } from '../core/db/database.ts';
 import type { Feature } from '../core/feature.ts';
+import { bindOperations } from '../core/operations.ts';
 import type { StoreService } from '../stores/service.ts';
-import { inventoryRoutes } from './routes.ts';
+import { inventoryOperations } from './operations.ts';
 import { InventoryService, type RestockSink } from './service.ts';
 import { InventoryRepository } from './repository.ts';
 
@@ -18,5 +19,5 @@ export interface InventoryDeps {
 /** Known stock, what counts as a restock, and the inventory API. */
 export function buildInventory({ database, changes, stores, restocks }: InventoryDeps): Feature<InventoryService> {
   const service = new InventoryService(new InventoryRepository(database, changes), stores, restocks);
-  return { service, routes: [inventoryRoutes(service)] };
+  return { service, operations: bindOperations(inventoryOperations, service) };
 }

@@ -3,7 +3,7 @@ import { Challenge, Credential, PaymentRequest, Receipt } from 'mppx';
 import type { Caller } from '../core/http/caller.ts';
 import type { Metrics } from '../core/metrics.ts';
 import { Problem } from '../core/problems.ts';
-import type { PaidOperation } from '../payments/offers.ts';
+import type { BoundPaidTerms } from '../core/operations.ts';
 import { PaymentPipeline, unreadableCredential, type PaidCall, type Taken, type TransportProof } from '../payments/pipeline.ts';
 import type { PaymentRequired, PaymentService } from '../payments/service.ts';
 
@@ -34,7 +34,7 @@ export interface ToolResult {
 
 export interface PaidToolCall {
   tool: string;
-  operation: PaidOperation;
+  terms: BoundPaidTerms;
   input: Record<string, unknown>;
   meta: Record<string, unknown> | undefined;
   requestId: string;
@@ -49,7 +49,8 @@ export async function payForToolCall(
   metrics?: Metrics,
 ): Promise<ToolResult> {
   const paid: PaidCall = {
-    operation: call.operation,
+    operation: call.terms.operation,
+    terms: call.terms,
     input: call.input,
     method: 'MCP',
     path: `/mcp tools/call ${call.tool}`,

@@ -2,7 +2,7 @@ import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
 import type { AuthInfo } from '@modelcontextprotocol/server';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { BearerGate } from '../agents/gate.ts';
-import type { Domain } from '../domain.ts';
+import type { Operation } from '../core/operations.ts';
 import { SERVER_CARD_PATHS, serverCard } from './server-card.ts';
 import { mcpServerFor, paidToolNames, restockTools, type McpPayments } from './tools.ts';
 
@@ -10,7 +10,8 @@ export const MCP_PATH = '/mcp';
 
 export interface McpOptions {
   gate: BearerGate;
-  domain: Domain;
+  /** Every declared operation; those that offer a tool are served. */
+  operations: Operation[];
   serviceName: string;
   baseUrl: string;
   resourceMetadataUrl: string;
@@ -38,7 +39,7 @@ const OPEN_METHODS = new Set(['initialize', 'ping', 'tools/list']);
  * problem+json and none of it runs.
  */
 export function mcpRoutes(options: McpOptions) {
-  const tools = restockTools(options.domain, options.serviceName);
+  const tools = restockTools(options.operations);
   const paid = paidToolNames(tools);
   /** JSON-RPC messages a caller without a token may send (anything else: 401, as with a bad token). */
   const openToAll = (body: unknown) =>

@@ -1,5 +1,5 @@
 import { InMemoryTransport, LATEST_PROTOCOL_VERSION, type JSONRPCMessage } from '@modelcontextprotocol/server';
-import { scopeDescriptions } from '../agents/scopes.ts';
+import { scopeDescriptions } from '../core/scopes.ts';
 import { mcpServerFor, paidToolNames, type McpPayments, type RestockTool } from './tools.ts';
 
 export const SERVER_CARD_PATHS = ['/.well-known/mcp/server-card.json', '/.well-known/mcp.json'];

@@ -6,10 +6,11 @@ import type { Database } from '../core/db/database.ts';
 import type { Feature } from '../core/feature.ts';
 import { SecretBox } from '../core/sealed-secrets.ts';
 import { noMetrics, type Metrics } from '../core/metrics.ts';
-import type { WorkerJob } from '../dispatch/jobs.ts';
+import type { WorkerJob } from '../core/jobs.ts';
 import { paymentGate } from './gate.ts';
-import { offerAvailability } from './offers.ts';
-import { paymentRoutes } from './routes.ts';
+import { bindOperations, type PriceSheet } from '../core/operations.ts';
+import { offerAvailability, PriceList } from './offers.ts';
+import { paymentOperations } from './operations.ts';
 import { PaymentService, RECONCILE_EVERY_MS, type PaymentEngines } from './service.ts';
 import { PaymentRepository } from './repository.ts';
 
@@ -45,7 +46,19 @@ export function testNetworkNotice(payments: PaymentsConfig): string | undefined 
  * sharing the database issues and accepts the same challenges. Offers that lack a setting are
  * named in the log at start-up (and in every 402), never filled with a placeholder.
  */
-export function buildPayments(config: Config, database: Database, serviceSecret: Buffer, log: FastifyBaseLogger, stripe?: Stripe, metrics: Metrics = noMetrics): PaymentsFeature {
+export interface PaymentsDeps {
+  config: Config;
+  database: Database;
+  serviceSecret: Buffer;
+  log: FastifyBaseLogger;
+  /** The price sheets of every declared paid operation. */
+  prices: PriceSheet[];
+  stripe?: Stripe;
+  metrics?: Metrics;
+}
+
+export function buildPayments({ config, database, serviceSecret, log, prices: sheets, stripe, metrics = noMetrics }: PaymentsDeps): PaymentsFeature {
+  const prices = new PriceList(sheets);
   const mppSecret = createHmac('sha256', serviceSecret).update('mpp-challenge-binding').digest('hex');
   const realm = new URL(config.baseUrl).host;
   let engines: Promise<PaymentEngines> | undefined;
@@ -55,17 +68,17 @@ export function buildPayments(config: Config, database: Database, serviceSecret:
   const loadEngines = () =>
     (engines ??= Promise.all([import('./x402.ts'), import('./mpp.ts'), paymentsInForce(config, database)]).then(([{ X402Acceptance }, { MppAcceptance }, payments]) => {
       if (payments.testNetwork) log.warn({ payTo: payments.x402.payTo, network: payments.x402.network }, `pay-per-request on test networks, paid to ${payments.x402.payTo}`);
-      return { x402: new X402Acceptance(payments.x402, payments.settleTimeoutMs), mpp: new MppAcceptance(payments, mppSecret, realm, stripe) };
+      return { x402: new X402Acceptance(payments.x402, payments.settleTimeoutMs, prices), mpp: new MppAcceptance(payments, mppSecret, realm, stripe, prices) };
     }));
   const gaps = offerAvailability(config.payments, stripe !== undefined).unavailable;
-  const service = new PaymentService(new PaymentRepository(database), loadEngines, gaps, mppSecret, testNetworkNotice(config.payments));
+  const service = new PaymentService(prices, new PaymentRepository(database), loadEngines, gaps, mppSecret, testNetworkNotice(config.payments));
   if (gaps.length > 0) {
     log.warn({ unavailable: gaps }, `pay-per-request: some offers cannot be taken: ${gaps.map((g) => g.reason).join(' ')}`);
   }
   return {
     service,
     plugins: [paymentGate({ payments: service, baseUrl: config.baseUrl, rateLimitPerMinute: config.agents.rateLimits.anonymous, metrics })],
-    routes: [paymentRoutes(service)],
+    operations: bindOperations(paymentOperations, service),
     jobs: [{ name: 'payment-reconcile', everyMs: RECONCILE_EVERY_MS, run: () => service.reconcile() }],
   };
 }

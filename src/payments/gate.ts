@@ -7,16 +7,10 @@ import { PROBLEM_CONTENT_TYPE, problemDocument } from '../core/http/errors.ts';
 import { problemResponses } from '../core/http/openapi-responses.ts';
 import type { Metrics } from '../core/metrics.ts';
 import { Problem, problemTypeUri } from '../core/problems.ts';
-import type { PaidOperation } from './offers.ts';
-import { declarationOf } from './paid-operations.ts';
 import { PaymentPipeline, limitPayers, payerAgentId, unreadableCredential, unreadableX402Payment, type Accepted, type PaidCall, type Taken, type TransportProof } from './pipeline.ts';
 import type { AcceptedPayment, PaidResource, PaymentRequired, PaymentService } from './service.ts';
 
 declare module 'fastify' {
-  interface FastifyContextConfig {
-    /** Callers without an access token may pay for this route per request (x402 or MPP). */
-    payment?: PaidOperation;
-  }
   interface FastifyRequest {
     paymentProof?: TransportProof;
     payment?: AcceptedPayment;
@@ -80,11 +74,12 @@ function installGate(app: FastifyInstance, { payments, baseUrl, rateLimitPerMinu
   const sendPlainDemand = plainDemandAnswers(asProblem, baseUrl);
 
   const resourceOf = (request: FastifyRequest): PaidResource => ({
-    operation: request.routeOptions.config.payment!,
+    operation: request.routeOptions.config.payment!.operation,
     url: `${baseUrl}${pathOf(request)}`,
   });
   const callOf = (request: FastifyRequest): PaidCall => ({
     ...resourceOf(request),
+    terms: request.routeOptions.config.payment!,
     input: request.body,
     method: request.method,
     path: pathOf(request),
@@ -112,6 +107,7 @@ function installGate(app: FastifyInstance, { payments, baseUrl, rateLimitPerMinu
     if (decision.kind === 'refused') throw decision.problem;
     accepted.set(request, decision);
     request.payment = decision.payment;
+    request.paidWith = decision.payment.protocol;
     request.caller = decision.caller;
   };
 
@@ -135,8 +131,8 @@ function installGate(app: FastifyInstance, { payments, baseUrl, rateLimitPerMinu
 
   app.addHook('onRoute', (route) => {
     if (!route.config?.payment) return;
-    // Wired only with a declaration: a name without one fails here, at start-up.
-    declarationOf(route.config.payment);
+    // Priced only by a declaration: one the price list lacks fails here, at start-up.
+    payments.prices.of(route.config.payment.operation);
     route.config.rateLimitByAddressWithoutCaller ??= 'payment';
     route.onRequest = [...[route.onRequest ?? []].flat(), demandPayment];
     route.preHandler = [...[route.preHandler ?? []].flat(), acceptPayment];

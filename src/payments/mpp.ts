@@ -9,7 +9,8 @@ import { BaseError as ViemError, createPublicClient, http, HttpRequestError, Soc
 import { Transaction as TempoTransaction } from 'viem/tempo';
 import type { PaymentsConfig } from '../config.ts';
 import { Problem, type ProblemSlug } from '../core/problems.ts';
-import { offerAvailability, priceSheets, usdDecimal, type MppMethod, type MppOffer, type PaidOperation, type Unavailable } from './offers.ts';
+import { usdDecimal, type MppMethod, type MppOffer } from '../core/operations.ts';
+import { offerAvailability, type PaidOperation, type PriceList, type Unavailable } from './offers.ts';
 
 /** Stripe's smallest charge in USD cents (docs.stripe.com/currencies#minimum-and-maximum-charge-amounts). */
 const STRIPE_MINIMUM_USD_CENTS = 50;
@@ -77,6 +78,7 @@ export class MppAcceptance {
     private readonly secretKey: string,
     realm: string,
     stripe: Stripe | undefined,
+    private readonly prices: PriceList,
   ) {
     const methods: Method.AnyServer[] = [];
     ({ mpp: this.offered, unavailable: this.gaps } = offerAvailability(config, stripe !== undefined));
@@ -118,7 +120,7 @@ export class MppAcceptance {
     let made = this.challengeTemplates.get(operation);
     if (!made) {
       made = Promise.all(
-        priceSheets[operation].mpp
+        this.prices.of(operation).mpp
           .filter((offer) => this.offered.has(`${offer.method}/${offer.intent}`))
           .map(async (offer) => {
             const handlers = (this.mppx.challenge as Record<string, Record<string, (options: object) => Promise<Challenge.Challenge>>>)[offer.method]!;
@@ -139,7 +141,7 @@ export class MppAcceptance {
    */
   precheck(credential: Credential.Credential, operation: PaidOperation, secretKey: string): void {
     const { challenge } = credential;
-    const offer = priceSheets[operation].mpp.find((o) => o.method === challenge.method && o.intent === challenge.intent);
+    const offer = this.prices.of(operation).mpp.find((o) => o.method === challenge.method && o.intent === challenge.intent);
     if (!offer) {
       throw new Problem('method-unsupported', `${challenge.method}/${challenge.intent} is not offered for ${operation}.`);
     }
@@ -163,7 +165,7 @@ export class MppAcceptance {
   /** The online half: the method's own verification through mppx (for stripe: the charge). */
   async verify(credential: Credential.Credential, operation: PaidOperation): Promise<MppPayment> {
     const { challenge } = credential;
-    const offer = priceSheets[operation].mpp.find((o) => o.method === challenge.method && o.intent === challenge.intent)!;
+    const offer = this.prices.of(operation).mpp.find((o) => o.method === challenge.method && o.intent === challenge.intent)!;
     let receipt: Receipt.Receipt;
     try {
       const nonce = metaOf(challenge)?.[NONCE_KEY];
@@ -180,7 +182,7 @@ export class MppAcceptance {
       challengeId: challenge.id,
       method: offer.method,
       intent: offer.intent,
-      amount: String(request.amount ?? priceSheets[operation].usdCents),
+      amount: String(request.amount ?? this.prices.of(operation).usdCents),
       currency: String(request.currency ?? 'usd'),
       payer: credential.source ?? null,
       receipt,
@@ -198,7 +200,7 @@ export class MppAcceptance {
   }
 
   private routeRequest(operation: PaidOperation, offer: MppOffer): Record<string, unknown> {
-    const cents = priceSheets[operation].usdCents;
+    const cents = this.prices.of(operation).usdCents;
     if (offer.method === 'tempo') return { amount: usdDecimal(cents) };
     return { amount: usdDecimal(cents), currency: 'usd', decimals: 2 };
   }

@@ -1,67 +1,32 @@
 /**
- * What each paid operation costs and how it may be paid: the seed's offers, in one place that
- * the 402 answers, the MPP challenges, the x402 requirements and `/openapi.json` all read.
+ * What each paid operation costs and how it may be paid. The prices are the operations' own
+ * declarations (`paid.price` in each module's operations.ts); this file turns them into what the
+ * 402 answers, the MPP challenges, the x402 requirements and `/openapi.json` carry.
  */
 import type { PaymentsConfig } from '../config.ts';
+import type { MppIntent, MppMethod, PriceSheet } from '../core/operations.ts';
 
-export type PaidOperation = 'subscribeAlert' | 'checkoutPlan' | 'getApiIndex';
-export type MppMethod = 'stripe' | 'tempo' | 'card';
-export type MppIntent = 'charge' | 'session';
+/** A paid operation, by its `operationId`. */
+export type PaidOperation = string;
 
-export interface MppOffer {
-  method: MppMethod;
-  intent: MppIntent;
-  description: string;
-}
+/** The price sheets of the declared paid operations, by operation. */
+export class PriceList {
+  private readonly sheets: ReadonlyMap<PaidOperation, PriceSheet>;
 
-export interface PriceSheet {
-  operation: PaidOperation;
-  /** USD cents: exact arithmetic, and the base unit MPP discovery states amounts in. */
-  usdCents: number;
-  description: string;
-  mpp: MppOffer[];
-  /** Whether x402 pays for it: a transfer cannot be given back, so not for what may have to be refunded. */
-  x402: boolean;
-}
+  constructor(sheets: Iterable<PriceSheet>) {
+    this.sheets = new Map([...sheets].map((sheet) => [sheet.operation, sheet]));
+  }
 
-const perRequestCharges: MppOffer[] = [
-  { method: 'stripe', intent: 'charge', description: 'Per-alert processing fee, paid by card through Stripe' },
-  { method: 'tempo', intent: 'charge', description: 'Micro-payment charge on the Tempo network' },
-];
+  /** The sheet of a declared paid operation; a name without one is a wiring mistake, refused at once. */
+  of(operation: PaidOperation): PriceSheet {
+    const sheet = this.sheets.get(operation);
+    if (!sheet) throw new Error(`"${operation}" is not a declared paid operation: give its declaration \`paid\` terms`);
+    return sheet;
+  }
 
-export const priceSheets: Record<PaidOperation, PriceSheet> = {
-  subscribeAlert: {
-    operation: 'subscribeAlert',
-    usdCents: 5,
-    description: 'Restock alert subscription (per-alert processing fee)',
-    mpp: perRequestCharges,
-    x402: true,
-  },
-  checkoutPlan: {
-    operation: 'checkoutPlan',
-    usdCents: 999,
-    description: 'Starter plan (bring your own e-mail provider key), monthly',
-    mpp: [
-      { method: 'stripe', intent: 'session', description: 'Starter plan (bring your own e-mail provider key), monthly, paid through Stripe' },
-      { method: 'card', intent: 'session', description: 'Credit/debit card checkout session for the starter plan, monthly' },
-    ],
-    // Paid without a token, a checkout is a proposal the store's owner may decline, and is then
-    // refunded (docs/plans.md); an x402 transfer cannot be, so it is not offered.
-    x402: false,
-  },
-  // The seed names no price for the API index; it costs what one paid request costs.
-  getApiIndex: {
-    operation: 'getApiIndex',
-    usdCents: 5,
-    description: 'The API index (per-request fee)',
-    mpp: perRequestCharges,
-    x402: true,
-  },
-};
-
-/** USD cents as the decimal string MPP route requests take ("0.05"). */
-export function usdDecimal(cents: number): string {
-  return (cents / 100).toFixed(2);
+  operations(): PaidOperation[] {
+    return [...this.sheets.keys()];
+  }
 }
 
 /** A USD price in the base units of a token with `decimals` decimals (USDC: 0.05 → 50000). */
@@ -71,14 +36,14 @@ export function tokenAmount(cents: number, decimals: number): string {
 }
 
 /** The x402 requirements of an operation from the settings alone (none without an address to pay). */
-export function x402Requirements(config: PaymentsConfig['x402'], operation: PaidOperation) {
-  if (!config.payTo || !priceSheets[operation].x402) return [];
+export function x402Requirements(config: PaymentsConfig['x402'], sheet: PriceSheet) {
+  if (!config.payTo || !sheet.x402) return [];
   const { network, asset, assetName, assetVersion, assetDecimals, payTo, maxTimeoutSeconds } = config;
   return [
     {
       scheme: 'exact',
       network: network as `${string}:${string}`,
-      amount: tokenAmount(priceSheets[operation].usdCents, assetDecimals),
+      amount: tokenAmount(sheet.usdCents, assetDecimals),
       asset,
       payTo,
       maxTimeoutSeconds,

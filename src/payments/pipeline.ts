@@ -1,11 +1,13 @@
 import type { Caller } from '../core/http/caller.ts';
 import { noMetrics, type Metrics, type PaymentOutcome, type PaymentProtocolLabel } from '../core/metrics.ts';
 import { Problem, ValidationFailed } from '../core/problems.ts';
-import { declarationOf, type PaidOperationDeclaration } from './paid-operations.ts';
+import type { BoundPaidTerms } from '../core/operations.ts';
 import type { AcceptedPayment, PaidRequest, PaidResource, PayerLimit, PaymentProof, PaymentRequired, PaymentService, Settlement } from './service.ts';
 
 /** A call to a paid operation, whatever transport carried it. */
 export interface PaidCall extends PaidResource {
+  /** The operation's declared terms of payment, with its service bound. */
+  terms: BoundPaidTerms;
   /** The operation's validated input: the HTTP body, or the MCP tool's arguments (the same schema). */
   input: unknown;
   /** How the ledger names the request paid for. */
@@ -95,13 +97,12 @@ export class PaymentPipeline {
 
   async accept(call: PaidCall, proof: TransportProof): Promise<Accepted | PaymentRequired | Refused> {
     const protocol: PaymentProtocolLabel = proof.kind === 'unreadable' ? 'unknown' : proof.kind;
-    const declaration = declarationOf(call.operation);
-    const admitted = declaration.admits(call.input);
+    const admitted = call.terms.admits(call.input);
     if (admitted !== true) return this.counted(protocol, 'refused', { kind: 'refused', problem: new ValidationFailed([admitted]) });
     const refused = await this.refusedBeforeCharge(call);
     if (refused) return this.counted(protocol, 'refused', refused);
     if (proof.kind === 'unreadable') return this.counted(protocol, 'rejected', await this.refusal(call, proof.refusal));
-    const acceptance = await this.service.accept(proof, ledgerRequest(call, declaration), payerLimits.get(this.service));
+    const acceptance = await this.service.accept(proof, ledgerRequest(call), payerLimits.get(this.service));
     if (acceptance.kind === 'refused') return this.counted(protocol, 'rejected', await this.refusal(call, acceptance.refusal));
     const { payment } = acceptance;
     return { kind: 'accepted', call, payment, caller: payerCaller(payment, this.payerRateLimitPerMinute) };
@@ -134,14 +135,19 @@ export class PaymentPipeline {
     return { kind: 'served', result, settlement: settled };
   }
 
-  /** The serving feature's own refusal of the input, made before any proof is looked at. */
+  /** The owning module's own refusal of the input, made before any proof is looked at. */
   private async refusedBeforeCharge(call: PaidCall): Promise<Refused | undefined> {
-    const problem = await this.service.refusalBeforeCharge(call.operation, call.input);
-    return problem && { kind: 'refused', problem };
+    try {
+      await call.terms.beforeCharge(call.input);
+      return undefined;
+    } catch (err) {
+      if (err instanceof Problem) return { kind: 'refused', problem: err };
+      throw err;
+    }
   }
 
   private async settle(accepted: Accepted, result: unknown): Promise<Taken | PaymentRequired> {
-    const reference = resultReference(declarationOf(accepted.call.operation), result);
+    const reference = resultReference(accepted.call.terms, result);
     const settlement = await this.service.settle(accepted.payment, reference);
     this.metrics.paymentOutcome(accepted.payment.protocol, settlement.kind === 'refused' ? 'settle-refused' : settlement.kind);
     if (settlement.kind !== 'refused') return settlement;
@@ -177,8 +183,8 @@ export function payerCaller(payment: AcceptedPayment, rateLimitPerMinute: number
 }
 
 /** The ledger's view of the call: the store it is for is the declaration's, by its lowercased domain. */
-function ledgerRequest(call: PaidCall, declaration: PaidOperationDeclaration<unknown, unknown>): PaidRequest {
-  const store = declaration.storeOf(call.input);
+function ledgerRequest(call: PaidCall): PaidRequest {
+  const store = call.terms.storeOf(call.input);
   return {
     operation: call.operation,
     url: call.url,
@@ -190,8 +196,8 @@ function ledgerRequest(call: PaidCall, declaration: PaidOperationDeclaration<unk
 }
 
 /** The declared result reference; a result that is not an object (an answer that did not parse) records none. */
-function resultReference(declaration: PaidOperationDeclaration<unknown, unknown>, result: unknown): string | null {
+function resultReference(terms: BoundPaidTerms, result: unknown): string | null {
   if (typeof result !== 'object' || result === null) return null;
-  const reference = declaration.resultReference(result);
+  const reference = terms.resultReference(result);
   return typeof reference === 'string' ? reference : null;
 }

@@ -7,8 +7,7 @@ import { ownStore, type Caller } from '../core/http/caller.ts';
 import { newId } from '../core/ids.ts';
 import { Problem } from '../core/problems.ts';
 import type { IssuedChallenge, MppAcceptance, MppPayment } from './mpp.ts';
-import { paymentInfo, priceSheets, type PaidOperation, type Unavailable } from './offers.ts';
-import type { PaidInput } from './paid-operations.ts';
+import { paymentInfo, type PaidOperation, type PriceList, type Unavailable } from './offers.ts';
 import type { PaymentRow, PaymentRepository } from './repository.ts';
 import type { X402Acceptance, X402Check, X402Payment } from './x402.ts';
 
@@ -92,9 +91,6 @@ export const RECONCILE_EVERY_MS = 60_000;
 /** A settlement left unknown is asked again at the next reconciliation. */
 const PENDING_RETRY_AFTER_SECONDS = RECONCILE_EVERY_MS / 1000;
 
-/** Another feature's rule about a paid call's input: throws the problem that refuses it. */
-type ChargeCheck = (input: unknown) => Promise<void>;
-
 /**
  * Pay per request, over both protocols at once, on proofs its transports decoded: the offers of
  * a 402, the acceptance of a proof (claimed in the ledger before anything runs, so one proof pays
@@ -107,7 +103,6 @@ export class PaymentService {
   /** The plain 402's reason per operation: the offers and the gaps are fixed at start-up. */
   private readonly howTo = new Map<string, Problem>();
   private readonly gaps: Unavailable[];
-  private readonly checksBeforeCharge = new Map<PaidOperation, ChargeCheck>();
   private loaded: PaymentEngines | undefined;
 
   /**
@@ -115,8 +110,10 @@ export class PaymentService {
    *   service's code in memory, and a process that never takes a payment (`restock worker`, unless
    *   a settlement is left to reconcile) never loads them.
    * @param gaps the offers this deployment cannot take (`offerAvailability`).
+   * @param prices the declared paid operations' price sheets.
    */
   constructor(
+    readonly prices: PriceList,
     private readonly store: PaymentRepository,
     private readonly engines: () => Promise<PaymentEngines>,
     gaps: Unavailable[],
@@ -133,7 +130,7 @@ export class PaymentService {
    * it listens).
    */
   paymentInfo(operation: PaidOperation) {
-    return paymentInfo(priceSheets[operation], this.loaded?.x402.requirements(operation) ?? []);
+    return paymentInfo(this.prices.of(operation), this.loaded?.x402.requirements(operation) ?? []);
   }
 
   /** Resolves once both protocols' engines are loaded (a serving process waits for it at start-up). */
@@ -156,26 +153,6 @@ export class PaymentService {
     const challenges = await engines.mpp.challenges(resource.operation);
     const reason = refusal ?? this.howToPay(resource.operation, x402.accepts.length + challenges.length > 0);
     return { kind: 'payment-required', x402, challenges, unavailable: this.gaps, reason };
-  }
-
-  /**
-   * A rule of the feature that serves `operation`, run on each paid call's input before anything
-   * is charged or verified (billing: a store installed as the Shopify app pays only through
-   * Shopify). One per operation.
-   */
-  checkBeforeCharge<O extends PaidOperation>(operation: O, check: (input: PaidInput<O>) => Promise<void>): void {
-    this.checksBeforeCharge.set(operation, check as ChargeCheck);
-  }
-
-  /** The problem the operation's rule refuses this input with; undefined when it may be paid for. */
-  async refusalBeforeCharge(operation: PaidOperation, input: unknown): Promise<Problem | undefined> {
-    try {
-      await this.checksBeforeCharge.get(operation)?.(input);
-      return undefined;
-    } catch (err) {
-      if (err instanceof Problem) return err;
-      throw err;
-    }
   }
 
   /**
@@ -257,7 +234,7 @@ export class PaymentService {
     const key = `${operation} ${anyOffer}`;
     let reason = this.howTo.get(key);
     if (!reason) {
-      const sheet = priceSheets[operation];
+      const sheet = this.prices.of(operation);
       const howTo = `${sheet.description}: USD ${(sheet.usdCents / 100).toFixed(2)}. Pay with x402 (PAYMENT-SIGNATURE) or MPP (Authorization: Payment), or call with an access token from /api/agent/register.`;
       const notice = this.testNetworkNotice ? ` ${this.testNetworkNotice}` : '';
       reason = new Problem('payment-required', anyOffer ? `${howTo}${notice}` : `${howTo} No payment method is configured on this deployment: ${this.gaps.map((g) => g.reason).join(' ')}`);

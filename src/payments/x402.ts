@@ -9,7 +9,7 @@ import { getAddress, recoverTypedDataAddress, type Address, type Hex } from 'vie
 import type { PaymentsConfig } from '../config.ts';
 import { Problem, ServiceUnavailable } from '../core/problems.ts';
 import { unreadableX402Payment } from './pipeline.ts';
-import { priceSheets, x402Requirements, type PaidOperation } from './offers.ts';
+import { x402Requirements, type PaidOperation, type PriceList } from './offers.ts';
 
 /** A PAYMENT-SIGNATURE the facilitator accepted, waiting for the handler's outcome. */
 export interface X402Payment {
@@ -73,6 +73,7 @@ export class X402Acceptance {
   constructor(
     private readonly config: PaymentsConfig['x402'],
     private readonly settleTimeoutMs: number,
+    private readonly prices: PriceList,
   ) {
     this.facilitatorCalls = new Slots(config.facilitatorConcurrency);
     this.domain = {
@@ -87,14 +88,14 @@ export class X402Acceptance {
   }
 
   requirements(operation: PaidOperation): PaymentRequirements[] {
-    return x402Requirements(this.config, operation);
+    return x402Requirements(this.config, this.prices.of(operation));
   }
 
   paymentRequired(operation: PaidOperation, resourceUrl: string, error?: string): PaymentRequired {
     return {
       x402Version: 2,
       ...(error ? { error } : {}),
-      resource: { url: resourceUrl, description: priceSheets[operation].description, mimeType: 'application/json' },
+      resource: { url: resourceUrl, description: this.prices.of(operation).description, mimeType: 'application/json' },
       accepts: this.requirements(operation),
     };
   }
@@ -106,7 +107,7 @@ export class X402Acceptance {
    */
   async check(payload: PaymentPayload, operation: PaidOperation): Promise<X402Check> {
     if (!isObject(payload) || !isObject(payload.accepted) || !isObject(payload.payload)) throw unreadableX402Payment();
-    if (!priceSheets[operation].x402) {
+    if (!this.prices.of(operation).x402) {
       throw new Problem('payment-method-unavailable', `x402 does not pay for ${operation}: what it buys may have to be refunded, and a transfer cannot be. Pay with MPP, or call with an access token.`);
     }
     if (!this.server) {

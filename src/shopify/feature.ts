@@ -9,7 +9,7 @@ import type { Feature } from '../core/feature.ts';
 import type { MailTransport } from '../core/mail/transport.ts';
 import type { Metrics } from '../core/metrics.ts';
 import { NotConfigured } from '../core/problems.ts';
-import type { WorkerJob } from '../dispatch/jobs.ts';
+import type { WorkerJob } from '../core/jobs.ts';
 import type { InventoryService } from '../inventory/service.ts';
 import type { StorefrontService } from '../storefront/service.ts';
 import type { StoreService } from '../stores/service.ts';
@@ -48,8 +48,6 @@ export interface ShopifyDeps {
 
 export interface ShopifyFeature extends Feature<undefined> {
   jobs: WorkerJob[];
-  /** Shopify Billing for stores installed as the app (absent when the app is not configured). */
-  billing?: ShopifyBillingProvider;
   /** The store an App Bridge session token is for (absent when the app is not configured); throws a problem when refused. */
   shopOfSessionToken?: (token: string) => Promise<string>;
 }
@@ -57,18 +55,37 @@ export interface ShopifyFeature extends Feature<undefined> {
 export const WEBHOOK_PATH = '/webhooks/shopify';
 
 /**
- * The Shopify app: install (OAuth and token exchange), the webhook endpoint and its queue, and
- * periodic reconciliation. Without SHOPIFY_API_KEY and SHOPIFY_API_SECRET the routes still exist
- * and say what to configure; there is then nothing for the worker to do.
+ * The Shopify app's clients, opened before the features that need them: the Admin API (with the
+ * stores' tokens) and Shopify Billing, which the billing feature takes when it is built. Absent
+ * without SHOPIFY_API_KEY and SHOPIFY_API_SECRET.
  */
-export function buildShopify(deps: ShopifyDeps): ShopifyFeature {
-  const { config } = deps;
+export interface ShopifyApp {
+  api: ReturnType<typeof createShopifyApi>;
+  admin: AdminApi;
+  billing: ShopifyBillingProvider;
+}
+
+export function openShopifyApp({ config, stores, log }: Pick<ShopifyDeps, 'config' | 'stores' | 'log'>): ShopifyApp | undefined {
   const app = config.shopify;
-  if (!app) return { service: undefined, routes: [notConfiguredRoutes], jobs: [] };
+  if (!app) return undefined;
+  const api = createShopifyApi(app, config.baseUrl, log.child({ feature: 'shopify' }));
+  const admin = new AdminApi(api, new AccessTokens(api, stores, log.child({ feature: 'shopify' })));
+  return { api, admin, billing: shopifyBilling(stores, admin, app.alwaysTestCharges) };
+}
+
+/**
+ * The Shopify app: install (OAuth and token exchange), the webhook endpoint and its queue, and
+ * periodic reconciliation, over the app opened by `openShopifyApp` (opened here when not given).
+ * Without SHOPIFY_API_KEY and SHOPIFY_API_SECRET the routes still exist and say what to
+ * configure; there is then nothing for the worker to do.
+ */
+export function buildShopify(deps: ShopifyDeps & { app?: ShopifyApp | undefined }): ShopifyFeature {
+  const { config } = deps;
+  const opened = deps.app ?? openShopifyApp(deps);
+  if (!config.shopify || !opened) return { service: undefined, routes: [notConfiguredRoutes], jobs: [] };
 
   const log = deps.log.child({ feature: 'shopify' });
-  const shopify = createShopifyApi(app, config.baseUrl, log);
-  const admin = new AdminApi(shopify, new AccessTokens(shopify, deps.stores, log));
+  const { api: shopify, admin } = opened;
   const events = new WebhookEventRepository(deps.database);
   const installer = new ShopifyInstaller(shopify, admin, deps.stores, log);
 
@@ -94,12 +111,11 @@ export function buildShopify(deps: ShopifyDeps): ShopifyFeature {
   return {
     service: undefined,
     jobs,
-    billing: shopifyBilling(deps.stores, admin, app.alwaysTestCharges),
     shopOfSessionToken: (token) => installer.shopOfSessionToken(token),
     // Each in a plugin of its own: the webhook route reads raw bodies, the others do not.
     routes: [
       webhookRoutes({ shopify, events, baseUrl: config.baseUrl }),
-      installRoutes({ installer, apiKey: app.apiKey }),
+      installRoutes({ installer, apiKey: config.shopify.apiKey }),
       appProxyRoutes({ shopify, storefront: deps.storefront, policy: deps.config.tenantOutbound }),
     ],
   };

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { StockReport } from '../inventory/service.ts';
+import type { StockReport } from '../core/connectors/stock-report.ts';
 import { onSaleOnline, purchasableWithoutStock, type ProductState } from './catalog.ts';
 
 /** Topics as the library names them (`products/update` → `PRODUCTS_UPDATE`). */

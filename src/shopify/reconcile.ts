@@ -4,7 +4,7 @@ import { nowIso } from '../core/clock.ts';
 import type { StoreConnector } from '../core/connectors/connector.ts';
 import type { InventoryService } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
-import type { StockReport } from '../inventory/service.ts';
+import type { StockReport } from '../core/connectors/stock-report.ts';
 import type { AdminApi } from './admin-api.ts';
 import { PRODUCTS_PER_QUERY, readProductStates } from './catalog.ts';
 import { productStateReports, unlistedCountries } from './payloads.ts';

@@ -2,9 +2,10 @@ import type { Config } from '../config.ts';
 import type { ChangeBus } from '../core/changes/bus.ts';
 import type { Database } from '../core/db/database.ts';
 import type { Feature } from '../core/feature.ts';
+import { bindOperations } from '../core/operations.ts';
 import { SecretBox } from '../core/sealed-secrets.ts';
 import { twilioAccountCheck } from '../sms/account-check.ts';
-import { storeRoutes } from './routes.ts';
+import { storeOperations } from './operations.ts';
 import type { StorePlanUsage } from './schemas.ts';
 import { StoreService, type OwnerChangeListener } from './service.ts';
 import { StoreRepository } from './repository.ts';
@@ -14,16 +15,21 @@ export interface StoresDeps {
   database: Database;
   /** Where changes to stores are announced to every process. */
   changes: ChangeBus;
-  /** The store's plan and allowance, which the billing feature (built later) reports. */
-  planUsage(shop: string): Promise<StorePlanUsage>;
-  /** What other features end when the store changes hands (src/features.ts lists them). */
+  /** What other features end when the store changes hands (src/domain.ts lists them). */
   onOwnerChange: OwnerChangeListener[];
 }
 
-/** Stores, their owners and settings. */
-export function buildStores({ config, database, changes, planUsage, onOwnerChange }: StoresDeps): Feature<StoreService> {
-  const service = storeService(config, database, changes, onOwnerChange);
-  return { service, routes: [storeRoutes(service, planUsage)] };
+/**
+ * Stores, their owners and settings. The store operations show the plan in force, which billing
+ * (built on the stores) reports: `withStoreOperations` adds them once it is built.
+ */
+export function buildStores({ config, database, changes, onOwnerChange }: StoresDeps): Feature<StoreService> {
+  return { service: storeService(config, database, changes, onOwnerChange) };
+}
+
+/** The stores feature with its operations, over the plan reports of the billing feature. */
+export function withStoreOperations(stores: Feature<StoreService>, planOf: (shop: string) => Promise<StorePlanUsage>): Feature<StoreService> {
+  return { ...stores, operations: bindOperations(storeOperations, { stores: stores.service, planOf }) };
 }
 
 /** The stores' service alone, for the commands that need no app (`restock store create`, `dashboard link`). */

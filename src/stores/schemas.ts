@@ -24,6 +24,9 @@ export const shopifyShopSchema = z
   .regex(/^[a-zA-Z0-9][a-zA-Z0-9-]{0,62}\.myshopify\.com$/, 'must be a store domain such as my-store.myshopify.com')
   .describe("Identifier of the merchant's Shopify store: its myshopify.com domain");
 
+/** The store an operation names: in the path (`/api/v1/stores/:shop/…`) or as a tool's argument. */
+export const storeInput = z.object({ shop: shopSchema });
+
 export const storeParams = z.object({ domain: shopSchema });
 
 /** Where a domain alone tells the platform: each platform's own store domains. */

@@ -4,7 +4,7 @@ import { isoAfter, nowIso } from '../core/clock.ts';
 import { postToTenant, type PostOutcome } from '../core/net/http-post.ts';
 import type { OutboundPolicy } from '../core/net/outbound-guard.ts';
 import type { SecretBox } from '../core/sealed-secrets.ts';
-import type { WorkerJob } from '../dispatch/jobs.ts';
+import type { WorkerJob } from '../core/jobs.ts';
 import type { ClaimedDelivery, FailureRun, SettledAttempt, WebhookRepository } from './repository.ts';
 import type { WebhookConfig } from './settings.ts';
 

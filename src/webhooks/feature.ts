@@ -1,3 +1,4 @@
+import { bindOperations } from '../core/operations.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Database } from '../core/db/database.ts';
@@ -7,7 +8,7 @@ import { SecretBox } from '../core/sealed-secrets.ts';
 import type { StoreService } from '../stores/service.ts';
 import { webhookDeliveryJob } from './delivery.ts';
 import { WebhookRepository } from './repository.ts';
-import { webhookRoutes } from './routes.ts';
+import { webhookOperations } from './operations.ts';
 import { WebhookService } from './service.ts';
 
 export type { WebhookService } from './service.ts';
@@ -33,7 +34,7 @@ export function buildWebhooks({ config, database, mail, log, stores }: WebhooksD
   };
   return {
     service,
-    routes: [webhookRoutes(service)],
+    operations: bindOperations(webhookOperations, service),
     jobs: [webhookDeliveryJob({ repository, secrets, policy, config: config.webhooks, log, tellOwner })],
   };
 }

@@ -7,10 +7,8 @@ export const MAX_ENDPOINTS_PER_STORE = 10;
 
 export const eventTypeSchema = z.enum(storeEventTypes).describe('An event a store announces');
 
-const endpointIdSchema = z.string().min(1).max(64).regex(/^whe_[0-9a-z]+$/, 'must be a webhook endpoint id (whe_...)').describe('The endpoint, as its creation answered');
+export const endpointIdSchema = z.string().min(1).max(64).regex(/^whe_[0-9a-z]+$/, 'must be a webhook endpoint id (whe_...)').describe('The endpoint, as its creation answered');
 
-export const webhookParams = z.object({ domain: shopSchema });
-export const endpointParams = z.object({ domain: shopSchema, endpointId: endpointIdSchema });
 
 const urlField = z
   .string()

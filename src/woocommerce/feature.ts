@@ -1,3 +1,4 @@
+import { bindOperations } from '../core/operations.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Database } from '../core/db/database.ts';
@@ -8,6 +9,7 @@ import { SecretBox } from '../core/sealed-secrets.ts';
 import type { TokenSigner } from '../core/signed-token.ts';
 import type { InventoryService } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
+import { wooCommerceOperations } from './operations.ts';
 import { deliveryRoutes, wooCommerceRoutes } from './routes.ts';
 import { WooCommerceService } from './service.ts';
 
@@ -43,6 +45,7 @@ export function buildWooCommerce(deps: WooCommerceFeatureDeps): Feature<WooComme
     // Webhooks are not delivered again when they fail: reconciliation reads what they missed.
     jobs: reconcileJobs(service, deps.config.dispatch.reconcileIntervalMinutes, log),
     // Each in a plugin of its own: the delivery route reads raw bodies, the others do not.
+    operations: bindOperations(wooCommerceOperations, service),
     routes: [wooCommerceRoutes(service, deps.config.baseUrl), deliveryRoutes(service, deps.config.baseUrl)],
   };
 }

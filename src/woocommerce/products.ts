@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { StockReport } from '../inventory/service.ts';
+import type { StockReport } from '../core/connectors/stock-report.ts';
 
 /**
  * A product or variation as WooCommerce's REST API renders it (`GET /products/{id}`, the items of

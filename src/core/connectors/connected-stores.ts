@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
-import type { StockReport, StockSource } from '../../inventory/service.ts';
+import type { StockReport, StockSource } from './stock-report.ts';
 import { nowIso } from '../clock.ts';
 import type { SecretBox } from '../sealed-secrets.ts';
 import { sameSecret } from '../secrets.ts';

@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { WorkerJob } from '../../dispatch/jobs.ts';
+import type { WorkerJob } from '../jobs.ts';
 
 /** Stores looked at per reconciliation run. */
 const STORES_PER_RUN = 50;

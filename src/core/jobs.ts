@@ -1,6 +1,6 @@
 /**
- * Background work other features hand to the dispatch worker (Shopify's webhook queue, periodic
- * reconciliation). The worker runs each job on every turn, or every `everyMs` when given, and
+ * Background work a feature hands to the worker (Shopify's webhook queue, periodic
+ * reconciliation, payment settlement), which the dispatch worker runs. The worker runs each job on every turn, or every `everyMs` when given, and
  * keeps turning without a pause while any job reports work done.
  */
 export interface WorkerJob {
