@@ -33,9 +33,9 @@ const MUTATIONS: Mutation[] = [
     name: 'shopify-graphql',
     what: 'Admin GraphQL queries with a wrong variable type, an unknown type and a field that does not exist',
     edits: [
-      { file: 'src/shopify/admin-api.ts', find: 'query RestockInventoryItem($id: ID!)', replace: 'query RestockInventoryItem($id: Int!)' },
-      { file: 'src/shopify/admin-api.ts', find: '    ... on Product {\n', replace: '    ... on Orange { bogus }\n    ... on Product {\n' },
-      { file: 'src/shopify/admin-api.ts', find: 'variants(first: 100) { nodes { id title inventoryQuantity inventoryItem { id } } }', replace: 'variants(first: 100) { nodes { id title inventoryQuantity bogusField inventoryItem { id } } }' },
+      { file: 'src/shopify/catalog.ts', find: 'query RestockInventoryItem($id: ID!)', replace: 'query RestockInventoryItem($id: Int!)' },
+      { file: 'src/shopify/catalog.ts', find: '    ... on Product {\n', replace: '    ... on Orange { bogus }\n    ... on Product {\n' },
+      { file: 'src/shopify/catalog.ts', find: 'nodes { id title inventoryPolicy sellableOnlineQuantity inventoryItem { id tracked }', replace: 'nodes { id title inventoryPolicy sellableOnlineQuantity bogusField inventoryItem { id tracked }' },
     ],
     tests: ['test/shopify.test.ts'],
   },
