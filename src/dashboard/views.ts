@@ -1,3 +1,4 @@
+import { LANGUAGES } from '../core/languages.ts';
 import type { SubscriptionRow } from '../alerts/repository.ts';
 import { formatPrice } from '../billing/plans.ts';
 import type { BillingService, Entitlement } from '../billing/service.ts';
@@ -244,7 +245,7 @@ export function settingsBody(store: Store, csrf: string | undefined, errors: Fie
 <select id="f-${name}" name="${name}" aria-describedby="h-${name}${problem ? ` e-${name}` : ''}"${problem ? html` aria-invalid="true"` : ''}>${items}</select>
 <p class="hint" id="h-${name}">${hint}</p>${problem ? html`<p class="error" id="e-${name}">${problem.message}</p>` : ''}`;
   };
-  const locales = ['en', 'fr', 'de', 'es'].map((l) => html`<option value="${l}"${s.locale === l ? html` selected` : ''}>${l}</option>`);
+  const locales = LANGUAGES.map((l) => html`<option value="${l}"${s.locale === l ? html` selected` : ''}>${l}</option>`);
   const general = errors.filter((e) => !FIELD_POINTERS.has(e.pointer));
   return html`<h1>Settings</h1>
 ${saved ? html`<p role="status" class="status-sent">Saved.</p>` : ''}

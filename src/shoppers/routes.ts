@@ -6,7 +6,8 @@ import { parseUrlEncodedForms, postedFromAnotherSite } from '../core/http/form-p
 import { Forbidden, ValidationFailed } from '../core/problems.ts';
 import { cancelForm, channelForm, eraseForm, tokenParams } from './schemas.ts';
 import type { ShopperPage, ShopperPageService } from './service.ts';
-import { languageFromAcceptLanguage, STRINGS, type Language } from './strings.ts';
+import type { Language } from '../core/languages.ts';
+import { languageFromAcceptLanguage, STRINGS } from './strings.ts';
 import { eraseConfirmBody, erasedBody, listBody, shopperPage } from './views.ts';
 
 /**

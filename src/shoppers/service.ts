@@ -9,7 +9,8 @@ import type { DispatchService } from '../dispatch/service.ts';
 import type { InventoryService } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
 import { parseStoredSettings } from '../stores/settings.ts';
-import { languageOf, type Language } from './strings.ts';
+import type { Language } from '../core/languages.ts';
+import { languageOf } from './strings.ts';
 
 export interface ShopperPageDeps {
   alerts: SubscriptionService;

@@ -1,8 +1,7 @@
 // Longer than most files on purpose: every word of the shopper's page in four languages, side by side so a missing one shows.
 import type { Channel, ContactPointStatus, SubscriptionStatus } from '../core/db/schema.ts';
+import { LANGUAGES, type Language } from '../core/languages.ts';
 
-export const LANGUAGES = ['en', 'fr', 'de', 'es'] as const;
-export type Language = (typeof LANGUAGES)[number];
 
 /** One language's words; functions where a value goes inside the sentence. */
 export interface Strings {

@@ -2,7 +2,8 @@ import type { ContactPointRow } from '../alerts/contact-points.ts';
 import type { Channel } from '../core/db/schema.ts';
 import { html, page, type SafeHtml } from '../core/html.ts';
 import type { ListedSubscription, ShopperPage } from './service.ts';
-import { formatDate, STRINGS, type Language, type Strings } from './strings.ts';
+import type { Language } from '../core/languages.ts';
+import { formatDate, STRINGS, type Strings } from './strings.ts';
 
 /** Subscriptions the shopper can still change: the statuses the alerts service lets a shopper end. */
 const LIVE = new Set(['pending', 'active', 'notified']);

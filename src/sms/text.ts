@@ -1,3 +1,4 @@
+import type { Language } from '../core/languages.ts';
 /**
  * What a text costs and says. Carriers bill per segment: a GSM-7 text of up to 160 characters
  * is one (153 each once split, the rest of each 140-byte part carries the header that joins
@@ -10,7 +11,7 @@
  * the title gives way, never the link, and the opt-out wording is always there.
  */
 
-export type SmsLocale = 'en' | 'fr' | 'de' | 'es';
+export type SmsLocale = Language;
 export type SmsEncoding = 'GSM-7' | 'UCS-2';
 
 export interface SegmentCount {

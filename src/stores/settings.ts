@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import type { BatchPolicy } from '../config.ts';
+import { LANGUAGES } from '../core/languages.ts';
 
-export const localeSchema = z.enum(['en', 'fr', 'de', 'es']).describe('Language of the alert e-mails');
+export const localeSchema = z.enum(LANGUAGES).describe('Language of the alert e-mails');
 
 /** Placeholders a template may use, each filled in (HTML-escaped in the HTML template). */
 export const templatePlaceholders = ['shop', 'product_title', 'variant_title', 'product_url', 'image_url', 'unsubscribe_url', 'manage_url', 'email'] as const;
