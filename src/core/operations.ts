@@ -181,7 +181,7 @@ export function bindOperations<S>(declarations: ReadonlyArray<OperationDeclarati
 /** `subscribeAlert` → `subscribe_alert`: how MCP tools are named after operations. */
 export const toolNameOf = (operationId: string) => operationId.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
 
-/** The JSON body's fields of an operation, for the methods that carry one. */
+/** Whether the input's fields not in the path travel in a JSON body (GET and DELETE carry them in the query). */
 export function carriesBody(method: HttpMethod): boolean {
   return method !== 'GET' && method !== 'DELETE';
 }
