@@ -40,6 +40,7 @@ import { Database } from '../src/core/db/database.ts';
 import type { Dialect } from '../src/core/db/dialect.ts';
 import { openMailTransport } from '../src/core/mail/transport.ts';
 import { dashboardSignIn } from '../src/dashboard/feature.ts';
+import { shopifyConnections } from '../src/shopify/feature.ts';
 import { storeService } from '../src/stores/feature.ts';
 import { baseUrl, dialectsSetting, exitCodeFor, expectStatus, fail, freePort, guardProcess, intSetting, median, pgSetting, postgresScratch, profileSetting } from './lib.ts';
 import { printSetting, printTable, requestJson, restockEnv, runMain, sqliteScratch, startServer, stopChild, type ScratchDatabase } from './lib.ts';
@@ -170,7 +171,7 @@ async function seedStore(config: Config, n: number): Promise<Seeded> {
     await database.migrate();
     const started = Date.now();
     // Installed as the Shopify app, as the tests install a store: a sealed offline token.
-    await storeService(config, database, new LocalChangeBus()).installShopify(SHOP, { accessToken: `shpat_${randomBytes(16).toString('hex')}`, scopes: 'read_products,read_inventory', ownerEmail: OWNER });
+    await shopifyConnections({ config, database, stores: storeService(config, database, new LocalChangeBus()) }).install(SHOP, { accessToken: `shpat_${randomBytes(16).toString('hex')}`, scopes: 'read_products,read_inventory', ownerEmail: OWNER });
     const nowS = Math.floor(Date.now() / 1000);
     const fixed = await database.write((trx) => seedFixed(trx, database.dialect, nowS));
     for (let from = 0; from < n; from += SEED_BATCH) {

@@ -92,7 +92,7 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
   const payments = buildPayments({ config, database, serviceSecret, log, prices: declaredPrices(), ...(stripe ? { stripe } : {}), metrics });
   const storesAlone = buildStores({ config, database, changes, onOwnerChange: formerOwnerAccess(database, changes) });
   const webhooks = buildWebhooks({ config, database, mail, log, stores: storesAlone.service });
-  const shopifyApp = openShopifyApp({ config, stores: storesAlone.service, log });
+  const shopifyApp = openShopifyApp({ config, database, stores: storesAlone.service, log });
   const billing = buildBilling({
     config,
     database,

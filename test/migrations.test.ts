@@ -4,6 +4,8 @@
  * moves WooCommerce connections into the platform-neutral `store_connections` unchanged. 0022
  * lets a subscription keep several phones and browsers, each alerted once per restock. 0023
  * remembers each cancelled plan subscription, the ones store_plans shows cancelled included.
+ * 0024 moves Shopify stores' tokens from `stores` into `store_connections`, still sealed, and the
+ * app reads them there.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -15,11 +17,18 @@ import { after, before, describe, it } from './fixtures/suites.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { dialectSkip, testDialects } from './fixtures/app.ts';
 import { pgAdmin, pgUrlFor } from './fixtures/services.ts';
+import { ContactPointRepository } from '../src/alerts/contact-points.ts';
 import { BillingRepository } from '../src/billing/repository.ts';
+import { LocalChangeBus } from '../src/core/changes/bus.ts';
+import { ConnectionRepository } from '../src/core/connectors/connections.ts';
 import { Database } from '../src/core/db/database.ts';
 import type { Dialect } from '../src/core/db/dialect.ts';
 import type { StorePlanStatus } from '../src/core/db/schema.ts';
 import { migrations } from '../src/core/db/migrations/index.ts';
+import { SecretBox } from '../src/core/sealed-secrets.ts';
+import { ShopifyConnections } from '../src/shopify/connections.ts';
+import { StoreRepository } from '../src/stores/repository.ts';
+import { StoreService } from '../src/stores/service.ts';
 
 failOnLeakedHandles();
 
@@ -60,6 +69,18 @@ async function migrateBefore(database: Database, stop: string): Promise<void> {
   if (error) throw error;
 }
 
+/** Applies the migrations up to `last` and no further, so a test sees the tables `last` left; returns the names applied. */
+async function migrateThrough(database: Database, last: string): Promise<string[]> {
+  const through: Record<string, Migration> = {};
+  for (const [name, migration] of Object.entries(migrations)) {
+    if (name > last) break;
+    through[name] = { up: (db) => migration.up(db, database.dialect) };
+  }
+  const { error, results } = await new Migrator({ db: database.db, provider: { getMigrations: async () => through } }).migrateToLatest();
+  if (error) throw error;
+  return (results ?? []).map((result) => result.migrationName);
+}
+
 for (const dialect of testDialects()) {
   describe(`migration 0020 (store platforms) on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
     const empty = emptyDatabaseForSuite(dialect);
@@ -77,7 +98,7 @@ for (const dialect of testDialects()) {
       const read = () => database.db.selectFrom('stores').selectAll().orderBy('domain').execute();
       const before = await read();
 
-      assert.equal((await database.migrate())[0], '0020_store_platforms');
+      assert.equal((await migrateThrough(database, '0020_store_platforms'))[0], '0020_store_platforms');
       const migrated = await read();
       assert.deepEqual(
         migrated.map((row) => row.platform),
@@ -113,7 +134,7 @@ for (const dialect of testDialects()) {
       };
       await (database.db as never as Kysely<any>).insertInto('woocommerce_connections').values(connection).execute();
 
-      assert.equal((await database.migrate())[0], '0021_store_connections');
+      assert.equal((await migrateThrough(database, '0021_store_connections'))[0], '0021_store_connections');
       const rows = await database.db.selectFrom('store_connections').selectAll().execute();
       const { site_url, keys_sealed, ...rest } = connection;
       assert.equal(rows.length, 1);
@@ -178,7 +199,7 @@ for (const dialect of testDialects()) {
       });
       await db.insertInto('notifications').values([alert('ntf_1', 'email', null), alert('ntf_2', 'push', 'cp_1')]).execute();
 
-      assert.equal((await database.migrate())[0], '0022_contact_points_per_address');
+      assert.equal((await migrateThrough(database, '0022_contact_points_per_address'))[0], '0022_contact_points_per_address');
       assert.deepEqual((await db.selectFrom('notifications').select('id').orderBy('id').execute()).map((row) => row.id), ['ntf_1', 'ntf_2'], 'the ledger as it was');
       await db.insertInto('contact_points').values(point('cp_2', 'https://push.example/b')).execute();
       await assert.rejects(db.insertInto('contact_points').values(point('cp_3', 'https://push.example/b')).execute(), 'one contact point per address');
@@ -241,6 +262,192 @@ for (const dialect of testDialects()) {
       assert.match(await news('evt_1', 'active', 'sub_1', 3), /^ignored: .*already cancelled/);
       const row = await billing.planOf('cancelled.myshopify.com');
       assert.deepEqual([row?.external_id, row?.status], ['sub_2', 'cancelled']);
+    });
+  });
+
+  describe(`migration 0025 (contact point details) on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
+    const empty = emptyDatabaseForSuite(dialect);
+
+    it("moves every browser's push keys into its details, keeps every row and value, and reads them back only through the channel's schema", async () => {
+      const { database } = empty();
+      await migrateBefore(database, '0025_contact_point_details');
+      const db = database.db as never as Kysely<any>;
+      const at = '2026-01-02T03:04:05.678Z';
+      const point = (id: string, channel: 'sms' | 'push', address: string, keys: { p256dh: string; auth: string } | null) => ({
+        id,
+        subscription_id: 'sub_1',
+        store_domain: 'shop.myshopify.com',
+        channel,
+        address,
+        address_key: `key-${id}`,
+        push_p256dh: keys?.p256dh ?? null,
+        push_auth: keys?.auth ?? null,
+        status: channel === 'sms' ? 'pending' : 'active',
+        time_zone: 'Europe/Paris',
+        consent_method: channel === 'sms' ? 'storefront-checkbox' : 'browser-permission',
+        consent_text: 'allowed',
+        consent_page: 'https://shop.example/product',
+        consent_at: at,
+        confirmed_at: channel === 'sms' ? null : at,
+        status_reason: null,
+        confirmation_sent_at: null,
+        created_at: at,
+        updated_at: at,
+      });
+      const points = [
+        point('cp_1', 'push', 'https://push.example/a', { p256dh: 'BPk-key-a', auth: 'auth-a' }),
+        point('cp_2', 'push', 'https://push.example/b', { p256dh: 'BPk-key-b', auth: 'auth-b' }),
+        point('cp_3', 'sms', '+15555550100', null),
+      ];
+      await db.insertInto('contact_points').values(points).execute();
+      const read = () => db.selectFrom('contact_points').selectAll().orderBy('id').execute();
+      const before = await read();
+
+      assert.equal((await database.migrate())[0], '0025_contact_point_details');
+      const migrated = await read();
+      assert.deepEqual(
+        migrated.map(({ details: _, ...rest }) => rest),
+        before.map(({ push_p256dh: _key, push_auth: _auth, ...rest }) => rest),
+        'every row kept, nothing but the keys moved',
+      );
+      assert.deepEqual(
+        migrated.map((row) => JSON.parse(row.details)),
+        [{ p256dh: 'BPk-key-a', auth: 'auth-a' }, { p256dh: 'BPk-key-b', auth: 'auth-b' }, {}],
+      );
+
+      const repository = new ContactPointRepository(database);
+      const [browser] = await repository.byIds(['cp_1']);
+      assert.ok(browser?.channel === 'push');
+      assert.deepEqual(browser.details, { p256dh: 'BPk-key-a', auth: 'auth-a' }, 'the repository hands out the parsed details');
+      await db.updateTable('contact_points').set({ details: '{"p256dh":"BPk-key-a"}' }).where('id', '=', 'cp_1').execute();
+      await assert.rejects(repository.byIds(['cp_1']), /auth/, 'details that do not fit the channel are refused, not handed out');
+      await assert.rejects(
+        repository.put({ ...browser, id: 'cp_4', address_key: 'key-cp_4', details: { p256dh: '', auth: 'auth-a' } }),
+        /p256dh/,
+        'nor written',
+      );
+    });
+  });
+
+  describe(`migration 0024 (Shopify connections) on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
+    const empty = emptyDatabaseForSuite(dialect);
+
+    it("moves every Shopify store's tokens into store_connections, still sealed, and the app reads them there", async () => {
+      const { database } = empty();
+      await migrateBefore(database, '0024_shopify_connections');
+      const db = database.db as never as Kysely<any>;
+      const secrets = SecretBox.fromKey(randomBytes(32).toString('base64'));
+      const at = '2026-01-02T03:04:05.678Z';
+      const later = '2026-01-02T04:04:05.678Z';
+      const farOff = '2026-04-02T03:04:05.678Z';
+      const base = { created_at: at, updated_at: later, settings: '{}', platform: 'shopify', installed_at: at };
+      const noToken = { admin_token_sealed: null, admin_token_expires_at: null, refresh_token_sealed: null, refresh_token_expires_at: null, token_refresh_lease_until: null, reauthorization_required_at: null };
+      const sealed = { permanent: await secrets.seal('shpat_permanent'), expiring: await secrets.seal('shpat_expiring'), refresh: await secrets.seal('shprt_refresh'), waiting: await secrets.seal('shpat_waiting') };
+      const stores = [
+        { ...base, ...noToken, domain: 'permanent.myshopify.com', owner_email: 'a@example.com', status: 'active', admin_token_sealed: sealed.permanent, admin_scopes: 'read_products', reconciled_at: later, uninstalled_at: null },
+        {
+          ...base,
+          ...noToken,
+          domain: 'expiring.myshopify.com',
+          owner_email: 'b@example.com',
+          status: 'active',
+          admin_token_sealed: sealed.expiring,
+          admin_token_expires_at: later,
+          refresh_token_sealed: sealed.refresh,
+          refresh_token_expires_at: farOff,
+          token_refresh_lease_until: later,
+          admin_scopes: 'read_products,read_inventory',
+          reconciled_at: null,
+          uninstalled_at: null,
+        },
+        { ...base, ...noToken, domain: 'removed.myshopify.com', owner_email: 'c@example.com', status: 'uninstalled', admin_scopes: 'read_products', reconciled_at: at, uninstalled_at: later },
+        { ...base, ...noToken, domain: 'waiting.myshopify.com', owner_email: 'd@example.com', status: 'active', admin_token_sealed: sealed.waiting, reauthorization_required_at: later, admin_scopes: 'read_products', reconciled_at: at, uninstalled_at: null },
+        { ...base, ...noToken, domain: 'made-by-cli.myshopify.com', owner_email: 'e@example.com', status: 'active', installed_at: null, admin_scopes: null, reconciled_at: null, uninstalled_at: null },
+        { ...base, ...noToken, domain: 'shop.example.com', owner_email: 'f@example.com', status: 'active', platform: 'woocommerce', admin_scopes: null, reconciled_at: null, uninstalled_at: null },
+      ];
+      await db.insertInto('stores').values(stores).execute();
+      const woo = {
+        store_domain: 'shop.example.com',
+        platform: 'woocommerce',
+        site: 'https://shop.example.com/',
+        status: 'connected',
+        credentials_sealed: 'sealed-keys',
+        webhook_secret_sealed: 'sealed-secret',
+        webhook_ids: '[7]',
+        connected_at: at,
+        disconnected_at: null,
+        disconnect_reason: null,
+        reconciled_at: later,
+        updated_at: later,
+      };
+      await db.insertInto('store_connections').values(woo).execute();
+
+      assert.equal((await migrateThrough(database, '0024_shopify_connections'))[0], '0024_shopify_connections');
+      const instant = (value: string | null) => (value === null ? null : new Date(value).toISOString());
+      const rows = (await database.db.selectFrom('store_connections').selectAll().orderBy('store_domain').execute()).map((row) => ({
+        ...row,
+        credentials_expire_at: instant(row.credentials_expire_at),
+        refresh_credentials_expire_at: instant(row.refresh_credentials_expire_at),
+        refresh_lease_until: instant(row.refresh_lease_until),
+        reauthorization_required_at: instant(row.reauthorization_required_at),
+        connected_at: instant(row.connected_at),
+        disconnected_at: instant(row.disconnected_at),
+        reconciled_at: instant(row.reconciled_at),
+        updated_at: instant(row.updated_at),
+      }));
+      const shopify = (domain: string, status: string) => ({
+        store_domain: domain,
+        platform: 'shopify',
+        site: domain,
+        status,
+        credentials_expire_at: null,
+        refresh_credentials_sealed: null,
+        refresh_credentials_expire_at: null,
+        refresh_lease_until: null,
+        reauthorization_required_at: null,
+        webhook_secret_sealed: null,
+        webhook_ids: '[]',
+        connected_at: at,
+        disconnected_at: null,
+        disconnect_reason: null,
+        updated_at: later,
+      });
+      assert.deepEqual(rows, [
+        {
+          ...shopify('expiring.myshopify.com', 'connected'),
+          credentials_sealed: sealed.expiring,
+          credentials_expire_at: later,
+          refresh_credentials_sealed: sealed.refresh,
+          refresh_credentials_expire_at: farOff,
+          refresh_lease_until: later,
+          scopes: 'read_products,read_inventory',
+          reconciled_at: null,
+        },
+        { ...shopify('permanent.myshopify.com', 'connected'), credentials_sealed: sealed.permanent, scopes: 'read_products', reconciled_at: later },
+        { ...shopify('removed.myshopify.com', 'disconnected'), credentials_sealed: null, scopes: 'read_products', disconnected_at: later, disconnect_reason: 'uninstalled', reconciled_at: at },
+        { ...woo, credentials_expire_at: null, refresh_credentials_sealed: null, refresh_credentials_expire_at: null, refresh_lease_until: null, reauthorization_required_at: null, scopes: null },
+        { ...shopify('waiting.myshopify.com', 'connected'), credentials_sealed: sealed.waiting, reauthorization_required_at: later, scopes: 'read_products', reconciled_at: at },
+      ]);
+      const storeColumns = Object.keys((await database.db.selectFrom('stores').selectAll().where('domain', '=', 'permanent.myshopify.com').executeTakeFirstOrThrow()) as object);
+      for (const moved of ['admin_token_sealed', 'admin_scopes', 'refresh_token_sealed', 'token_refresh_lease_until', 'reauthorization_required_at', 'reconciled_at']) {
+        assert.ok(!storeColumns.includes(moved), `stores no longer holds ${moved}`);
+      }
+      assert.ok(storeColumns.includes('installed_at') && storeColumns.includes('uninstalled_at'), 'when a store was installed stays the store\'s');
+
+      const tokens = new ShopifyConnections(new ConnectionRepository(database, 'shopify'), new StoreService(new StoreRepository(database, new LocalChangeBus())), secrets);
+      const permanent = await tokens.offlineToken('permanent.myshopify.com');
+      assert.deepEqual(permanent, { accessToken: 'shpat_permanent', scopes: 'read_products', reauthorizationRequired: false, version: sealed.permanent });
+      const expiring = await tokens.offlineToken('expiring.myshopify.com');
+      assert.deepEqual({ ...expiring, expiring: expiring?.expiring && { ...expiring.expiring, expiresAt: instant(expiring.expiring.expiresAt), refreshTokenExpiresAt: instant(expiring.expiring.refreshTokenExpiresAt) } }, {
+        accessToken: 'shpat_expiring',
+        scopes: 'read_products,read_inventory',
+        expiring: { expiresAt: later, refreshToken: 'shprt_refresh', refreshTokenExpiresAt: farOff },
+        reauthorizationRequired: false,
+        version: sealed.expiring,
+      });
+      assert.equal((await tokens.offlineToken('waiting.myshopify.com'))?.reauthorizationRequired, true);
+      assert.equal(await tokens.offlineToken('removed.myshopify.com'), undefined, 'an uninstalled store has no token');
+      assert.equal(await tokens.offlineToken('made-by-cli.myshopify.com'), undefined);
     });
   });
 }

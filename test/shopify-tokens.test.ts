@@ -5,7 +5,7 @@ import { Database } from '../src/core/db/database.ts';
 import { AccessTokens, ReauthorizationRequired } from '../src/shopify/access-tokens.ts';
 import { AdminApi } from '../src/shopify/admin-api.ts';
 import { createShopifyApi } from '../src/shopify/shopify-api.ts';
-import type { StoreService } from '../src/stores/service.ts';
+import type { ShopifyConnections } from '../src/shopify/connections.ts';
 import { dialectSkip, startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { startShopifyAdmin, type ShopifyAdminStandIn } from './fixtures/shopify-admin.ts';
@@ -22,15 +22,15 @@ let counter = 0;
 const unique = () => `${Date.now() % 1_000_000}${++counter}`;
 const newShop = () => `tokens-${unique()}.myshopify.com`;
 
-/** One process's view: the library, the token source and the Admin API over its own app's store service. */
-function tokenSource(t: TestApp, stores: StoreService) {
+/** One process's view: the library, the token source and the Admin API over its own app's Shopify connections. */
+function tokenSource(t: TestApp, connections: ShopifyConnections) {
   const shopify = createShopifyApi(t.config.shopify!, t.config.baseUrl, t.app.log);
-  const tokens = new AccessTokens(shopify, stores, t.app.log);
+  const tokens = new AccessTokens(shopify, connections, t.app.log);
   return { tokens, admin: new AdminApi(shopify, tokens) };
 }
 
-async function storeRow(t: TestApp, shop: string) {
-  return t.database.db.selectFrom('stores').selectAll().where('domain', '=', shop).executeTakeFirstOrThrow();
+async function connectionRow(t: TestApp, shop: string) {
+  return t.database.db.selectFrom('store_connections').selectAll().where('store_domain', '=', shop).where('platform', '=', 'shopify').executeTakeFirstOrThrow();
 }
 
 for (const dialect of testDialects()) {
@@ -53,11 +53,11 @@ for (const dialect of testDialects()) {
      */
     async function pass(shop: string, minutes: number) {
       shopify.advanceClock(minutes * MINUTE);
-      const expiresAt = (await storeRow(t, shop)).admin_token_expires_at!;
+      const expiresAt = (await connectionRow(t, shop)).credentials_expire_at!;
       await t.database.db
-        .updateTable('stores')
-        .set({ admin_token_expires_at: new Date(Date.parse(expiresAt) - minutes * MINUTE).toISOString() })
-        .where('domain', '=', shop)
+        .updateTable('store_connections')
+        .set({ credentials_expire_at: new Date(Date.parse(expiresAt) - minutes * MINUTE).toISOString() })
+        .where('store_domain', '=', shop)
         .execute();
     }
 
@@ -73,16 +73,16 @@ for (const dialect of testDialects()) {
       const accessToken = shopify.accessToken(shop)!;
       const refreshToken = shopify.refreshToken(shop);
       assert.ok(refreshToken, 'Shopify handed out an expiring token, which comes with a refresh token');
-      const row = await storeRow(t, shop);
+      const row = await connectionRow(t, shop);
       const stored = JSON.stringify(row);
       for (const secret of [accessToken, refreshToken, accessToken.slice(6), refreshToken.slice(6)]) {
         assert.ok(!stored.includes(secret), 'neither token, nor its random part, is readable in the row');
       }
-      assert.ok(row.refresh_token_sealed);
-      assert.ok(Math.abs(Date.parse(row.admin_token_expires_at!) - (installedAt + 60 * MINUTE)) < 5_000, 'the access token lasts an hour');
-      assert.ok(Math.abs(Date.parse(row.refresh_token_expires_at!) - (installedAt + 90 * 24 * 60 * MINUTE)) < 5_000, 'the refresh token lasts 90 days');
+      assert.ok(row.refresh_credentials_sealed);
+      assert.ok(Math.abs(Date.parse(row.credentials_expire_at!) - (installedAt + 60 * MINUTE)) < 5_000, 'the access token lasts an hour');
+      assert.ok(Math.abs(Date.parse(row.refresh_credentials_expire_at!) - (installedAt + 90 * 24 * 60 * MINUTE)) < 5_000, 'the refresh token lasts 90 days');
       assert.equal(row.reauthorization_required_at, null);
-      const opened = await t.app.restock.stores.offlineToken(shop);
+      const opened = await t.app.restock.shopify.connections.offlineToken(shop);
       assert.equal(opened?.accessToken, accessToken);
       assert.equal(opened?.expiring?.refreshToken, refreshToken);
     });
@@ -92,7 +92,7 @@ for (const dialect of testDialects()) {
       await installByOAuth(t, shopify, shop, API_SECRET);
       assert.deepEqual(shopify.tokenGrants(shop), ['authorization_code']);
       assert.ok(shopify.refreshToken(shop), 'Shopify handed out an expiring token, which comes with a refresh token');
-      const opened = await t.app.restock.stores.offlineToken(shop);
+      const opened = await t.app.restock.shopify.connections.offlineToken(shop);
       assert.equal(opened?.accessToken, shopify.accessToken(shop));
       assert.equal(opened?.expiring?.refreshToken, shopify.refreshToken(shop));
     });
@@ -100,7 +100,7 @@ for (const dialect of testDialects()) {
     it('a token far from expiry is used as it is; within five minutes of expiry it is refreshed first and the new pair stored', async () => {
       const shop = newShop();
       await installByTokenExchange(t, shopify, shop);
-      const { tokens, admin } = tokenSource(t, t.app.restock.stores);
+      const { tokens, admin } = tokenSource(t, t.app.restock.shopify.connections);
       const first = shopify.accessToken(shop)!;
       const firstRefresh = shopify.refreshToken(shop)!;
       assert.equal(await tokens.current(shop), first);
@@ -111,12 +111,12 @@ for (const dialect of testDialects()) {
       assert.equal(refreshes(shop), 1);
       assert.ok(fresh && fresh !== first);
       assert.equal(fresh, shopify.accessToken(shop), 'the token Shopify handed out last');
-      const stored = await t.app.restock.stores.offlineToken(shop);
+      const stored = await t.app.restock.shopify.connections.offlineToken(shop);
       assert.equal(stored?.accessToken, fresh);
       assert.equal(stored?.expiring?.refreshToken, shopify.refreshToken(shop), 'the replaced refresh token is stored with it');
       assert.notEqual(stored?.expiring?.refreshToken, firstRefresh);
       assert.ok(Date.parse(stored!.expiring!.expiresAt) - Date.now() > 55 * MINUTE, 'good for another hour');
-      assert.equal((await storeRow(t, shop)).token_refresh_lease_until, null, 'the lease is given back');
+      assert.equal((await connectionRow(t, shop)).refresh_lease_until, null, 'the lease is given back');
 
       assert.equal(await admin.shopEmail(shop, fresh), `owner@${shop}`);
       assert.deepEqual(presentedAfterInstall(shop), [fresh], 'after the install, the Admin API only ever saw the fresh token');
@@ -145,7 +145,7 @@ for (const dialect of testDialects()) {
     it('an Admin API 401 refreshes the token once and retries the call', async () => {
       const shop = newShop();
       await installByTokenExchange(t, shopify, shop);
-      const { tokens, admin } = tokenSource(t, t.app.restock.stores);
+      const { tokens, admin } = tokenSource(t, t.app.restock.shopify.connections);
       const stale = (await tokens.current(shop))!;
       // Shopify's clock runs ahead of ours: the token has expired there while we think it has minutes left.
       shopify.advanceClock(61 * MINUTE);
@@ -153,7 +153,7 @@ for (const dialect of testDialects()) {
       const fresh = shopify.accessToken(shop)!;
       assert.deepEqual(presentedAfterInstall(shop), [stale, fresh], 'refused once, then the same call with the fresh token');
       assert.equal(refreshes(shop), 1);
-      assert.equal((await t.app.restock.stores.offlineToken(shop))?.accessToken, fresh);
+      assert.equal((await t.app.restock.shopify.connections.offlineToken(shop))?.accessToken, fresh);
 
       // A caller still holding the old token after another refreshed gets the stored one, without refreshing again.
       assert.equal(await admin.shopEmail(shop, stale), `owner@${shop}`);
@@ -169,8 +169,8 @@ for (const dialect of testDialects()) {
       try {
         other = await buildApp(t.config, otherDatabase);
         await other.ready();
-        const one = tokenSource(t, t.app.restock.stores);
-        const two = tokenSource(t, other.restock.stores);
+        const one = tokenSource(t, t.app.restock.shopify.connections);
+        const two = tokenSource(t, other.restock.shopify.connections);
         await pass(shop, 58);
         // Slow enough answers that the second process asks while the first is still refreshing.
         shopify.delayTokenAnswers(400);
@@ -191,19 +191,20 @@ for (const dialect of testDialects()) {
     it('a refused refresh token marks the store for re-authorisation, nothing more is sent with the dead token, and opening the app again clears it', async () => {
       const shop = newShop();
       await installByTokenExchange(t, shopify, shop);
-      const { tokens, admin } = tokenSource(t, t.app.restock.stores);
+      const { tokens, admin } = tokenSource(t, t.app.restock.shopify.connections);
       const dead = (await tokens.current(shop))!;
       shopify.revokeTokens(shop);
 
       await assert.rejects(admin.shopEmail(shop, dead), ReauthorizationRequired);
       assert.deepEqual(presentedAfterInstall(shop), [dead], 'the Admin API refused it once');
-      const row = await storeRow(t, shop);
+      const row = await connectionRow(t, shop);
       assert.ok(row.reauthorization_required_at, 'the store needs the merchant');
-      assert.equal(row.status, 'active', 'the store stays installed');
-      assert.ok(row.admin_token_sealed, 'with its data');
-      assert.equal(row.token_refresh_lease_until, null);
+      assert.equal((await t.app.restock.stores.getStore(shop)).status, 'active', 'the store stays installed');
+      assert.equal(row.status, 'connected');
+      assert.ok(row.credentials_sealed, 'with its data');
+      assert.equal(row.refresh_lease_until, null);
       assert.equal((await t.app.restock.stores.getStore(shop)).adminApiConnected, false);
-      assert.ok(!(await t.app.restock.stores.storesToReconcile(1000)).includes(shop), 'reconciliation leaves it alone');
+      assert.ok(!(await t.app.restock.shopify.connections.storesToReconcile(0, 1000)).includes(shop), 'reconciliation leaves it alone');
 
       const seen = shopify.requests.length;
       await assert.rejects(tokens.current(shop), ReauthorizationRequired);
@@ -226,7 +227,7 @@ for (const dialect of testDialects()) {
       });
       const reopened = await t.app.inject({ method: 'GET', url: `/shopify/install?${query}`, headers: BROWSER });
       assert.equal(reopened.statusCode, 303, reopened.body);
-      assert.equal((await storeRow(t, shop)).reauthorization_required_at, null);
+      assert.equal((await connectionRow(t, shop)).reauthorization_required_at, null);
       assert.equal((await t.app.restock.stores.getStore(shop)).adminApiConnected, true);
       const renewed = await tokens.current(shop);
       assert.equal(renewed, shopify.accessToken(shop));
@@ -238,13 +239,13 @@ for (const dialect of testDialects()) {
       shopify.addShop(shop, { email: `owner@${shop}` });
       // As an earlier release installed it: a token that never expires, and no refresh token.
       const permanent = shopify.grantNonExpiringToken(shop);
-      await t.app.restock.stores.installShopify(shop, { accessToken: permanent, scopes: SCOPES, ownerEmail: `owner@${shop}` });
-      const { tokens, admin } = tokenSource(t, t.app.restock.stores);
+      await t.app.restock.shopify.connections.install(shop, { accessToken: permanent, scopes: SCOPES, ownerEmail: `owner@${shop}` });
+      const { tokens, admin } = tokenSource(t, t.app.restock.shopify.connections);
 
       const migrated = await tokens.current(shop);
       assert.deepEqual(shopify.tokenGrants(shop), ['authorization_code', 'migration']);
       assert.ok(migrated && migrated !== permanent);
-      const stored = await t.app.restock.stores.offlineToken(shop);
+      const stored = await t.app.restock.shopify.connections.offlineToken(shop);
       assert.equal(stored?.accessToken, migrated);
       assert.equal(stored?.expiring?.refreshToken, shopify.refreshToken(shop), 'an expiring token with its refresh token');
       assert.equal(await tokens.current(shop), migrated, 'migrated once');

@@ -82,6 +82,10 @@ async function storeRow(t: TestApp, shop: string) {
   return t.database.db.selectFrom('stores').selectAll().where('domain', '=', shop).executeTakeFirst();
 }
 
+async function connectionRow(t: TestApp, shop: string) {
+  return t.database.db.selectFrom('store_connections').selectAll().where('store_domain', '=', shop).where('platform', '=', 'shopify').executeTakeFirst();
+}
+
 function assertProblem(res: LightMyRequestResponse, status: number, slug: string) {
   assert.equal(res.statusCode, status, res.body);
   assert.match(res.headers['content-type'] as string, /^application\/problem\+json/);
@@ -314,10 +318,11 @@ for (const dialect of testDialects()) {
         assert.equal(row?.status, 'active');
         assert.equal(row?.platform, 'shopify');
         assert.equal(row?.owner_email, 'Owner@example.com');
-        assert.equal(row?.admin_scopes, SCOPES);
-        assert.ok(row?.admin_token_sealed);
-        assert.ok(!row.admin_token_sealed.includes(token), 'the token is sealed');
-        assert.ok(!row.admin_token_sealed.includes(token.slice(6)), 'not even its random part is visible');
+        const connection = await connectionRow(t, shop);
+        assert.equal(connection?.scopes, SCOPES);
+        assert.ok(connection?.credentials_sealed);
+        assert.ok(!connection.credentials_sealed.includes(token), 'the token is sealed');
+        assert.ok(!connection.credentials_sealed.includes(token.slice(6)), 'not even its random part is visible');
         assert.equal(subscriptionCalls(shop), 0);
 
         // Opening the app again exchanges again.
@@ -388,7 +393,8 @@ for (const dialect of testDialects()) {
         const row = await storeRow(t, shop);
         assert.equal(row?.status, 'active');
         assert.equal(row?.owner_email, `oauth@${shop}`);
-        assert.ok(row?.admin_token_sealed && !row.admin_token_sealed.includes(shopify.accessToken(shop)!));
+        const connection = await connectionRow(t, shop);
+        assert.ok(connection?.credentials_sealed && !connection.credentials_sealed.includes(shopify.accessToken(shop)!));
         assert.equal(subscriptionCalls(shop), 0);
       });
 
@@ -561,7 +567,7 @@ for (const dialect of testDialects()) {
         await t.runWorker();
         const row = await storeRow(t, shop);
         assert.equal(row?.status, 'uninstalled');
-        assert.equal(row?.admin_token_sealed, null);
+        assert.equal((await connectionRow(t, shop))?.credentials_sealed, null);
         assert.ok(row?.uninstalled_at);
       });
 
@@ -664,7 +670,7 @@ for (const dialect of testDialects()) {
       assert.equal(await stock(t, shop, notWaited), undefined, 'only products someone waits for are read');
       assert.equal(await restocks(t, waited), 1);
       assert.equal(await restocks(t, soldOut), 0);
-      assert.ok((await storeRow(t, shop))?.reconciled_at);
+      assert.ok((await connectionRow(t, shop))?.reconciled_at);
       const restock = await t.database.db.selectFrom('restocks').selectAll().where('product_id', '=', productGid(waited)).executeTakeFirstOrThrow();
       assert.equal(restock.source, 'reconciliation');
     });

@@ -309,7 +309,7 @@ describe('the widget’s SMS and browser notification choices', { skip: browserS
     assert.equal(points.length, 1, 'one contact point beside the e-mail');
     const subscription = subscribed.at(-1)!.subscription;
     assert.deepEqual(
-      [points[0]!.channel, points[0]!.address, points[0]!.push_p256dh, points[0]!.push_auth, points[0]!.consent_method, points[0]!.time_zone],
+      [points[0]!.channel, points[0]!.address, JSON.parse(points[0]!.details).p256dh, JSON.parse(points[0]!.details).auth, points[0]!.consent_method, points[0]!.time_zone],
       ['push', subscription.endpoint, subscription.keys.p256dh, subscription.keys.auth, 'browser-permission', TIME_ZONE],
       'the browser’s subscription is stored',
     );

@@ -1,10 +1,19 @@
+import { CHANNEL_NAMES, contactPointKind, type ContactChannel, type ContactDetails } from '../core/channels.ts';
 import type { Database, Trx } from '../core/db/database.ts';
-import type { Channel, ContactPointsTable, ContactPointStatus } from '../core/db/schema.ts';
+import type { ContactPointsTable, ContactPointStatus } from '../core/db/schema.ts';
 import { chunks } from '../core/chunks.ts';
 
-const CHANNEL_ORDER: Channel[] = ['email', 'sms', 'push'];
+/** A contact point as the code sees it: its channel's details parsed, not the stored JSON. */
+export type ContactPointRow = { [C in ContactChannel]: Omit<ContactPointsTable, 'channel' | 'details'> & { channel: C; details: ContactDetails<C> } }[ContactChannel];
 
-export type ContactPointRow = ContactPointsTable;
+/** The stored JSON, checked against the channel's schema: a row that does not fit is an error, not data. */
+function fromTable(row: ContactPointsTable): ContactPointRow {
+  return { ...row, details: contactPointKind(row.channel).details.parse(JSON.parse(row.details)) } as ContactPointRow;
+}
+
+function toTable(row: ContactPointRow): ContactPointsTable {
+  return { ...row, details: JSON.stringify(contactPointKind(row.channel).details.parse(row.details)) };
+}
 
 /** A contact point nobody can be reached at any more: it no longer counts toward the bound. */
 const UNREACHABLE: ContactPointStatus[] = ['removed', 'expired'];
@@ -37,7 +46,8 @@ export class ContactPointRepository {
    * the subscription's contact point for the address, or undefined when the subscription already
    * has CONTACT_POINTS_PER_CHANNEL live ones of the channel and this address is not among them.
    */
-  async put(row: ContactPointRow): Promise<ContactPointRow | undefined> {
+  async put(point: ContactPointRow): Promise<ContactPointRow | undefined> {
+    const row = toTable(point);
     const found = await this.database.write(async (trx) => {
       const existing = await trx
         .selectFrom('contact_points')
@@ -64,29 +74,30 @@ export class ContactPointRepository {
       return true;
     });
     if (!found) return undefined;
-    return this.database.db
+    const stored = await this.database.db
       .selectFrom('contact_points')
       .selectAll()
       .where('subscription_id', '=', row.subscription_id)
       .where('channel', '=', row.channel)
       .where('address_key', '=', row.address_key)
       .executeTakeFirst();
+    return stored && fromTable(stored);
   }
 
   /** The contact points of these subscriptions, whatever their status. */
   async ofSubscriptions(subscriptionIds: string[]): Promise<ContactPointRow[]> {
     const out: ContactPointRow[] = [];
     for (const chunk of chunks(subscriptionIds)) {
-      out.push(...(await this.database.db.selectFrom('contact_points').selectAll().where('subscription_id', 'in', chunk).execute()));
+      out.push(...(await this.database.db.selectFrom('contact_points').selectAll().where('subscription_id', 'in', chunk).execute()).map(fromTable));
     }
     // One order on both databases, so the shopper's page and the export list channels alike.
-    return out.sort((a, b) => a.subscription_id.localeCompare(b.subscription_id) || CHANNEL_ORDER.indexOf(a.channel) - CHANNEL_ORDER.indexOf(b.channel));
+    return out.sort((a, b) => a.subscription_id.localeCompare(b.subscription_id) || CHANNEL_NAMES.indexOf(a.channel) - CHANNEL_NAMES.indexOf(b.channel));
   }
 
   async byIds(ids: string[]): Promise<ContactPointRow[]> {
     const out: ContactPointRow[] = [];
     for (const chunk of chunks(ids)) {
-      out.push(...(await this.database.db.selectFrom('contact_points').selectAll().where('id', 'in', chunk).execute()));
+      out.push(...(await this.database.db.selectFrom('contact_points').selectAll().where('id', 'in', chunk).execute()).map(fromTable));
     }
     return out;
   }
@@ -165,8 +176,8 @@ export class ContactPointRepository {
   }
 
   /** SMS numbers waiting for their YES whose request has not gone out, oldest first. */
-  awaitingSmsConfirmationRequest(limit: number): Promise<ContactPointRow[]> {
-    return this.database.db
+  async awaitingSmsConfirmationRequest(limit: number): Promise<ContactPointRow[]> {
+    const rows = await this.database.db
       .selectFrom('contact_points')
       .selectAll()
       .where('status', '=', 'pending')
@@ -175,6 +186,7 @@ export class ContactPointRepository {
       .orderBy('created_at')
       .limit(limit)
       .execute();
+    return rows.map(fromTable);
   }
 
   async markConfirmationSent(id: string, now: string): Promise<void> {

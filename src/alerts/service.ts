@@ -10,6 +10,7 @@ import { canSee, ownStore, storeForWrite, type Caller } from '../core/http/calle
 import { Conflict, Forbidden, NotFound, Problem } from '../core/problems.ts';
 import type { TokenSigner } from '../core/signed-token.ts';
 import type { EffectiveSettings } from '../stores/settings.ts';
+import { contactPointKind } from '../core/channels.ts';
 import type { Channel } from '../core/db/schema.ts';
 import { requiresConfirmation } from './consent.ts';
 import { CONTACT_POINTS_PER_CHANNEL, type ContactPointRepository, type ContactPointRow } from './contact-points.ts';
@@ -152,7 +153,7 @@ export class SubscriptionService {
     for (const contact of contacts) {
       const added = await this.channels.contactPoints.put(contactPointRow(row, contact, now));
       if (added) continue;
-      const what = contact.channel === 'sms' ? 'phones' : 'browsers';
+      const what = `${contactPointKind(contact.channel).device}s`;
       throw new Problem('too-many-contact-points', `This alert already has ${CONTACT_POINTS_PER_CHANNEL} ${what}, the most one alert may have; none was added.`, {
         extensions: { limit: CONTACT_POINTS_PER_CHANNEL },
       });
@@ -548,10 +549,9 @@ function contactPointRow(subscription: SubscriptionRow, contact: ExtraContact, n
     created_at: now,
     updated_at: now,
   };
-  if (contact.channel === 'sms') {
-    // SMS always asks for a YES, whatever the store's e-mail opt-in.
-    return { ...common, channel: 'sms', address: contact.phone, address_key: contact.phone, push_p256dh: null, push_auth: null, status: 'pending', confirmed_at: null };
-  }
-  // The browser's permission prompt is the shopper's explicit yes.
-  return { ...common, channel: 'push', address: contact.endpoint, address_key: contact.endpointKey, push_p256dh: contact.p256dh, push_auth: contact.auth, status: 'active', confirmed_at: now };
+  // SMS always asks for a YES, whatever the store's e-mail opt-in; a browser's permission prompt is the shopper's explicit yes.
+  const startsAs = contactPointKind(contact.channel).startsAs;
+  const consent = { ...common, status: startsAs, confirmed_at: startsAs === 'active' ? now : null };
+  if (contact.channel === 'sms') return { ...consent, channel: 'sms', address: contact.phone, address_key: contact.phone, details: {} };
+  return { ...consent, channel: 'push', address: contact.endpoint, address_key: contact.endpointKey, details: { p256dh: contact.p256dh, auth: contact.auth } };
 }

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { contactPointKind, type ContactChannel } from '../core/channels.ts';
 import { html, page } from '../core/html.ts';
 import { keepCapabilityPagesPrivate } from '../core/http/capability-pages.ts';
 import { acceptFormPosts } from '../core/http/form-posts.ts';
@@ -49,10 +50,10 @@ export function stopRoutes(service: SubscriptionService) {
   };
 }
 
-function what(channel: string): string {
-  return channel === 'sms' ? 'phone' : 'browser';
+function what(channel: ContactChannel): string {
+  return contactPointKind(channel).device;
 }
 
-function stoppedBody(channel: string) {
+function stoppedBody(channel: ContactChannel) {
   return html`<h1>Alerts stopped</h1><p>This ${what(channel)} will get no more alerts for this product.</p>`;
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { CHANNEL_NAMES } from '../core/channels.ts';
 import { productIdSchema, variantIdSchema } from '../alerts/schemas.ts';
 import { shopSchema } from '../stores/schemas.ts';
 
@@ -87,7 +88,7 @@ export const performanceResponse = z
     revenueByPresentmentCurrency: z.array(moneySchema).describe('The same in the currencies shoppers paid in'),
     byDay: z.array(z.object({ day: z.string(), sent: z.number().int(), clicks: z.number().int(), orders: z.number().int(), revenueMinor: z.number().int() })),
     byChannel: z
-      .array(z.object({ channel: z.enum(['email', 'sms', 'push']), sent: z.number().int(), clicks: z.number().int(), orders: z.number().int(), revenueMinor: z.number().int() }))
+      .array(z.object({ channel: z.enum(CHANNEL_NAMES), sent: z.number().int(), clicks: z.number().int(), orders: z.number().int(), revenueMinor: z.number().int() }))
       .describe("What each channel did: alerts sent, clicks, credited orders and net revenue in the store's currency (minor units)"),
     products: z.array(
       z.object({

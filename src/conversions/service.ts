@@ -13,6 +13,7 @@ import type { TokenSigner } from '../core/signed-token.ts';
 import type { NotificationRow, SentAlertRow } from '../dispatch/repository.ts';
 import type { DigestFigures } from '../notices/service.ts';
 import { DEFAULT_UTM, type EffectiveSettings } from '../stores/settings.ts';
+import { CHANNEL_NAMES } from '../core/channels.ts';
 import type { Channel } from '../core/db/schema.ts';
 import { attributeOrder, netRevenue, type Attribution, type LineRefund, type SentAlert } from './attribution.ts';
 import { exportCsv, type ExportKind, type ExportSources } from './exports.ts';
@@ -23,7 +24,6 @@ const CLICK = 'alert-click';
 /** The products a performance report lists, most revenue first. */
 const PRODUCTS_SHOWN = 200;
 const DAY_MS = 86_400_000;
-const CHANNELS: Channel[] = ['email', 'sms', 'push'];
 
 /** What this feature reads of the alert ledger (the dispatch service). */
 export interface SentAlerts {
@@ -330,7 +330,7 @@ export class ConversionService implements OrderSink {
           revenueMinor: sum(figures.map((row) => row.net_shop_minor)),
         };
       }),
-      byChannel: CHANNELS.map((channel) => {
+      byChannel: CHANNEL_NAMES.map((channel) => {
         const figures = perChannel.find((row) => row.channel === channel);
         return {
           channel,

@@ -1,4 +1,5 @@
-import type { Channel } from '../core/db/schema.ts';
+import type { Language } from '../core/languages.ts';
+import type { Channel } from '../core/channels.ts';
 
 export type { Channel };
 
@@ -50,7 +51,7 @@ export interface AlertTextInput {
   productTitle: string;
   variantTitle: string | null;
   link: string;
-  locale: 'en' | 'fr' | 'de' | 'es';
+  locale: Language;
   kind: 'alert' | 'reminder';
 }
 

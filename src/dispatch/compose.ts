@@ -115,12 +115,12 @@ function pushDelivery(row: NotificationRow, claim: StoreClaim, links: AlertLinks
   const product = claim.products.get(productKey(row))!;
   const locale = alertLocale(row.locale, claim.settings.locale);
   return async () => {
-    if (!channels.push || !contact?.push_p256dh || !contact.push_auth) throw new Error('browser push is no longer set up for this browser');
+    if (!channels.push || contact?.channel !== 'push') throw new Error('browser push is no longer set up for this browser');
     const clickUrl = links.click(row);
     const stopUrl = links.stop(row);
     await channels.push.send({
       endpoint: contact.address,
-      keys: { p256dh: contact.push_p256dh, auth: contact.push_auth },
+      keys: contact.details,
       payload: { title: notificationTitle({ shop: claim.storeDomain, productTitle: product.title, variantTitle: product.variantTitle }, locale, row.kind), body: claim.settings.senderName ?? claim.storeDomain, url: clickUrl, icon: product.imageUrl, tag: `restock-${row.restock_id}`, stop: { url: stopUrl, label: stopLabel(locale) } },
       ttlSeconds: channels.pushTtlSeconds,
     });

@@ -5,6 +5,7 @@ import { leaseEnd } from './leases.ts';
 import { planVerdict, WHY } from './rules.ts';
 import type { NotificationRow, RestockRow } from './repository.ts';
 import type { WaitingSubscriber } from '../alerts/repository.ts';
+import { CHANNELS } from '../core/channels.ts';
 import type { Channel } from '../core/db/schema.ts';
 import type { WorkerDeps } from './worker.ts';
 
@@ -16,7 +17,6 @@ interface PlannedChannel {
 const EMAIL: PlannedChannel = { channel: 'email', contactPointId: null };
 
 /** How the audit names a channel. */
-export const CHANNEL_WORDS: Record<Channel, string> = { email: 'by e-mail', sms: 'by SMS', push: 'by browser push' };
 
 /** How many restocks one turn starts planning at most, so sending is never starved by planning. */
 const RESTOCKS_PER_TURN = 10;
@@ -192,7 +192,7 @@ export class BatchPlanner {
           batch,
           position,
           status: 'queued',
-          reason: `${CHANNEL_WORDS[channel.channel]}: ${whySent(restock, progress.available, progress.settings, size, batch, subscriber.created_at, position, third)}`,
+          reason: `${CHANNELS[channel.channel].words}: ${whySent(restock, progress.available, progress.settings, size, batch, subscriber.created_at, position, third)}`,
           outcome: null,
           attempts: 0,
           next_attempt_at: nowIso,

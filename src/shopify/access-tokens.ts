@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { HttpResponseError, type Session } from '@shopify/shopify-api';
 import type { FastifyBaseLogger } from 'fastify';
-import type { StoredOfflineToken, StoreService } from '../stores/service.ts';
+import type { ShopifyConnections, StoredOfflineToken } from './connections.ts';
 import { callShopify, offlineTokenOf, SHOPIFY_TIMEOUT_MS, UpstreamError, type ShopifyApi } from './shopify-api.ts';
 
 /** A token is refreshed this long before it expires, so that a call begun just before expiry still gets through. */
@@ -25,14 +25,14 @@ export class ReauthorizationRequired extends UpstreamError {
 /**
  * The stores' Admin API tokens, kept usable. Shopify's expiring offline tokens last an hour and
  * its refresh tokens are replaced at every refresh, so a refresh is done by one process at a
- * time, under a lease on the store's row: the others wait for it and take the token it stored,
+ * time, under a lease on the store's connection: the others wait for it and take the token it stored,
  * rather than spend a refresh token that is being replaced. A refresh also revokes the access
  * token before it, so two refreshes would leave one process holding a dead token.
  */
 export class AccessTokens {
   constructor(
     private readonly shopify: ShopifyApi,
-    private readonly stores: StoreService,
+    private readonly connections: ShopifyConnections,
     private readonly log: FastifyBaseLogger,
   ) {}
 
@@ -43,7 +43,7 @@ export class AccessTokens {
    * Shopify, once Shopify refused the store's refresh token.
    */
   async current(shop: string): Promise<string | undefined> {
-    const token = await this.stores.offlineToken(shop);
+    const token = await this.connections.offlineToken(shop);
     if (!token) return undefined;
     if (token.reauthorizationRequired) throw new ReauthorizationRequired(shop);
     if (token.expiring && Date.parse(token.expiring.expiresAt) - Date.now() > REFRESH_MARGIN_MS) return token.accessToken;
@@ -63,7 +63,7 @@ export class AccessTokens {
   /** `stale` replaced by a refreshed token: by this process if it gets the lease, else by the one holding it. */
   private async replace(shop: string, stale: StoredOfflineToken): Promise<string> {
     for (;;) {
-      const claim = await this.stores.claimTokenRefresh(shop, stale.version, LEASE_MS);
+      const claim = await this.connections.claimTokenRefresh(shop, stale.version, LEASE_MS);
       if (claim === 'claimed') return this.refresh(shop, stale);
       if (claim !== 'busy') return (await this.stored(shop)).accessToken;
       await sleep(WAIT_MS);
@@ -78,19 +78,19 @@ export class AccessTokens {
     } catch (err) {
       if (!isDeadGrant(err)) {
         // Shopify did not answer: the refresh token is still good and the next call tries again.
-        await this.stores.releaseTokenRefresh(shop, stale.version);
+        await this.connections.releaseTokenRefresh(shop, stale.version);
         throw err;
       }
-      await this.stores.markReauthorizationRequired(shop, stale.version);
+      await this.connections.markReauthorizationRequired(shop, stale.version);
       this.log.warn({ shop }, 'Shopify refused the store\'s refresh token; no Admin API call until the merchant opens the app again');
       throw new ReauthorizationRequired(shop);
     }
     const token = offlineTokenOf(session);
     if (!token) {
-      await this.stores.releaseTokenRefresh(shop, stale.version);
+      await this.connections.releaseTokenRefresh(shop, stale.version);
       throw new UpstreamError('Refreshing the access token: Shopify\'s answer holds no offline token');
     }
-    await this.stores.replaceOfflineToken(shop, stale.version, { ...token, scopes: token.scopes || stale.scopes });
+    await this.connections.replaceOfflineToken(shop, stale.version, { ...token, scopes: token.scopes || stale.scopes });
     return token.accessToken;
   }
 
@@ -106,7 +106,7 @@ export class AccessTokens {
 
   /** The store's token as stored now; fails when there is none to use. */
   private async stored(shop: string): Promise<StoredOfflineToken> {
-    const token = await this.stores.offlineToken(shop);
+    const token = await this.connections.offlineToken(shop);
     if (!token) throw new UpstreamError(`${shop} has no Admin API token (not installed, or uninstalled)`);
     if (token.reauthorizationRequired) throw new ReauthorizationRequired(shop);
     return token;

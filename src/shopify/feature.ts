@@ -4,11 +4,13 @@ import type { ShopifyBillingProvider } from '../billing/service.ts';
 import type { Config } from '../config.ts';
 import type { OrderSink } from '../conversions/reports.ts';
 import type { Database } from '../core/db/database.ts';
+import { ConnectionRepository } from '../core/connectors/connections.ts';
 import { reconcileJobs } from '../core/connectors/connector.ts';
 import type { Feature } from '../core/feature.ts';
 import type { MailTransport } from '../core/mail/transport.ts';
 import type { Metrics } from '../core/metrics.ts';
 import { NotConfigured } from '../core/problems.ts';
+import { SecretBox } from '../core/sealed-secrets.ts';
 import type { WorkerJob } from '../core/jobs.ts';
 import type { InventoryService } from '../inventory/service.ts';
 import type { StorefrontService } from '../storefront/service.ts';
@@ -17,6 +19,7 @@ import { AccessTokens } from './access-tokens.ts';
 import { AdminApi } from './admin-api.ts';
 import { APP_PROXY_PATH, appProxyRoutes } from './app-proxy-routes.ts';
 import { shopifyBilling } from './billing.ts';
+import { ShopifyConnections } from './connections.ts';
 import { CALLBACK_PATH, ShopifyInstaller } from './install.ts';
 import { installRoutes } from './install-routes.ts';
 import { shopifyConnector } from './reconcile.ts';
@@ -48,6 +51,8 @@ export interface ShopifyDeps {
 
 export interface ShopifyFeature extends Feature<undefined> {
   jobs: WorkerJob[];
+  /** The Shopify stores' connections: their Admin API tokens, read and refreshed here only. */
+  connections: ShopifyConnections;
   /** The store an App Bridge session token is for (absent when the app is not configured); throws a problem when refused. */
   shopOfSessionToken?: (token: string) => Promise<string>;
 }
@@ -61,16 +66,23 @@ export const WEBHOOK_PATH = '/webhooks/shopify';
  */
 export interface ShopifyApp {
   api: ReturnType<typeof createShopifyApi>;
+  connections: ShopifyConnections;
   admin: AdminApi;
   billing: ShopifyBillingProvider;
 }
 
-export function openShopifyApp({ config, stores, log }: Pick<ShopifyDeps, 'config' | 'stores' | 'log'>): ShopifyApp | undefined {
+export function openShopifyApp({ config, database, stores, log }: Pick<ShopifyDeps, 'config' | 'database' | 'stores' | 'log'>): ShopifyApp | undefined {
   const app = config.shopify;
   if (!app) return undefined;
   const api = createShopifyApi(app, config.baseUrl, log.child({ feature: 'shopify' }));
-  const admin = new AdminApi(api, new AccessTokens(api, stores, log.child({ feature: 'shopify' })));
-  return { api, admin, billing: shopifyBilling(stores, admin, app.alwaysTestCharges) };
+  const connections = shopifyConnections({ config, database, stores });
+  const admin = new AdminApi(api, new AccessTokens(api, connections, log.child({ feature: 'shopify' })));
+  return { api, connections, admin, billing: shopifyBilling(stores, admin, app.alwaysTestCharges) };
+}
+
+/** The Shopify stores' connections, their tokens sealed with RESTOCK_ENCRYPTION_KEY. */
+export function shopifyConnections({ config, database, stores }: Pick<ShopifyDeps, 'config' | 'database' | 'stores'>): ShopifyConnections {
+  return new ShopifyConnections(new ConnectionRepository(database, 'shopify'), stores, SecretBox.fromKey(config.encryptionKey));
 }
 
 /**
@@ -82,18 +94,19 @@ export function openShopifyApp({ config, stores, log }: Pick<ShopifyDeps, 'confi
 export function buildShopify(deps: ShopifyDeps & { app?: ShopifyApp | undefined }): ShopifyFeature {
   const { config } = deps;
   const opened = deps.app ?? openShopifyApp(deps);
-  if (!config.shopify || !opened) return { service: undefined, routes: [notConfiguredRoutes], jobs: [] };
+  if (!config.shopify || !opened) return { service: undefined, connections: shopifyConnections(deps), routes: [notConfiguredRoutes], jobs: [] };
 
   const log = deps.log.child({ feature: 'shopify' });
-  const { api: shopify, admin } = opened;
+  const { api: shopify, admin, connections } = opened;
   const events = new WebhookEventRepository(deps.database);
-  const installer = new ShopifyInstaller(shopify, admin, deps.stores, log);
+  const installer = new ShopifyInstaller(shopify, admin, connections, log);
 
   const jobs: WorkerJob[] = [
     webhookJob({
       events,
       inventory: deps.inventory,
       stores: deps.stores,
+      connections,
       alerts: deps.alerts,
       dispatch: deps.dispatch,
       mail: deps.mail,
@@ -106,10 +119,11 @@ export function buildShopify(deps: ShopifyDeps & { app?: ShopifyApp | undefined 
       retryBaseMs: config.dispatch.retryBaseMs,
     }),
   ];
-  jobs.push(...reconcileJobs(shopifyConnector({ stores: deps.stores, alerts: deps.alerts, inventory: deps.inventory, admin }), config.dispatch.reconcileIntervalMinutes, log));
+  jobs.push(...reconcileJobs(shopifyConnector({ connections, alerts: deps.alerts, inventory: deps.inventory, admin }), config.dispatch.reconcileIntervalMinutes, log));
 
   return {
     service: undefined,
+    connections,
     jobs,
     shopOfSessionToken: (token) => installer.shopOfSessionToken(token),
     // Each in a plugin of its own: the webhook route reads raw bodies, the others do not.

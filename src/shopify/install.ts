@@ -13,8 +13,8 @@ import {
 import type { FastifyBaseLogger } from 'fastify';
 import { Problem } from '../core/problems.ts';
 import { shopifyShopSchema } from '../stores/schemas.ts';
-import type { StoreService } from '../stores/service.ts';
 import type { AdminApi } from './admin-api.ts';
+import type { ShopifyConnections } from './connections.ts';
 import { callShopify, offlineTokenOf, UpstreamError, upstreamProblem, type ShopifyApi } from './shopify-api.ts';
 
 export const CALLBACK_PATH = '/shopify/callback';
@@ -65,7 +65,7 @@ export class ShopifyInstaller {
   constructor(
     private readonly shopify: ShopifyApi,
     private readonly admin: AdminApi,
-    private readonly stores: StoreService,
+    private readonly connections: ShopifyConnections,
     private readonly log: FastifyBaseLogger,
   ) {}
 
@@ -112,9 +112,9 @@ export class ShopifyInstaller {
    * its first use.
    */
   async isConnected(shop: string): Promise<boolean> {
-    const store = await this.stores.findStore(shop);
-    if (store?.status !== 'active' || !store.admin_token_sealed || !store.refresh_token_sealed || store.reauthorization_required_at) return false;
-    return new AuthScopes(store.admin_scopes ?? '').has(this.shopify.config.scopes);
+    const token = await this.connections.offlineToken(shop);
+    if (!token?.expiring || token.reauthorizationRequired) return false;
+    return new AuthScopes(token.scopes).has(this.shopify.config.scopes);
   }
 
   /** Whether Shopify signed this query (as when it opens the app URL), within the library's 90 s. */
@@ -144,7 +144,7 @@ export class ShopifyInstaller {
       throw new Problem('upstream-failed', 'Shopify did not hand over an offline token for a myshopify.com store. Nothing was stored.');
     }
     const ownerEmail = await this.upstream(() => this.admin.shopEmail(shop.data, token.accessToken));
-    await this.stores.installShopify(shop.data, { ...token, ownerEmail });
+    await this.connections.install(shop.data, { ...token, ownerEmail });
     this.log.info({ shop: shop.data, scopes: token.scopes, expiring: token.expiring !== undefined }, 'Shopify app installed');
     return { shop: shop.data, scopes: token.scopes };
   }

@@ -3,9 +3,9 @@ import { chunks } from '../core/chunks.ts';
 import { nowIso } from '../core/clock.ts';
 import type { StoreConnector } from '../core/connectors/connector.ts';
 import type { InventoryService } from '../inventory/service.ts';
-import type { StoreService } from '../stores/service.ts';
 import type { StockReport } from '../core/connectors/stock-report.ts';
 import type { AdminApi } from './admin-api.ts';
+import type { ShopifyConnections } from './connections.ts';
 import { PRODUCTS_PER_QUERY, readProductStates } from './catalog.ts';
 import { productStateReports, unlistedCountries } from './payloads.ts';
 
@@ -13,7 +13,7 @@ import { productStateReports, unlistedCountries } from './payloads.ts';
 const PRODUCTS_PER_STORE = 250;
 
 export interface ReconcileDeps {
-  stores: StoreService;
+  connections: ShopifyConnections;
   alerts: SubscriptionService;
   inventory: InventoryService;
   admin: AdminApi;
@@ -27,20 +27,12 @@ export interface ReconcileDeps {
 export function shopifyConnector(deps: ReconcileDeps): StoreConnector {
   return {
     platform: 'shopify',
-    async storesToReconcile(intervalMs, limit) {
-      const dueBefore = Date.now() - intervalMs;
-      const due: string[] = [];
-      for (const shop of await deps.stores.storesToReconcile(limit)) {
-        const store = await deps.stores.findStore(shop);
-        if (!store?.reconciled_at || Date.parse(store.reconciled_at) <= dueBefore) due.push(shop);
-      }
-      return due;
-    },
+    storesToReconcile: (intervalMs, limit) => deps.connections.storesToReconcile(intervalMs, limit),
     async reconcileStore(shop) {
       try {
         return await reconcileStore(deps, shop);
       } finally {
-        await deps.stores.markReconciled(shop);
+        await deps.connections.markReconciled(shop);
       }
     },
   };
@@ -61,7 +53,7 @@ async function reconcileStore(deps: ReconcileDeps, shop: string): Promise<number
  * shoppers waiting for them gave their country, and the store let the app read publications,
  * the countries where a product is not on sale are recorded too.
  */
-export async function readProductReports(deps: Pick<ReconcileDeps, 'stores' | 'alerts' | 'inventory' | 'admin'>, shop: string, token: string, productIds: string[]): Promise<StockReport[]> {
+export async function readProductReports(deps: Pick<ReconcileDeps, 'connections' | 'alerts' | 'inventory' | 'admin'>, shop: string, token: string, productIds: string[]): Promise<StockReport[]> {
   const countries = (await mayReadPublications(deps, shop)) ? await deps.alerts.waitingCountries(shop, productIds) : [];
   const reports: StockReport[] = [];
   for (const ids of chunks(productIds, PRODUCTS_PER_QUERY)) {
@@ -75,7 +67,7 @@ export async function readProductReports(deps: Pick<ReconcileDeps, 'stores' | 'a
 }
 
 /** `publishedInContext` needs `read_publications`; a store installed before the app asked for it has not granted it. */
-async function mayReadPublications(deps: Pick<ReconcileDeps, 'stores'>, shop: string): Promise<boolean> {
-  const scopes = ((await deps.stores.findStore(shop))?.admin_scopes ?? '').split(',').map((scope) => scope.trim());
+async function mayReadPublications(deps: Pick<ReconcileDeps, 'connections'>, shop: string): Promise<boolean> {
+  const scopes = (await deps.connections.scopesOf(shop)).split(',').map((scope) => scope.trim());
   return scopes.includes('read_publications') || scopes.includes('write_publications');
 }

@@ -11,7 +11,7 @@ import {
 import type { FastifyBaseLogger } from 'fastify';
 import type { ShopifyConfig } from '../config.ts';
 import { Problem } from '../core/problems.ts';
-import type { OfflineToken } from '../stores/service.ts';
+import type { OfflineToken } from './connections.ts';
 
 export type ShopifyApi = Shopify;
 

@@ -10,6 +10,7 @@ import type { StockSource } from '../core/connectors/stock-report.ts';
 import type { InventoryService } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
 import type { AdminApi } from './admin-api.ts';
+import type { ShopifyConnections } from './connections.ts';
 import { productOfInventoryItem } from './catalog.ts';
 import { cancellationReport, orderCancelledPayload, orderCreatePayload, orderReport, refundCreatePayload, refundReport } from './order-payloads.ts';
 import { readProductReports } from './reconcile.ts';
@@ -51,6 +52,8 @@ export interface WebhookWorkerDeps {
   events: WebhookEventRepository;
   inventory: InventoryService;
   stores: StoreService;
+  /** The stores' Admin API tokens and scopes. */
+  connections: ShopifyConnections;
   alerts: SubscriptionService;
   dispatch: {
     eraseCustomer(storeDomain: string, email: string): Promise<number>;
@@ -141,7 +144,7 @@ async function processEvent(deps: WebhookWorkerDeps, event: WebhookEventRow): Pr
   const handlers: Record<HandledTopic, () => Promise<void>> = {
     PRODUCTS_UPDATE: () => processProductUpdate(deps, shop, parse(productUpdatePayload, body), source),
     INVENTORY_LEVELS_UPDATE: () => processInventoryLevel(deps, shop, parse(inventoryLevelPayload, body), source),
-    APP_UNINSTALLED: () => deps.stores.uninstall(shop),
+    APP_UNINSTALLED: () => deps.connections.uninstall(shop),
     APP_SUBSCRIPTIONS_UPDATE: async () => void (await deps.billing.shopifySubscriptionUpdate(shop, event.event_id, body)),
     ORDERS_CREATE: () => deps.orders.recordOrder(converted(() => orderReport(shop, parse(orderCreatePayload, body)))),
     ORDERS_CANCELLED: () => deps.orders.recordCancellation(converted(() => cancellationReport(shop, parse(orderCancelledPayload, body)))),
@@ -269,7 +272,7 @@ export async function processShopRedact(deps: WebhookWorkerDeps, shop: string, e
   await deps.dispatch.eraseStore(shop);
   await deps.orders.eraseStore(shop);
   await deps.inventory.forgetStore(shop);
-  await deps.stores.forgetStore(shop);
+  await deps.connections.forget(shop);
   await deps.events.forgetStore(shop, eventId);
 }
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { CHANNEL_NAMES } from '../core/channels.ts';
 
 /** Any text: a token of the wrong shape is answered like a forged one (404), not as a 400 that tells the two apart. */
 export const tokenParams = z.object({ token: z.string() });
@@ -11,7 +12,7 @@ export const cancelForm = z.object({ subscription: subscriptionId }).strict();
 /** The page's channel switches: one subscription's, or every subscription's. */
 export const channelForm = z
   .object({
-    channel: z.enum(['email', 'sms', 'push']),
+    channel: z.enum(CHANNEL_NAMES),
     on: z.enum(['1', '0']).describe('1: turn on; 0: turn off'),
     subscription: subscriptionId,
   })

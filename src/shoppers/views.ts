@@ -1,4 +1,5 @@
 import type { ContactPointRow } from '../alerts/contact-points.ts';
+import { CONTACT_CHANNELS } from '../core/channels.ts';
 import type { Channel } from '../core/db/schema.ts';
 import { html, page, type SafeHtml } from '../core/html.ts';
 import type { ListedSubscription, ShopperPage } from './service.ts';
@@ -72,7 +73,7 @@ function subscriptionForms(entry: ListedSubscription, base: string, s: Strings, 
   const subscription = html`<input type="hidden" name="subscription" value="${entry.row.id}">`;
   const forProduct = html`<span class="visually-hidden">${s.forProduct(title)}</span>`;
   const toggles: SafeHtml[] = [toggleForm(base, 'email', entry.row.email_muted !== 1, s, subscription, forProduct)];
-  for (const channel of ['sms', 'push'] as const) {
+  for (const channel of CONTACT_CHANNELS) {
     const points = entry.contactPoints.filter((point) => point.channel === channel);
     // A removed or expired phone or browser cannot be turned back on from here.
     if (points.some(pointIsOn)) toggles.push(toggleForm(base, channel, true, s, subscription, forProduct));
@@ -92,7 +93,7 @@ function toggleForm(base: string, channel: Channel, isOn: boolean, s: Strings, s
 function allAlertsSection(live: ListedSubscription[], base: string, s: Strings): SafeHtml {
   const forms: SafeHtml[] = [html`<form method="post" action="${base}/cancel"><button type="submit">${s.cancelAll}</button></form>`];
   if (live.some((entry) => entry.row.email_muted !== 1)) forms.push(offForAll(base, 'email', s));
-  for (const channel of ['sms', 'push'] as const) {
+  for (const channel of CONTACT_CHANNELS) {
     if (live.some((entry) => entry.contactPoints.some((point) => point.channel === channel && pointIsOn(point)))) forms.push(offForAll(base, channel, s));
   }
   return html`<h2>${s.allHeading}</h2>

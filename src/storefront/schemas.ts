@@ -3,6 +3,7 @@ import { consentTextSchema, countrySchema, phoneSchema, productIdSchema, variant
 import type { OutboundPolicy } from '../core/net/outbound-guard.ts';
 import { pushSubscriptionSchema } from '../push/schemas.ts';
 import { timeZoneSchema } from '../stores/settings.ts';
+import { CONFIRMED_CHANNELS } from '../core/channels.ts';
 import { emailSchema } from '../core/email.ts';
 import { shopSchema } from '../stores/schemas.ts';
 import { localeSchema } from '../stores/settings.ts';
@@ -63,7 +64,7 @@ export const shopperSubscribeResponse = z
   .object({
     status: z.literal('subscribed'),
     confirmBy: z
-      .array(z.enum(['email', 'sms']))
+      .array(z.enum(CONFIRMED_CHANNELS))
       .describe('What the shopper must still do: click the link e-mailed to them (stores with double opt-in), reply YES to the text (SMS, always). Empty: nothing'),
   })
   .describe('The same answer whether or not the address was already waiting, so the form reveals nothing about other shoppers');

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { ExtraContact, SubscriptionService } from '../alerts/service.ts';
+import type { ConfirmedChannel } from '../core/channels.ts';
 import { idsAt } from '../core/platforms.ts';
 import { NotFound } from '../core/problems.ts';
 import type { InventoryService } from '../inventory/service.ts';
@@ -67,7 +68,7 @@ export class StorefrontService {
     return { sms: offered.sms, push: offered.push && this.offers.push };
   }
 
-  async subscribeShopper(input: ShopperSubscribeInput): Promise<{ status: 'subscribed'; confirmBy: Array<'email' | 'sms'> }> {
+  async subscribeShopper(input: ShopperSubscribeInput): Promise<{ status: 'subscribed'; confirmBy: ConfirmedChannel[] }> {
     const domain = await this.customerStore(input.shop);
     await this.stores.requireStorePlatform(domain, idsAt('/body', input));
     const page = input.page ?? null;
@@ -98,7 +99,7 @@ export class StorefrontService {
       consent: { method: 'storefront-form', text: input.consentText ?? 'Notify me when available', page },
       contacts,
     });
-    const confirmBy: Array<'email' | 'sms'> = [];
+    const confirmBy: ConfirmedChannel[] = [];
     if (confirmationRequired) confirmBy.push('email');
     if (input.phone && input.smsConsent) confirmBy.push('sms');
     return { status: 'subscribed', confirmBy };

@@ -1,5 +1,6 @@
 import type { Config } from '../config.ts';
 import type { ChangeBus } from '../core/changes/bus.ts';
+import { ConnectionRepository } from '../core/connectors/connections.ts';
 import type { Database } from '../core/db/database.ts';
 import type { Feature } from '../core/feature.ts';
 import { bindOperations } from '../core/operations.ts';
@@ -34,8 +35,11 @@ export function withStoreOperations(stores: Feature<StoreService>, planOf: (shop
 
 /** The stores' service alone, for the commands that need no app (`restock store create`, `dashboard link`). */
 export function storeService(config: Config, database: Database, changes: ChangeBus, onOwnerChange: OwnerChangeListener[] = []): StoreService {
+  // The Admin API a store's view speaks of is Shopify's, whose credentials are the store's Shopify connection.
+  const shopifyConnections = new ConnectionRepository(database, 'shopify');
   return new StoreService(new StoreRepository(database, changes), {
     onOwnerChange,
+    adminApiConnected: (domain) => shopifyConnections.usable(domain),
     secrets: SecretBox.fromKey(config.encryptionKey),
     defaults: config.dispatch.defaults,
     tenantOutbound: config.tenantOutbound,

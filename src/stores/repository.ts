@@ -1,25 +1,11 @@
 import type { ChangeBus } from '../core/changes/bus.ts';
 import { STORE_CHANGES } from '../core/changes/topics.ts';
 import type { Database } from '../core/db/database.ts';
-import { lockRows } from '../core/db/locking.ts';
 import type { StoresTable } from '../core/db/schema.ts';
 
 export type StoreRow = StoresTable;
 
 export type NewStoreRow = Pick<StoreRow, 'domain' | 'owner_email' | 'created_at' | 'updated_at'> & { platform: string };
-
-/** The store's offline token and what goes with it, as stored (sealed). */
-export type AdminTokenColumns = Pick<
-  StoreRow,
-  'admin_token_sealed' | 'admin_scopes' | 'admin_token_expires_at' | 'refresh_token_sealed' | 'refresh_token_expires_at'
->;
-
-/**
- * What became of an attempt to take the token-refresh lease: taken; the token was already
- * replaced (by another process's refresh or a new install); another process holds the lease;
- * or the store has no token to refresh (uninstalled, or waiting for the merchant).
- */
-export type TokenRefreshClaim = 'claimed' | 'replaced' | 'busy' | 'unavailable';
 
 /** Storage of stores and their owners; the only code that touches the `stores` table. */
 export class StoreRepository {
@@ -64,29 +50,16 @@ export class StoreRepository {
   }
 
   /**
-   * A Shopify installation: creates the store or reconnects it, keeping its settings. A new
-   * token ends any wait for the merchant and any refresh under way with the old one.
+   * An app installed on the store's platform (the Shopify app): creates the store or reconnects
+   * it as `row.platform`'s, keeping its settings. Its credentials are its connection's.
    */
-  install(row: NewStoreRow & AdminTokenColumns): Promise<StoreRow> {
-    const connection = {
-      status: 'active' as const,
-      platform: 'shopify',
-      admin_token_sealed: row.admin_token_sealed,
-      admin_scopes: row.admin_scopes,
-      admin_token_expires_at: row.admin_token_expires_at,
-      refresh_token_sealed: row.refresh_token_sealed,
-      refresh_token_expires_at: row.refresh_token_expires_at,
-      token_refresh_lease_until: null,
-      reauthorization_required_at: null,
-      installed_at: row.updated_at,
-      uninstalled_at: null,
-      updated_at: row.updated_at,
-    };
+  install(row: NewStoreRow): Promise<StoreRow> {
+    const installed = { status: 'active' as const, platform: row.platform, installed_at: row.updated_at, uninstalled_at: null, updated_at: row.updated_at };
     return this.announced(row.domain, this.database.write(async (trx) => {
       await trx
         .insertInto('stores')
-        .values({ ...row, ...connection, settings: '{}' })
-        .onConflict((oc) => oc.column('domain').doUpdateSet({ ...connection, owner_email: row.owner_email }))
+        .values({ ...row, ...installed, settings: '{}' })
+        .onConflict((oc) => oc.column('domain').doUpdateSet({ ...installed, owner_email: row.owner_email }))
         .execute();
       return trx.selectFrom('stores').selectAll().where('domain', '=', row.domain).executeTakeFirstOrThrow();
     }));
@@ -97,21 +70,6 @@ export class StoreRepository {
       db.updateTable('stores').set(changes).where('domain', '=', domain).executeTakeFirst(),
     ));
     return Number(result.numUpdatedRows) > 0;
-  }
-
-  /** Stores whose Admin API the service may call, least recently reconciled first. */
-  connected(limit: number): Promise<StoreRow[]> {
-    return this.database.db
-      .selectFrom('stores')
-      .selectAll()
-      .where('status', '=', 'active')
-      .where('admin_token_sealed', 'is not', null)
-      .where('reauthorization_required_at', 'is', null)
-      // Never reconciled first: PostgreSQL would otherwise sort NULLs last and starve new stores.
-      .orderBy('reconciled_at', (ob) => ob.asc().nullsFirst())
-      .orderBy('domain')
-      .limit(limit)
-      .execute();
   }
 
   /**
@@ -126,45 +84,6 @@ export class StoreRepository {
       .where('settings', 'like', `%"${setting}":%`);
     if (after !== null) query = query.where('domain', '>', after);
     return query.orderBy('domain').limit(limit).execute();
-  }
-
-  /**
-   * Takes the lease under which one process refreshes the store's token, if the token is still
-   * `sealedToken` and nobody else holds an unexpired lease. The row is locked while this is
-   * decided, so two processes cannot both take it.
-   */
-  claimTokenRefresh(domain: string, sealedToken: string, now: string, leaseUntil: string): Promise<TokenRefreshClaim> {
-    return this.database.write(async (trx) => {
-      const row = await lockRows(
-        this.database,
-        trx
-          .selectFrom('stores')
-          .select(['status', 'admin_token_sealed', 'token_refresh_lease_until', 'reauthorization_required_at'])
-          .where('domain', '=', domain),
-      ).executeTakeFirst();
-      if (row?.status !== 'active' || row.admin_token_sealed === null || row.reauthorization_required_at !== null) return 'unavailable';
-      if (row.admin_token_sealed !== sealedToken) return 'replaced';
-      if (row.token_refresh_lease_until !== null && Date.parse(row.token_refresh_lease_until) > Date.parse(now)) return 'busy';
-      await trx.updateTable('stores').set({ token_refresh_lease_until: leaseUntil }).where('domain', '=', domain).execute();
-      return 'claimed';
-    });
-  }
-
-  /**
-   * Ends a refresh of the token sealed as `sealedToken`: `changes` (the new token with its
-   * refresh token, in one write as Shopify asks; or the mark that the merchant must open the
-   * app again) and the lease released. A token replaced in the meantime (a new install,
-   * an uninstall) is left as it is.
-   */
-  async endTokenRefresh(domain: string, sealedToken: string, changes: Partial<AdminTokenColumns & Pick<StoreRow, 'reauthorization_required_at'>>, now: string): Promise<void> {
-    await this.database.writeStatement((db) =>
-      db
-        .updateTable('stores')
-        .set({ ...changes, token_refresh_lease_until: null, updated_at: now })
-        .where('domain', '=', domain)
-        .where('admin_token_sealed', '=', sealedToken)
-        .execute(),
-    );
   }
 
   async remove(domain: string): Promise<void> {

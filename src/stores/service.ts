@@ -1,8 +1,8 @@
 // Longer than most files on purpose: a store's whole life (install, settings, senders sealed at
-// rest, Admin tokens, uninstall and redaction) decided in one service.
+// rest, uninstall and redaction) decided in one service.
 import { z } from 'zod';
 import { DEFAULT_BATCH_POLICY, type BatchPolicy } from '../config.ts';
-import { isoAfter, nowIso } from '../core/clock.ts';
+import { nowIso } from '../core/clock.ts';
 import { emailSchema, normaliseEmail } from '../core/email.ts';
 import { ownStore, type Caller } from '../core/http/caller.ts';
 import { NotConfigured, NotFound, ValidationFailed } from '../core/problems.ts';
@@ -13,7 +13,7 @@ import type { SmsAccount } from '../dispatch/channels.ts';
 import { platformOfDomain, shopSchema, smsAccountSchema, type Store, type StoreSettingsPatch } from './schemas.ts';
 import { PLATFORM_NAME, requireIdsOfPlatform, type PointedIds } from '../core/platforms.ts';
 import { effectiveSettings, parseStoredSettings, storeSettingsSchema, type EffectiveSettings } from './settings.ts';
-import type { AdminTokenColumns, StoreRow, StoreRepository, TokenRefreshClaim } from './repository.ts';
+import type { StoreRow, StoreRepository } from './repository.ts';
 
 export interface SendingProfile {
   sending: boolean;
@@ -38,25 +38,6 @@ const sealedSmsAccountSchema = smsAccountSchema.extend({ verifiedAt: z.string().
  */
 export type OwnerChangeListener = (shop: string, newOwner: string) => Promise<string | undefined>;
 
-/**
- * An offline Admin API token as Shopify handed it over. An expiring one lasts an hour and
- * comes with a refresh token; one without `expiring` never expires (stores installed before
- * expiring tokens hold one until it is migrated).
- */
-export interface OfflineToken {
-  accessToken: string;
-  scopes: string;
-  expiring?: { expiresAt: string; refreshToken: string; refreshTokenExpiresAt: string };
-}
-
-/** The store's offline token as stored, opened. */
-export interface StoredOfflineToken extends OfflineToken {
-  /** Shopify refused the refresh token: nothing may be asked of Shopify until the merchant opens the app again. */
-  reauthorizationRequired: boolean;
-  /** Different for every token stored (it is the sealed token): what a refresh of this token claims. */
-  version: string;
-}
-
 /** A store after `transferStore`, and what the former owner lost. */
 export interface Transfer {
   store: Store;
@@ -78,11 +59,14 @@ export interface StoreServiceOptions {
   tenantOutbound?: OutboundPolicy;
   /** Run on every change of owner, by whatever path: the CLI, a Shopify (re)install. */
   onOwnerChange?: OwnerChangeListener[];
+  /** Whether the service holds working credentials for the store's Admin API (its connection's); without it, none. */
+  adminApiConnected?: (domain: string) => Promise<boolean>;
 }
 
 /**
- * Stores: their owners, how they are connected (a Shopify installation and its sealed Admin API
- * token), and their sending settings. Agents bind to stores; dispatch reads settings here.
+ * Stores: their owners, whether they are installed, and their sending settings (their credentials
+ * on their platform are their connection's, src/core/connectors). Agents bind to stores; dispatch
+ * reads settings here.
  */
 export class StoreService {
   private readonly secrets: SecretBox;
@@ -90,6 +74,7 @@ export class StoreService {
   private readonly tenantOutbound: OutboundPolicy;
   private readonly onOwnerChange: OwnerChangeListener[];
   private readonly smsAccountCheck: SmsAccountCheck;
+  private readonly adminApiConnected: (domain: string) => Promise<boolean>;
 
   constructor(
     private readonly store: StoreRepository,
@@ -99,6 +84,7 @@ export class StoreService {
     this.defaults = options.defaults ?? DEFAULT_BATCH_POLICY;
     this.tenantOutbound = options.tenantOutbound ?? STRICT_OUTBOUND;
     this.onOwnerChange = options.onOwnerChange ?? [];
+    this.adminApiConnected = options.adminApiConnected ?? (async () => false);
     this.smsAccountCheck =
       options.smsAccountCheck ??
       (async () => {
@@ -286,56 +272,17 @@ export class StoreService {
     }
   }
 
-  /** A Shopify installation (OAuth or token exchange) completed: keep the store and its sealed offline token. */
-  async installShopify(domain: string, install: OfflineToken & { ownerEmail: string }): Promise<Store> {
+  /**
+   * An app installed on the store's platform (the Shopify app, by OAuth or token exchange): the
+   * store is kept, active and owned by `ownerEmail`. Its credentials are its connection's.
+   */
+  async installApp(domain: string, ownerEmail: string, platform: string): Promise<Store> {
     const now = nowIso();
-    const owner = normaliseEmail(install.ownerEmail);
-    const token = await this.sealToken(install);
+    const owner = normaliseEmail(ownerEmail);
     const transfer = await this.changingOwner(domain.toLowerCase(), owner, async () =>
-      this.present(await this.store.install({ domain: domain.toLowerCase(), owner_email: owner, created_at: now, updated_at: now, platform: 'shopify', ...token })),
+      this.present(await this.store.install({ domain: domain.toLowerCase(), owner_email: owner, created_at: now, updated_at: now, platform })),
     );
     return transfer.store;
-  }
-
-  /** The store's offline token, when the store is installed and connected; undefined otherwise. */
-  async offlineToken(domain: string): Promise<StoredOfflineToken | undefined> {
-    const row = await this.store.find(domain.toLowerCase());
-    if (!row || row.status !== 'active' || !row.admin_token_sealed) return undefined;
-    const expiring =
-      row.admin_token_expires_at && row.refresh_token_sealed && row.refresh_token_expires_at
-        ? { expiresAt: row.admin_token_expires_at, refreshToken: await this.secrets.open(row.refresh_token_sealed), refreshTokenExpiresAt: row.refresh_token_expires_at }
-        : undefined;
-    return {
-      accessToken: await this.secrets.open(row.admin_token_sealed),
-      scopes: row.admin_scopes ?? '',
-      ...(expiring && { expiring }),
-      reauthorizationRequired: row.reauthorization_required_at !== null,
-      version: row.admin_token_sealed,
-    };
-  }
-
-  /** Takes the lease to refresh the token `version` for `leaseMs`; see StoreRepository.claimTokenRefresh. */
-  claimTokenRefresh(domain: string, version: string, leaseMs: number): Promise<TokenRefreshClaim> {
-    return this.store.claimTokenRefresh(domain.toLowerCase(), version, nowIso(), isoAfter(leaseMs));
-  }
-
-  /** The token that replaces `version` (refreshed or migrated), stored as one write; the lease ends. */
-  async replaceOfflineToken(domain: string, version: string, token: OfflineToken): Promise<void> {
-    await this.store.endTokenRefresh(domain.toLowerCase(), version, await this.sealToken(token), nowIso());
-  }
-
-  /** A refresh of `version` that came to nothing (Shopify did not answer): the lease ends, the token stays. */
-  releaseTokenRefresh(domain: string, version: string): Promise<void> {
-    return this.store.endTokenRefresh(domain.toLowerCase(), version, {}, nowIso());
-  }
-
-  /**
-   * Shopify refused to refresh the token `version`: the store stays installed with its data, and
-   * nothing is asked of Shopify for it until the merchant opens the app again (a new token).
-   */
-  markReauthorizationRequired(domain: string, version: string): Promise<void> {
-    const now = nowIso();
-    return this.store.endTokenRefresh(domain.toLowerCase(), version, { reauthorization_required_at: now }, now);
   }
 
   /**
@@ -347,29 +294,15 @@ export class StoreService {
     await this.store.update(domain.toLowerCase(), { status: 'active', installed_at: now, uninstalled_at: null, updated_at: now });
   }
 
-  /** `app/uninstalled`: stop sending and drop the tokens (the store's data stays until `shop/redact`). */
+  /** `app/uninstalled`, a connection ended: stop sending (the store's data stays until `shop/redact`). */
   async uninstall(domain: string): Promise<void> {
     const now = nowIso();
-    await this.store.update(domain.toLowerCase(), {
-      status: 'uninstalled',
-      admin_token_sealed: null,
-      admin_token_expires_at: null,
-      refresh_token_sealed: null,
-      refresh_token_expires_at: null,
-      token_refresh_lease_until: null,
-      uninstalled_at: now,
-      updated_at: now,
-    });
+    await this.store.update(domain.toLowerCase(), { status: 'uninstalled', uninstalled_at: now, updated_at: now });
   }
 
   /** `shop/redact`: the store row goes (its subscriptions and alerts are erased by their features). */
   forgetStore(domain: string): Promise<void> {
     return this.store.remove(domain.toLowerCase());
-  }
-
-  /** Connected stores due for reconciliation, least recently reconciled first. */
-  async storesToReconcile(limit: number): Promise<string[]> {
-    return (await this.store.connected(limit)).map((row) => row.domain);
   }
 
   /**
@@ -389,22 +322,8 @@ export class StoreService {
     return { stores, next: rows.length < limit ? null : rows.at(-1)!.domain };
   }
 
-  async markReconciled(domain: string): Promise<void> {
-    await this.store.update(domain, { reconciled_at: nowIso() });
-  }
-
   private settingsIn(row: StoreRow | undefined): EffectiveSettings {
     return effectiveSettings(row ? parseStoredSettings(row.settings) : {}, this.defaults);
-  }
-
-  private async sealToken(token: OfflineToken): Promise<AdminTokenColumns> {
-    return {
-      admin_token_sealed: await this.secrets.seal(token.accessToken),
-      admin_scopes: token.scopes,
-      admin_token_expires_at: token.expiring?.expiresAt ?? null,
-      refresh_token_sealed: token.expiring ? await this.secrets.seal(token.expiring.refreshToken) : null,
-      refresh_token_expires_at: token.expiring?.refreshTokenExpiresAt ?? null,
-    };
   }
 
   private async mustFind(domain: string): Promise<StoreRow> {
@@ -413,7 +332,7 @@ export class StoreService {
     return row;
   }
 
-  private present(row: StoreRow): Store {
+  private async present(row: StoreRow): Promise<Store> {
     return {
       domain: row.domain,
       ownerEmail: row.owner_email,
@@ -421,7 +340,7 @@ export class StoreService {
       status: row.status,
       platform: row.platform ?? 'shopify',
       installedAt: row.installed_at,
-      adminApiConnected: row.admin_token_sealed !== null && row.reauthorization_required_at === null,
+      adminApiConnected: await this.adminApiConnected(row.domain),
       ownSmtp: row.smtp_url_sealed !== null,
       ownSmsSender: row.sms_sender_sealed !== null,
       settings: this.settingsIn(row),

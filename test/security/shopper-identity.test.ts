@@ -223,7 +223,7 @@ for (const dialect of testDialects()) {
       const sub = await subscriptionOf(domain, victim);
       const points = await contactPoints(sub.id);
       assert.equal(points.length, 2, 'two browsers');
-      assert.equal(points.find((point) => point.address === victimBrowser.endpoint)?.push_p256dh, victimBrowser.keys.p256dh, 'the shopper’s browser keeps its keys');
+      assert.equal(JSON.parse(points.find((point) => point.address === victimBrowser.endpoint)!.details).p256dh, victimBrowser.keys.p256dh, 'the shopper’s browser keeps its keys');
 
       await restock(domain);
       assert.equal(pushesTo(victimBrowser).length, 1, 'the shopper’s browser gets its alert');

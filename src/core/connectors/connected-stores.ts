@@ -78,11 +78,12 @@ export class ConnectedStores {
 
   /** Whether `given` is the connection's webhook secret. */
   async webhookSecretIs(row: ConnectionRow, given: string): Promise<boolean> {
-    return sameSecret(given, await this.deps.secrets.open(row.webhook_secret_sealed));
+    return row.webhook_secret_sealed !== null && sameSecret(given, await this.webhookSecretOf(row));
   }
 
   /** The connection's webhook secret, for checking a signature made with it. */
   webhookSecretOf(row: ConnectionRow): Promise<string> {
+    if (row.webhook_secret_sealed === null) throw new Error(`${row.store_domain}'s connection has no webhook secret of its own.`);
     return this.deps.secrets.open(row.webhook_secret_sealed);
   }
 

@@ -1,3 +1,4 @@
+import type { Channel, ContactChannel } from '../channels.ts';
 // Longer than most files on purpose: the whole database at a glance, one interface per table.
 /**
  * The tables, as the migrations create them. Each table belongs to one feature (named beside it);
@@ -254,7 +255,7 @@ export interface OrdersByProductDailyTable {
   net_shop_minor: number | string;
 }
 
-export type Channel = 'email' | 'sms' | 'push';
+export type { Channel };
 /** pending: waiting for the shopper's YES; stopped: by the shopper; removed: the push service said it is gone; expired: never confirmed. */
 export type ContactPointStatus = 'pending' | 'active' | 'stopped' | 'removed' | 'expired';
 
@@ -262,13 +263,13 @@ export interface ContactPointsTable {
   id: string;
   subscription_id: string;
   store_domain: string | null;
-  channel: Exclude<Channel, 'email'>;
+  channel: ContactChannel;
   /** E.164 phone number, or the push service's endpoint URL. */
   address: string;
   /** What is compared: the E.164 number, or the SHA-256 of the endpoint. */
   address_key: string;
-  push_p256dh: string | null;
-  push_auth: string | null;
+  /** JSON of what the channel keeps beyond the address (a browser's push keys), read through the channel's details schema. */
+  details: string;
   status: ContactPointStatus;
   /** IANA time zone the shopper's browser gave (quiet hours are hers). */
   time_zone: string | null;
@@ -395,22 +396,9 @@ export interface StoresTable {
   status: StoreStatus;
   /** The platform the store runs on (shopify, woocommerce, ...); null only in rows older than migration 0020. */
   platform: string | null;
-  /** The offline Admin API token, sealed with RESTOCK_ENCRYPTION_KEY. */
-  admin_token_sealed: string | null;
-  /** When the access token expires; null for a non-expiring token (installed before expiring tokens). */
-  admin_token_expires_at: string | null;
-  /** The refresh token that goes with an expiring access token, sealed; Shopify replaces it at every refresh. */
-  refresh_token_sealed: string | null;
-  refresh_token_expires_at: string | null;
-  /** Held by the process refreshing the token, so that no other refreshes at the same time. */
-  token_refresh_lease_until: string | null;
-  /** Shopify refused the refresh token: no Admin API call until the merchant opens the app again. */
-  reauthorization_required_at: string | null;
-  admin_scopes: string | null;
+  /** When the store was last connected to its platform (the Shopify app installed, a connection made); null for a store the operator made. */
   installed_at: string | null;
   uninstalled_at: string | null;
-  /** Last periodic reconciliation against the Admin API. */
-  reconciled_at: string | null;
   /** JSON of the store's settings (batch policy, templates, locale, sender); see stores/settings.ts. */
   settings: string;
   /** The store's own SMTP server URL (credentials included), sealed. */
@@ -531,13 +519,28 @@ export interface InventoryLevelsTable {
 export interface StoreConnectionsTable {
   store_domain: string;
   platform: string;
-  /** Where the store lives on its platform: a WooCommerce site's address (where /wp-json/wc/v3 is), a BigCommerce store's hash. */
+  /** Where the store lives on its platform: a WooCommerce site's address (where /wp-json/wc/v3 is), a BigCommerce store's hash, a Shopify store's myshopify.com domain. */
   site: string;
   status: 'connected' | 'disconnected';
-  /** What the platform's API takes (WooCommerce's consumer key and secret, BigCommerce's access token), as JSON, sealed; null once disconnected. */
+  /**
+   * What the platform's API takes, sealed with RESTOCK_ENCRYPTION_KEY; null once disconnected.
+   * WooCommerce's consumer key and secret and BigCommerce's access token as JSON; Shopify's
+   * offline Admin API token as it is.
+   */
   credentials_sealed: string | null;
-  /** The secret the platform's webhooks prove themselves with, sealed. */
-  webhook_secret_sealed: string;
+  /** When the credentials stop working; null for credentials that never expire. */
+  credentials_expire_at: string | null;
+  /** What trades for new credentials when they expire (an OAuth refresh token), sealed; the platform may replace it at every refresh. */
+  refresh_credentials_sealed: string | null;
+  refresh_credentials_expire_at: string | null;
+  /** Held by the process refreshing the credentials, so that no other refreshes at the same time. */
+  refresh_lease_until: string | null;
+  /** The platform refused to refresh the credentials: nothing is asked of it until the owner grants access again. */
+  reauthorization_required_at: string | null;
+  /** What the platform granted the credentials, as it lists them (Shopify's access scopes). */
+  scopes: string | null;
+  /** The secret the platform's webhooks prove themselves with, sealed; null where they prove themselves with the app's own secret (Shopify). */
+  webhook_secret_sealed: string | null;
   /** JSON array of the ids of the webhooks created on the platform. */
   webhook_ids: string;
   connected_at: string;

@@ -23,6 +23,8 @@ import { storePlatforms } from './0020_store_platforms.ts';
 import { storeConnections } from './0021_store_connections.ts';
 import { contactPointsPerAddress } from './0022_contact_points_per_address.ts';
 import { cancelledSubscriptions } from './0023_cancelled_subscriptions.ts';
+import { shopifyConnections } from './0024_shopify_connections.ts';
+import { contactPointDetails } from './0025_contact_point_details.ts';
 
 export interface DialectMigration {
   up(db: Kysely<any>, dialect: Dialect): Promise<void>;
@@ -53,4 +55,6 @@ export const migrations: Record<string, DialectMigration> = {
   '0021_store_connections': storeConnections,
   '0022_contact_points_per_address': contactPointsPerAddress,
   '0023_cancelled_subscriptions': cancelledSubscriptions,
+  '0024_shopify_connections': shopifyConnections,
+  '0025_contact_point_details': contactPointDetails,
 };
