@@ -1,5 +1,5 @@
-import type { Channel, ContactChannel } from '../channels.ts';
 // Longer than most files on purpose: the whole database at a glance, one interface per table.
+import type { Channel, ContactChannel } from '../channels.ts';
 /**
  * The tables, as the migrations create them. Each table belongs to one feature (named beside it);
  * only that feature's store queries it.
@@ -53,7 +53,6 @@ export interface Tables {
   inventory_unlisted_countries: InventoryUnlistedCountriesTable;
   /** shopify */
   shopify_webhook_events: ShopifyWebhookEventsTable;
-  /** woocommerce */
   /** core/connectors: every platform's store connections */
   store_connections: StoreConnectionsTable;
   /** dispatch */
