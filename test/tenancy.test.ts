@@ -14,7 +14,7 @@ import path from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { after, before, describe, it } from './fixtures/suites.ts';
 import { a2aClient, problemOf, skillMessage, withToken } from './fixtures/a2a.ts';
-import { toolNameOf } from '../src/core/operations.ts';
+import { carriesBody, toolNameOf, type HttpMethod } from '../src/core/operations.ts';
 import { declaredOperations } from '../src/operations.ts';
 import { call, expectStatus, storeWithAgent, uniqueEmail, type StoreAgent } from './fixtures/agents.ts';
 import { dialectSkip, startListeningTestApp, testDialects, type TestApp } from './fixtures/app.ts';
@@ -112,7 +112,7 @@ function requestFor(operation: Operation, input: Record<string, unknown>): { url
     delete rest[name];
     return encodeURIComponent(String(value));
   });
-  if (operation.method !== 'GET' && operation.method !== 'DELETE') return { url: path, body: rest };
+  if (carriesBody(operation.method as HttpMethod)) return { url: path, body: rest };
   const query = new URLSearchParams(Object.entries(rest).map(([name, value]) => [name, String(value)]));
   return { url: query.size > 0 ? `${path}?${query}` : path };
 }

@@ -138,6 +138,18 @@ export function pathFieldsOf(path: string): string[] {
   return [...path.matchAll(/:([A-Za-z0-9_]+)/g)].map((match) => match[1]!);
 }
 
+/** A price as the docs, skills and pages write it: "USD 0.05". */
+export function usdText(cents: number): string {
+  return `USD ${usdDecimal(cents)}`;
+}
+
+/** The sheet of an operation a page or skill names by id; one that declares no price is a mistake in that page, refused at start. */
+export function pricedOperation(prices: PricedOperation[], operation: string, where: string): PricedOperation {
+  const sheet = prices.find((candidate) => candidate.operation === operation);
+  if (!sheet) throw new Error(`${where} names the price of ${operation}, which declares none.`);
+  return sheet;
+}
+
 /** A paid operation's price sheet, with the request that pays it (for the price tables of the docs and skills). */
 export interface PricedOperation extends PriceSheet {
   method: HttpMethod;

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
-import { usdDecimal, type PricedOperation } from '../core/operations.ts';
+import { pricedOperation, usdText, type PricedOperation } from '../core/operations.ts';
 
 /** The agent skills discovery schema the index follows (agentskills.io, well-known URI, 0.2.0). */
 const AGENT_SKILLS_SCHEMA = 'https://schemas.agentskills.io/discovery/0.2.0/schema.json';
@@ -68,18 +68,12 @@ function frontMatter(text: string, folder: string): { name: string; description:
   return { name, description };
 }
 
-const usd = (cents: number) => `USD ${usdDecimal(cents)}`;
-
 /** The declared prices written into a skill: one operation's, or the table of all of them. */
 function withPrices(text: string, prices: PricedOperation[], folder: string): string {
   const table = [
     '| Operation | Request | Price |',
     '| --- | --- | --- |',
-    ...prices.map((sheet) => `| ${sheet.operation} | \`${sheet.method} {{BASE_URL}}${sheet.path}\` | ${usd(sheet.usdCents)} |`),
+    ...prices.map((sheet) => `| ${sheet.operation} | \`${sheet.method} {{BASE_URL}}${sheet.path}\` | ${usdText(sheet.usdCents)} |`),
   ].join('\n');
-  return text.replaceAll('{{PRICE_TABLE}}', table).replace(/\{\{PRICE:([A-Za-z]+)\}\}/g, (_, operation: string) => {
-    const sheet = prices.find((candidate) => candidate.operation === operation);
-    if (!sheet) throw new Error(`The agent skill ${folder} names the price of ${operation}, which declares none.`);
-    return usd(sheet.usdCents);
-  });
+  return text.replaceAll('{{PRICE_TABLE}}', table).replace(/\{\{PRICE:([A-Za-z]+)\}\}/g, (_, operation: string) => usdText(pricedOperation(prices, operation, `The agent skill ${folder}`).usdCents));
 }

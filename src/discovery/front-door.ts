@@ -1,5 +1,5 @@
 import { scopeDescriptions } from '../core/scopes.ts';
-import { usdDecimal, type PricedOperation } from '../core/operations.ts';
+import { pricedOperation, usdText, type PricedOperation } from '../core/operations.ts';
 import { embedSnippet } from '../storefront/embed.ts';
 import { code, link, list, paragraph, type Document } from './document.ts';
 import type { IndexedOperation } from './routes.ts';
@@ -37,7 +37,6 @@ export function publicUrls(baseUrl: string) {
   };
 }
 
-const price = (cents: number) => `USD ${usdDecimal(cents)}`;
 
 /** `/`: what Restock is, how shoppers, merchants and agents start. */
 export function frontDoor(o: FrontDoorOptions): Document {
@@ -64,7 +63,7 @@ export function frontDoor(o: FrontDoorOptions): Document {
           { kind: 'code', language: 'html', text: embedSnippet(o.baseUrl, 'my-store.myshopify.com', 'gid://shopify/Product/123') },
           list(
             [link('Merchant dashboard', u.dashboard), ': demand per product, alerts and why each was sent, plan and settings (sign in with a link mailed to the store owner).'],
-            [link('Plans', u.plans), `: starter ${price(centsOf(o, 'checkoutPlan'))} a month (bring your own e-mail provider), growth with managed sending.`],
+            [link('Plans', u.plans), `: starter ${usdText(centsOf(o, 'checkoutPlan'))} a month (bring your own e-mail provider), growth with managed sending.`],
           ),
         ],
       },
@@ -85,9 +84,9 @@ export function frontDoor(o: FrontDoorOptions): Document {
             [
               'Or pay per request without registering: ',
               code('subscribeAlert'),
-              ` costs ${price(centsOf(o, 'subscribeAlert'))}, `,
+              ` costs ${usdText(centsOf(o, 'subscribeAlert'))}, `,
               code('checkoutPlan'),
-              ` ${price(centsOf(o, 'checkoutPlan'))}; a request without a token gets HTTP 402 with x402 and MPP offers.`,
+              ` ${usdText(centsOf(o, 'checkoutPlan'))}; a request without a token gets HTTP 402 with x402 and MPP offers.`,
               ...(o.testNetworkNotice ? [` ${o.testNetworkNotice}`] : []),
             ],
             ['Or use the same operations as MCP tools at ', link(u.mcp, u.mcp), ' (Streamable HTTP; ', link('server card', u.mcpCard), ').'],
@@ -129,7 +128,7 @@ export function apiReference(o: FrontDoorOptions, operations: IndexedOperation[]
       [code(`${op.method} ${op.path}`)],
       [op.operationId],
       [op.summary],
-      [op.scope ? code(op.scope) : 'public', ...(paid.has(op.operationId) ? [`, or pay ${price(paid.get(op.operationId)!.usdCents)}`] : [])],
+      [op.scope ? code(op.scope) : 'public', ...(paid.has(op.operationId) ? [`, or pay ${usdText(paid.get(op.operationId)!.usdCents)}`] : [])],
     ]);
   return {
     title: `${o.serviceName}: API reference`,
@@ -215,7 +214,5 @@ export function apiReference(o: FrontDoorOptions, operations: IndexedOperation[]
 
 /** The declared price of an operation the front door names. */
 function centsOf(o: FrontDoorOptions, operation: string): number {
-  const sheet = o.prices.find((candidate) => candidate.operation === operation);
-  if (!sheet) throw new Error(`The front door names the price of ${operation}, which declares none.`);
-  return sheet.usdCents;
+  return pricedOperation(o.prices, operation, 'The front door').usdCents;
 }
