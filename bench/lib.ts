@@ -19,6 +19,7 @@ import { LocalChangeBus } from '../src/core/changes/bus.ts';
 import { Database } from '../src/core/db/database.ts';
 import { MailOutboxRepository } from '../src/core/mail/outbox-repository.ts';
 import { storeService } from '../src/stores/feature.ts';
+import { STORE_DOMAINS } from '../src/platforms.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const HOST = '127.0.0.1';
@@ -394,7 +395,7 @@ async function registerBoundAgent(base: string, env: NodeJS.ProcessEnv): Promise
   const config = loadConfig(Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined)));
   const database = Database.open(config.database);
   try {
-    await storeService(config, database, new LocalChangeBus()).createStore(domain, owner);
+    await storeService(config, database, new LocalChangeBus(), STORE_DOMAINS).createStore(domain, owner);
     const registered = await postJson(base, '/api/agent/register', { type: 'anonymous' }, 201);
     const claimToken = String(registered.claim_token);
     await postJson(base, '/api/agent/claim', { claim_token: claimToken, email: owner, store: domain }, 200);

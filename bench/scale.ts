@@ -42,6 +42,7 @@ import { openMailTransport } from '../src/core/mail/transport.ts';
 import { dashboardSignIn } from '../src/dashboard/feature.ts';
 import { shopifyConnections } from '../src/shopify/feature.ts';
 import { storeService } from '../src/stores/feature.ts';
+import { STORE_DOMAINS } from '../src/platforms.ts';
 import { baseUrl, dialectsSetting, exitCodeFor, expectStatus, fail, freePort, guardProcess, intSetting, median, pgSetting, postgresScratch, profileSetting } from './lib.ts';
 import { printSetting, printTable, requestJson, restockEnv, runMain, sqliteScratch, startServer, stopChild, type ScratchDatabase } from './lib.ts';
 
@@ -171,7 +172,7 @@ async function seedStore(config: Config, n: number): Promise<Seeded> {
     await database.migrate();
     const started = Date.now();
     // Installed as the Shopify app, as the tests install a store: a sealed offline token.
-    await shopifyConnections({ config, database, stores: storeService(config, database, new LocalChangeBus()) }).install(SHOP, { accessToken: `shpat_${randomBytes(16).toString('hex')}`, scopes: 'read_products,read_inventory', ownerEmail: OWNER });
+    await shopifyConnections({ config, database, stores: storeService(config, database, new LocalChangeBus(), STORE_DOMAINS) }).install(SHOP, { accessToken: `shpat_${randomBytes(16).toString('hex')}`, scopes: 'read_products,read_inventory', ownerEmail: OWNER });
     const nowS = Math.floor(Date.now() / 1000);
     const fixed = await database.write((trx) => seedFixed(trx, database.dialect, nowS));
     for (let from = 0; from < n; from += SEED_BATCH) {
@@ -186,7 +187,7 @@ async function seedStore(config: Config, n: number): Promise<Seeded> {
     if (n > SMALL) process.stdout.write('\n');
     const mail = openMailTransport({ smtpUrl: config.smtpUrl, from: config.mailFrom, database, poolSize: 1 });
     try {
-      const issued = await dashboardSignIn({ config, database, mail, stores: storeService(config, database, new LocalChangeBus()) }).issueLink(SHOP);
+      const issued = await dashboardSignIn({ config, database, mail, stores: storeService(config, database, new LocalChangeBus(), STORE_DOMAINS) }).issueLink(SHOP);
       if (!issued) throw new Error(`no dashboard link for ${SHOP}`);
       return { ...fixed, seconds, signInPath: new URL(issued.link).pathname };
     } finally {

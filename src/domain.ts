@@ -24,9 +24,10 @@ import { buildInventory } from './inventory/feature.ts';
 import type { InventoryService } from './inventory/service.ts';
 import { buildNotices } from './notices/feature.ts';
 import { declaredPrices } from './operations.ts';
+import type { PlatformFeature } from './platform.ts';
+import { PLATFORMS, STORE_DOMAINS } from './platforms.ts';
 import { buildPayments } from './payments/feature.ts';
 import type { PaymentService } from './payments/service.ts';
-import { buildShopify, openShopifyApp, type ShopifyFeature } from './shopify/feature.ts';
 import { storefrontService } from './storefront/feature.ts';
 import { buildPush } from './push/feature.ts';
 import { buildSms } from './sms/feature.ts';
@@ -34,10 +35,6 @@ import { confirmationTexter, smsSending } from './sms/for-dispatch.ts';
 import { buildStores, withStoreOperations } from './stores/feature.ts';
 import type { OwnerChangeListener, StoreService } from './stores/service.ts';
 import { buildWebhooks, type WebhookService } from './webhooks/feature.ts';
-import { buildBigCommerce } from './bigcommerce/feature.ts';
-import type { BigCommerceService } from './bigcommerce/service.ts';
-import { buildWooCommerce } from './woocommerce/feature.ts';
-import type { WooCommerceService } from './woocommerce/service.ts';
 
 /** The services of the product's features, shared by the HTTP app, the MCP tools and `restock worker`. */
 export interface Domain {
@@ -45,10 +42,8 @@ export interface Domain {
   alerts: SubscriptionService;
   inventory: InventoryService;
   dispatch: DispatchService;
-  shopify: ShopifyFeature;
-  woocommerce: WooCommerceService;
-  /** Absent when the BigCommerce app is not configured. */
-  bigcommerce: BigCommerceService | undefined;
+  /** Each platform's feature by the platform's name, in the order the platform registry lists them. */
+  platforms: Record<string, PlatformFeature>;
   billing: BillingService;
   payments: PaymentService;
   worker: DispatchWorker;
@@ -60,7 +55,7 @@ export interface Domain {
 export interface DomainFeatures {
   domain: Domain;
   /** Each feature by name, for the web to place its own among them. */
-  built: Record<'stores' | 'inventory' | 'dispatch' | 'shopify' | 'woocommerce' | 'bigcommerce' | 'alerts' | 'sms' | 'push' | 'payments' | 'billing' | 'worker' | 'webhooks' | 'conversions' | 'notices', Feature<unknown>>;
+  built: Record<'stores' | 'inventory' | 'dispatch' | 'alerts' | 'sms' | 'push' | 'payments' | 'billing' | 'worker' | 'webhooks' | 'conversions' | 'notices', Feature<unknown>>;
   /** All of them, in the order their routes register. */
   features: Feature<unknown>[];
   /** Signs what the service hands out and must recognise later (unsubscribe links, known devices). */
@@ -90,16 +85,18 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
   const stripe = stripeKey ? stripeClient(stripeKey, stripeUrl, config.payments.settleTimeoutMs) : undefined;
   const signer = new TokenSigner(serviceSecret);
   const payments = buildPayments({ config, database, serviceSecret, log, prices: declaredPrices(), ...(stripe ? { stripe } : {}), metrics });
-  const storesAlone = buildStores({ config, database, changes, onOwnerChange: formerOwnerAccess(database, changes) });
+  const storesAlone = buildStores({ config, database, changes, onOwnerChange: formerOwnerAccess(database, changes), storeDomains: STORE_DOMAINS });
   const webhooks = buildWebhooks({ config, database, mail, log, stores: storesAlone.service });
-  const shopifyApp = openShopifyApp({ config, database, stores: storesAlone.service, log });
+  // Each platform's clients, before billing, which takes a platform's own billing of its apps.
+  const opened = PLATFORMS.map((platform) => platform.open({ config, database, log, stores: storesAlone.service }));
+  const appBilling = opened.find((platform) => platform.appBilling)?.appBilling;
   const billing = buildBilling({
     config,
     database,
     mail,
     stores: storesAlone.service,
     ...(stripe ? { stripe } : {}),
-    ...(shopifyApp ? { shopify: shopifyApp.billing } : {}),
+    ...(appBilling ? { appBilling } : {}),
     // A plan proposal paid per request is refunded unless the store's owner accepts it.
     refundPayment: (sessionId) => payments.service.refundResult('checkoutPlan', sessionId),
   });
@@ -151,25 +148,26 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
     }),
   };
   const push = await buildPush({ config, database, log });
-  const shopify = buildShopify({
-    config,
-    app: shopifyApp,
-    database,
-    log,
-    metrics,
-    mail,
-    stores: stores.service,
-    inventory: inventory.service,
-    alerts: alerts.service,
-    dispatch: dispatch.service,
-    billing: billing.service,
-    orders: conversions.service,
-    storefront: storefrontService({ stores: stores.service, inventory: inventory.service, alerts: alerts.service, offers: { sms: config.sms.account !== undefined, push: true } }),
-  });
-  const woocommerce = buildWooCommerce({ config, database, log, signer, stores: stores.service, inventory: inventory.service, alerts: alerts.service });
-  const bigcommerce = buildBigCommerce({ config, database, log, stores: stores.service, inventory: inventory.service, alerts: alerts.service });
+  const platforms = opened.map((platform) =>
+    platform.build({
+      config,
+      database,
+      log,
+      metrics,
+      mail,
+      signer,
+      stores: stores.service,
+      inventory: inventory.service,
+      alerts: alerts.service,
+      dispatch: dispatch.service,
+      billing: billing.service,
+      orders: conversions.service,
+      // The storefront's answers, where they reach the service through the platform (Shopify's app proxy).
+      storefront: storefrontService({ stores: stores.service, inventory: inventory.service, alerts: alerts.service, offers: { sms: config.sms.account !== undefined, push: true } }),
+    }),
+  );
   // In the order their routes register (the API index lists operations so).
-  const served = { stores, webhooks, inventory, dispatch, conversions, notices, shopify, woocommerce, bigcommerce, alerts, sms, push, payments, billing };
+  const served = { stores, webhooks, inventory, dispatch, conversions, notices, alerts, sms, push, payments, billing };
 
   const worker = buildDispatchWorker({
     config,
@@ -185,22 +183,20 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
     events: webhooks.service,
     sms: smsSending(sms.service),
     push: push.service,
-    jobs: Object.values(served).flatMap((feature: Feature<unknown>) => feature.jobs ?? []),
+    jobs: [...Object.values(served), ...platforms].flatMap((feature: Feature<unknown>) => feature.jobs ?? []),
   });
   const built = { ...served, worker };
   return {
     built,
     signer,
     changes,
-    features: Object.values(built),
+    features: [...Object.values(built), ...platforms],
     domain: {
       stores: stores.service,
       alerts: alerts.service,
       inventory: inventory.service,
       dispatch: dispatch.service,
-      shopify,
-      woocommerce: woocommerce.service,
-      bigcommerce: bigcommerce.service,
+      platforms: Object.fromEntries(PLATFORMS.map((platform, i) => [platform.name, platforms[i]!])),
       billing: billing.service,
       payments: payments.service,
       worker: worker.service,

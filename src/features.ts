@@ -14,6 +14,7 @@ import { buildShoppers } from './shoppers/feature.ts';
 import { buildStorefront } from './storefront/feature.ts';
 import { checkServed, declaredPrices } from './operations.ts';
 import { buildDomainFeatures } from './domain.ts';
+import { PLATFORMS } from './platforms.ts';
 
 export interface WebOptions {
   /** Origin of the mTLS listener, when the server runs one (advertised in the metadata). */
@@ -34,6 +35,7 @@ export async function buildWebFeatures(config: Config, database: Database, mail:
     inventory: domain.inventory,
     alerts: domain.alerts,
     offers: { sms: config.sms.account !== undefined, push: true },
+    platformForms: PLATFORMS.flatMap((platform) => platform.widgetForm ?? []),
   });
   const dashboard = buildDashboard({
     config,
@@ -46,13 +48,13 @@ export async function buildWebFeatures(config: Config, database: Database, mail:
     billing: domain.billing,
     conversions: domain.conversions,
     webhooks: domain.events,
-    woocommerce: domain.woocommerce,
     signer,
-    ...(domain.shopify.shopOfSessionToken ? { shopOfSessionToken: domain.shopify.shopOfSessionToken } : {}),
+    // What platforms lend it: their admin's sign-in, their connection page.
+    ...Object.assign({}, ...Object.values(domain.platforms).map((platform) => platform.dashboard)),
   });
   const health = buildHealth({ config, database });
   const discovery = buildDiscovery({ config, payments: domain.payments, prices: declaredPrices() });
-  const served = [health, discovery, agents, ...Object.values(built)].flatMap((feature) => feature.operations ?? []);
+  const served = [health, discovery, agents, ...Object.values(built), ...Object.values(domain.platforms)].flatMap((feature) => feature.operations ?? []);
   checkServed(served);
   return {
     domain,
@@ -69,9 +71,7 @@ export async function buildWebFeatures(config: Config, database: Database, mail:
       built.inventory,
       built.dispatch,
       built.conversions,
-      built.shopify,
-      built.woocommerce,
-      built.bigcommerce,
+      ...Object.values(domain.platforms),
       built.alerts,
       built.sms,
       built.push,

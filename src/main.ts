@@ -135,12 +135,13 @@ async function storeCommand(args: string[]): Promise<number> {
 async function transferStore(config: Config, database: Database, domain: string, owner: string, platform: string | undefined) {
   const { formerOwnerAccess } = await import('./domain.ts');
   const { storeService } = await import('./stores/feature.ts');
+  const { STORE_DOMAINS } = await import('./platforms.ts');
   const changes = openChangeBus(config.redisUrl, database, pino({ level: 'warn' }));
   try {
     if (!(await changes.whenLive(5000))) {
       process.stderr.write('restock: could not reach the channel running processes listen on; restart them to be sure the former owner\'s agents lose the store.\n');
     }
-    return await storeService(config, database, changes, formerOwnerAccess(database, changes)).transferStore(domain, owner, platform);
+    return await storeService(config, database, changes, STORE_DOMAINS, formerOwnerAccess(database, changes)).transferStore(domain, owner, platform);
   } finally {
     await changes.close();
   }
@@ -155,10 +156,11 @@ async function dashboardCommand(args: string[]): Promise<number> {
   const config = loadConfig();
   const { dashboardSignIn } = await import('./dashboard/feature.ts');
   const { storeService } = await import('./stores/feature.ts');
+  const { STORE_DOMAINS } = await import('./platforms.ts');
   const issued = await withDatabase(config, async (database) => {
     const mail = openMailTransport({ smtpUrl: config.smtpUrl, from: config.mailFrom, database, poolSize: 1 });
     try {
-      return await dashboardSignIn({ config, database, mail, stores: storeService(config, database, new LocalChangeBus()) }).issueLink(domain);
+      return await dashboardSignIn({ config, database, mail, stores: storeService(config, database, new LocalChangeBus(), STORE_DOMAINS) }).issueLink(domain);
     } finally {
       await mail.close();
     }

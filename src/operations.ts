@@ -1,6 +1,5 @@
 import { agentOperations } from './agents/operations.ts';
 import { alertOperations } from './alerts/operations.ts';
-import { bigCommerceOperations } from './bigcommerce/operations.ts';
 import { billingOperations } from './billing/operations.ts';
 import { conversionOperations } from './conversions/operations.ts';
 import { priceSheetOf, type Operation, type OperationDeclaration, type PricedOperation } from './core/operations.ts';
@@ -11,7 +10,7 @@ import { inventoryOperations } from './inventory/operations.ts';
 import { paymentOperations } from './payments/operations.ts';
 import { storeOperations } from './stores/operations.ts';
 import { webhookOperations } from './webhooks/operations.ts';
-import { wooCommerceOperations } from './woocommerce/operations.ts';
+import { PLATFORMS } from './platforms.ts';
 
 /**
  * The one list of declared operations, module by module: what the price list, the OpenAPI
@@ -28,8 +27,7 @@ export const declaredOperations: ReadonlyArray<OperationDeclaration<never>> = [
   ...inventoryOperations,
   ...dispatchOperations,
   ...conversionOperations,
-  ...wooCommerceOperations,
-  ...bigCommerceOperations,
+  ...PLATFORMS.flatMap((platform) => platform.operations ?? []),
   ...alertOperations,
   ...paymentOperations,
   ...billingOperations,

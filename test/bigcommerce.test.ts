@@ -10,6 +10,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { SignJWT } from 'jose';
 import { after, before, describe, it } from './fixtures/suites.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
+import type { BigCommerceService } from '../src/bigcommerce/service.ts';
 import { dialectSkip, postsToApp, startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
 import { agentOfMailed, call, uniqueEmail } from './fixtures/agents.ts';
 import { startSmtpSink, type SmtpSink } from './fixtures/smtp-sink.ts';
@@ -261,7 +262,7 @@ for (const dialect of testDialects()) {
       await restockVariant(hash, product, 2, { deliver: false });
       await t.runWorker();
       assert.equal(mailFor(email).length, 0);
-      assert.equal(await t.app.restock.bigcommerce!.reconcileStore(domain), 2);
+      assert.equal(await (t.app.restock.platforms.bigcommerce!.service as BigCommerceService).reconcileStore(domain), 2);
       await t.runWorker();
       await sink.waitFor((m) => m.recipients.includes(email));
     });
@@ -326,7 +327,7 @@ for (const dialect of testDialects()) {
       await waitingShopper(hash);
       // The app was removed without the uninstall callback reaching the service.
       bc.uninstall(hash);
-      assert.equal(await t.app.restock.bigcommerce!.reconcileStore(domain), 0);
+      assert.equal(await (t.app.restock.platforms.bigcommerce!.service as BigCommerceService).reconcileStore(domain), 0);
       assert.equal((await storeStatus(domain)).status, 'uninstalled');
       const row = await t.database.db.selectFrom('store_connections').select(['status', 'disconnect_reason']).where('store_domain', '=', domain).executeTakeFirstOrThrow();
       assert.deepEqual(row, { status: 'disconnected', disconnect_reason: 'BigCommerce refused the access token (401)' });

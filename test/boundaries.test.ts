@@ -5,6 +5,8 @@
  *   `schemas.ts`, `operations.ts`): the rest is its own. Imports of another's internals that
  *   are still there are listed below, each a debt that may only be paid: a new one fails, and so
  *   does a listed one that is gone (strike it);
+ * - the platform registry (src/platforms.ts) is the only file that imports a platform's folder:
+ *   the assembly and every other module reach platforms through it (debts listed, as above);
  * - assembly binds nothing late: no setter hands a service its collaborator after both are built.
  */
 import assert from 'node:assert/strict';
@@ -83,6 +85,14 @@ const KNOWN_DEBTS = new Set<string>([
   'stores/service.ts -> dispatch/channels.ts',
 ]);
 
+/** Imports of a platform's folder from outside it, other than the registry's, still in the code. */
+const PLATFORM_DEBTS = new Set<string>([
+  // The app proxy's path, under which Shopify pages load the service worker.
+  'push/routes.ts -> shopify/app-proxy-routes.ts',
+  // The dashboard's connection page is still WooCommerce's own (lent through the registry's entry).
+  'dashboard/woocommerce.ts -> woocommerce/service.ts',
+]);
+
 interface Import {
   /** The importing file, under src/. */
   from: string;
@@ -137,6 +147,18 @@ describe('module boundaries', () => {
     const paid = [...KNOWN_DEBTS].filter((edge) => !found.includes(edge));
     assert.deepEqual(added, [], "imports of another module's internals: import its public files, or move what both need to the kernel");
     assert.deepEqual(paid, [], 'these debts are paid: strike them from KNOWN_DEBTS');
+  });
+
+  it("only the platform registry imports a platform's folder", () => {
+    const platformFolders = new Set(imports.filter((i) => i.from === 'platforms.ts' && moduleOf(i.to)).map((i) => moduleOf(i.to)!));
+    assert.ok(platformFolders.size >= 3, `the registry lists ${[...platformFolders].join(', ')}`);
+    const found = imports
+      .filter((i) => i.from !== 'platforms.ts' && platformFolders.has(moduleOf(i.to) ?? '') && moduleOf(i.from) !== moduleOf(i.to))
+      .map((i) => `${i.from} -> ${i.to}`);
+    const added = [...new Set(found)].filter((edge) => !PLATFORM_DEBTS.has(edge));
+    const paid = [...PLATFORM_DEBTS].filter((edge) => !found.includes(edge));
+    assert.deepEqual(added, [], 'reach a platform through its registry entry (src/platform.ts), not its folder');
+    assert.deepEqual(paid, [], 'these debts are paid: strike them from PLATFORM_DEBTS');
   });
 
   it('assembly binds nothing late: no setter hands a built service its collaborator', () => {

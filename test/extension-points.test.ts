@@ -1,13 +1,16 @@
 /**
- * What adding an extension takes. A throwaway paid operation is added to a copy of the sources
- * in ONE place, a declaration in an existing module's operations.ts, and the copy's app is
- * started: its HTTP route, OpenAPI entry with `x-payment-info`, 402 offers, MCP tool, A2A skill,
- * API index entry, agent skills' price table and tenancy case must all follow. The day a second
- * place becomes necessary, this fails.
+ * What adding an extension takes, each shown by adding a throwaway one to a copy of the sources
+ * and starting the copy's app. The day a second place becomes necessary, these fail:
+ * - a paid operation is ONE declaration in an existing module's operations.ts: its HTTP route,
+ *   OpenAPI entry with `x-payment-info`, 402 offers, MCP tool, A2A skill, API index entry, agent
+ *   skills' price table and tenancy case must all follow;
+ * - a platform is ONE folder and ONE entry in src/platforms.ts: its store domains, operation,
+ *   signed webhook, reconciliation job (run by the worker), and product-form script in
+ *   /widget-platforms.js must all follow, and the copy must still type-check.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from './fixtures/suites.ts';
@@ -113,5 +116,185 @@ describe('adding a paid operation', () => {
     assert.ok(seen.indexed, 'listed in the API index');
     assert.equal(seen.priceRow, '| echoShop | `POST http://restock.test/api/v1/echo` | USD 0.07 |', 'a row of the agent skills’ price table');
     assert.deepEqual(seen.tenancy, { refusal: 403 }, 'a case of the tenancy walk, which reads the declarations');
+  });
+});
+
+/** A throwaway platform's folder: everything a platform is, in the fewest lines that are honest. */
+const SPARROW_FEATURE = `
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import { reconcileJobs } from '../core/connectors/connector.ts';
+import { rawBodyOf, takeRawBodies } from '../core/http/raw-body.ts';
+import { bindOperations, defineOperation } from '../core/operations.ts';
+import { Problem } from '../core/problems.ts';
+import type { Platform, PlatformNeeds } from '../platform.ts';
+import { storeInput } from '../stores/schemas.ts';
+
+const SECRET = 'sparrow-secret';
+
+const sparrowOperations = [
+  defineOperation({
+    id: 'getSparrowConnection',
+    method: 'GET',
+    path: '/api/v1/stores/:shop/sparrow',
+    summary: "A Sparrow store's connection",
+    tag: 'stores',
+    scope: 'api:read',
+    input: storeInput,
+    output: z.object({ shop: z.string(), connected: z.boolean() }),
+    errors: [404],
+    tenancy: { refusal: 404 },
+    example: { shop: 'corner.sparrowshop.test' },
+    tool: { title: "A Sparrow store's connection" },
+    run: async (_service: undefined, { shop }) => ({ shop, connected: true }),
+  }),
+];
+
+function buildSparrow(needs: PlatformNeeds) {
+  const connector = {
+    platform: 'sparrow',
+    storesToReconcile: async () => ['corner.sparrowshop.test'],
+    async reconcileStore(domain: string) {
+      await needs.inventory.reportStock(domain, [{ productId: 'gid://sparrow/Product/1', variantId: null, available: 5 }], { kind: 'reconciliation', ref: 'sparrow', verified: true });
+      return 1;
+    },
+  };
+  const webhook = async (app: FastifyInstance) => {
+    takeRawBodies(app, { bodyLimit: 65536, baseUrl: needs.config.baseUrl, sender: 'Sparrow' });
+    app.post('/webhooks/sparrow', async (request, reply) => {
+      const body = rawBodyOf(request);
+      const given = Buffer.from(String(request.headers['x-sparrow-signature'] ?? ''), 'base64');
+      const expected = createHmac('sha256', SECRET).update(body).digest();
+      if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new Problem('invalid-webhook', 'The delivery is not signed with the shared secret.');
+      const { shop, productId, available } = JSON.parse(body.toString('utf8'));
+      await needs.inventory.reportStock(shop, [{ productId, variantId: null, available }], { kind: 'sparrow-webhook', ref: 'delivery', verified: true });
+      return reply.code(200).send({ received: true });
+    });
+  };
+  return {
+    service: undefined,
+    operations: bindOperations(sparrowOperations, undefined),
+    routes: [webhook],
+    jobs: reconcileJobs(connector, 60, needs.log),
+  };
+}
+
+export const sparrowPlatform: Platform = {
+  name: 'sparrow',
+  storeDomains: /\\.sparrowshop\\.test$/,
+  operations: sparrowOperations,
+  widgetForm: new URL('./widget-form.ts', import.meta.url),
+  open: () => ({ build: buildSparrow }),
+};
+`;
+
+/** The throwaway platform's product form, as a browser script. */
+const SPARROW_FORM = `
+import type { PlatformFormHost, PlatformFormMaker } from '../core/platform-form.ts';
+
+(function () {
+  const sparrow: PlatformFormMaker = (tools) => ({
+    product: () => document.body.getAttribute('data-sparrow-product'),
+    follow: () => tools.select(null),
+  });
+  const w = window as Window & { Restock?: PlatformFormHost };
+  const R = (w.Restock = w.Restock || {});
+  (R.platformForms = R.platformForms || {}).sparrowFormMarker = sparrow;
+})();
+`;
+
+const PLATFORM_PROBE = `
+import { createHmac } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { buildApp } from './src/app.ts';
+import { loadConfig } from './src/config.ts';
+import { Database } from './src/core/db/database.ts';
+
+const dir = mkdtempSync(path.join(os.tmpdir(), 'restock-extension-'));
+const config = loadConfig({ LOG_LEVEL: 'silent', BASE_URL: 'http://restock.test', ALLOWED_HOSTS: 'localhost', DATA_DIR: dir, DATABASE_URL: 'sqlite:' + path.join(dir, 'restock.db') });
+const database = Database.open(config.database);
+await database.migrate();
+const app = await buildApp(config, database);
+await app.ready();
+const shop = 'corner.sparrowshop.test';
+const store = await app.restock.stores.createStore(shop, 'owner@corner.test');
+const openapi = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
+const token = (await app.inject({ method: 'POST', url: '/api/agent/register', payload: { type: 'anonymous' } })).json().credential;
+const mcp = await app.inject({
+  method: 'POST', url: '/mcp',
+  headers: { authorization: 'Bearer ' + token, accept: 'application/json, text/event-stream', 'content-type': 'application/json' },
+  payload: { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} },
+});
+const message = mcp.body.trimStart().startsWith('{') ? mcp.body : mcp.body.split('\\n').find((line) => line.startsWith('data: ')).slice(6);
+const tools = JSON.parse(message).result.tools.map((tool) => tool.name);
+const deliver = (payload, secret) => app.inject({
+  method: 'POST', url: '/webhooks/sparrow', payload,
+  headers: { 'content-type': 'application/json', 'x-sparrow-signature': createHmac('sha256', secret).update(payload).digest('base64') },
+});
+const stockNow = async () => (await app.restock.inventory.stockOf(shop, 'gid://sparrow/Product/1', null)).available;
+const forged = await deliver(JSON.stringify({ shop, productId: 'gid://sparrow/Product/1', available: 9 }), 'guessed');
+const afterForged = await stockNow();
+const signed = await deliver(JSON.stringify({ shop, productId: 'gid://sparrow/Product/1', available: 2 }), 'sparrow-secret');
+const afterSigned = await stockNow();
+await app.restock.worker.turn();
+const afterReconcile = await stockNow();
+const forms = (await app.inject({ method: 'GET', url: '/widget-platforms.js' })).body;
+console.log(JSON.stringify({
+  platform: store.platform,
+  documented: Boolean(openapi.paths['/api/v1/stores/{shop}/sparrow']?.get),
+  tool: tools.includes('get_sparrow_connection'),
+  forged: [forged.statusCode, afterForged],
+  signed: [signed.statusCode, afterSigned],
+  reconciled: afterReconcile,
+  form: forms.includes('sparrowFormMarker'),
+}));
+await app.close();
+await database.close();
+`;
+
+describe('adding a platform', () => {
+  let copy: string;
+  before(() => {
+    copy = mkdtempSync(path.join(ROOT, '.extension-check-'));
+    cpSync(path.join(ROOT, 'src'), path.join(copy, 'src'), { recursive: true });
+    mkdirSync(path.join(copy, 'src', 'sparrow'));
+    writeFileSync(path.join(copy, 'src', 'sparrow', 'feature.ts'), SPARROW_FEATURE);
+    writeFileSync(path.join(copy, 'src', 'sparrow', 'widget-form.ts'), SPARROW_FORM);
+    // The one registry line (with its import).
+    const registry = path.join(copy, 'src', 'platforms.ts');
+    const source = readFileSync(registry, 'utf8');
+    const listed = source.replace(/(export const PLATFORMS: readonly Platform\[\] = \[[^\]]*)\]/, '$1, sparrowPlatform]');
+    assert.notEqual(listed, source, 'src/platforms.ts lists the platforms in PLATFORMS');
+    writeFileSync(registry, `import { sparrowPlatform } from './sparrow/feature.ts';\n${listed}`);
+    writeFileSync(path.join(copy, 'probe.ts'), PLATFORM_PROBE);
+    for (const config of ['tsconfig.json', 'tsconfig.browser.json']) {
+      // The copy's own sources only: the tests and benchmarks stay the repository's.
+      writeFileSync(path.join(copy, config), readFileSync(path.join(ROOT, config), 'utf8').replace('"include": ["src", "test", "bench", "bin"]', '"include": ["src"]'));
+    }
+  });
+  after(() => rmSync(copy, { recursive: true, force: true }));
+
+  it('takes one folder and one registry line: store domains, operation, signed webhook, reconciliation and product form follow', { timeout: 120_000 }, async () => {
+    const { stdout } = await run(process.execPath, ['--import', 'tsx', path.join(copy, 'probe.ts')], { cwd: ROOT, timeout: 110_000 });
+    const seen = JSON.parse(stdout.trim().split('\n').at(-1)!);
+    assert.equal(seen.platform, 'sparrow', "a store on the platform's domains is the platform's without naming it");
+    assert.ok(seen.documented, 'its operation in /openapi.json');
+    assert.ok(seen.tool, 'its operation as an MCP tool');
+    assert.deepEqual(seen.forged, [401, 0], 'a forged delivery is refused and changes nothing');
+    assert.deepEqual(seen.signed, [200, 2], 'a signed delivery reports the stock');
+    assert.equal(seen.reconciled, 5, "the worker runs the platform's reconciliation");
+    assert.ok(seen.form, 'its product form is served in /widget-platforms.js');
+  });
+
+  it('still type-checks, server and browser code alike, with nothing else edited', { timeout: 240_000 }, async () => {
+    const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+    for (const config of ['tsconfig.json', 'tsconfig.browser.json']) {
+      await run(process.execPath, [tsc, '--noEmit', '-p', path.join(copy, config)], { cwd: copy, timeout: 200_000 }).catch((err: { stdout?: string }) => {
+        assert.fail(`${config} of the copy: ${err.stdout ?? err}`);
+      });
+    }
   });
 });

@@ -11,6 +11,7 @@ import { TokenSigner } from '../src/core/signed-token.ts';
 import pino from 'pino';
 import { buildNotices, type DigestFigures, type NoticeService, type NoticesDeps } from '../src/notices/feature.ts';
 import { storeService } from '../src/stores/feature.ts';
+import { STORE_DOMAINS } from '../src/platforms.ts';
 import type { StoreService } from '../src/stores/service.ts';
 import { createTestDatabase, dialectSkip, testConfig, testDialects, type TestDatabase } from './fixtures/app.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
@@ -92,7 +93,7 @@ for (const dialect of testDialects()) {
       sink = await startSmtpSink();
       smtp = openMailTransport({ smtpUrl: sink.url, from: 'Restock <alerts@restock.test>', database });
       mail = new FlakyTransport(smtp);
-      stores = storeService(config, database, new LocalChangeBus());
+      stores = storeService(config, database, new LocalChangeBus(), STORE_DOMAINS);
       alerts = buildAlerts({
         config,
         database,

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.ts';
+import type { ShopifyFeature } from '../src/shopify/feature.ts';
 import { Database } from '../src/core/db/database.ts';
 import { AccessTokens, ReauthorizationRequired } from '../src/shopify/access-tokens.ts';
 import { AdminApi } from '../src/shopify/admin-api.ts';
@@ -11,6 +12,9 @@ import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { startShopifyAdmin, type ShopifyAdminStandIn } from './fixtures/shopify-admin.ts';
 import { deliverWebhook, installByOAuth, installByTokenExchange, shopifyTestApp } from './fixtures/shopify-app.ts';
 import { after, afterEach, before, describe, it } from './fixtures/suites.ts';
+
+/** The app's Shopify feature, as the platform registry built it. */
+const shopifyOf = (app: FastifyInstance) => app.restock.platforms.shopify as ShopifyFeature;
 
 failOnLeakedHandles();
 
@@ -82,7 +86,7 @@ for (const dialect of testDialects()) {
       assert.ok(Math.abs(Date.parse(row.credentials_expire_at!) - (installedAt + 60 * MINUTE)) < 5_000, 'the access token lasts an hour');
       assert.ok(Math.abs(Date.parse(row.refresh_credentials_expire_at!) - (installedAt + 90 * 24 * 60 * MINUTE)) < 5_000, 'the refresh token lasts 90 days');
       assert.equal(row.reauthorization_required_at, null);
-      const opened = await t.app.restock.shopify.connections.offlineToken(shop);
+      const opened = await shopifyOf(t.app).connections.offlineToken(shop);
       assert.equal(opened?.accessToken, accessToken);
       assert.equal(opened?.expiring?.refreshToken, refreshToken);
     });
@@ -92,7 +96,7 @@ for (const dialect of testDialects()) {
       await installByOAuth(t, shopify, shop, API_SECRET);
       assert.deepEqual(shopify.tokenGrants(shop), ['authorization_code']);
       assert.ok(shopify.refreshToken(shop), 'Shopify handed out an expiring token, which comes with a refresh token');
-      const opened = await t.app.restock.shopify.connections.offlineToken(shop);
+      const opened = await shopifyOf(t.app).connections.offlineToken(shop);
       assert.equal(opened?.accessToken, shopify.accessToken(shop));
       assert.equal(opened?.expiring?.refreshToken, shopify.refreshToken(shop));
     });
@@ -100,7 +104,7 @@ for (const dialect of testDialects()) {
     it('a token far from expiry is used as it is; within five minutes of expiry it is refreshed first and the new pair stored', async () => {
       const shop = newShop();
       await installByTokenExchange(t, shopify, shop);
-      const { tokens, admin } = tokenSource(t, t.app.restock.shopify.connections);
+      const { tokens, admin } = tokenSource(t, shopifyOf(t.app).connections);
       const first = shopify.accessToken(shop)!;
       const firstRefresh = shopify.refreshToken(shop)!;
       assert.equal(await tokens.current(shop), first);
@@ -111,7 +115,7 @@ for (const dialect of testDialects()) {
       assert.equal(refreshes(shop), 1);
       assert.ok(fresh && fresh !== first);
       assert.equal(fresh, shopify.accessToken(shop), 'the token Shopify handed out last');
-      const stored = await t.app.restock.shopify.connections.offlineToken(shop);
+      const stored = await shopifyOf(t.app).connections.offlineToken(shop);
       assert.equal(stored?.accessToken, fresh);
       assert.equal(stored?.expiring?.refreshToken, shopify.refreshToken(shop), 'the replaced refresh token is stored with it');
       assert.notEqual(stored?.expiring?.refreshToken, firstRefresh);
@@ -145,7 +149,7 @@ for (const dialect of testDialects()) {
     it('an Admin API 401 refreshes the token once and retries the call', async () => {
       const shop = newShop();
       await installByTokenExchange(t, shopify, shop);
-      const { tokens, admin } = tokenSource(t, t.app.restock.shopify.connections);
+      const { tokens, admin } = tokenSource(t, shopifyOf(t.app).connections);
       const stale = (await tokens.current(shop))!;
       // Shopify's clock runs ahead of ours: the token has expired there while we think it has minutes left.
       shopify.advanceClock(61 * MINUTE);
@@ -153,7 +157,7 @@ for (const dialect of testDialects()) {
       const fresh = shopify.accessToken(shop)!;
       assert.deepEqual(presentedAfterInstall(shop), [stale, fresh], 'refused once, then the same call with the fresh token');
       assert.equal(refreshes(shop), 1);
-      assert.equal((await t.app.restock.shopify.connections.offlineToken(shop))?.accessToken, fresh);
+      assert.equal((await shopifyOf(t.app).connections.offlineToken(shop))?.accessToken, fresh);
 
       // A caller still holding the old token after another refreshed gets the stored one, without refreshing again.
       assert.equal(await admin.shopEmail(shop, stale), `owner@${shop}`);
@@ -169,8 +173,8 @@ for (const dialect of testDialects()) {
       try {
         other = await buildApp(t.config, otherDatabase);
         await other.ready();
-        const one = tokenSource(t, t.app.restock.shopify.connections);
-        const two = tokenSource(t, other.restock.shopify.connections);
+        const one = tokenSource(t, shopifyOf(t.app).connections);
+        const two = tokenSource(t, shopifyOf(other).connections);
         await pass(shop, 58);
         // Slow enough answers that the second process asks while the first is still refreshing.
         shopify.delayTokenAnswers(400);
@@ -191,7 +195,7 @@ for (const dialect of testDialects()) {
     it('a refused refresh token marks the store for re-authorisation, nothing more is sent with the dead token, and opening the app again clears it', async () => {
       const shop = newShop();
       await installByTokenExchange(t, shopify, shop);
-      const { tokens, admin } = tokenSource(t, t.app.restock.shopify.connections);
+      const { tokens, admin } = tokenSource(t, shopifyOf(t.app).connections);
       const dead = (await tokens.current(shop))!;
       shopify.revokeTokens(shop);
 
@@ -204,7 +208,7 @@ for (const dialect of testDialects()) {
       assert.ok(row.credentials_sealed, 'with its data');
       assert.equal(row.refresh_lease_until, null);
       assert.equal((await t.app.restock.stores.getStore(shop)).adminApiConnected, false);
-      assert.ok(!(await t.app.restock.shopify.connections.storesToReconcile(0, 1000)).includes(shop), 'reconciliation leaves it alone');
+      assert.ok(!(await shopifyOf(t.app).connections.storesToReconcile(0, 1000)).includes(shop), 'reconciliation leaves it alone');
 
       const seen = shopify.requests.length;
       await assert.rejects(tokens.current(shop), ReauthorizationRequired);
@@ -239,13 +243,13 @@ for (const dialect of testDialects()) {
       shopify.addShop(shop, { email: `owner@${shop}` });
       // As an earlier release installed it: a token that never expires, and no refresh token.
       const permanent = shopify.grantNonExpiringToken(shop);
-      await t.app.restock.shopify.connections.install(shop, { accessToken: permanent, scopes: SCOPES, ownerEmail: `owner@${shop}` });
-      const { tokens, admin } = tokenSource(t, t.app.restock.shopify.connections);
+      await shopifyOf(t.app).connections.install(shop, { accessToken: permanent, scopes: SCOPES, ownerEmail: `owner@${shop}` });
+      const { tokens, admin } = tokenSource(t, shopifyOf(t.app).connections);
 
       const migrated = await tokens.current(shop);
       assert.deepEqual(shopify.tokenGrants(shop), ['authorization_code', 'migration']);
       assert.ok(migrated && migrated !== permanent);
-      const stored = await t.app.restock.shopify.connections.offlineToken(shop);
+      const stored = await shopifyOf(t.app).connections.offlineToken(shop);
       assert.equal(stored?.accessToken, migrated);
       assert.equal(stored?.expiring?.refreshToken, shopify.refreshToken(shop), 'an expiring token with its refresh token');
       assert.equal(await tokens.current(shop), migrated, 'migrated once');

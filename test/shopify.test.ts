@@ -106,7 +106,7 @@ for (const dialect of testDialects()) {
     });
 
     it('runs the webhook queue, and reconciliation unless its interval is 0', () => {
-      const jobs = t.app.restock.shopify.jobs;
+      const jobs = t.app.restock.platforms.shopify!.jobs ?? [];
       assert.deepEqual(jobs.map((job) => job.name), ['shopify-webhooks', 'shopify-reconcile']);
       assert.equal(jobs[0]!.everyMs, undefined, 'the queue is looked at on every turn');
       assert.equal(jobs[1]!.everyMs, 60_000, 'due stores are looked for every minute');

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from './fixtures/suites.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
+import type { WooCommerceService } from '../src/woocommerce/service.ts';
 import { dialectSkip, postsToApp, startTestApp, testDialects, type TestApp } from './fixtures/app.ts';
 import { agentOfMailed, call, createStore, uniqueEmail, type RegisteredAgent } from './fixtures/agents.ts';
 import { startSmtpSink, type SmtpSink } from './fixtures/smtp-sink.ts';
@@ -240,7 +241,7 @@ for (const dialect of testDialects()) {
       await restockVariation(product, 2, { deliver: false });
       await t.runWorker();
       assert.equal(mailFor(email).length, 0);
-      await t.app.restock.woocommerce.reconcileStore(domain);
+      await (t.app.restock.platforms.woocommerce!.service as WooCommerceService).reconcileStore(domain);
       await t.runWorker();
       await sink.waitFor((m) => m.recipients.includes(email));
     });
@@ -271,7 +272,7 @@ for (const dialect of testDialects()) {
         // Another site stands for the same one with its keys deleted: every call runs as nobody.
         await t.database.db.updateTable('store_connections').set({ site: `${revoked.url}/` }).where('store_domain', '=', domain).execute();
         revoked.products.set(product.id, product);
-        assert.equal(await t.app.restock.woocommerce.reconcileStore(domain), 0);
+        assert.equal(await (t.app.restock.platforms.woocommerce!.service as WooCommerceService).reconcileStore(domain), 0);
       } finally {
         await revoked.close();
       }

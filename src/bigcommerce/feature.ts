@@ -5,6 +5,7 @@ import { reconcileJobs } from '../core/connectors/connector.ts';
 import { ConnectionRepository } from '../core/connectors/connections.ts';
 import type { Database } from '../core/db/database.ts';
 import type { Feature } from '../core/feature.ts';
+import type { Platform } from '../platform.ts';
 import { SecretBox } from '../core/sealed-secrets.ts';
 import type { InventoryService } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
@@ -55,4 +56,13 @@ const notConfigured: BigCommerceConnections = {
   connectionFor: async () => {
     throw new NotConfigured(NOT_CONFIGURED);
   },
+};
+
+/** BigCommerce in the platform registry (src/platforms.ts). */
+export const bigCommercePlatform: Platform = {
+  name: 'bigcommerce',
+  storeDomains: /\.mybigcommerce\.com$/,
+  operations: bigCommerceOperations,
+  widgetForm: new URL('./widget-form.ts', import.meta.url),
+  open: () => ({ build: buildBigCommerce }),
 };

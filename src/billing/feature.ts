@@ -23,14 +23,14 @@ export interface BillingDeps {
   stores: StoreService;
   /** Present when STRIPE_SECRET_KEY is set. */
   stripe?: Stripe;
-  /** Shopify Billing, when the Shopify app is configured. */
-  shopify?: ShopifyBillingProvider;
+  /** The billing of a platform whose app store requires its own (Shopify Billing, when the Shopify app is configured). */
+  appBilling?: ShopifyBillingProvider;
   /** Refunds what was paid per request for a proposal that was not accepted (the payments feature). */
   refundPayment?: RefundPayment;
 }
 
 /** Plans: checkoutPlan at its provider, plan states from provider webhooks, the allowance alerts are counted against. */
-export function buildBilling({ config, database, mail, stores, stripe, shopify, refundPayment }: BillingDeps): Feature<BillingService> {
+export function buildBilling({ config, database, mail, stores, stripe, appBilling, refundPayment }: BillingDeps): Feature<BillingService> {
   const service = new BillingService({
     store: new BillingRepository(database),
     baseUrl: config.baseUrl,
@@ -49,7 +49,7 @@ export function buildBilling({ config, database, mail, stores, stripe, shopify, 
     // A credential purpose: the link accepts the proposal, so the store's outbox never lists it.
     askOwner: (shop, owner, subject, text) => mail.send({ to: owner, subject, text, purpose: 'plan-confirmation', storeDomain: shop }),
     ...(stripe ? { stripe: new StripeBilling(stripe, config.billing.stripeWebhookSecret, config.baseUrl) } : {}),
-    ...(shopify ? { shopify } : {}),
+    ...(appBilling ? { shopify: appBilling } : {}),
     ...(refundPayment ? { refundPayment } : {}),
   });
   return {

@@ -38,6 +38,9 @@ export interface DashboardDeps {
   shopOfSessionToken?: (token: string) => Promise<string>;
 }
 
+/** What a platform's feature lends the dashboard (src/platform.ts): its admin's sign-in, its connection page. */
+export type PlatformLoans = Pick<DashboardDeps, 'woocommerce' | 'shopOfSessionToken'>;
+
 /** How a store's owner signs in: also what `restock dashboard link` uses, without the app. */
 export function dashboardSignIn(deps: Pick<DashboardDeps, 'config' | 'database' | 'mail' | 'stores' | 'shopOfSessionToken' | 'signer'>): DashboardSignIn {
   const { config } = deps;

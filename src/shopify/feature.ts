@@ -7,6 +7,7 @@ import type { Database } from '../core/db/database.ts';
 import { ConnectionRepository } from '../core/connectors/connections.ts';
 import { reconcileJobs } from '../core/connectors/connector.ts';
 import type { Feature } from '../core/feature.ts';
+import type { Platform } from '../platform.ts';
 import type { MailTransport } from '../core/mail/transport.ts';
 import type { Metrics } from '../core/metrics.ts';
 import { NotConfigured } from '../core/problems.ts';
@@ -151,3 +152,23 @@ async function notConfiguredRoutes(app: FastifyInstance): Promise<void> {
   app.get(`${APP_PROXY_PATH}/availability`, hidden);
   app.post(`${APP_PROXY_PATH}/subscriptions`, hidden);
 }
+
+/**
+ * Shopify in the platform registry (src/platforms.ts). Its app is opened first, since billing
+ * takes Shopify Billing from it; inside the Shopify admin, the dashboard signs owners in with the
+ * admin's session tokens.
+ */
+export const shopifyPlatform: Platform = {
+  name: 'shopify',
+  storeDomains: /\.myshopify\.com$/,
+  open(needs) {
+    const app = openShopifyApp(needs);
+    return {
+      ...(app ? { appBilling: app.billing } : {}),
+      build(all) {
+        const feature = buildShopify({ ...all, app });
+        return { ...feature, dashboard: feature.shopOfSessionToken ? { shopOfSessionToken: feature.shopOfSessionToken } : {} };
+      },
+    };
+  },
+};

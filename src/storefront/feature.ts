@@ -19,6 +19,8 @@ export interface StorefrontDeps {
   offers?: ServiceChannels;
   /** Where stock and store changes are heard: availability answers are kept between them. */
   changes?: ChangeBus;
+  /** Each platform's product-form script (the registry's `widgetForm`), served in /widget-platforms.js. */
+  platformForms?: readonly URL[];
 }
 
 /** What the widget's calls answer, also through Shopify's app proxy (the Shopify feature's routes). */
@@ -29,5 +31,5 @@ export function storefrontService({ stores, inventory, alerts, offers, changes }
 /** The widget's scripts and the public calls they make (minified once, at start). */
 export async function buildStorefront(deps: StorefrontDeps): Promise<Feature<StorefrontService>> {
   const service = storefrontService(deps);
-  return { service, routes: [storefrontRoutes(service, await loadWidgetAssets(), deps.policy ?? STRICT_OUTBOUND)] };
+  return { service, routes: [storefrontRoutes(service, await loadWidgetAssets(deps.platformForms), deps.policy ?? STRICT_OUTBOUND)] };
 }

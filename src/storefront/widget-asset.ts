@@ -22,9 +22,10 @@ export const WIDGET_FILES = ['widget.js', 'widget-channels.js'] as const;
 export type WidgetFile = (typeof WIDGET_FILES)[number];
 
 /**
- * Every storefront script the service serves: those above, and the product forms of other
- * platforms than Shopify (WooCommerce, BigCommerce), which the pasted tag loads from beside itself
- * only on those platforms. Shopify's theme block never needs it, so the extension does not ship it.
+ * Every storefront script the service serves: those above, and the product forms of the platforms
+ * that have one (`widgetForm` in the platform registry), which the pasted tag loads from beside
+ * itself only on those platforms. Shopify's theme block never needs it, so the extension does not
+ * ship it.
  */
 export const SERVED_WIDGET_FILES = [...WIDGET_FILES, 'widget-platforms.js'] as const;
 export type ServedWidgetFile = (typeof SERVED_WIDGET_FILES)[number];
@@ -47,19 +48,20 @@ export function widgetSource(file: ServedWidgetFile): URL {
 
 /**
  * A storefront script, minified once at start-up: the readable source is what we keep in the
- * repository, the small one is what every product page downloads. Each is transformed on its own,
- * not bundled: what one imports from another is types only, which esbuild drops.
+ * repository, the small one is what every product page downloads. Each source is transformed on
+ * its own, not bundled: what one imports from another is types only, which esbuild drops.
+ * `/widget-platforms.js` is its own source followed by each platform's form (`platformForms`).
  */
-export async function loadWidgetAsset(file: ServedWidgetFile = 'widget.js'): Promise<WidgetAsset> {
-  const source = await readFile(widgetSource(file), 'utf8');
-  const { code } = await transform(source, { minify: true, target: 'es2019', loader: 'ts', legalComments: 'none' });
-  const body = Buffer.from(code);
+export async function loadWidgetAsset(file: ServedWidgetFile = 'widget.js', platformForms: readonly URL[] = []): Promise<WidgetAsset> {
+  const sources = [widgetSource(file), ...(file === 'widget-platforms.js' ? platformForms : [])];
+  const parts = await Promise.all(sources.map(async (source) => (await transform(await readFile(source, 'utf8'), { minify: true, target: 'es2019', loader: 'ts', legalComments: 'none' })).code));
+  const body = Buffer.from(parts.join(''));
   const tag = createHash('sha256').update(body).digest('base64url').slice(0, 27);
   return { body, gzipped: gzipSync(body, { level: 9 }), etag: `"${tag}"`, gzippedEtag: `"${tag}-gz"` };
 }
 
 /** Every storefront script the service serves, by file name. */
-export async function loadWidgetAssets(): Promise<Record<ServedWidgetFile, WidgetAsset>> {
-  const entries = await Promise.all(SERVED_WIDGET_FILES.map(async (file) => [file, await loadWidgetAsset(file)] as const));
+export async function loadWidgetAssets(platformForms: readonly URL[] = []): Promise<Record<ServedWidgetFile, WidgetAsset>> {
+  const entries = await Promise.all(SERVED_WIDGET_FILES.map(async (file) => [file, await loadWidgetAsset(file, platformForms)] as const));
   return Object.fromEntries(entries) as Record<ServedWidgetFile, WidgetAsset>;
 }

@@ -6,6 +6,8 @@
 // The types below are what passes between this script and the ones it loads from beside itself
 // (widget-channels.ts, widget-platforms.ts), which import them; none of them reaches the browser.
 
+import type { PlatformForm, PlatformFormMaker } from '../core/platform-form.ts';
+
 /** A variant's stock, as the service's records or the page tell it. */
 export interface VariantStock {
   variantId: string;
@@ -104,16 +106,13 @@ export interface PlatformApi {
   widgets: Widget[];
 }
 
-/** A platform's product form, as the platforms script follows it. */
-export interface PlatformForm {
-  product(): string | null;
-  follow(): void;
-}
 
 /** The one global, `window.Restock`, shared by every copy of the widget and the scripts it loads. */
 export interface Restock {
   channels?: (options: ChannelsOptions) => ChannelHooks | undefined;
   platform?: (name: string, api: PlatformApi) => PlatformForm | null;
+  /** Each platform's product form, put there by its script in widget-platforms.js. */
+  platformForms?: Record<string, PlatformFormMaker>;
   channelsLoading?: Promise<unknown>;
   platformsLoading?: Promise<unknown>;
   selectVariant?: (id: string | null) => void;

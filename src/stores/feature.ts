@@ -7,7 +7,7 @@ import { bindOperations } from '../core/operations.ts';
 import { SecretBox } from '../core/sealed-secrets.ts';
 import { twilioAccountCheck } from '../sms/account-check.ts';
 import { storeOperations } from './operations.ts';
-import type { StorePlanUsage } from './schemas.ts';
+import type { StoreDomains, StorePlanUsage } from './schemas.ts';
 import { StoreService, type OwnerChangeListener } from './service.ts';
 import { StoreRepository } from './repository.ts';
 
@@ -18,14 +18,16 @@ export interface StoresDeps {
   changes: ChangeBus;
   /** What other features end when the store changes hands (src/domain.ts lists them). */
   onOwnerChange: OwnerChangeListener[];
+  /** Store domains that tell their platform (the platform registry's). */
+  storeDomains: StoreDomains;
 }
 
 /**
  * Stores, their owners and settings. The store operations show the plan in force, which billing
  * (built on the stores) reports: `withStoreOperations` adds them once it is built.
  */
-export function buildStores({ config, database, changes, onOwnerChange }: StoresDeps): Feature<StoreService> {
-  return { service: storeService(config, database, changes, onOwnerChange) };
+export function buildStores({ config, database, changes, onOwnerChange, storeDomains }: StoresDeps): Feature<StoreService> {
+  return { service: storeService(config, database, changes, storeDomains, onOwnerChange) };
 }
 
 /** The stores feature with its operations, over the plan reports of the billing feature. */
@@ -34,12 +36,11 @@ export function withStoreOperations(stores: Feature<StoreService>, planOf: (shop
 }
 
 /** The stores' service alone, for the commands that need no app (`restock store create`, `dashboard link`). */
-export function storeService(config: Config, database: Database, changes: ChangeBus, onOwnerChange: OwnerChangeListener[] = []): StoreService {
-  // The Admin API a store's view speaks of is Shopify's, whose credentials are the store's Shopify connection.
-  const shopifyConnections = new ConnectionRepository(database, 'shopify');
+export function storeService(config: Config, database: Database, changes: ChangeBus, storeDomains: StoreDomains, onOwnerChange: OwnerChangeListener[] = []): StoreService {
   return new StoreService(new StoreRepository(database, changes), {
     onOwnerChange,
-    adminApiConnected: (domain) => shopifyConnections.usable(domain),
+    storeDomains,
+    adminApiConnected: (domain, platform) => new ConnectionRepository(database, platform).usable(domain),
     secrets: SecretBox.fromKey(config.encryptionKey),
     defaults: config.dispatch.defaults,
     tenantOutbound: config.tenantOutbound,

@@ -29,16 +29,13 @@ export const storeInput = z.object({ shop: shopSchema });
 
 export const storeParams = z.object({ domain: shopSchema });
 
-/** Where a domain alone tells the platform: each platform's own store domains. */
-const PLATFORM_DOMAINS: Array<[RegExp, string]> = [
-  [/\.myshopify\.com$/, 'shopify'],
-  [/\.mybigcommerce\.com$/, 'bigcommerce'],
-];
+/** Store domains that tell their platform by themselves (a Shopify store's *.myshopify.com), as the platform registry lists them. */
+export type StoreDomains = ReadonlyArray<readonly [RegExp, string]>;
 
 /** The platform a store's domain names by itself, if it does (a custom domain does not). */
-export function platformOfDomain(domain: string): string | undefined {
+export function platformOfDomain(domains: StoreDomains, domain: string): string | undefined {
   const lower = domain.toLowerCase();
-  return PLATFORM_DOMAINS.find(([pattern]) => pattern.test(lower))?.[1];
+  return domains.find(([pattern]) => pattern.test(lower))?.[1];
 }
 
 const effectiveSettingsSchema = z

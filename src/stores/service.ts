@@ -10,7 +10,7 @@ import { parseSmtpUrl } from '../core/mail/smtp-url.ts';
 import { isObviouslyInternalHost, STRICT_OUTBOUND, type OutboundPolicy } from '../core/net/outbound-guard.ts';
 import { SecretBox } from '../core/sealed-secrets.ts';
 import type { SmsAccount } from '../dispatch/channels.ts';
-import { platformOfDomain, shopSchema, smsAccountSchema, type Store, type StoreSettingsPatch } from './schemas.ts';
+import { platformOfDomain, shopSchema, smsAccountSchema, type Store, type StoreDomains, type StoreSettingsPatch } from './schemas.ts';
 import { PLATFORM_NAME, requireIdsOfPlatform, type PointedIds } from '../core/platforms.ts';
 import { effectiveSettings, parseStoredSettings, storeSettingsSchema, type EffectiveSettings } from './settings.ts';
 import type { StoreRow, StoreRepository } from './repository.ts';
@@ -59,8 +59,10 @@ export interface StoreServiceOptions {
   tenantOutbound?: OutboundPolicy;
   /** Run on every change of owner, by whatever path: the CLI, a Shopify (re)install. */
   onOwnerChange?: OwnerChangeListener[];
-  /** Whether the service holds working credentials for the store's Admin API (its connection's); without it, none. */
-  adminApiConnected?: (domain: string) => Promise<boolean>;
+  /** Whether the service holds working credentials for the store's platform (its connection's); without it, none. */
+  adminApiConnected?: (domain: string, platform: string) => Promise<boolean>;
+  /** Store domains that tell their platform by themselves (the platform registry's); without them, every new store names its own. */
+  storeDomains?: StoreDomains;
 }
 
 /**
@@ -74,7 +76,8 @@ export class StoreService {
   private readonly tenantOutbound: OutboundPolicy;
   private readonly onOwnerChange: OwnerChangeListener[];
   private readonly smsAccountCheck: SmsAccountCheck;
-  private readonly adminApiConnected: (domain: string) => Promise<boolean>;
+  private readonly adminApiConnected: (domain: string, platform: string) => Promise<boolean>;
+  private readonly storeDomains: StoreDomains;
 
   constructor(
     private readonly store: StoreRepository,
@@ -85,6 +88,7 @@ export class StoreService {
     this.tenantOutbound = options.tenantOutbound ?? STRICT_OUTBOUND;
     this.onOwnerChange = options.onOwnerChange ?? [];
     this.adminApiConnected = options.adminApiConnected ?? (async () => false);
+    this.storeDomains = options.storeDomains ?? [];
     this.smsAccountCheck =
       options.smsAccountCheck ??
       (async () => {
@@ -109,7 +113,7 @@ export class StoreService {
     const emailCheck = emailSchema.safeParse(ownerEmail);
     if (!emailCheck.success) errors.push({ pointer: '/owner', message: emailCheck.error.issues[0]!.message });
     const existing = domainCheck.success ? await this.store.find(domain.toLowerCase()) : undefined;
-    const platformCheck = existing ? { platform: existing.platform ?? 'shopify' } : newStorePlatform(domain, platform);
+    const platformCheck = existing ? { platform: existing.platform ?? 'shopify' } : newStorePlatform(this.storeDomains, domain, platform);
     // A domain that is no store's tells nothing of its platform: that error alone is said.
     if ('error' in platformCheck && domainCheck.success) errors.push({ pointer: '/platform', message: platformCheck.error });
     if (errors.length || 'error' in platformCheck) throw new ValidationFailed(errors);
@@ -125,7 +129,7 @@ export class StoreService {
    * service does not know, on a domain of its own, takes the ids as given.
    */
   async requireStorePlatform(domain: string, ids: PointedIds): Promise<void> {
-    const platform = (await this.store.platform(domain.toLowerCase()))?.platform ?? platformOfDomain(domain);
+    const platform = (await this.store.platform(domain.toLowerCase()))?.platform ?? platformOfDomain(this.storeDomains, domain);
     requireIdsOfPlatform({ domain: domain.toLowerCase(), platform }, ids);
   }
 
@@ -340,7 +344,7 @@ export class StoreService {
       status: row.status,
       platform: row.platform ?? 'shopify',
       installedAt: row.installed_at,
-      adminApiConnected: await this.adminApiConnected(row.domain),
+      adminApiConnected: await this.adminApiConnected(row.domain, row.platform ?? 'shopify'),
       ownSmtp: row.smtp_url_sealed !== null,
       ownSmsSender: row.sms_sender_sealed !== null,
       settings: this.settingsIn(row),
@@ -356,8 +360,8 @@ export function installedAsShopifyApp(row: Pick<StoreRow, 'platform' | 'installe
 const PLATFORM = new RegExp(`^${PLATFORM_NAME}$`);
 
 /** A new store's platform: the one given, which must agree with what the domain tells, else the domain's. */
-function newStorePlatform(domain: string, given: string | undefined): { platform: string } | { error: string } {
-  const told = platformOfDomain(domain);
+function newStorePlatform(domains: StoreDomains, domain: string, given: string | undefined): { platform: string } | { error: string } {
+  const told = platformOfDomain(domains, domain);
   if (given === undefined) return told ? { platform: told } : { error: `is required: ${domain.toLowerCase()} does not tell its platform (shopify, woocommerce, bigcommerce, ...)` };
   if (!PLATFORM.test(given)) return { error: 'must be a platform name in lower case, such as shopify, woocommerce or bigcommerce' };
   if (told && told !== given) return { error: `must be ${told}: ${domain.toLowerCase()} is a ${told} store's domain` };

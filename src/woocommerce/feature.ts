@@ -5,6 +5,7 @@ import type { Database } from '../core/db/database.ts';
 import { reconcileJobs } from '../core/connectors/connector.ts';
 import { ConnectionRepository } from '../core/connectors/connections.ts';
 import type { Feature } from '../core/feature.ts';
+import type { Platform } from '../platform.ts';
 import { SecretBox } from '../core/sealed-secrets.ts';
 import type { TokenSigner } from '../core/signed-token.ts';
 import type { InventoryService } from '../inventory/service.ts';
@@ -49,3 +50,16 @@ export function buildWooCommerce(deps: WooCommerceFeatureDeps): Feature<WooComme
     routes: [wooCommerceRoutes(service, deps.config.baseUrl), deliveryRoutes(service, deps.config.baseUrl)],
   };
 }
+
+/** WooCommerce in the platform registry (src/platforms.ts); its dashboard page is the connection's. */
+export const wooCommercePlatform: Platform = {
+  name: 'woocommerce',
+  operations: wooCommerceOperations,
+  widgetForm: new URL('./widget-form.ts', import.meta.url),
+  open: () => ({
+    build(needs) {
+      const feature = buildWooCommerce(needs);
+      return { ...feature, dashboard: { woocommerce: feature.service } };
+    },
+  }),
+};
