@@ -8,7 +8,7 @@ import type { Config } from './config.ts';
 import type { ChangeBus } from './core/changes/bus.ts';
 import { openChangeBus } from './core/changes/open.ts';
 import type { Database } from './core/db/database.ts';
-import type { Feature } from './core/feature.ts';
+import { channelSendings, type Feature } from './core/feature.ts';
 import type { MailTransport } from './core/mail/transport.ts';
 import { noMetrics, type Metrics } from './core/metrics.ts';
 import { loadServiceSecret } from './core/secrets.ts';
@@ -31,7 +31,7 @@ import type { PaymentService } from './payments/service.ts';
 import { storefrontService } from './storefront/feature.ts';
 import { buildPush } from './push/feature.ts';
 import { buildSms } from './sms/feature.ts';
-import { confirmationTexter, smsSending } from './sms/for-dispatch.ts';
+import { confirmationTexter } from './sms/for-dispatch.ts';
 import { buildStores, withStoreOperations } from './stores/feature.ts';
 import type { OwnerChangeListener, StoreService } from './stores/service.ts';
 import { buildWebhooks, type WebhookService } from './webhooks/feature.ts';
@@ -181,8 +181,7 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
     quota: billing.service,
     followUp: conversions.service,
     events: webhooks.service,
-    sms: smsSending(sms.service),
-    push: push.service,
+    channels: channelSendings([sms, push]),
     jobs: [...Object.values(served), ...platforms].flatMap((feature: Feature<unknown>) => feature.jobs ?? []),
   });
   const built = { ...served, worker };

@@ -62,7 +62,6 @@ const KNOWN_DEBTS = new Set<string>([
   'notices/service.ts -> stores/settings.ts',
   'observability/feature.ts -> dispatch/queue-readings.ts',
   'push/routes.ts -> shopify/app-proxy-routes.ts',
-  'push/service.ts -> dispatch/channels.ts',
   'shopify/order-payloads.ts -> conversions/money.ts',
   'shopify/order-payloads.ts -> conversions/reports.ts',
   'shopify/feature.ts -> conversions/reports.ts',
@@ -71,18 +70,10 @@ const KNOWN_DEBTS = new Set<string>([
   'shoppers/service.ts -> alerts/repository.ts',
   'shoppers/service.ts -> stores/settings.ts',
   'shoppers/views.ts -> alerts/contact-points.ts',
-  'sms/account-check.ts -> dispatch/channels.ts',
   'sms/for-dispatch.ts -> alerts/contact-points.ts',
-  'sms/for-dispatch.ts -> dispatch/channels.ts',
   'sms/for-dispatch.ts -> stores/settings.ts',
-  'sms/inbound.ts -> dispatch/channels.ts',
-  'sms/routes.ts -> dispatch/channels.ts',
-  'sms/service.ts -> dispatch/channels.ts',
-  'sms/settings.ts -> dispatch/channels.ts',
-  'sms/twilio-client.ts -> dispatch/channels.ts',
   'storefront/schemas.ts -> stores/settings.ts',
   'stores/feature.ts -> sms/account-check.ts',
-  'stores/service.ts -> dispatch/channels.ts',
 ]);
 
 /** Imports of a platform's folder from outside it, other than the registry's, still in the code. */

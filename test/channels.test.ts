@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { WHY } from '../src/dispatch/rules.ts';
+import { OPTED_OUT } from '../src/sms/channel.ts';
 import { createStore, uniqueDomain, uniqueEmail } from './fixtures/agents.ts';
 import { dialectSkip, testDialects, type TestApp } from './fixtures/app.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
@@ -273,7 +274,7 @@ for (const dialect of testDialects()) {
       assert.ok(!alertTextsTo(phone).some((m) => m.body.includes(PRODUCTS.kettle.title)), 'no kettle alert was handed to Twilio');
       const rows = await ledger(kettle.id);
       assert.deepEqual(rows.map((row) => [row.channel, row.status]), [['email', 'sent'], ['sms', 'skipped']]);
-      assert.equal(rows.find((row) => row.channel === 'sms')?.outcome, WHY.smsOptedOut, 'the SMS row says why it was not sent');
+      assert.equal(rows.find((row) => row.channel === 'sms')?.outcome, OPTED_OUT, 'the SMS row says why it was not sent');
     });
 
     // --- 3. a browser gone ----------------------------------------------------------------

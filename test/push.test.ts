@@ -15,7 +15,7 @@ import webpush from 'web-push';
 import { Database } from '../src/core/db/database.ts';
 import { installErrorHandling } from '../src/core/http/errors.ts';
 import { parseOutboundAllowList, STRICT_OUTBOUND, type OutboundPolicy } from '../src/core/net/outbound-guard.ts';
-import { PushDeliveryError, type PushMessage, type PushPayload } from '../src/dispatch/channels.ts';
+import { PushDeliveryError, type PushMessage, type PushPayload } from '../src/push/channel.ts';
 import { buildPush, loadServiceWorker } from '../src/push/feature.ts';
 import { parsePushSubscription } from '../src/push/schemas.ts';
 import { PushService } from '../src/push/service.ts';

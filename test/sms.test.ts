@@ -17,9 +17,11 @@ import type { Config } from '../src/config.ts';
 import { Database } from '../src/core/db/database.ts';
 import { installErrorHandling } from '../src/core/http/errors.ts';
 import { Problem, ValidationFailed } from '../src/core/problems.ts';
-import { SmsDeliveryError, type SmsAccount } from '../src/dispatch/channels.ts';
+import { SmsDeliveryError } from '../src/sms/channel.ts';
+import type { SmsAccount } from '../src/sms/schemas.ts';
 import { twilioAccountCheck } from '../src/sms/account-check.ts';
-import { buildSms, type AlertRef, type DeliveryReports, type SmsConsent, type SmsService } from '../src/sms/feature.ts';
+import type { DeliveryReport } from '../src/core/channels.ts';
+import { buildSms, type DeliveryReports, type SmsConsent, type SmsService } from '../src/sms/feature.ts';
 import { classifyInbound } from '../src/sms/keywords.ts';
 import { composeAlertText, composeConfirmationText, composeConfirmedText, countSegments, helpText, type SmsLocale } from '../src/sms/text.ts';
 import type { SendingProfile } from '../src/stores/service.ts';
@@ -178,7 +180,7 @@ describe('keywords', () => {
 function sinks() {
   const pending = new Map<string, string[]>();
   const confirmed: Array<{ phone: string; storeDomains: string[] }> = [];
-  const deliveries: Array<{ providerRef: string; status: string; errorCode: string | null; alert: AlertRef }> = [];
+  const deliveries: DeliveryReport[] = [];
   const consent: SmsConsent = {
     pendingSmsStores: async (phone) => pending.get(phone) ?? [],
     async confirmSms(phone, storeDomains) {
@@ -187,8 +189,8 @@ function sinks() {
     },
   };
   const reports: DeliveryReports = {
-    async recordDelivery(providerRef, status, errorCode, alert) {
-      deliveries.push({ providerRef, status, errorCode, alert });
+    async recordDelivery(report) {
+      deliveries.push(report);
       return true;
     },
   };
@@ -629,9 +631,9 @@ for (const dialect of testDialects()) {
       assert.deepEqual(
         t.recorded.deliveries.filter((delivery) => refs.has(delivery.providerRef)).sort(byRef),
         [
-          { providerRef: delivered.providerRef, status: 'delivered', errorCode: null, alert: { id: deliveredId, storeDomain: undefined } },
-          { providerRef: undelivered.providerRef, status: 'undelivered', errorCode: '30003', alert: { id: undeliveredId, storeDomain: undefined } },
-          { providerRef: failed.providerRef, status: 'failed', errorCode: '30006', alert: { id: failedId, storeDomain: OWN_STORE } },
+          { channel: 'sms', providerRef: delivered.providerRef, status: 'delivered', outcome: 'delivered to the phone', alert: { id: deliveredId, storeDomain: undefined } },
+          { channel: 'sms', providerRef: undelivered.providerRef, status: 'undelivered', outcome: 'undelivered (provider error 30003)', alert: { id: undeliveredId, storeDomain: undefined } },
+          { channel: 'sms', providerRef: failed.providerRef, status: 'failed', outcome: 'failed (provider error 30006)', alert: { id: failedId, storeDomain: OWN_STORE } },
         ].sort(byRef),
         "one final report each, a store's own account's on that store's rows only; sent and queued are not recorded",
       );
@@ -650,7 +652,7 @@ for (const dialect of testDialects()) {
       standIn.stop(OWN_SERVICE_SID, phone);
       const { providerRef } = await t.sms.send(OWN, { to: phone, body: 'Mug is back', statusCallback: t.sms.statusCallbackUrl(OWN_STORE, true, id) });
       await standIn.settled();
-      assert.deepEqual(t.recorded.deliveries.filter((delivery) => delivery.providerRef === providerRef), [{ providerRef, status: 'failed', errorCode: '21610', alert: { id, storeDomain: OWN_STORE } }]);
+      assert.deepEqual(t.recorded.deliveries.filter((delivery) => delivery.providerRef === providerRef), [{ channel: 'sms', providerRef, status: 'failed', outcome: 'failed (provider error 21610)', alert: { id, storeDomain: OWN_STORE } }]);
       assert.deepEqual(await optOutRows(t.database, phone), [{ sender: OWN_SERVICE_SID, phone }], "kept as if the phone had texted STOP, against the store's own sender");
     });
 
@@ -673,7 +675,7 @@ for (const dialect of testDialects()) {
       assert.deepEqual(t.recorded.deliveries.filter((delivery) => delivery.providerRef === sid), [], 'nothing recorded');
       const signed = await post(service, twilioSignature(SERVICE.authToken, service, params));
       assert.equal(signed.statusCode, 204, signed.body);
-      assert.deepEqual(t.recorded.deliveries.filter((delivery) => delivery.providerRef === sid), [{ providerRef: sid, status: 'delivered', errorCode: null, alert: { id, storeDomain: undefined } }]);
+      assert.deepEqual(t.recorded.deliveries.filter((delivery) => delivery.providerRef === sid), [{ channel: 'sms', providerRef: sid, status: 'delivered', outcome: 'delivered to the phone', alert: { id, storeDomain: undefined } }]);
     });
 
     /** A webhook as a store's own account could sign it, whatever it names. */

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
+import type { ChannelSending, ContactChannel } from './channels.ts';
 import type { WorkerJob } from './jobs.ts';
 import type { Operation } from './operations.ts';
 
@@ -22,6 +23,8 @@ export interface PeriodicTask {
  * - `routes`: the feature's HTTP routes, each plugin registered in its own encapsulated context;
  * - `jobs`: background work handed to the dispatch worker (runs where the worker runs);
  * - `maintenance`: timers of every process serving HTTP;
+ * - `channel`: a contact channel's sending (texts, browser push), which the dispatch worker asks
+ *   by the channel's name;
  * - `close`: releases what the feature opened, after the app stops taking requests.
  */
 export interface Feature<S> {
@@ -31,7 +34,13 @@ export interface Feature<S> {
   routes?: FastifyPluginAsync[];
   jobs?: WorkerJob[];
   maintenance?: PeriodicTask[];
+  channel?: { name: ContactChannel; sending: ChannelSending };
   close?(): Promise<void>;
+}
+
+/** The contact channels' sendings the features offer, by channel name. */
+export function channelSendings(features: ReadonlyArray<Feature<unknown>>): Partial<Record<ContactChannel, ChannelSending>> {
+  return Object.fromEntries(features.flatMap((feature) => (feature.channel ? [[feature.channel.name, feature.channel.sending]] : [])));
 }
 
 /** What fastify-plugin records on a plugin: its name and the plugins that must load before it. */

@@ -1,5 +1,5 @@
 import { localeSchema, type EffectiveSettings } from '../stores/settings.ts';
-import type { PushChannel, SmsSending } from './channels.ts';
+import { CHANNELS } from '../core/channels.ts';
 import type { StoreClaim } from './context.ts';
 import { productKey } from './rules.ts';
 import type { NotificationRow } from './repository.ts';
@@ -32,23 +32,10 @@ export interface AlertLinks {
   stop(row: NotificationRow): string;
 }
 
-export interface Channels {
-  sms: SmsSending | undefined;
-  push: PushChannel | undefined;
-  pushTtlSeconds: number;
-}
-
-/** The alert as its channel carries it: an e-mail, a text or a browser notification. */
-export function composeAlert(row: NotificationRow, claim: StoreClaim, links: AlertLinks, quotaPeriod: string, channels: Channels): Outgoing {
+/** The alert as its channel carries it: an e-mail, or handed to its contact channel (a text, a browser notification). */
+export function composeAlert(row: NotificationRow, claim: StoreClaim, links: AlertLinks, quotaPeriod: string): Outgoing {
   const common = { row, quotaPeriod, reminderDelayHours: row.kind === 'alert' ? claim.settings.reminderDelayHours : null };
-  switch (row.channel) {
-    case 'sms':
-      return { ...common, deliver: smsDelivery(row, claim, links, channels.sms) };
-    case 'push':
-      return { ...common, deliver: pushDelivery(row, claim, links, channels) };
-    default:
-      return { ...common, deliver: mailDelivery(row, claim, links) };
-  }
+  return { ...common, deliver: row.channel === 'email' ? mailDelivery(row, claim, links) : contactDelivery(row, claim, links) };
 }
 
 /** The mail: the store's template or locale, its sender name, one-click unsubscribe and the shopper's page. */
@@ -89,42 +76,32 @@ function mailDelivery(row: NotificationRow, claim: StoreClaim, links: AlertLinks
   };
 }
 
-/** One segment where the language allows: the product, our short redirect, and how to stop. */
-function smsDelivery(row: NotificationRow, claim: StoreClaim, links: AlertLinks, sms: SmsSending | undefined): Outgoing['deliver'] {
+/**
+ * A phone's or a browser's alert, handed to its channel with the words and links it may carry:
+ * the product, our redirect, and the way to stop that contact point alone (a link is a
+ * capability, and a phone or browser proves only itself).
+ */
+function contactDelivery(row: NotificationRow, claim: StoreClaim, links: AlertLinks): Outgoing['deliver'] {
   const contact = row.contact_point_id ? claim.contacts.get(row.contact_point_id) : undefined;
-  const product = claim.products.get(productKey(row))!;
-  return async () => {
-    // The rules checked both before the plan was charged; a change in between fails the send, which is retried.
-    if (!sms || !claim.smsAccount || !contact) throw new Error('SMS is no longer set up for this store or number');
-    const body = sms.alertText({
-      shop: claim.settings.senderName ?? claim.storeDomain,
-      productTitle: product.title,
-      variantTitle: product.variantTitle,
-      link: links.click(row),
-      locale: alertLocale(row.locale, claim.settings.locale),
-      kind: row.kind,
-    });
-    const { providerRef } = await sms.send(claim.smsAccount, { to: contact.address, body, statusCallback: sms.statusCallbackUrl(claim.storeDomain, claim.ownSmsAccount, row.id) });
-    return { providerRef };
-  };
-}
-
-/** A notification in the shopper's browser that opens the product through our redirect, and can stop that browser's alerts. */
-function pushDelivery(row: NotificationRow, claim: StoreClaim, links: AlertLinks, channels: Channels): Outgoing['deliver'] {
-  const contact = row.contact_point_id ? claim.contacts.get(row.contact_point_id) : undefined;
+  const sending = contact ? claim.sending.get(contact.channel) : undefined;
   const product = claim.products.get(productKey(row))!;
   const locale = alertLocale(row.locale, claim.settings.locale);
   return async () => {
-    if (!channels.push || contact?.channel !== 'push') throw new Error('browser push is no longer set up for this browser');
-    const clickUrl = links.click(row);
-    const stopUrl = links.stop(row);
-    await channels.push.send({
-      endpoint: contact.address,
-      keys: contact.details,
-      payload: { title: notificationTitle({ shop: claim.storeDomain, productTitle: product.title, variantTitle: product.variantTitle }, locale, row.kind), body: claim.settings.senderName ?? claim.storeDomain, url: clickUrl, icon: product.imageUrl, tag: `restock-${row.restock_id}`, stop: { url: stopUrl, label: stopLabel(locale) } },
-      ttlSeconds: channels.pushTtlSeconds,
+    // The rules checked the channel before the plan was charged; a change in between fails the send, which is retried.
+    if (!contact || !sending || contact.channel !== row.channel) throw new Error(`${CHANNELS[row.channel].words}: no longer set up for this store or contact point`);
+    return sending.deliver({
+      id: row.id,
+      restockId: row.restock_id,
+      storeDomain: claim.storeDomain,
+      kind: row.kind,
+      locale,
+      sender: claim.settings.senderName ?? claim.storeDomain,
+      product: { title: product.title, variantTitle: product.variantTitle, imageUrl: product.imageUrl },
+      headline: notificationTitle({ shop: claim.storeDomain, productTitle: product.title, variantTitle: product.variantTitle }, locale, row.kind),
+      clickUrl: links.click(row),
+      stop: { url: links.stop(row), label: stopLabel(locale) },
+      contact: { address: contact.address, details: contact.details },
     });
-    return {};
   };
 }
 

@@ -3,7 +3,7 @@ import { addressKey } from '../core/email.ts';
 import type { MailAddress, MailTransport } from '../core/mail/transport.ts';
 import type { EffectiveSettings } from '../stores/settings.ts';
 import type { ContactPointRow } from '../alerts/contact-points.ts';
-import type { SmsAccount } from './channels.ts';
+import { CHANNELS, type ContactChannel, type StoreSending } from '../core/channels.ts';
 import { capKey, orderedKey, productKey, restockAddressKey, subscriptionChannelKey, subscriptionRestockKey, type SendFacts } from './rules.ts';
 import type { NotificationRow } from './repository.ts';
 import type { WorkerDeps } from './worker.ts';
@@ -27,17 +27,16 @@ export interface StoreClaim {
   products: Map<string, ProductDetails>;
   transport: MailTransport;
   from: MailAddress | undefined;
-  /** The Twilio account the store's texts go from (its own, else the service's), if any. */
-  smsAccount: SmsAccount | undefined;
-  /** The store set its own Twilio account (delivery reports come to its own callback). */
-  ownSmsAccount: boolean;
   /** The claim's phones and browsers, by contact point id. */
   contacts: Map<string, ClaimContact>;
+  /** Each contact channel of the claim, readied for this store (its sender, the phones that stopped it). */
+  sending: Map<ContactChannel, StoreSending>;
 }
 
-export type ClaimContact = ContactPointRow & { optedOut: boolean };
+/** A contact point, with why its channel will not send to it now (else undefined). */
+export type ClaimContact = ContactPointRow & { refusal: string | undefined };
 
-export type ContextDeps = Pick<WorkerDeps, 'store' | 'alerts' | 'stores' | 'inventory' | 'senders' | 'followUp' | 'sms' | 'push'>;
+export type ContextDeps = Pick<WorkerDeps, 'store' | 'alerts' | 'stores' | 'inventory' | 'senders' | 'followUp' | 'channels'>;
 
 /**
  * Every read a claimed group needs before anything goes out, in one place: subscriptions still
@@ -71,30 +70,26 @@ async function loadStore(
   subscriptions: Pick<SendFacts, 'waiting' | 'alerted' | 'alertedOn' | 'alertedForRestock' | 'notified' | 'emailMuted'>,
   now: Date,
 ): Promise<StoreClaim> {
-  const { sending, settings, smtpUrl, smsAccount: ownSmsAccount } = await deps.stores.sendingProfile(storeDomain);
+  const { sending: storeSending, settings, smtpUrl } = await deps.stores.sendingProfile(storeDomain);
   const frequencyCapMs = settings.frequencyCapMinutes * 60_000;
   const addresses = await readAddresses(deps, storeDomain, rows, frequencyCapMs, now);
   const { sellable, products } = await readProducts(deps, storeDomain, rows, settings.minStock);
   const ordered = await readPurchases(deps, storeDomain, rows);
-  const smsAccount = deps.sms?.accountFor(ownSmsAccount);
-  const contacts = await readContacts(deps, rows, smsAccount);
+  const { contacts, sending } = await readContacts(deps, storeDomain, rows);
   return {
     storeDomain,
     rows,
-    smsAccount,
-    ownSmsAccount: ownSmsAccount !== undefined,
     contacts,
+    sending,
     facts: {
       now: now.getTime(),
-      storeSending: sending,
+      storeSending,
       frequencyCapMs,
       ...subscriptions,
       ...addresses,
       sellable,
       ordered,
-      contacts: new Map([...contacts].map(([id, contact]) => [id, { status: contact.status, addressKey: contact.address_key, timeZone: contact.time_zone, optedOut: contact.optedOut }])),
-      smsSender: smsAccount !== undefined,
-      push: deps.push !== undefined,
+      contacts: new Map([...contacts].map(([id, contact]) => [id, { status: contact.status, addressKey: contact.address_key, timeZone: contact.time_zone, refusal: contact.refusal }])),
       quietHours: { ...settings.smsQuietHours, timeZone: settings.timeZone },
     },
     settings,
@@ -145,14 +140,26 @@ async function contactAddresses(deps: ContextDeps, sent: Array<{ contact_point_i
   return new Map((await deps.alerts.contactPointsByIds(ids)).map((point) => [point.id, point.address_key]));
 }
 
-/** The claim's phones and browsers, and which phones texted STOP to the sender the store's texts go from. */
-async function readContacts(deps: ContextDeps, rows: NotificationRow[], smsAccount: SmsAccount | undefined): Promise<Map<string, ClaimContact>> {
+/**
+ * The claim's phones and browsers, and each of their channels readied for the store: what it
+ * needs of the store and these addresses (an SMS sender, the phones that texted STOP to it) is
+ * the channel's to read.
+ */
+async function readContacts(deps: ContextDeps, storeDomain: string, rows: NotificationRow[]): Promise<Pick<StoreClaim, 'contacts' | 'sending'>> {
   const ids = [...new Set(rows.flatMap((row) => (row.contact_point_id ? [row.contact_point_id] : [])))];
-  if (ids.length === 0) return new Map();
+  if (ids.length === 0) return { contacts: new Map(), sending: new Map() };
   const points = await deps.alerts.contactPointsByIds(ids);
-  const phones = points.filter((point) => point.channel === 'sms').map((point) => point.address);
-  const optedOut = smsAccount && deps.sms && phones.length > 0 ? await deps.sms.optedOut(smsAccount.from, phones) : new Set<string>();
-  return new Map(points.map((point) => [point.id, { ...point, optedOut: point.channel === 'sms' && optedOut.has(point.address) }]));
+  const sending = new Map<ContactChannel, StoreSending>();
+  for (const channel of new Set(points.map((point) => point.channel))) {
+    const channelSending = deps.channels?.[channel];
+    const addresses = points.filter((point) => point.channel === channel).map((point) => point.address);
+    if (channelSending) sending.set(channel, await channelSending.forStore(storeDomain, addresses));
+  }
+  const refusalOf = (point: ContactPointRow) => {
+    const ready = sending.get(point.channel);
+    return ready ? ready.refusal(point.address) : CHANNELS[point.channel].notSetUp;
+  };
+  return { contacts: new Map(points.map((point) => [point.id, { ...point, refusal: refusalOf(point) }])), sending };
 }
 
 function keepLatest(latest: Map<string, string>, email: string, at: string): void {

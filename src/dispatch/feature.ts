@@ -10,7 +10,7 @@ import type { MailTransport } from '../core/mail/transport.ts';
 import type { Metrics } from '../core/metrics.ts';
 import type { InventoryService } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
-import type { PushChannel, SmsSending } from './channels.ts';
+import type { ChannelSending, ContactChannel } from '../core/channels.ts';
 import type { WorkerJob } from '../core/jobs.ts';
 import { dispatchOperations } from './operations.ts';
 import { QueueReadings } from './queue-readings.ts';
@@ -56,8 +56,8 @@ export interface WorkerDeps {
   events: EventSink;
   /** Every other feature's background work. */
   jobs: WorkerJob[];
-  sms?: SmsSending | undefined;
-  push?: PushChannel | undefined;
+  /** Each contact channel's sending, by the channel's name (the SMS and push features'). */
+  channels: Partial<Record<ContactChannel, ChannelSending>>;
 }
 
 /** The dispatch worker with the stores' own mail transports; `close` stops it after the alerts in flight. */
@@ -77,9 +77,7 @@ export function buildDispatchWorker(deps: WorkerDeps): Feature<DispatchWorker> {
     log: deps.log,
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
     jobs: deps.jobs,
-    sms: deps.sms,
-    push: deps.push,
-    pushTtlSeconds: deps.config.push.ttlSeconds,
+    channels: deps.channels,
   });
   return {
     service: worker,

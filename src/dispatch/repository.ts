@@ -1,6 +1,7 @@
 // Longer than most files on purpose: every query of the three dispatch tables (restocks, the
 // notification ledger, suppressions) in one place, where their indexes are chosen together.
 import { sql } from 'kysely';
+import type { DeliveryReport } from '../core/channels.ts';
 import { chunks } from '../core/chunks.ts';
 import type { Database, Trx } from '../core/db/database.ts';
 import { lockRows } from '../core/db/locking.ts';
@@ -236,17 +237,17 @@ export class DispatchRepository {
   }
 
   /**
-   * A provider's delivery report of a text, found by the alert id our callback URL carried (the
+   * A provider's delivery report of a text or push, found by the alert id our callback URL carried (the
    * report may come before the send's SID is recorded) and the provider's reference; a store's
    * own account reports only on its store's texts. False when no such text.
    */
-  async recordDelivery(providerRef: string, status: string, outcome: string, alert: { id: string; storeDomain: string | undefined }): Promise<boolean> {
+  async recordDelivery({ channel, providerRef, status, outcome, alert }: DeliveryReport): Promise<boolean> {
     const result = await this.database.writeStatement((db) =>
       db
         .updateTable('notifications')
         .set({ delivery_status: status, outcome })
         .where('id', '=', alert.id)
-        .where('channel', '=', 'sms')
+        .where('channel', '=', channel)
         .where((eb) => eb.or([eb('provider_ref', 'is', null), eb('provider_ref', '=', providerRef)]))
         .$if(alert.storeDomain !== undefined, (query) => query.where('store_domain', '=', alert.storeDomain!))
         .executeTakeFirst(),

@@ -1,8 +1,8 @@
 // Longer than most files on purpose: every sending rule of every channel in one table, so a
 // reader sees the whole policy (and its tests) in one place.
+import { CHANNELS, ChannelDeliveryError } from '../core/channels.ts';
 import { addressKey } from '../core/email.ts';
 import { MailDeliveryError } from '../core/mail/transport.ts';
-import { PushDeliveryError, SmsDeliveryError } from './channels.ts';
 import type { EffectiveSettings } from '../stores/settings.ts';
 import { OVER_ALLOWANCE } from './service.ts';
 import type { Channel, NotificationKind } from '../core/db/schema.ts';
@@ -32,9 +32,6 @@ export const WHY = {
   reminderOrdered: 'no reminder: the shopper ordered it after the alert',
   emailMuted: 'the shopper turned e-mail off for this alert',
   contactPointClosed: (status: string) => `the shopper's ${status === 'removed' ? 'browser subscription is gone' : `number or browser is ${status}`}`,
-  smsOptedOut: 'the phone texted STOP to this sender',
-  noSmsSender: 'no SMS sender is configured (the store has no Twilio account and neither has the service)',
-  noPush: 'browser push is not set up on this service',
   quietHours: (until: string) => `quiet hours in the shopper's time zone: waiting until ${until}`,
 } as const;
 
@@ -78,8 +75,8 @@ export interface ContactFacts {
   addressKey: string;
   /** The shopper's time zone, when the browser gave it. */
   timeZone: string | null;
-  /** SMS: the phone texted STOP to the sender this store's texts go from. */
-  optedOut: boolean;
+  /** Why its channel will not send to it now (no sender for the store, a phone that texted STOP), else undefined. */
+  refusal: string | undefined;
 }
 
 /** What one claimed group's reads found about its store: all the sending rules look at. */
@@ -114,9 +111,7 @@ export interface SendFacts {
   emailMuted?: ReadonlySet<string>;
   /** Phones and browsers of the claim, by contact point id. */
   contacts?: ReadonlyMap<string, ContactFacts>;
-  smsSender?: boolean;
-  push?: boolean;
-  /** No SMS between these hours, local to the shopper (else the store's time zone). */
+  /** No alert of a channel that keeps quiet hours (texts) between these hours, local to the shopper (else the store's time zone). */
   quietHours?: { start: number; end: number; timeZone: string };
 }
 
@@ -165,21 +160,18 @@ const stillWaiting: Rule = (row, facts, group) => {
   return reached && facts.notified.has(row.subscription_id) ? undefined : skip(WHY.noLongerWaits, false);
 };
 
-/** The channel is still open: e-mail not muted, the phone or browser active, a sender set up, no STOP. */
+/** The channel is still open: e-mail not muted, the phone or browser active, and its channel willing (a sender set up, no STOP). */
 const channelOpen: Rule = (row, facts) => {
   const channel = channelOf(row);
   if (channel === 'email') return facts.emailMuted?.has(row.subscription_id) ? skip(WHY.emailMuted, false) : undefined;
   const contact = row.contact_point_id ? facts.contacts?.get(row.contact_point_id) : undefined;
   if (!contact || contact.status !== 'active') return skip(WHY.contactPointClosed(contact?.status ?? 'removed'), false);
-  if (channel === 'sms' && !facts.smsSender) return skip(WHY.noSmsSender, false);
-  if (channel === 'sms' && contact.optedOut) return skip(WHY.smsOptedOut, false);
-  if (channel === 'push' && !facts.push) return skip(WHY.noPush, false);
-  return undefined;
+  return contact.refusal === undefined ? undefined : skip(contact.refusal, false);
 };
 
 /** No text at night where the shopper is: it waits for the morning, it is not dropped. */
 const outsideQuietHours: Rule = (row, facts) => {
-  if (channelOf(row) !== 'sms' || !facts.quietHours) return undefined;
+  if (!CHANNELS[channelOf(row)].quietHours || !facts.quietHours) return undefined;
   const contact = row.contact_point_id ? facts.contacts?.get(row.contact_point_id) : undefined;
   const until = quietUntil(facts.now, facts.quietHours, contact?.timeZone ?? facts.quietHours.timeZone);
   return until === undefined ? undefined : { kind: 'deferred', until, why: WHY.quietHours(until), heldByPlan: false };
@@ -308,10 +300,7 @@ export const MAX_RETRY_DELAY_MS = 6 * 3600_000;
 export function failureVerdict(attempts: number, err: unknown, policy: RetryPolicy, now: number, random: number): Retry | Failed {
   const why = err instanceof Error ? err.message : String(err);
   if (err instanceof MailDeliveryError && err.recipientRefused) return { kind: 'failed', why: `refused by the mail server (${err.responseCode}): ${why}`, suppress: true };
-  if (err instanceof PushDeliveryError && err.gone) return { kind: 'failed', why: `the push service says the browser's subscription is gone (${err.status}); it is removed`, suppress: false, removeContact: true };
-  if (err instanceof PushDeliveryError && err.permanent) return { kind: 'failed', why: `refused by the push service (${err.status}): ${why}`, suppress: false };
-  if (err instanceof SmsDeliveryError && err.optedOut) return { kind: 'failed', why: `the phone texted STOP to this sender (${err.code})`, suppress: false };
-  if (err instanceof SmsDeliveryError && err.permanent) return { kind: 'failed', why: `refused by the SMS provider (${err.code}): ${why}`, suppress: false };
+  if (err instanceof ChannelDeliveryError && err.final !== undefined) return { kind: 'failed', why: err.final, suppress: false, ...(err.removeContact ? { removeContact: true } : {}) };
   if (attempts >= policy.maxAttempts) return { kind: 'failed', why: `gave up after ${attempts} attempts: ${why}`, suppress: false };
   const base = policy.retryBaseMs * 2 ** (attempts - 1);
   const delay = Math.min(MAX_RETRY_DELAY_MS, base * (0.5 + random));

@@ -100,16 +100,7 @@ export class NotificationSender {
     const grant = await this.deps.quota.reserveNotifications(claim.storeDomain, ready.length, claim.ownMailProvider);
     const { send, held } = withinAllowance(firstPartyFirst(ready), grant);
     for (const { item, verdict } of held) settler.record(item, verdict);
-    const channels = { sms: this.deps.sms, push: this.deps.push, pushTtlSeconds: this.deps.pushTtlSeconds ?? 0 };
-    return send.map((row) =>
-      composeAlert(
-        row,
-        claim,
-        this.links,
-        grant.periodStart,
-        channels,
-      ),
-    );
+    return send.map((row) => composeAlert(row, claim, this.links, grant.periodStart));
   }
 
   private async sendOne(item: Outgoing, settler: Settler): Promise<void> {

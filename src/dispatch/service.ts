@@ -1,3 +1,4 @@
+import type { DeliveryReport } from '../core/channels.ts';
 import { nowIso } from '../core/clock.ts';
 import { inPages } from '../core/db/pages.ts';
 import { addressKey, normaliseEmail } from '../core/email.ts';
@@ -217,12 +218,12 @@ export class DispatchService implements RestockSink {
   }
 
   /**
-   * An SMS provider's delivery report (Twilio's status callback, verified by the SMS feature):
-   * the ledger keeps the last one beside `sent`, which means only that the provider accepted it.
+   * A contact channel's delivery report (for SMS, Twilio's status callback, verified by the SMS
+   * feature): the ledger keeps the last one beside `sent`, which means only that the provider
+   * accepted it.
    */
-  recordDelivery(providerRef: string, status: 'delivered' | 'undelivered' | 'failed', errorCode: string | null, alert: { id: string; storeDomain: string | undefined }): Promise<boolean> {
-    const outcome = status === 'delivered' ? 'delivered to the phone' : `${status} (provider error ${errorCode ?? 'not given'})`;
-    return this.store.recordDelivery(providerRef, status, outcome, alert);
+  recordDelivery(report: DeliveryReport): Promise<boolean> {
+    return this.store.recordDelivery(report);
   }
 
   eraseCustomer(storeDomain: string, email: string): Promise<number> {

@@ -7,7 +7,7 @@ import type { EventSink } from '../core/events.ts';
 import type { Metrics } from '../core/metrics.ts';
 import type { InventoryService } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
-import type { PushChannel, SmsSending } from './channels.ts';
+import type { ChannelSending, ContactChannel } from '../core/channels.ts';
 import type { WorkerJob } from '../core/jobs.ts';
 import { BatchPlanner, type PlannerOptions } from './planner.ts';
 import type { AllowanceGrant } from './rules.ts';
@@ -45,11 +45,8 @@ export interface WorkerDeps {
   config: DispatchConfig;
   log: FastifyBaseLogger;
   jobs: WorkerJob[];
-  /** Texting, when the SMS feature is set up. */
-  sms?: SmsSending | undefined;
-  /** Browser push, when the push feature is set up. */
-  push?: PushChannel | undefined;
-  pushTtlSeconds?: number;
+  /** Each contact channel's sending (texts, browser push), by the channel's name; a channel without one is not sent. */
+  channels?: Partial<Record<ContactChannel, ChannelSending>>;
   /** Where alerts planned and settled are counted. */
   metrics?: Metrics | undefined;
 }

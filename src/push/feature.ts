@@ -4,6 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Database } from '../core/db/database.ts';
 import type { Feature } from '../core/feature.ts';
+import { pushChannelSending } from './channel.ts';
 import { pushRoutes } from './routes.ts';
 import { PushService } from './service.ts';
 import { loadVapidKeys } from './vapid.ts';
@@ -21,7 +22,7 @@ export async function buildPush({ config, database, log }: PushDeps): Promise<Fe
   const keys = await loadVapidKeys(database);
   if (keys.made) log.info('web push: made the service’s VAPID key pair; browsers’ subscriptions are bound to it from now on');
   const service = new PushService({ keys, config: config.push, policy: config.tenantOutbound });
-  return { service, routes: [pushRoutes(service, await loadServiceWorker())] };
+  return { service, channel: { name: 'push', sending: pushChannelSending(service, config.push.ttlSeconds) }, routes: [pushRoutes(service, await loadServiceWorker())] };
 }
 
 /** The service worker as browsers get it: its TypeScript source with the types stripped, not minified. */

@@ -1,7 +1,7 @@
 import webpush from 'web-push';
 import { postToTenant, type PostOutcome } from '../core/net/http-post.ts';
 import type { OutboundPolicy } from '../core/net/outbound-guard.ts';
-import { PushDeliveryError, type PushChannel, type PushMessage } from '../dispatch/channels.ts';
+import { PushDeliveryError, type PushChannel, type PushMessage } from './channel.ts';
 import type { PushConfig } from './settings.ts';
 import { checkPushEndpoint, pushSubscriptionSchema } from './subscription.ts';
 import type { VapidKeys } from './vapid.ts';

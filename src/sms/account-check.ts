@@ -1,6 +1,6 @@
 import twilio from 'twilio';
 import { Problem, ValidationFailed } from '../core/problems.ts';
-import type { SmsAccount } from '../dispatch/channels.ts';
+import type { SmsAccount } from './schemas.ts';
 import type { SmsConfig } from './settings.ts';
 import { isNetworkError, MESSAGING_SERVICE_SID } from './service.ts';
 import { TwilioHttpClient, twilioClientFor } from './twilio-client.ts';

@@ -1,8 +1,10 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Database } from '../core/db/database.ts';
+import type { DeliveryReport } from '../core/channels.ts';
 import type { Feature } from '../core/feature.ts';
 import type { StoreService } from '../stores/service.ts';
+import { smsChannelSending } from './channel.ts';
 import { SmsWebhooks } from './inbound.ts';
 import { SmsOptOutRepository } from './repository.ts';
 import { smsRoutes } from './routes.ts';
@@ -21,11 +23,6 @@ export interface SmsConsent {
   confirmSms(phone: string, storeDomains: string[]): Promise<number>;
 }
 
-/** The ledger row a status callback URL names, and the store whose account signed the report (undefined: the service's). */
-export interface AlertRef {
-  id: string;
-  storeDomain: string | undefined;
-}
 
 /** Where delivery reports land: the ledger, which knows each text by the id its callback URL carries and by Twilio's Message SID. */
 export interface DeliveryReports {
@@ -34,7 +31,7 @@ export interface DeliveryReports {
    * that is set (a store's own account reports only on its own store's texts), whose provider
    * reference is this one or not yet recorded.
    */
-  recordDelivery(providerRef: string, status: 'delivered' | 'undelivered' | 'failed', errorCode: string | null, alert: AlertRef): Promise<boolean>;
+  recordDelivery(report: DeliveryReport): Promise<boolean>;
 }
 
 export interface SmsDeps {
@@ -54,6 +51,7 @@ export function buildSms({ config, database, log, stores, consent, deliveries }:
   const webhooks = new SmsWebhooks({ sms: service, optOuts, stores, consent, deliveries, serviceName: config.serviceName, log });
   return {
     service,
+    channel: { name: 'sms', sending: smsChannelSending(service, stores) },
     routes: [smsRoutes({ webhooks, baseUrl: config.baseUrl })],
     close: async () => http.close(),
   };

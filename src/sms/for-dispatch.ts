@@ -1,22 +1,10 @@
 import type { SubscriptionService } from '../alerts/service.ts';
 import type { ContactPointRow } from '../alerts/contact-points.ts';
-import type { SmsSending } from '../dispatch/channels.ts';
 import type { InventoryService } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
 import { localeSchema } from '../stores/settings.ts';
 import type { SmsService } from './service.ts';
-import { composeAlertText, composeConfirmationText } from './text.ts';
-
-/** Texting as dispatch uses it: the channel and the words of an alert. */
-export function smsSending(service: SmsService): SmsSending {
-  return {
-    accountFor: (own) => service.accountFor(own),
-    send: (account, message) => service.send(account, message),
-    optedOut: (sender, phones) => service.optedOut(sender, phones),
-    statusCallbackUrl: (storeDomain, ownAccount, alertId) => service.statusCallbackUrl(storeDomain, ownAccount, alertId),
-    alertText: (input) => composeAlertText(input),
-  };
-}
+import { composeConfirmationText } from './text.ts';
 
 /**
  * The "reply YES" text a new SMS number gets (SMS is always double opt-in), from the store's

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { nowIso } from '../core/clock.ts';
-import type { SmsAccount } from '../dispatch/channels.ts';
+import type { SmsAccount } from './schemas.ts';
 import type { StoreService } from '../stores/service.ts';
 import type { DeliveryReports, SmsConsent } from './feature.ts';
 import { CONFIRMATION_KEYWORD, classifyInbound } from './keywords.ts';
@@ -143,7 +143,8 @@ export class SmsWebhooks {
   async statusReport(report: StatusReport, path: WebhookPath): Promise<void> {
     if (!isFinal(report.status)) return;
     if (report.alertId !== undefined) {
-      const known = await this.deps.deliveries.recordDelivery(report.messageSid, report.status, report.errorCode ?? null, { id: report.alertId, storeDomain: path.storeDomain });
+      const outcome = report.status === 'delivered' ? 'delivered to the phone' : `${report.status} (provider error ${report.errorCode ?? 'not given'})`;
+      const known = await this.deps.deliveries.recordDelivery({ channel: 'sms', providerRef: report.messageSid, status: report.status, outcome, alert: { id: report.alertId, storeDomain: path.storeDomain } });
       if (!known) this.deps.log.debug({ messageSid: report.messageSid, status: report.status }, 'delivery report for a text not in the ledger');
     } else {
       this.deps.log.debug({ messageSid: report.messageSid, status: report.status }, 'delivery report naming no ledger row: ignored');

@@ -3,7 +3,7 @@ import twilio from 'twilio';
 import type { z } from 'zod';
 import { sendProblem, toProblem } from '../core/http/errors.ts';
 import { Forbidden, Problem, ValidationFailed } from '../core/problems.ts';
-import type { SmsAccount } from '../dispatch/channels.ts';
+import type { SmsAccount } from './schemas.ts';
 import { shopSchema } from '../stores/schemas.ts';
 import type { SmsWebhooks } from './inbound.ts';
 import { inboundFields, statusFields, type FormFields } from './schemas.ts';

@@ -1,5 +1,13 @@
 import { z } from 'zod';
 
+/** A Twilio account and the sender its texts come from: the store's own, or the service's. */
+export interface SmsAccount {
+  accountSid: string;
+  authToken: string;
+  /** An E.164 number, or a Messaging Service SID (MG…). */
+  from: string;
+}
+
 /**
  * The fields of Twilio's webhooks we read. Twilio adds fields without notice
  * (https://www.twilio.com/docs/messaging/guides/webhook-request), so the rest are let through:

@@ -1,5 +1,6 @@
 import twilio from 'twilio';
-import { SmsDeliveryError, type SmsAccount, type SmsChannel, type SmsMessage } from '../dispatch/channels.ts';
+import { SmsDeliveryError, type SmsChannel, type SmsMessage } from './channel.ts';
+import type { SmsAccount } from './schemas.ts';
 import type { SmsOptOutRepository } from './repository.ts';
 import type { SmsConfig } from './settings.ts';
 import { isWellFormedAccount, twilioClientFor, type TwilioHttpClient } from './twilio-client.ts';

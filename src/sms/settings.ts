@@ -1,4 +1,4 @@
-import type { SmsAccount } from '../dispatch/channels.ts';
+import type { SmsAccount } from './schemas.ts';
 
 /** SMS from the TWILIO_* settings (src/config.ts reads them). */
 export interface SmsConfig {

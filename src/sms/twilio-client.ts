@@ -2,7 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import twilio from 'twilio';
 import type RequestClient from 'twilio/lib/base/RequestClient.js';
-import type { SmsAccount } from '../dispatch/channels.ts';
+import type { SmsAccount } from './schemas.ts';
 import { parseApiOrigin } from './settings.ts';
 
 /** Where the SDK sends the Messages, Accounts and IncomingPhoneNumbers calls. */

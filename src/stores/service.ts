@@ -9,7 +9,7 @@ import { NotConfigured, NotFound, ValidationFailed } from '../core/problems.ts';
 import { parseSmtpUrl } from '../core/mail/smtp-url.ts';
 import { isObviouslyInternalHost, STRICT_OUTBOUND, type OutboundPolicy } from '../core/net/outbound-guard.ts';
 import { SecretBox } from '../core/sealed-secrets.ts';
-import type { SmsAccount } from '../dispatch/channels.ts';
+import type { SmsAccount } from '../sms/schemas.ts';
 import { platformOfDomain, shopSchema, smsAccountSchema, type Store, type StoreDomains, type StoreSettingsPatch } from './schemas.ts';
 import { PLATFORM_NAME, requireIdsOfPlatform, type PointedIds } from '../core/platforms.ts';
 import { effectiveSettings, parseStoredSettings, storeSettingsSchema, type EffectiveSettings } from './settings.ts';

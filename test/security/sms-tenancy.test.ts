@@ -10,7 +10,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import type { SmsAccount } from '../../src/dispatch/channels.ts';
+import type { SmsAccount } from '../../src/sms/schemas.ts';
 import { call, createStore, expectProblem, expectStatus, storeWithAgent, uniqueDomain, uniqueEmail, type StoreAgent } from '../fixtures/agents.ts';
 import { dialectSkip, startListeningTestApp, testDialects, type TestApp } from '../fixtures/app.ts';
 import { failOnLeakedHandles } from '../fixtures/leaks.ts';

@@ -1,0 +1,64 @@
+import { ChannelDeliveryError, type ChannelSending } from '../core/channels.ts';
+import type { StoreService } from '../stores/service.ts';
+import type { SmsAccount } from './schemas.ts';
+import { composeAlertText } from './text.ts';
+
+/** What the ledger says of a phone that texted STOP to the sender the store's texts go from. */
+export const OPTED_OUT = 'the phone texted STOP to this sender';
+/** What the ledger says of a text for a store that has no sender, its own or the service's. */
+export const NO_SENDER = 'no SMS sender is configured (the store has no Twilio account and neither has the service)';
+
+export interface SmsMessage {
+  to: string;
+  body: string;
+  /** Where the provider reports delivery (our status callback). */
+  statusCallback: string;
+}
+
+/** A text the provider refused: `permanent` ones are not retried; `optedOut`: the phone texted STOP to this sender. */
+export class SmsDeliveryError extends ChannelDeliveryError {
+  constructor(
+    message: string,
+    readonly code: number | undefined,
+    readonly permanent: boolean,
+    readonly optedOut: boolean,
+  ) {
+    super(message, optedOut ? `${OPTED_OUT} (${code})` : permanent ? `refused by the SMS provider (${code}): ${message}` : undefined);
+    this.name = 'SmsDeliveryError';
+  }
+}
+
+/** Texting, as the SMS service offers it to the channel's sending. */
+export interface SmsChannel {
+  /** The account a store's texts go from: its own when it set one, else the service's; undefined when neither is configured. */
+  accountFor(own: SmsAccount | undefined): SmsAccount | undefined;
+  send(account: SmsAccount, message: SmsMessage): Promise<{ providerRef: string }>;
+  /** Of these phones, those that texted STOP to this sender and not START since. */
+  optedOut(sender: string, phones: string[]): Promise<Set<string>>;
+  /** `alertId` rides in the URL: Twilio may report before the send's answer (and its SID) is recorded. */
+  statusCallbackUrl(storeDomain: string, ownAccount: boolean, alertId?: string): string;
+}
+
+/**
+ * SMS as the dispatch worker sends it: per store, the account its texts go from (its own, else
+ * the service's) and the phones that stopped that sender; per alert, one segment where the
+ * language allows: the product, our short redirect, and how to stop.
+ */
+export function smsChannelSending(sms: SmsChannel, stores: Pick<StoreService, 'sendingProfile'>): ChannelSending {
+  return {
+    async forStore(storeDomain, phones) {
+      const { smsAccount: own } = await stores.sendingProfile(storeDomain);
+      const account = sms.accountFor(own);
+      const optedOut = account && phones.length > 0 ? await sms.optedOut(account.from, phones) : new Set<string>();
+      return {
+        refusal: (phone) => (!account ? NO_SENDER : optedOut.has(phone) ? OPTED_OUT : undefined),
+        async deliver(alert) {
+          // The refusal was asked before the plan was charged; a change in between fails the send, which is retried.
+          if (!account) throw new Error('SMS is no longer set up for this store');
+          const body = composeAlertText({ shop: alert.sender, productTitle: alert.product.title, variantTitle: alert.product.variantTitle, link: alert.clickUrl, locale: alert.locale, kind: alert.kind });
+          return sms.send(account, { to: alert.contact.address, body, statusCallback: sms.statusCallbackUrl(storeDomain, own !== undefined, alert.id) });
+        },
+      };
+    },
+  };
+}
