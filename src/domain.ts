@@ -25,7 +25,7 @@ import type { InventoryService } from './inventory/service.ts';
 import { buildNotices } from './notices/feature.ts';
 import { declaredPrices } from './operations.ts';
 import type { PlatformFeature } from './platform.ts';
-import { PLATFORMS, STORE_DOMAINS } from './platforms.ts';
+import { PLATFORMS, STORE_DOMAINS, STOREFRONT_PROXIES } from './platforms.ts';
 import { buildPayments } from './payments/feature.ts';
 import type { PaymentService } from './payments/service.ts';
 import { storefrontService } from './storefront/feature.ts';
@@ -147,7 +147,7 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
       textConfirmation: confirmationTexter({ sms: sms.service, stores: stores.service, inventory: inventory.service, alerts: alertsAlone.service }),
     }),
   };
-  const push = await buildPush({ config, database, log });
+  const push = await buildPush({ config, database, log, storefrontProxies: STOREFRONT_PROXIES });
   const platforms = opened.map((platform) =>
     platform.build({
       config,

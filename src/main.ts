@@ -43,8 +43,9 @@ async function serve(): Promise<void> {
   const { startServer } = await import('./server.ts');
   const server = await startServer(loadConfig());
   const log = server.app.log;
-  log.info({ url: server.url, tlsUrl: server.tlsUrl, database: server.database.dialect }, 'Restock is listening');
+  // Before the line that says it is up: whoever reads it may signal at once, and a signal with no handler yet kills the process outright.
   stopOnSignal(log, 'shutting down', () => server.stop());
+  log.info({ url: server.url, tlsUrl: server.tlsUrl, database: server.database.dialect }, 'Restock is listening');
 }
 
 /** The dispatch worker alone: what `serve` runs inside it, for scaling sending apart from the API. */
@@ -57,13 +58,14 @@ async function worker(): Promise<void> {
   const { buildDomainFeatures } = await import('./domain.ts');
   const { domain, features, changes } = await buildDomainFeatures(config, database, mail, log);
   domain.worker.start();
-  log.info({ worker: domain.worker.id, database: database.dialect, mail: mail.kind }, 'Restock worker is running');
+  // Before the line that says it runs, as for `serve`.
   stopOnSignal(log, 'worker stopping after the alerts in flight', async () => {
     for (const feature of features.reverse()) await feature.close?.();
     await changes.close();
     await mail.close();
     await database.close();
   });
+  log.info({ worker: domain.worker.id, database: database.dialect, mail: mail.kind }, 'Restock worker is running');
 }
 
 /**

@@ -40,6 +40,8 @@ export interface Platform {
    * widget needs none (Shopify's theme block tells the variant itself).
    */
   readonly widgetForm?: URL;
+  /** Where the platform forwards its stores' storefront requests to the service (Shopify's app proxy), so that scripts on the store's own origin reach it. */
+  readonly storefrontProxy?: string;
   /** Opens the platform's clients before the features that take a part of them, then builds its feature. */
   open(needs: PlatformOpenNeeds): OpenedPlatform;
 }

@@ -10,5 +10,8 @@ import { wooCommercePlatform } from './woocommerce/feature.ts';
  */
 export const PLATFORMS: readonly Platform[] = [shopifyPlatform, wooCommercePlatform, bigCommercePlatform];
 
+/** Where platforms forward their stores' storefront requests to the service (Shopify's app proxy). */
+export const STOREFRONT_PROXIES: readonly string[] = PLATFORMS.flatMap((platform) => platform.storefrontProxy ?? []);
+
 /** Store domains that tell their platform by themselves, with the platform each tells. */
 export const STORE_DOMAINS: ReadonlyArray<readonly [RegExp, string]> = PLATFORMS.flatMap((platform) => (platform.storeDomains ? [[platform.storeDomains, platform.name] as const] : []));

@@ -2,11 +2,10 @@
  * The shape the code keeps, read from its imports (static and dynamic alike):
  * - the kernel (`src/core`) knows no module: it imports nothing outside itself;
  * - a module imports of another only its public files (`feature.ts`, `service.ts`,
- *   `schemas.ts`, `operations.ts`): the rest is its own. Imports of another's internals that
- *   are still there are listed below, each a debt that may only be paid: a new one fails, and so
- *   does a listed one that is gone (strike it);
+ *   `schemas.ts`, `operations.ts`): the rest is its own, and what others may use of it is
+ *   exported from those;
  * - the platform registry (src/platforms.ts) is the only file that imports a platform's folder:
- *   the assembly and every other module reach platforms through it (debts listed, as above);
+ *   the assembly and every other module reach platforms through it;
  * - assembly binds nothing late: no setter hands a service its collaborator after both are built.
  */
 import assert from 'node:assert/strict';
@@ -18,71 +17,6 @@ const SRC = path.join(import.meta.dirname, '..', 'src');
 const PUBLIC = new Set(['feature.ts', 'service.ts', 'schemas.ts', 'operations.ts']);
 /** Every `from '…'`, `import '…'` and `import('…')` of a relative path. */
 const IMPORT = /(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)['"](\.{1,2}\/[^'"]+)['"]/g;
-
-/** Imports of another module's internals still in the code, as `importer -> imported` (paths under src/). */
-const KNOWN_DEBTS = new Set<string>([
-  'a2a/agent-card.ts -> discovery/openapi.ts',
-  'a2a/executor.ts -> agents/errors.ts',
-  'a2a/executor.ts -> payments/pipeline.ts',
-  'a2a/feature.ts -> agents/gate.ts',
-  'a2a/routes.ts -> agents/gate.ts',
-  'a2a/x402.ts -> payments/pipeline.ts',
-  'alerts/confirmations.ts -> stores/settings.ts',
-  'alerts/consent.ts -> stores/settings.ts',
-  'alerts/feature.ts -> stores/settings.ts',
-  'alerts/service.ts -> stores/settings.ts',
-  'conversions/exports.ts -> alerts/repository.ts',
-  'conversions/exports.ts -> dispatch/repository.ts',
-  'conversions/service.ts -> dispatch/repository.ts',
-  'conversions/service.ts -> stores/settings.ts',
-  'dashboard/performance-views.ts -> conversions/money.ts',
-  'dashboard/performance-views.ts -> conversions/repository.ts',
-  'dashboard/routes.ts -> billing/plans.ts',
-  'dashboard/routes.ts -> storefront/embed.ts',
-  'dashboard/service.ts -> billing/plans.ts',
-  'dashboard/service.ts -> conversions/exports.ts',
-  'dashboard/sign-in.ts -> stores/repository.ts',
-  'dashboard/views.ts -> alerts/repository.ts',
-  'dashboard/views.ts -> billing/plans.ts',
-  'dashboard/views.ts -> dispatch/repository.ts',
-  'discovery/front-door.ts -> storefront/embed.ts',
-  'dispatch/compose.ts -> stores/settings.ts',
-  'dispatch/context.ts -> alerts/contact-points.ts',
-  'dispatch/context.ts -> stores/settings.ts',
-  'dispatch/planner.ts -> alerts/repository.ts',
-  'dispatch/planner.ts -> stores/settings.ts',
-  'dispatch/rules.ts -> stores/settings.ts',
-  'dispatch/senders.ts -> stores/settings.ts',
-  'dispatch/templates.ts -> stores/settings.ts',
-  'mcp/feature.ts -> agents/gate.ts',
-  'mcp/paid-tools.ts -> payments/pipeline.ts',
-  'mcp/routes.ts -> agents/gate.ts',
-  'mcp/tools.ts -> discovery/openapi.ts',
-  'notices/messages.ts -> conversions/money.ts',
-  'notices/service.ts -> stores/settings.ts',
-  'observability/feature.ts -> dispatch/queue-readings.ts',
-  'push/routes.ts -> shopify/app-proxy-routes.ts',
-  'shopify/order-payloads.ts -> conversions/money.ts',
-  'shopify/order-payloads.ts -> conversions/reports.ts',
-  'shopify/feature.ts -> conversions/reports.ts',
-  'shopify/webhook-worker.ts -> conversions/reports.ts',
-  'shoppers/service.ts -> alerts/contact-points.ts',
-  'shoppers/service.ts -> alerts/repository.ts',
-  'shoppers/service.ts -> stores/settings.ts',
-  'shoppers/views.ts -> alerts/contact-points.ts',
-  'sms/for-dispatch.ts -> alerts/contact-points.ts',
-  'sms/for-dispatch.ts -> stores/settings.ts',
-  'storefront/schemas.ts -> stores/settings.ts',
-  'stores/feature.ts -> sms/account-check.ts',
-]);
-
-/** Imports of a platform's folder from outside it, other than the registry's, still in the code. */
-const PLATFORM_DEBTS = new Set<string>([
-  // The app proxy's path, under which Shopify pages load the service worker.
-  'push/routes.ts -> shopify/app-proxy-routes.ts',
-  // The dashboard's connection page is still WooCommerce's own (lent through the registry's entry).
-  'dashboard/woocommerce.ts -> woocommerce/service.ts',
-]);
 
 interface Import {
   /** The importing file, under src/. */
@@ -133,11 +67,8 @@ describe('module boundaries', () => {
   });
 
   it('a module imports of another only its public files (feature, service, schemas, operations)', () => {
-    const found = imports.filter(reachesInternals).map((i) => `${i.from} -> ${i.to}`);
-    const added = [...new Set(found)].filter((edge) => !KNOWN_DEBTS.has(edge));
-    const paid = [...KNOWN_DEBTS].filter((edge) => !found.includes(edge));
-    assert.deepEqual(added, [], "imports of another module's internals: import its public files, or move what both need to the kernel");
-    assert.deepEqual(paid, [], 'these debts are paid: strike them from KNOWN_DEBTS');
+    const found = [...new Set(imports.filter(reachesInternals).map((i) => `${i.from} -> ${i.to}`))];
+    assert.deepEqual(found, [], "imports of another module's internals: import its public files (export there what others may use), or move what both need to the kernel");
   });
 
   it("only the platform registry imports a platform's folder", () => {
@@ -146,10 +77,7 @@ describe('module boundaries', () => {
     const found = imports
       .filter((i) => i.from !== 'platforms.ts' && platformFolders.has(moduleOf(i.to) ?? '') && moduleOf(i.from) !== moduleOf(i.to))
       .map((i) => `${i.from} -> ${i.to}`);
-    const added = [...new Set(found)].filter((edge) => !PLATFORM_DEBTS.has(edge));
-    const paid = [...PLATFORM_DEBTS].filter((edge) => !found.includes(edge));
-    assert.deepEqual(added, [], 'reach a platform through its registry entry (src/platform.ts), not its folder');
-    assert.deepEqual(paid, [], 'these debts are paid: strike them from PLATFORM_DEBTS');
+    assert.deepEqual([...new Set(found)], [], 'reach a platform through its registry entry (src/platform.ts), not its folder');
   });
 
   it('assembly binds nothing late: no setter hands a built service its collaborator', () => {

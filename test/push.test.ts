@@ -15,6 +15,7 @@ import webpush from 'web-push';
 import { Database } from '../src/core/db/database.ts';
 import { installErrorHandling } from '../src/core/http/errors.ts';
 import { parseOutboundAllowList, STRICT_OUTBOUND, type OutboundPolicy } from '../src/core/net/outbound-guard.ts';
+import { STOREFRONT_PROXIES } from '../src/platforms.ts';
 import { PushDeliveryError, type PushMessage, type PushPayload } from '../src/push/channel.ts';
 import { buildPush, loadServiceWorker } from '../src/push/feature.ts';
 import { parsePushSubscription } from '../src/push/schemas.ts';
@@ -339,7 +340,7 @@ for (const dialect of testDialects()) {
         app.setValidatorCompiler(validatorCompiler);
         app.setSerializerCompiler(serializerCompiler);
         installErrorHandling(app, config.baseUrl, config.bodyLimitBytes);
-        const push = await buildPush({ config, database, log: app.log });
+        const push = await buildPush({ config, database, log: app.log, storefrontProxies: STOREFRONT_PROXIES });
         for (const routes of push.routes ?? []) await app.register(routes);
         await app.ready();
 

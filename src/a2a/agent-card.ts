@@ -1,5 +1,5 @@
 import { AgentCard, type AgentExtension, type AgentSkill, type SecurityRequirement } from '@a2a-js/sdk';
-import { API_VERSION } from '../discovery/openapi.ts';
+import { API_VERSION } from '../discovery/operations.ts';
 import { usdDecimal } from '../core/operations.ts';
 import { INPUT_KEY, SKILL_KEY, inputJsonSchema, type Skill } from './skills.ts';
 

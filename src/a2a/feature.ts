@@ -1,4 +1,4 @@
-import type { BearerGate } from '../agents/gate.ts';
+import type { BearerGate } from '../agents/service.ts';
 import type { Config } from '../config.ts';
 import type { Feature } from '../core/feature.ts';
 import type { Metrics } from '../core/metrics.ts';

@@ -3,7 +3,7 @@ import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
 import { A2A_ERROR_CODE, RequestMalformedError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { DefaultRequestHandler, JsonRpcTransportHandler, ServerCallContext, UnauthenticatedUser, validateVersion } from '@a2a-js/sdk/server';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { BearerGate } from '../agents/gate.ts';
+import type { BearerGate } from '../agents/service.ts';
 import { clientAddress } from '../core/http/rate-limit.ts';
 import { Problem, problemTypeUri } from '../core/problems.ts';
 import { agentCard, cardJson, legacyCardJson, X402_EXTENSION_URI, type OperationDescription } from './agent-card.ts';

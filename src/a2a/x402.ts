@@ -1,6 +1,6 @@
 import type { PaymentPayload } from '@x402/core/types';
 import type { Problem } from '../core/problems.ts';
-import type { Taken } from '../payments/pipeline.ts';
+import type { Taken } from '../payments/service.ts';
 import type { PaymentRequired } from '../payments/service.ts';
 import { isRecord } from './skills.ts';
 

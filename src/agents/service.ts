@@ -18,6 +18,10 @@ import type { Scope } from '../core/scopes.ts';
 import { formatScopes, grantScopes, parseScopes, postClaimScopes, preClaimScopes, storeScopes } from './scopes.ts';
 import type { AgentRow, AgentRepository, ClaimAttemptRow } from './repository.ts';
 
+/** What the MCP and A2A endpoints use of the agents' gate. */
+export type { BearerGate } from './gate.ts';
+export { InsufficientScope } from './errors.ts';
+
 /** How many claim codes one claim token may ask for, so a claim URL cannot be used to flood an inbox. */
 const MAX_CLAIM_CODES = 5;
 

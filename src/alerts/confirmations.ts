@@ -2,7 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { html } from '../core/html.ts';
 import type { MailTransport } from '../core/mail/transport.ts';
 import type { WorkerJob } from '../core/jobs.ts';
-import { localeSchema } from '../stores/settings.ts';
+import { localeSchema } from '../stores/schemas.ts';
 import { CONFIRMATION_STRINGS } from './consent.ts';
 import type { ContactPointRow } from './contact-points.ts';
 import type { SubscriptionRow } from './repository.ts';

@@ -1,4 +1,4 @@
-import type { EffectiveSettings } from '../stores/settings.ts';
+import type { EffectiveSettings } from '../stores/schemas.ts';
 
 /**
  * Where a shopper's e-mail signup should be confirmed before anything is sent: the EU and EEA

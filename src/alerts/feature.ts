@@ -8,7 +8,7 @@ import type { PointedIds } from '../core/platforms.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import type { MailTransport } from '../core/mail/transport.ts';
 import type { TokenSigner } from '../core/signed-token.ts';
-import type { EffectiveSettings } from '../stores/settings.ts';
+import type { EffectiveSettings } from '../stores/schemas.ts';
 import { confirmationJobs } from './confirmations.ts';
 import { confirmRoutes } from './confirm-routes.ts';
 import { ContactPointRepository, type ContactPointRow } from './contact-points.ts';

@@ -9,7 +9,7 @@ import { addressKey, normaliseEmail } from '../core/email.ts';
 import { canSee, ownStore, storeForWrite, type Caller } from '../core/http/caller.ts';
 import { Conflict, Forbidden, NotFound, Problem } from '../core/problems.ts';
 import type { TokenSigner } from '../core/signed-token.ts';
-import type { EffectiveSettings } from '../stores/settings.ts';
+import type { EffectiveSettings } from '../stores/schemas.ts';
 import { contactPointKind } from '../core/channels.ts';
 import type { Channel } from '../core/db/schema.ts';
 import { requiresConfirmation } from './consent.ts';
@@ -28,6 +28,10 @@ import {
   type WaitingRepository,
   type WaitingSubscriber,
 } from './repository.ts';
+
+/** What other modules read of subscriptions and their contact points. */
+export type { SubscriptionRow, WaitingSubscriber } from './repository.ts';
+export type { ContactPointRow } from './contact-points.ts';
 
 const UNSUBSCRIBE = 'unsubscribe';
 const CONFIRM = 'confirm-subscription';

@@ -11,6 +11,9 @@ import type { CheckoutSession } from './schemas.ts';
 import type { BillingRepository, CheckoutSessionRow, StorePlanRow } from './repository.ts';
 import type { StripeBilling } from './stripe-billing.ts';
 
+/** What other modules use of the plan catalogue. */
+export { formatPrice, planIds, type PlanId } from './plans.ts';
+
 const MONTH_MS = 30 * 24 * 3600 * 1000;
 
 /** Shopify Billing, as the Shopify feature provides it (it holds the stores' Admin API access). */

@@ -1,8 +1,8 @@
 import type { Readable } from 'node:stream';
-import type { SubscriptionRow } from '../alerts/repository.ts';
+import type { SubscriptionRow } from '../alerts/service.ts';
 import type { Caller } from '../core/http/caller.ts';
 import { csvStream, type CsvColumn } from '../core/csv.ts';
-import type { NotificationRow } from '../dispatch/repository.ts';
+import type { NotificationRow } from '../dispatch/service.ts';
 import type { AttributionRow } from './repository.ts';
 import type { exportKinds } from './schemas.ts';
 

@@ -10,15 +10,21 @@ import { eventId, type EventSink } from '../core/events.ts';
 import { ownStore, type Caller } from '../core/http/caller.ts';
 import { idsAt, type PointedIds } from '../core/platforms.ts';
 import type { TokenSigner } from '../core/signed-token.ts';
-import type { NotificationRow, SentAlertRow } from '../dispatch/repository.ts';
+import type { NotificationRow, SentAlertRow } from '../dispatch/service.ts';
 import type { DigestFigures } from '../notices/service.ts';
-import { DEFAULT_UTM, type EffectiveSettings } from '../stores/settings.ts';
+import { DEFAULT_UTM, type EffectiveSettings } from '../stores/schemas.ts';
 import { CHANNEL_NAMES } from '../core/channels.ts';
 import type { Channel } from '../core/db/schema.ts';
 import { attributeOrder, netRevenue, type Attribution, type LineRefund, type SentAlert } from './attribution.ts';
 import { exportCsv, type ExportKind, type ExportSources } from './exports.ts';
 import { ConversionRepository, type AttributionRow, type StoredOrder } from './repository.ts';
 import type { CancellationReport, OrderReport, OrderSink, RefundReport } from './reports.ts';
+
+/** What other modules use of orders, money and exports. */
+export { formatMinor, toMinorUnits } from './money.ts';
+export type { CancellationReport, Money, OrderLineReport, OrderReport, OrderSink, RefundLineReport, RefundReport } from './reports.ts';
+export type { AttributionRow } from './repository.ts';
+export type { ExportKind } from './exports.ts';
 
 const CLICK = 'alert-click';
 /** The products a performance report lists, most revenue first. */

@@ -1,6 +1,6 @@
-import type { AttributionRow } from '../conversions/repository.ts';
+import type { AttributionRow } from '../conversions/service.ts';
 import type { Performance } from '../conversions/service.ts';
-import { formatMinor } from '../conversions/money.ts';
+import { formatMinor } from '../conversions/service.ts';
 import { html, type SafeHtml } from '../core/html.ts';
 import { dailyBarChart, inlineBar } from './charts.ts';
 import { when } from './page-parts.ts';

@@ -1,12 +1,12 @@
 import { allScopes } from '../core/scopes.ts';
 import type { SubscriptionService } from '../alerts/service.ts';
 import type { BillingService } from '../billing/service.ts';
-import type { ExportKind } from '../conversions/exports.ts';
+import type { ExportKind } from '../conversions/service.ts';
 import type { ConversionService } from '../conversions/service.ts';
 import { storeEventTypes } from '../core/events.ts';
 import { createEndpointBody, type CreatedEndpoint, type Endpoint } from '../webhooks/schemas.ts';
 import { ForbiddenWebhookDestination, type WebhookService } from '../webhooks/service.ts';
-import type { PlanId } from '../billing/plans.ts';
+import type { PlanId } from '../billing/service.ts';
 import { emailSchema, normaliseEmail } from '../core/email.ts';
 import type { Caller } from '../core/http/caller.ts';
 import { NotFound, ValidationFailed } from '../core/problems.ts';

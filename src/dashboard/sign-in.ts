@@ -3,7 +3,7 @@ import { isoAfter, nowIso } from '../core/clock.ts';
 import type { MailTransport } from '../core/mail/transport.ts';
 import type { TokenSigner } from '../core/signed-token.ts';
 import { NotConfigured, Problem } from '../core/problems.ts';
-import type { StoreRow } from '../stores/repository.ts';
+import type { StoreRow } from '../stores/service.ts';
 import { installedAsShopifyApp, type StoreService } from '../stores/service.ts';
 import type { DashboardRepository } from './repository.ts';
 

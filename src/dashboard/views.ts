@@ -1,10 +1,10 @@
 import { LANGUAGES } from '../core/languages.ts';
-import type { SubscriptionRow } from '../alerts/repository.ts';
-import { formatPrice } from '../billing/plans.ts';
+import type { SubscriptionRow } from '../alerts/service.ts';
+import { formatPrice } from '../billing/service.ts';
 import type { BillingService, Entitlement } from '../billing/service.ts';
 import { html, page, SafeHtml, type AppBridgePage } from '../core/html.ts';
 import type { OutboxMessage } from '../core/mail/outbox-repository.ts';
-import type { NotificationRow, RestockRow, SuppressionRow } from '../dispatch/repository.ts';
+import type { NotificationRow, RestockRow, SuppressionRow } from '../dispatch/service.ts';
 import type { Store } from '../stores/schemas.ts';
 import { dailyBarChart, inlineBar } from './charts.ts';
 import { csrfField, when } from './page-parts.ts';

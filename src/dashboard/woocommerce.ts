@@ -1,6 +1,5 @@
 import type { Caller } from '../core/http/caller.ts';
 import { NotFound, Problem, ValidationFailed } from '../core/problems.ts';
-import { wooKeysSchema } from '../woocommerce/service.ts';
 import type { FieldErrors } from './views.ts';
 
 /** A store's connection to its WooCommerce site, as its owner sees it (the keys are never shown back). */
@@ -51,14 +50,11 @@ export class WooCommerceForms {
   }
 
   /**
-   * The keys pasted in the form, checked as the API checks them (wooKeysSchema); the site's
-   * address and the keys themselves by the service, which tries them on the site before storing
-   * anything.
+   * The keys pasted in the form, as typed: the service checks their shape as the API does, then
+   * the site's address, then tries the keys on the site before storing anything.
    */
   connect(caller: Caller, shop: string, fields: Record<string, string | undefined>): Promise<WooCommerceConnectionState> {
-    const keys = wooKeysSchema.safeParse({ consumerKey: fields.consumerKey?.trim() ?? '', consumerSecret: fields.consumerSecret?.trim() ?? '' });
-    if (!keys.success) throw new ValidationFailed(keys.error.issues.map((issue) => ({ pointer: `/${String(issue.path[0])}`, message: issue.message })));
-    return this.connections.connectWithKeys(caller, shop, { siteUrl: fields.siteUrl?.trim() ?? '', ...keys.data });
+    return this.connections.connectWithKeys(caller, shop, { siteUrl: fields.siteUrl?.trim() ?? '', consumerKey: fields.consumerKey?.trim() ?? '', consumerSecret: fields.consumerSecret?.trim() ?? '' });
   }
 
   /** WooCommerce's approval page on the owner's site, where the site makes the keys and posts them to the service. */

@@ -1,6 +1,6 @@
 import { scopeDescriptions } from '../core/scopes.ts';
 import { pricedOperation, usdText, type PricedOperation } from '../core/operations.ts';
-import { embedSnippet } from '../storefront/embed.ts';
+import { embedSnippet } from '../storefront/service.ts';
 import { code, link, list, paragraph, type Document } from './document.ts';
 import type { IndexedOperation } from './routes.ts';
 

@@ -3,6 +3,8 @@ import { defineOperation, perRequestCharges } from '../core/operations.ts';
 import { API_VERSION } from './openapi.ts';
 import type { IndexedOperation } from './routes.ts';
 
+export { API_VERSION } from './openapi.ts';
+
 const apiIndexSchema = z
   .object({
     service: z.string(),

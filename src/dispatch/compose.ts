@@ -1,4 +1,4 @@
-import { localeSchema, type EffectiveSettings } from '../stores/settings.ts';
+import { localeSchema, type EffectiveSettings } from '../stores/schemas.ts';
 import { CHANNELS } from '../core/channels.ts';
 import type { StoreClaim } from './context.ts';
 import { productKey } from './rules.ts';

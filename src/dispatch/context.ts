@@ -1,8 +1,8 @@
 import { chunks } from '../core/chunks.ts';
 import { addressKey } from '../core/email.ts';
 import type { MailAddress, MailTransport } from '../core/mail/transport.ts';
-import type { EffectiveSettings } from '../stores/settings.ts';
-import type { ContactPointRow } from '../alerts/contact-points.ts';
+import type { EffectiveSettings } from '../stores/schemas.ts';
+import type { ContactPointRow } from '../alerts/service.ts';
 import { CHANNELS, type ContactChannel, type StoreSending } from '../core/channels.ts';
 import { capKey, orderedKey, productKey, restockAddressKey, subscriptionChannelKey, subscriptionRestockKey, type SendFacts } from './rules.ts';
 import type { NotificationRow } from './repository.ts';

@@ -19,6 +19,8 @@ import { DispatchService } from './service.ts';
 import { DispatchRepository } from './repository.ts';
 import { DispatchWorker, type AlertFollowUp, type NotificationQuota } from './worker.ts';
 
+export type { QueueReadings } from './queue-readings.ts';
+
 export interface DispatchDeps {
   database: Database;
   alerts: SubscriptionService;

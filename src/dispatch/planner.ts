@@ -1,10 +1,10 @@
 import { addressKey } from '../core/email.ts';
 import { newId } from '../core/ids.ts';
-import type { EffectiveSettings } from '../stores/settings.ts';
+import type { EffectiveSettings } from '../stores/schemas.ts';
 import { leaseEnd } from './leases.ts';
 import { planVerdict, WHY } from './rules.ts';
 import type { NotificationRow, RestockRow } from './repository.ts';
-import type { WaitingSubscriber } from '../alerts/repository.ts';
+import type { WaitingSubscriber } from '../alerts/service.ts';
 import { CHANNELS } from '../core/channels.ts';
 import type { Channel } from '../core/db/schema.ts';
 import type { WorkerDeps } from './worker.ts';

@@ -3,7 +3,7 @@
 import { CHANNELS, ChannelDeliveryError } from '../core/channels.ts';
 import { addressKey } from '../core/email.ts';
 import { MailDeliveryError } from '../core/mail/transport.ts';
-import type { EffectiveSettings } from '../stores/settings.ts';
+import type { EffectiveSettings } from '../stores/schemas.ts';
 import { OVER_ALLOWANCE } from './service.ts';
 import type { Channel, NotificationKind } from '../core/db/schema.ts';
 import type { NotificationRow } from './repository.ts';

@@ -3,7 +3,7 @@ import type { OutboundPolicy } from '../core/net/outbound-guard.ts';
 import { MailDeliveryError, type MailAddress, type MailMessage, type MailTransport } from '../core/mail/transport.ts';
 import { SmtpTransport } from '../core/mail/smtp-transport.ts';
 import { SmtpUrlError } from '../core/mail/smtp-url.ts';
-import type { EffectiveSettings } from '../stores/settings.ts';
+import type { EffectiveSettings } from '../stores/schemas.ts';
 
 /**
  * Chooses the transport for a store's alerts: its own SMTP server when it set one (pooled, kept

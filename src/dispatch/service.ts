@@ -11,6 +11,9 @@ import type { DetectedRestock, RestockSink } from '../inventory/service.ts';
 import type { AlertQueue } from './schemas.ts';
 import type { DispatchRepository, NotificationRow, RestockRow, SentAlertRow, SuppressionRow } from './repository.ts';
 
+/** What other modules read of the ledger. */
+export type { NotificationRow, RestockRow, SentAlertRow, SuppressionRow } from './repository.ts';
+
 /** How an alert's reason in the ledger begins when the store's plan holds it back. */
 export const OVER_ALLOWANCE = 'held by the plan: ';
 

@@ -1,5 +1,5 @@
 import type { NotificationKind } from '../core/db/schema.ts';
-import type { EffectiveSettings } from '../stores/settings.ts';
+import type { EffectiveSettings } from '../stores/schemas.ts';
 
 export interface NotificationContent {
   shop: string;

@@ -4,7 +4,7 @@ import type { Caller } from '../core/http/caller.ts';
 import type { Metrics } from '../core/metrics.ts';
 import { Problem } from '../core/problems.ts';
 import type { BoundPaidTerms } from '../core/operations.ts';
-import { PaymentPipeline, unreadableCredential, type PaidCall, type Taken, type TransportProof } from '../payments/pipeline.ts';
+import { PaymentPipeline, unreadableCredential, type PaidCall, type Taken, type TransportProof } from '../payments/service.ts';
 import type { PaymentRequired, PaymentService } from '../payments/service.ts';
 
 /**

@@ -1,7 +1,7 @@
 import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
 import type { AuthInfo } from '@modelcontextprotocol/server';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { BearerGate } from '../agents/gate.ts';
+import type { BearerGate } from '../agents/service.ts';
 import type { Operation } from '../core/operations.ts';
 import { SERVER_CARD_PATHS, serverCard } from './server-card.ts';
 import { mcpServerFor, paidToolNames, restockTools, type McpPayments } from './tools.ts';

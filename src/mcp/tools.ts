@@ -1,6 +1,6 @@
 import { McpServer, requireScopes } from '@modelcontextprotocol/server';
 import type { z } from 'zod';
-import { API_VERSION } from '../discovery/openapi.ts';
+import { API_VERSION } from '../discovery/operations.ts';
 import type { Caller } from '../core/http/caller.ts';
 import type { Metrics } from '../core/metrics.ts';
 import { toolNameOf, type Operation } from '../core/operations.ts';

@@ -1,4 +1,4 @@
-import { formatMinor } from '../conversions/money.ts';
+import { formatMinor } from '../conversions/service.ts';
 import { html, type SafeHtml } from '../core/html.ts';
 
 /** One waitlist that reached the threshold, as the owner reads it. */

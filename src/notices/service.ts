@@ -1,7 +1,7 @@
 import type { WaitingCount } from '../alerts/service.ts';
 import { eventId, type EventSink } from '../core/events.ts';
 import type { MailTransport } from '../core/mail/transport.ts';
-import type { EffectiveSettings } from '../stores/settings.ts';
+import type { EffectiveSettings } from '../stores/schemas.ts';
 import { waitlistNotice, weeklyDigest, type CrossedWaitlist } from './messages.ts';
 import type { CrossingRow, NoticeRepository, NewCrossing, WaitlistKey } from './repository.ts';
 

@@ -3,7 +3,7 @@ import type { Config } from '../config.ts';
 import type { Database } from '../core/db/database.ts';
 import type { Feature } from '../core/feature.ts';
 import { noMetrics, type Metrics } from '../core/metrics.ts';
-import type { QueueReadings } from '../dispatch/queue-readings.ts';
+import type { QueueReadings } from '../dispatch/feature.ts';
 import { MetricsRegistry } from './registry.ts';
 import { metricsRoutes, openMetricsListener, requestMetrics, type MetricsListener } from './routes.ts';
 import { startTracing, type Tracing } from './tracing.ts';

@@ -11,6 +11,9 @@ import { paymentInfo, type PaidOperation, type PriceList, type Unavailable } fro
 import type { PaymentRow, PaymentRepository } from './repository.ts';
 import type { X402Acceptance, X402Check, X402Payment } from './x402.ts';
 
+/** What the MCP and A2A endpoints use to charge a paid call. */
+export { PaymentPipeline, unreadableCredential, type PaidCall, type Taken, type TransportProof } from './pipeline.ts';
+
 /** Each protocol's acceptance: x402 through its facilitator, MPP through `mppx`. */
 export interface PaymentEngines {
   x402: X402Acceptance;

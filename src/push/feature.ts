@@ -15,14 +15,16 @@ export interface PushDeps {
   config: Config;
   database: Database;
   log: FastifyBaseLogger;
+  /** Where platforms forward their stores' storefront requests (Shopify's app proxy): the worker and the key are served there too. */
+  storefrontProxies: readonly string[];
 }
 
 /** Web push: the VAPID keys (made on the first start), the channel dispatch sends through, the service worker and the key route. */
-export async function buildPush({ config, database, log }: PushDeps): Promise<Feature<PushService>> {
+export async function buildPush({ config, database, log, storefrontProxies }: PushDeps): Promise<Feature<PushService>> {
   const keys = await loadVapidKeys(database);
   if (keys.made) log.info('web push: made the service’s VAPID key pair; browsers’ subscriptions are bound to it from now on');
   const service = new PushService({ keys, config: config.push, policy: config.tenantOutbound });
-  return { service, channel: { name: 'push', sending: pushChannelSending(service, config.push.ttlSeconds) }, routes: [pushRoutes(service, await loadServiceWorker())] };
+  return { service, channel: { name: 'push', sending: pushChannelSending(service, config.push.ttlSeconds) }, routes: [pushRoutes(service, await loadServiceWorker(), storefrontProxies)] };
 }
 
 /** The service worker as browsers get it: its TypeScript source with the types stripped, not minified. */

@@ -2,7 +2,7 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { SubscriptionService } from '../alerts/service.ts';
 import type { ShopifyBillingProvider } from '../billing/service.ts';
 import type { Config } from '../config.ts';
-import type { OrderSink } from '../conversions/reports.ts';
+import type { OrderSink } from '../conversions/service.ts';
 import type { Database } from '../core/db/database.ts';
 import { ConnectionRepository } from '../core/connectors/connections.ts';
 import { reconcileJobs } from '../core/connectors/connector.ts';
@@ -161,6 +161,7 @@ async function notConfiguredRoutes(app: FastifyInstance): Promise<void> {
 export const shopifyPlatform: Platform = {
   name: 'shopify',
   storeDomains: /\.myshopify\.com$/,
+  storefrontProxy: APP_PROXY_PATH,
   open(needs) {
     const app = openShopifyApp(needs);
     return {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import type { CancellationReport, Money, OrderLineReport, OrderReport, RefundLineReport, RefundReport } from '../conversions/reports.ts';
-import { toMinorUnits } from '../conversions/money.ts';
+import type { CancellationReport, Money, OrderLineReport, OrderReport, RefundLineReport, RefundReport } from '../conversions/service.ts';
+import { toMinorUnits } from '../conversions/service.ts';
 
 /**
  * The order webhooks as Shopify sends them (REST shape), trimmed by the subscriptions'

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { z } from 'zod';
 import type { SubscriptionService } from '../alerts/service.ts';
-import type { OrderSink } from '../conversions/reports.ts';
+import type { OrderSink } from '../conversions/service.ts';
 import { isoAfter, nowIso } from '../core/clock.ts';
 import type { MailTransport } from '../core/mail/transport.ts';
 import type { Metrics } from '../core/metrics.ts';

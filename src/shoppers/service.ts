@@ -1,14 +1,14 @@
 import { nowIso } from '../core/clock.ts';
 import type { Channel } from '../core/db/schema.ts';
 import { NotFound } from '../core/problems.ts';
-import type { ContactPointRow } from '../alerts/contact-points.ts';
-import type { SubscriptionRow } from '../alerts/repository.ts';
+import type { ContactPointRow } from '../alerts/service.ts';
+import type { SubscriptionRow } from '../alerts/service.ts';
 import type { Shopper, SubscriptionService } from '../alerts/service.ts';
 import type { ConversionService } from '../conversions/service.ts';
 import type { DispatchService } from '../dispatch/service.ts';
 import type { InventoryService } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
-import { parseStoredSettings } from '../stores/settings.ts';
+import { parseStoredSettings } from '../stores/schemas.ts';
 import type { Language } from '../core/languages.ts';
 import { languageOf } from './strings.ts';
 

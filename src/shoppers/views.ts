@@ -1,4 +1,4 @@
-import type { ContactPointRow } from '../alerts/contact-points.ts';
+import type { ContactPointRow } from '../alerts/service.ts';
 import { CONTACT_CHANNELS } from '../core/channels.ts';
 import type { Channel } from '../core/db/schema.ts';
 import { html, page, type SafeHtml } from '../core/html.ts';

@@ -11,6 +11,8 @@ import { smsRoutes } from './routes.ts';
 import { SmsService } from './service.ts';
 import { TwilioHttpClient } from './twilio-client.ts';
 
+export { twilioAccountCheck } from './account-check.ts';
+
 export type { SmsService } from './service.ts';
 export { classifyInbound } from './keywords.ts';
 export { composeAlertText, composeConfirmationText, countSegments, helpText, type SmsLocale } from './text.ts';

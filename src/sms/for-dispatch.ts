@@ -1,8 +1,8 @@
 import type { SubscriptionService } from '../alerts/service.ts';
-import type { ContactPointRow } from '../alerts/contact-points.ts';
+import type { ContactPointRow } from '../alerts/service.ts';
 import type { InventoryService } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
-import { localeSchema } from '../stores/settings.ts';
+import { localeSchema } from '../stores/schemas.ts';
 import type { SmsService } from './service.ts';
 import { composeConfirmationText } from './text.ts';
 

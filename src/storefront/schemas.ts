@@ -2,11 +2,11 @@ import { z } from 'zod';
 import { consentTextSchema, countrySchema, phoneSchema, productIdSchema, variantIdSchema } from '../alerts/schemas.ts';
 import type { OutboundPolicy } from '../core/net/outbound-guard.ts';
 import { pushSubscriptionSchema } from '../push/schemas.ts';
-import { timeZoneSchema } from '../stores/settings.ts';
+import { timeZoneSchema } from '../stores/schemas.ts';
 import { CONFIRMED_CHANNELS } from '../core/channels.ts';
 import { emailSchema } from '../core/email.ts';
 import { shopSchema } from '../stores/schemas.ts';
-import { localeSchema } from '../stores/settings.ts';
+import { localeSchema } from '../stores/schemas.ts';
 
 export const availabilityQuery = z
   .object({ shop: shopSchema, productId: productIdSchema })

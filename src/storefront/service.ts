@@ -8,6 +8,8 @@ import type { StoreService } from '../stores/service.ts';
 import type { ShopperSubscribeInput } from './schemas.ts';
 import { availabilityAnswerOf, type AvailabilityAnswer, type AvailabilityCache } from './availability-cache.ts';
 
+export { embedSnippet } from './embed.ts';
+
 /** Whether the service has an SMS sender of its own and can send web push at all. */
 export interface ServiceChannels {
   sms: boolean;

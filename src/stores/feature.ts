@@ -5,7 +5,7 @@ import type { Database } from '../core/db/database.ts';
 import type { Feature } from '../core/feature.ts';
 import { bindOperations } from '../core/operations.ts';
 import { SecretBox } from '../core/sealed-secrets.ts';
-import { twilioAccountCheck } from '../sms/account-check.ts';
+import { twilioAccountCheck } from '../sms/feature.ts';
 import { storeOperations } from './operations.ts';
 import type { StoreDomains, StorePlanUsage } from './schemas.ts';
 import { StoreService, type OwnerChangeListener } from './service.ts';

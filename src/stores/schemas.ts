@@ -2,6 +2,9 @@ import { z } from 'zod';
 import { alertTemplateSchema, localeSchema, storeSettingsSchema } from './settings.ts';
 import { parseSmtpUrl, SmtpUrlError } from '../core/mail/smtp-url.ts';
 
+/** What other modules read of the stores' settings. */
+export { DEFAULT_UTM, localeSchema, parseStoredSettings, timeZoneSchema, type EffectiveSettings } from './settings.ts';
+
 /**
  * A store's identifier: the host name its shoppers know it by, lower-cased on the way in (a
  * Shopify store's is its myshopify.com domain, a WooCommerce store's its site's host). Never an IP

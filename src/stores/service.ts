@@ -15,6 +15,8 @@ import { PLATFORM_NAME, requireIdsOfPlatform, type PointedIds } from '../core/pl
 import { effectiveSettings, parseStoredSettings, storeSettingsSchema, type EffectiveSettings } from './settings.ts';
 import type { StoreRow, StoreRepository } from './repository.ts';
 
+export type { StoreRow };
+
 export interface SendingProfile {
   sending: boolean;
   settings: EffectiveSettings;

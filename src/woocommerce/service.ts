@@ -79,7 +79,10 @@ export class WooCommerceService implements StoreConnector {
   /** The owner (or the store's agent) gives the site's address and keys; returns the connection made. */
   async connectWithKeys(caller: Caller, domain: string, input: { siteUrl: string } & WooCommerceKeys): Promise<WooCommerceConnection> {
     const store = ownStore(caller, domain);
-    return this.connect(store, this.siteOf(input.siteUrl, '/body/siteUrl'), input);
+    // Checked here as well as by the operation's schema: the dashboard's form hands them over as typed.
+    const keys = wooKeysSchema.safeParse({ consumerKey: input.consumerKey, consumerSecret: input.consumerSecret });
+    if (!keys.success) throw new ValidationFailed(keys.error.issues.map((issue) => ({ pointer: `/body/${String(issue.path[0])}`, message: issue.message })));
+    return this.connect(store, this.siteOf(input.siteUrl, '/body/siteUrl'), keys.data);
   }
 
   /**
