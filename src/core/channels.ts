@@ -79,8 +79,8 @@ export function contactPointKind(channel: ContactChannel): ContactPointKind {
   return CHANNELS[channel].contactPoint;
 }
 
-/** One alert as a contact channel carries it: its words chosen, its links made, its contact point read. */
-export interface ChannelAlert {
+/** One notification as a contact channel carries it: its words chosen, its links made, its contact point read. */
+export interface ChannelNotification {
   /** The ledger row's id, which the channel's delivery reports name. */
   id: string;
   restockId: string;
@@ -111,7 +111,7 @@ export interface StoreSending {
   /** Why the address cannot be sent to now (no sender for the store, the phone texted STOP), else undefined. */
   refusal(address: string): string | undefined;
   /** Hands the alert to the channel's provider; resolves once accepted, with the provider's id of it when it gives one. */
-  deliver(alert: ChannelAlert): Promise<{ providerRef?: string }>;
+  deliver(notification: ChannelNotification): Promise<{ providerRef?: string }>;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { ChannelDeliveryError, type ChannelAlert, type ChannelSending, type ContactDetails, type StoreSending } from '../core/channels.ts';
+import { ChannelDeliveryError, type ChannelNotification, type ChannelSending, type ContactDetails, type StoreSending } from '../core/channels.ts';
 
 export interface PushMessage {
   endpoint: string;
@@ -50,11 +50,12 @@ export interface PushChannel {
 export function pushChannelSending(push: PushChannel, ttlSeconds: number): ChannelSending {
   const sending: StoreSending = {
     refusal: () => undefined,
-    async deliver(alert: ChannelAlert) {
+    async deliver(notification: ChannelNotification) {
+      const { contact, product } = notification;
       await push.send({
-        endpoint: alert.contact.address,
-        keys: alert.contact.details as ContactDetails<'push'>,
-        payload: { title: alert.headline, body: alert.sender, url: alert.clickUrl, icon: alert.product.imageUrl, tag: `restock-${alert.restockId}`, stop: alert.stop },
+        endpoint: contact.address,
+        keys: contact.details as ContactDetails<'push'>,
+        payload: { title: notification.headline, body: notification.sender, url: notification.clickUrl, icon: product.imageUrl, tag: `restock-${notification.restockId}`, stop: notification.stop },
         ttlSeconds,
       });
       return {};

@@ -52,11 +52,12 @@ export function smsChannelSending(sms: SmsChannel, stores: Pick<StoreService, 's
       const optedOut = account && phones.length > 0 ? await sms.optedOut(account.from, phones) : new Set<string>();
       return {
         refusal: (phone) => (!account ? NO_SENDER : optedOut.has(phone) ? OPTED_OUT : undefined),
-        async deliver(alert) {
+        async deliver(notification) {
           // The refusal was asked before the plan was charged; a change in between fails the send, which is retried.
           if (!account) throw new Error('SMS is no longer set up for this store');
-          const body = composeAlertText({ shop: alert.sender, productTitle: alert.product.title, variantTitle: alert.product.variantTitle, link: alert.clickUrl, locale: alert.locale, kind: alert.kind });
-          return sms.send(account, { to: alert.contact.address, body, statusCallback: sms.statusCallbackUrl(storeDomain, own !== undefined, alert.id) });
+          const { product } = notification;
+          const body = composeAlertText({ shop: notification.sender, productTitle: product.title, variantTitle: product.variantTitle, link: notification.clickUrl, locale: notification.locale, kind: notification.kind });
+          return sms.send(account, { to: notification.contact.address, body, statusCallback: sms.statusCallbackUrl(storeDomain, own !== undefined, notification.id) });
         },
       };
     },
