@@ -1,11 +1,11 @@
 /**
- * The channel registry (`src/core/channels.ts`) is the one list of channels: each channel it
- * lists is offered wherever the code offers channels, and each provider has every piece the code
- * reads of it. A channel added to the registry and forgotten somewhere fails here.
+ * The channel registry (`src/channels.ts`) is the one list of channels: each channel it lists is
+ * offered wherever the code offers channels, and each definition has every piece the code reads
+ * of it. A channel added to the registry and forgotten somewhere fails here.
  */
 import assert from 'node:assert/strict';
 import { z } from 'zod';
-import { CHANNEL_NAMES, CHANNELS, CONFIRMED_CHANNELS, CONTACT_CHANNELS, contactPointKind } from '../src/core/channels.ts';
+import { CHANNEL_NAMES, CHANNELS, CONFIRMED_CHANNELS, CONTACT_CHANNELS, contactPointKind } from '../src/channels.ts';
 import { performanceResponse } from '../src/conversions/schemas.ts';
 import { channelForm } from '../src/shoppers/schemas.ts';
 import { STRINGS } from '../src/shoppers/strings.ts';

@@ -1,4 +1,4 @@
-import { CHANNEL_NAMES, contactPointKind, type ContactChannel, type ContactDetails } from '../core/channels.ts';
+import { CHANNEL_NAMES, contactChannelNamed, contactPointKind, type ContactChannel, type ContactDetails } from '../channels.ts';
 import type { Database, Trx } from '../core/db/database.ts';
 import type { ContactPointsTable, ContactPointStatus } from '../core/db/schema.ts';
 import { chunks } from '../core/chunks.ts';
@@ -8,7 +8,7 @@ export type ContactPointRow = { [C in ContactChannel]: Omit<ContactPointsTable, 
 
 /** The stored JSON, checked against the channel's schema: a row that does not fit is an error, not data. */
 function fromTable(row: ContactPointsTable): ContactPointRow {
-  return { ...row, details: contactPointKind(row.channel).details.parse(JSON.parse(row.details)) } as ContactPointRow;
+  return { ...row, details: contactPointKind(contactChannelNamed(row.channel)).details.parse(JSON.parse(row.details)) } as ContactPointRow;
 }
 
 function toTable(row: ContactPointRow): ContactPointsTable {

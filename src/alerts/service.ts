@@ -10,8 +10,8 @@ import { canSee, ownStore, storeForWrite, type Caller } from '../core/http/calle
 import { Conflict, Forbidden, NotFound, Problem } from '../core/problems.ts';
 import type { TokenSigner } from '../core/signed-token.ts';
 import type { EffectiveSettings } from '../stores/schemas.ts';
-import { contactPointKind } from '../core/channels.ts';
-import type { Channel } from '../core/db/schema.ts';
+import { contactPointKind } from '../channels.ts';
+import type { Channel } from '../channels.ts';
 import { requiresConfirmation } from './consent.ts';
 import { CONTACT_POINTS_PER_CHANNEL, type ContactPointRepository, type ContactPointRow } from './contact-points.ts';
 import type { SubscribeAlertInput, Subscription } from './schemas.ts';

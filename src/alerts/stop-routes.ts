@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { contactPointKind, type ContactChannel } from '../core/channels.ts';
+import { contactPointKind, type ContactChannel } from '../channels.ts';
 import { html, page } from '../core/html.ts';
 import { keepCapabilityPagesPrivate } from '../core/http/capability-pages.ts';
 import { acceptFormPosts } from '../core/http/form-posts.ts';

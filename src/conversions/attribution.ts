@@ -3,13 +3,13 @@
  * and cancellations have had their say. Pure decisions over facts handed in: no database, clock
  * or I/O, so the storage can replay them and the tests can try every order of inputs.
  */
-import type { Channel } from '../core/db/schema.ts';
+import type { ChannelName } from '../core/channels.ts';
 import type { Money, OrderLineReport, OrderReport } from './reports.ts';
 
 export interface SentAlert {
   alertId: string;
   /** email when absent. */
-  channel?: Channel;
+  channel?: ChannelName;
   productId: string;
   /** null: the alert was about the product as a whole. */
   variantId: string | null;
@@ -22,7 +22,7 @@ export interface SentAlert {
 export interface Attribution {
   lineId: string;
   alertId: string;
-  channel: Channel;
+  channel: ChannelName;
   kind: 'direct' | 'assisted';
   amount: Money;
   shopAmount: Money;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CHANNEL_NAMES } from '../core/channels.ts';
+import { CHANNEL_NAMES } from '../channels.ts';
 import { productIdSchema, variantIdSchema } from '../alerts/schemas.ts';
 import { shopSchema } from '../stores/schemas.ts';
 

@@ -13,8 +13,9 @@ import type { TokenSigner } from '../core/signed-token.ts';
 import type { NotificationRow, SentAlertRow } from '../dispatch/service.ts';
 import type { DigestFigures } from '../notices/service.ts';
 import { DEFAULT_UTM, type EffectiveSettings } from '../stores/schemas.ts';
-import { CHANNEL_NAMES } from '../core/channels.ts';
-import type { Channel } from '../core/db/schema.ts';
+import { CHANNEL_NAMES } from '../channels.ts';
+import type { Channel } from '../channels.ts';
+import type { ChannelName } from '../core/channels.ts';
 import { attributeOrder, netRevenue, type Attribution, type LineRefund, type SentAlert } from './attribution.ts';
 import { exportCsv, type ExportKind, type ExportSources } from './exports.ts';
 import { ConversionRepository, type AttributionRow, type StoredOrder } from './repository.ts';
@@ -500,7 +501,7 @@ function netOf(stored: StoredOrder): Array<{ lineId: string; net: number; netSho
  * e-mail's, so the default medium (`email`) becomes `sms` or `push`; a medium the store chose
  * itself is kept.
  */
-export function utmFor(channel: Channel, utm: EffectiveSettings['utm']): EffectiveSettings['utm'] {
+export function utmFor(channel: ChannelName, utm: EffectiveSettings['utm']): EffectiveSettings['utm'] {
   return channel !== 'email' && utm.medium === DEFAULT_UTM.medium ? { ...utm, medium: channel } : utm;
 }
 

@@ -2,13 +2,15 @@ import { z } from 'zod';
 import type { Language } from './languages.ts';
 
 /**
- * The notification channels, listed once. It lives in the kernel because the kernel's table
- * types name the channel of a row, and every module may read the kernel without reaching into
- * another's internals. What a contact channel does when it sends (its rules for a store, composing,
- * its transport) is its own feature's (src/sms, src/push), through `ChannelSending` below, which
- * the dispatch worker asks by the channel's name.
+ * What a notification channel is, as the channel registry (src/channels.ts) lists it, and what
+ * the dispatch worker asks of a contact channel when it sends. The kernel defines the contract and
+ * e-mail, the channel every subscription has (it is the subscription's own address, sent through
+ * the kernel's mail transport); every other channel is its own folder's (src/sms, src/push),
+ * listed once in the registry.
  */
-export interface ChannelProvider {
+export interface ChannelDefinition {
+  /** The channel as a heading or a table's row names it: "SMS". */
+  readonly label: string;
   /** How a ledger row's reason says it went. */
   readonly words: string;
   /** What the shopper must still do before alerts go: click a mailed link, reply YES, or nothing. */
@@ -21,6 +23,17 @@ export interface ChannelProvider {
   readonly notSetUp: string;
   /** The channel's contact point beside the subscription's e-mail; e-mail itself is the subscription. */
   readonly contactPoint: ContactPointKind | undefined;
+  /** What the shopper's page says of the channel, in each language. */
+  readonly pages: Readonly<Record<Language, ChannelWords>>;
+}
+
+export interface ChannelWords {
+  /** The channel as named inside a sentence: "Turn text messages off". */
+  readonly name: string;
+  /** One contact point as the page lists it, masked where a stranger holding the link could use it. */
+  readonly point?: (address: string) => string;
+  /** How consent given through the channel is said ("by text message"), by the consent's method. */
+  readonly consent?: Readonly<Record<string, string>>;
 }
 
 export interface ContactPointKind {
@@ -32,52 +45,20 @@ export interface ContactPointKind {
   readonly details: z.ZodType;
 }
 
-/** A browser's keys to encrypt its pushes with (RFC 8291), as it handed them over. */
-const pushDetails = z.object({ p256dh: z.string().min(1), auth: z.string().min(1) }).strict();
-/** A phone is its number: nothing more is kept. */
-const smsDetails = z.object({}).strict();
-
-const email = { words: 'by e-mail', confirmation: 'link', optOut: 'link', quietHours: false, notSetUp: 'e-mail is not set up on this service', contactPoint: undefined } as const satisfies ChannelProvider;
-const sms = {
-  words: 'by SMS',
-  confirmation: 'reply',
-  optOut: 'words',
-  quietHours: true,
-  notSetUp: 'SMS is not set up on this service',
-  contactPoint: { device: 'phone', startsAs: 'pending', details: smsDetails },
-} as const satisfies ChannelProvider;
-const push = {
-  words: 'by browser push',
-  confirmation: 'none',
+/** E-mail: the subscription's own address, confirmed by a mailed link where the store asks for it. */
+export const EMAIL_CHANNEL = {
+  label: 'E-mail',
+  words: 'by e-mail',
+  confirmation: 'link',
   optOut: 'link',
   quietHours: false,
-  notSetUp: 'browser push is not set up on this service',
-  contactPoint: { device: 'browser', startsAs: 'active', details: pushDetails },
-} as const satisfies ChannelProvider;
+  notSetUp: 'e-mail is not set up on this service',
+  contactPoint: undefined,
+  pages: { en: { name: 'e-mail' }, fr: { name: 'e-mail' }, de: { name: 'E-Mail' }, es: { name: 'correo' } },
+} as const satisfies ChannelDefinition;
 
-/** Every channel, in the order pages and exports list them. */
-export const CHANNELS = { email, sms, push } as const;
-
-export type Channel = keyof typeof CHANNELS;
-type Providers = typeof CHANNELS;
-
-/** The channels reached through a contact point (a phone, a browser) rather than the subscription's own e-mail. */
-export type ContactChannel = { [C in Channel]: Providers[C]['contactPoint'] extends ContactPointKind ? C : never }[Channel];
-/** The channels whose sign-up the shopper must still confirm. */
-export type ConfirmedChannel = { [C in Channel]: Providers[C]['confirmation'] extends 'none' ? never : C }[Channel];
-
-export type ContactDetails<C extends ContactChannel = ContactChannel> = z.infer<Providers[C]['contactPoint']['details']>;
-
-/** A non-empty list, as `z.enum` takes it. */
-type Listed<C extends string> = [C, ...C[]];
-
-export const CHANNEL_NAMES = Object.keys(CHANNELS) as Listed<Channel>;
-export const CONTACT_CHANNELS = CHANNEL_NAMES.filter((name) => CHANNELS[name].contactPoint !== undefined) as Listed<ContactChannel>;
-export const CONFIRMED_CHANNELS = CHANNEL_NAMES.filter((name) => CHANNELS[name].confirmation !== 'none') as Listed<ConfirmedChannel>;
-
-export function contactPointKind(channel: ContactChannel): ContactPointKind {
-  return CHANNELS[channel].contactPoint;
-}
+/** A channel's name as the tables keep it; the registry (src/channels.ts) says which names there are. */
+export type ChannelName = string;
 
 /** One notification as a contact channel carries it: its words chosen, its links made, its contact point read. */
 export interface ChannelNotification {
@@ -132,7 +113,7 @@ export class ChannelDeliveryError extends Error {
 
 /** A contact channel's delivery report, as its provider told it and the channel worded it for the ledger. */
 export interface DeliveryReport {
-  channel: ContactChannel;
+  channel: ChannelName;
   /** The provider's id of the message (Twilio's Message SID). */
   providerRef: string;
   status: 'delivered' | 'undelivered' | 'failed';

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
-import type { ChannelSending, ContactChannel } from './channels.ts';
+import type { ChannelName, ChannelSending } from './channels.ts';
 import type { WorkerJob } from './jobs.ts';
 import type { Operation } from './operations.ts';
 
@@ -34,12 +34,12 @@ export interface Feature<S> {
   routes?: FastifyPluginAsync[];
   jobs?: WorkerJob[];
   maintenance?: PeriodicTask[];
-  channel?: { name: ContactChannel; sending: ChannelSending };
+  channel?: { name: ChannelName; sending: ChannelSending };
   close?(): Promise<void>;
 }
 
 /** The contact channels' sendings the features offer, by channel name. */
-export function channelSendings(features: ReadonlyArray<Feature<unknown>>): Partial<Record<ContactChannel, ChannelSending>> {
+export function channelSendings(features: ReadonlyArray<Feature<unknown>>): Partial<Record<ChannelName, ChannelSending>> {
   return Object.fromEntries(features.flatMap((feature) => (feature.channel ? [[feature.channel.name, feature.channel.sending]] : [])));
 }
 

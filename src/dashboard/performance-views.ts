@@ -1,4 +1,5 @@
 import type { AttributionRow } from '../conversions/service.ts';
+import { CHANNELS } from '../channels.ts';
 import type { Performance } from '../conversions/service.ts';
 import { formatMinor } from '../conversions/service.ts';
 import { html, type SafeHtml } from '../core/html.ts';
@@ -64,13 +65,11 @@ ${channelTable(p)}
 <ul><li><a href="/dashboard/exports/subscribers" download>Subscribers</a></li><li><a href="/dashboard/exports/alerts" download>Alerts</a></li><li><a href="/dashboard/exports/orders" download>Attributed orders</a></li></ul>`;
 }
 
-const CHANNEL_NAMES = { email: 'E-mail', sms: 'SMS', push: 'Browser notifications' } as const;
-
 /** The channels side by side: what each sent, and the clicks, orders and revenue it brought. */
 function channelTable(p: Performance): SafeHtml {
   const currency = p.revenue[0]?.currency;
   const rows = p.byChannel.map(
-    (row) => html`<tr><th scope="row">${CHANNEL_NAMES[row.channel]}</th><td class="num" data-figure="${row.channel}-sent">${row.sent}</td><td class="num" data-figure="${row.channel}-clicks">${row.clicks}</td>
+    (row) => html`<tr><th scope="row">${CHANNELS[row.channel].label}</th><td class="num" data-figure="${row.channel}-sent">${row.sent}</td><td class="num" data-figure="${row.channel}-clicks">${row.clicks}</td>
 <td class="num" data-figure="${row.channel}-orders">${row.orders}</td><td class="num">${currency ? formatMinor({ minor: row.revenueMinor, currency }) : '0'}</td></tr>`,
   );
   return html`<h2>By channel</h2>

@@ -1,5 +1,5 @@
 import { localeSchema, type EffectiveSettings } from '../stores/schemas.ts';
-import { CHANNELS } from '../core/channels.ts';
+import { channelNamed } from '../channels.ts';
 import type { StoreClaim } from './context.ts';
 import { productKey } from './rules.ts';
 import type { NotificationRow } from './repository.ts';
@@ -88,7 +88,7 @@ function contactDelivery(row: NotificationRow, claim: StoreClaim, links: AlertLi
   const locale = alertLocale(row.locale, claim.settings.locale);
   return async () => {
     // The rules checked the channel before the plan was charged; a change in between fails the send, which is retried.
-    if (!contact || !sending || contact.channel !== row.channel) throw new Error(`${CHANNELS[row.channel].words}: no longer set up for this store or contact point`);
+    if (!contact || !sending || contact.channel !== row.channel) throw new Error(`${channelNamed(row.channel).words}: no longer set up for this store or contact point`);
     return sending.deliver({
       id: row.id,
       restockId: row.restock_id,

@@ -5,8 +5,8 @@ import { leaseEnd } from './leases.ts';
 import { planVerdict, WHY } from './rules.ts';
 import type { NotificationRow, RestockRow } from './repository.ts';
 import type { WaitingSubscriber } from '../alerts/service.ts';
-import { CHANNELS } from '../core/channels.ts';
-import type { Channel } from '../core/db/schema.ts';
+import { CHANNELS } from '../channels.ts';
+import type { Channel } from '../channels.ts';
 import type { WorkerDeps } from './worker.ts';
 
 interface PlannedChannel {

@@ -1,11 +1,12 @@
 // Longer than most files on purpose: every sending rule of every channel in one table, so a
 // reader sees the whole policy (and its tests) in one place.
-import { CHANNELS, ChannelDeliveryError } from '../core/channels.ts';
+import { channelNamed } from '../channels.ts';
+import { ChannelDeliveryError, type ChannelName } from '../core/channels.ts';
 import { addressKey } from '../core/email.ts';
 import { MailDeliveryError } from '../core/mail/transport.ts';
 import type { EffectiveSettings } from '../stores/schemas.ts';
 import { OVER_ALLOWANCE } from './service.ts';
-import type { Channel, NotificationKind } from '../core/db/schema.ts';
+import type { NotificationKind } from '../core/db/schema.ts';
 import type { NotificationRow } from './repository.ts';
 
 /**
@@ -64,7 +65,7 @@ export type NotificationRef = Pick<NotificationRow, 'subscription_id' | 'email' 
   /** alert when absent. */
   kind?: NotificationKind;
   /** email when absent. */
-  channel?: Channel;
+  channel?: ChannelName;
   contact_point_id?: string | null;
 };
 
@@ -139,7 +140,7 @@ const isReminder = (row: NotificationRef): boolean => row.kind === 'reminder';
 
 const storeSends: Rule = (_row, facts) => (facts.storeSending ? undefined : skip(WHY.uninstalled, false));
 
-const channelOf = (row: NotificationRef): Channel => row.channel ?? 'email';
+const channelOf = (row: NotificationRef): ChannelName => row.channel ?? 'email';
 
 /** A reminder follows an alert by design; the ledger's unique index keeps it to one per alert. One alert per channel and contact point. */
 const notAlertedYet: Rule = (row, facts, group) => {
@@ -171,7 +172,7 @@ const channelOpen: Rule = (row, facts) => {
 
 /** No text at night where the shopper is: it waits for the morning, it is not dropped. */
 const outsideQuietHours: Rule = (row, facts) => {
-  if (!CHANNELS[channelOf(row)].quietHours || !facts.quietHours) return undefined;
+  if (!channelNamed(channelOf(row)).quietHours || !facts.quietHours) return undefined;
   const contact = row.contact_point_id ? facts.contacts?.get(row.contact_point_id) : undefined;
   const until = quietUntil(facts.now, facts.quietHours, contact?.timeZone ?? facts.quietHours.timeZone);
   return until === undefined ? undefined : { kind: 'deferred', until, why: WHY.quietHours(until), heldByPlan: false };
@@ -318,7 +319,7 @@ export function productKey(row: Pick<NotificationRow, 'product_id' | 'variant_id
  * key already is), with the phone or browser a text or push goes to: one alert and one reminder
  * per restock, channel and address, and per phone or browser of that address.
  */
-export function restockAddressKey(row: Pick<NotificationRow, 'restock_id' | 'email'> & { kind?: NotificationKind; channel?: Channel }, contactAddress = ''): string {
+export function restockAddressKey(row: Pick<NotificationRow, 'restock_id' | 'email'> & { kind?: NotificationKind; channel?: ChannelName }, contactAddress = ''): string {
   return `${row.restock_id}\n${row.kind ?? 'alert'}\n${row.channel ?? 'email'}\n${addressKey(row.email)}\n${contactAddress}`;
 }
 
@@ -329,12 +330,12 @@ function contactAddressOf(row: NotificationRef, facts: SendFacts): string {
 }
 
 /** The frequency cap counts per channel, and per phone or browser: a text does not hold back the e-mail, nor one browser another. */
-export function capKey(row: Pick<NotificationRow, 'email'> & { channel?: Channel }, contactAddress = ''): string {
+export function capKey(row: Pick<NotificationRow, 'email'> & { channel?: ChannelName }, contactAddress = ''): string {
   return `${row.channel ?? 'email'}\n${addressKey(row.email)}\n${contactAddress}`;
 }
 
 /** One alert per subscription on each channel, and on each phone or browser of it (a subscription may have several). */
-export function subscriptionChannelKey(row: Pick<NotificationRow, 'subscription_id'> & { channel?: Channel; contact_point_id?: string | null }): string {
+export function subscriptionChannelKey(row: Pick<NotificationRow, 'subscription_id'> & { channel?: ChannelName; contact_point_id?: string | null }): string {
   return `${row.subscription_id}\n${row.channel ?? 'email'}\n${row.contact_point_id ?? ''}`;
 }
 

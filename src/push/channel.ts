@@ -1,4 +1,34 @@
-import { ChannelDeliveryError, type ChannelNotification, type ChannelSending, type ContactDetails, type StoreSending } from '../core/channels.ts';
+import { z } from 'zod';
+import { ChannelDeliveryError, type ChannelDefinition, type ChannelNotification, type ChannelSending, type StoreSending } from '../core/channels.ts';
+
+/** A browser's keys to encrypt its pushes with (RFC 8291), as it handed them over. */
+const pushDetails = z.object({ p256dh: z.string().min(1), auth: z.string().min(1) }).strict();
+
+/** Browser push in the channel registry (src/channels.ts): a browser whose permission prompt was the yes, stopped by its own link. */
+export const pushChannel = {
+  label: 'Browser notifications',
+  words: 'by browser push',
+  confirmation: 'none',
+  optOut: 'link',
+  quietHours: false,
+  notSetUp: 'browser push is not set up on this service',
+  contactPoint: { device: 'browser', startsAs: 'active', details: pushDetails },
+  pages: {
+    en: { name: 'browser notifications', point: (endpoint) => `Browser notification, a browser (through ${pushHost(endpoint)})`, consent: { 'browser-permission': 'by allowing notifications in the browser' } },
+    fr: { name: 'notifications du navigateur', point: (endpoint) => `Notification du navigateur, un navigateur (via ${pushHost(endpoint)})`, consent: { 'browser-permission': 'en autorisant les notifications du navigateur' } },
+    de: { name: 'Browser-Benachrichtigungen', point: (endpoint) => `Browser-Benachrichtigung, ein Browser (über ${pushHost(endpoint)})`, consent: { 'browser-permission': 'durch Erlauben der Browser-Benachrichtigungen' } },
+    es: { name: 'notificaciones del navegador', point: (endpoint) => `Notificación del navegador, un navegador (a través de ${pushHost(endpoint)})`, consent: { 'browser-permission': 'al permitir las notificaciones del navegador' } },
+  },
+} as const satisfies ChannelDefinition;
+
+/** The push service's host names the browser's maker (fcm.googleapis.com, updates.push.services.mozilla.com). */
+function pushHost(endpoint: string): string {
+  try {
+    return new URL(endpoint).host;
+  } catch {
+    return '?';
+  }
+}
 
 export interface PushMessage {
   endpoint: string;
@@ -54,7 +84,7 @@ export function pushChannelSending(push: PushChannel, ttlSeconds: number): Chann
       const { contact, product } = notification;
       await push.send({
         endpoint: contact.address,
-        keys: contact.details as ContactDetails<'push'>,
+        keys: pushDetails.parse(contact.details),
         payload: { title: notification.headline, body: notification.sender, url: notification.clickUrl, icon: product.imageUrl, tag: `restock-${notification.restockId}`, stop: notification.stop },
         ttlSeconds,
       });

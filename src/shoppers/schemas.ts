@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CHANNEL_NAMES } from '../core/channels.ts';
+import { CHANNEL_NAMES } from '../channels.ts';
 
 /** Any text: a token of the wrong shape is answered like a forged one (404), not as a 400 that tells the two apart. */
 export const tokenParams = z.object({ token: z.string() });

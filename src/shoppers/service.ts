@@ -1,5 +1,5 @@
 import { nowIso } from '../core/clock.ts';
-import type { Channel } from '../core/db/schema.ts';
+import type { Channel } from '../channels.ts';
 import { NotFound } from '../core/problems.ts';
 import type { ContactPointRow } from '../alerts/service.ts';
 import type { SubscriptionRow } from '../alerts/service.ts';

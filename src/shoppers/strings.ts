@@ -1,5 +1,7 @@
 // Longer than most files on purpose: every word of the shopper's page in four languages, side by side so a missing one shows.
-import type { Channel, ContactPointStatus, SubscriptionStatus } from '../core/db/schema.ts';
+import { CHANNEL_NAMES, CHANNELS, type Channel } from '../channels.ts';
+import type { ChannelWords } from '../core/channels.ts';
+import type { ContactPointStatus, SubscriptionStatus } from '../core/db/schema.ts';
 import { LANGUAGES, type Language } from '../core/languages.ts';
 
 
@@ -23,10 +25,7 @@ export interface Strings {
   email: string;
   emailOn: string;
   emailMuted: string;
-  sms: string;
-  push: string;
-  pushWhere: (host: string) => string;
-  /** The channel as named inside a button's sentence. */
+  /** The channel as named inside a button's sentence (the channel registry's words). */
   channelName: Record<Channel, string>;
   point: Record<ContactPointStatus, string>;
   cancelOne: string;
@@ -51,12 +50,21 @@ export interface Strings {
   linkNote: string;
 }
 
-const METHOD_WORDS: Record<Language, Record<string, string>> = {
-  en: { 'storefront-form': 'on the store’s product page', 'agent-api': 'through an assistant (API)', 'sms-reply': 'by text message', 'browser-permission': 'by allowing notifications in the browser' },
-  fr: { 'storefront-form': 'sur la page produit de la boutique', 'agent-api': 'par un assistant (API)', 'sms-reply': 'par SMS', 'browser-permission': 'en autorisant les notifications du navigateur' },
-  de: { 'storefront-form': 'auf der Produktseite des Shops', 'agent-api': 'über einen Assistenten (API)', 'sms-reply': 'per SMS', 'browser-permission': 'durch Erlauben der Browser-Benachrichtigungen' },
-  es: { 'storefront-form': 'en la página del producto de la tienda', 'agent-api': 'a través de un asistente (API)', 'sms-reply': 'por SMS', 'browser-permission': 'al permitir las notificaciones del navegador' },
+/** How consent was given, by its method: the sign-up's own, then each channel's (the registry's words). */
+const SIGN_UP_METHODS: Record<Language, Record<string, string>> = {
+  en: { 'storefront-form': 'on the store’s product page', 'agent-api': 'through an assistant (API)' },
+  fr: { 'storefront-form': 'sur la page produit de la boutique', 'agent-api': 'par un assistant (API)' },
+  de: { 'storefront-form': 'auf der Produktseite des Shops', 'agent-api': 'über einen Assistenten (API)' },
+  es: { 'storefront-form': 'en la página del producto de la tienda', 'agent-api': 'a través de un asistente (API)' },
 };
+const METHOD_WORDS = Object.fromEntries(
+  LANGUAGES.map((language) => [language, Object.assign({}, SIGN_UP_METHODS[language], ...CHANNEL_NAMES.map((channel) => (CHANNELS[channel].pages[language] as ChannelWords).consent ?? {}))]),
+) as Record<Language, Record<string, string>>;
+
+/** Each channel's name in a sentence of the page, in `language`. */
+function channelNames(language: Language): Record<Channel, string> {
+  return Object.fromEntries(CHANNEL_NAMES.map((channel) => [channel, CHANNELS[channel].pages[language].name])) as Record<Channel, string>;
+}
 
 /** A method the table does not know is shown as recorded: the record, not a guess, is what counts. */
 const how = (language: Language) => (method: string) => METHOD_WORDS[language][method] ?? method;
@@ -87,10 +95,7 @@ const en: Strings = {
   email: 'E-mail',
   emailOn: 'on',
   emailMuted: 'turned off',
-  sms: 'Text message',
-  push: 'Browser notification',
-  pushWhere: (host) => `a browser (through ${host})`,
-  channelName: { email: 'e-mail', sms: 'text messages', push: 'browser notifications' },
+  channelName: channelNames('en'),
   point: { pending: 'waiting for your YES', active: 'on', stopped: 'turned off', removed: 'no longer reachable', expired: 'expired: never confirmed' },
   cancelOne: 'Cancel this alert',
   turnOff: (channel) => `Turn ${channel} off`,
@@ -140,10 +145,7 @@ const fr: Strings = {
   email: 'E-mail',
   emailOn: 'activé',
   emailMuted: 'désactivé',
-  sms: 'SMS',
-  push: 'Notification du navigateur',
-  pushWhere: (host) => `un navigateur (via ${host})`,
-  channelName: { email: 'e-mail', sms: 'SMS', push: 'notifications du navigateur' },
+  channelName: channelNames('fr'),
   point: { pending: 'en attente de votre OUI', active: 'activé', stopped: 'désactivé', removed: 'plus joignable', expired: 'expiré : jamais confirmé' },
   cancelOne: 'Annuler cette alerte',
   turnOff: (channel) => `Désactiver : ${channel}`,
@@ -193,10 +195,7 @@ const de: Strings = {
   email: 'E-Mail',
   emailOn: 'an',
   emailMuted: 'aus',
-  sms: 'SMS',
-  push: 'Browser-Benachrichtigung',
-  pushWhere: (host) => `ein Browser (über ${host})`,
-  channelName: { email: 'E-Mail', sms: 'SMS', push: 'Browser-Benachrichtigungen' },
+  channelName: channelNames('de'),
   point: { pending: 'wartet auf Ihr JA', active: 'an', stopped: 'aus', removed: 'nicht mehr erreichbar', expired: 'abgelaufen: nie bestätigt' },
   cancelOne: 'Diese Benachrichtigung abbestellen',
   turnOff: (channel) => `${channel} ausschalten`,
@@ -246,10 +245,7 @@ const es: Strings = {
   email: 'Correo',
   emailOn: 'activado',
   emailMuted: 'desactivado',
-  sms: 'SMS',
-  push: 'Notificación del navegador',
-  pushWhere: (host) => `un navegador (a través de ${host})`,
-  channelName: { email: 'correo', sms: 'SMS', push: 'notificaciones del navegador' },
+  channelName: channelNames('es'),
   point: { pending: 'esperando tu SÍ', active: 'activado', stopped: 'desactivado', removed: 'ya no se puede contactar', expired: 'caducado: nunca confirmado' },
   cancelOne: 'Cancelar esta alerta',
   turnOff: (channel) => `Desactivar: ${channel}`,

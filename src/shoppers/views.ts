@@ -1,6 +1,5 @@
 import type { ContactPointRow } from '../alerts/service.ts';
-import { CONTACT_CHANNELS } from '../core/channels.ts';
-import type { Channel } from '../core/db/schema.ts';
+import { CHANNELS, CONTACT_CHANNELS, type Channel } from '../channels.ts';
 import { html, page, type SafeHtml } from '../core/html.ts';
 import type { ListedSubscription, ShopperPage } from './service.ts';
 import type { Language } from '../core/languages.ts';
@@ -55,7 +54,7 @@ ${isLive(entry) ? subscriptionForms(entry, base, s, title) : ''}
 function channelItems(entry: ListedSubscription, s: Strings, language: Language): SafeHtml[] {
   const email = html`<li>${s.email} (${entry.row.email}): ${entry.row.email_muted === 1 ? s.emailMuted : s.emailOn}</li>`;
   const others = entry.contactPoints.map(
-    (point) => html`<li>${point.channel === 'sms' ? html`${s.sms} ${maskedPhone(point.address)}` : html`${s.push}, ${s.pushWhere(pushHost(point.address))}`}: ${s.point[point.status]}
+    (point) => html`<li>${CHANNELS[point.channel].pages[language].point(point.address)}: ${s.point[point.status]}
 <br><span class="muted">${s.consentLabel}: ${consentRecord(s, language, point.consent_method, point.consent_text, point.consent_page, point.consent_at, point.confirmed_at)}</span></li>`,
   );
   return [email, ...others];
@@ -116,25 +115,4 @@ export function eraseConfirmBody(view: ShopperPage, token: string, s: Strings): 
 
 export function erasedBody(s: Strings): SafeHtml {
   return html`<h1>${s.erasedTitle}</h1><p>${s.erasedBody}</p>`;
-}
-
-/**
- * A phone as `+1•••••4567`: enough for the shopper to recognise it, too little for anyone the
- * link reaches to text it. The calling code is shown (one digit for the 1 and 7 zones, two for
- * the rest, which never ends inside the last four digits).
- */
-export function maskedPhone(e164: string): string {
-  const digits = e164.replace(/\D/g, '');
-  if (digits.length < 7) return '•••••';
-  const code = digits.startsWith('1') || digits.startsWith('7') ? digits.slice(0, 1) : digits.slice(0, 2);
-  return `+${code}•••••${digits.slice(-4)}`;
-}
-
-/** The push service's host names the browser's maker (fcm.googleapis.com, updates.push.services.mozilla.com). */
-function pushHost(endpoint: string): string {
-  try {
-    return new URL(endpoint).host;
-  } catch {
-    return '?';
-  }
 }

@@ -1,7 +1,38 @@
-import { ChannelDeliveryError, type ChannelSending } from '../core/channels.ts';
+import { z } from 'zod';
+import { ChannelDeliveryError, type ChannelDefinition, type ChannelSending } from '../core/channels.ts';
 import type { StoreService } from '../stores/service.ts';
 import type { SmsAccount } from './schemas.ts';
 import { composeAlertText } from './text.ts';
+
+/** SMS in the channel registry (src/channels.ts): a phone, confirmed by its own YES, stopped by STOP. */
+export const smsChannel = {
+  label: 'SMS',
+  words: 'by SMS',
+  confirmation: 'reply',
+  optOut: 'words',
+  quietHours: true,
+  notSetUp: 'SMS is not set up on this service',
+  // A phone is its number: nothing more is kept.
+  contactPoint: { device: 'phone', startsAs: 'pending', details: z.object({}).strict() },
+  pages: {
+    en: { name: 'text messages', point: (phone) => `Text message ${maskedPhone(phone)}`, consent: { 'sms-reply': 'by text message' } },
+    fr: { name: 'SMS', point: (phone) => `SMS ${maskedPhone(phone)}`, consent: { 'sms-reply': 'par SMS' } },
+    de: { name: 'SMS', point: (phone) => `SMS ${maskedPhone(phone)}`, consent: { 'sms-reply': 'per SMS' } },
+    es: { name: 'SMS', point: (phone) => `SMS ${maskedPhone(phone)}`, consent: { 'sms-reply': 'por SMS' } },
+  },
+} as const satisfies ChannelDefinition;
+
+/**
+ * A phone as `+1•••••4567`: enough for the shopper to recognise it, too little for anyone the
+ * link reaches to text it. The calling code is shown (one digit for the 1 and 7 zones, two for
+ * the rest, which never ends inside the last four digits).
+ */
+export function maskedPhone(e164: string): string {
+  const digits = e164.replace(/\D/g, '');
+  if (digits.length < 7) return '•••••';
+  const code = digits.startsWith('1') || digits.startsWith('7') ? digits.slice(0, 1) : digits.slice(0, 2);
+  return `+${code}•••••${digits.slice(-4)}`;
+}
 
 /** What the ledger says of a phone that texted STOP to the sender the store's texts go from. */
 export const OPTED_OUT = 'the phone texted STOP to this sender';

@@ -3,7 +3,7 @@ import { consentTextSchema, countrySchema, phoneSchema, productIdSchema, variant
 import type { OutboundPolicy } from '../core/net/outbound-guard.ts';
 import { pushSubscriptionSchema } from '../push/schemas.ts';
 import { timeZoneSchema } from '../stores/schemas.ts';
-import { CONFIRMED_CHANNELS } from '../core/channels.ts';
+import { CONFIRMED_CHANNELS } from '../channels.ts';
 import { emailSchema } from '../core/email.ts';
 import { shopSchema } from '../stores/schemas.ts';
 import { localeSchema } from '../stores/schemas.ts';

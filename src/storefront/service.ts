@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { ExtraContact, SubscriptionService } from '../alerts/service.ts';
-import type { ConfirmedChannel } from '../core/channels.ts';
+import type { ConfirmedChannel } from '../channels.ts';
 import { idsAt } from '../core/platforms.ts';
 import { NotFound } from '../core/problems.ts';
 import type { InventoryService } from '../inventory/service.ts';

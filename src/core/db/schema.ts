@@ -1,5 +1,5 @@
 // Longer than most files on purpose: the whole database at a glance, one interface per table.
-import type { Channel, ContactChannel } from '../channels.ts';
+import type { ChannelName } from '../channels.ts';
 /**
  * The tables, as the migrations create them. Each table belongs to one feature (named beside it);
  * only that feature's store queries it.
@@ -254,7 +254,6 @@ export interface OrdersByProductDailyTable {
   net_shop_minor: number | string;
 }
 
-export type { Channel };
 /** pending: waiting for the shopper's YES; stopped: by the shopper; removed: the push service said it is gone; expired: never confirmed. */
 export type ContactPointStatus = 'pending' | 'active' | 'stopped' | 'removed' | 'expired';
 
@@ -262,7 +261,7 @@ export interface ContactPointsTable {
   id: string;
   subscription_id: string;
   store_domain: string | null;
-  channel: ContactChannel;
+  channel: ChannelName;
   /** E.164 phone number, or the push service's endpoint URL. */
   address: string;
   /** What is compared: the E.164 number, or the SHA-256 of the endpoint. */
@@ -635,7 +634,7 @@ export interface NotificationsTable {
   /** For a reminder, the alert it follows. */
   reminder_of: string | null;
   /** The channel this message goes by; `email` goes to `email`, the others to `contact_point_id`. */
-  channel: Channel;
+  channel: ChannelName;
   contact_point_id: string | null;
   /** The provider's id of the message (Twilio's Message SID), to match its delivery reports. */
   provider_ref: string | null;
@@ -719,7 +718,7 @@ export interface InventoryUnlistedCountriesTable {
 export interface AlertClicksTable {
   notification_id: string;
   /** The channel the clicked alert went by. */
-  channel: Channel;
+  channel: ChannelName;
   store_domain: string;
   product_id: string;
   variant_id: string | null;
@@ -771,7 +770,7 @@ export interface OrderAttributionsTable {
   line_id: string;
   notification_id: string;
   /** The channel the credited alert went by. */
-  channel: Channel;
+  channel: ChannelName;
   product_id: string;
   variant_id: string | null;
   /** direct (the alert's link was clicked first) | assisted */
