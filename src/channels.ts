@@ -27,6 +27,8 @@ type Listed<C extends string> = [C, ...C[]];
 export const CHANNEL_NAMES = Object.keys(CHANNELS) as Listed<Channel>;
 export const CONTACT_CHANNELS = CHANNEL_NAMES.filter((name) => CHANNELS[name].contactPoint !== undefined) as Listed<ContactChannel>;
 export const CONFIRMED_CHANNELS = CHANNEL_NAMES.filter((name) => CHANNELS[name].confirmation !== 'none') as Listed<ConfirmedChannel>;
+/** The contact channels whose new contact points wait for their own confirmation (a phone's YES). */
+export const PENDING_CHANNELS = CONTACT_CHANNELS.filter((name) => CHANNELS[name].contactPoint.startsAs === 'pending');
 
 /** The channel a stored name names; a name the registry does not list is an error, not data. */
 export function channelNamed(name: string): Definitions[Channel] {

@@ -144,7 +144,7 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
       log,
       settingsOf: (shop) => stores.service.settingsOf(shop),
       titleOf: async (shop, productId, variantId) => (await inventory.service.describeProduct(shop, productId, variantId))?.productTitle ?? undefined,
-      textConfirmation: confirmationTexter({ sms: sms.service, stores: stores.service, inventory: inventory.service, alerts: alertsAlone.service }),
+      confirmations: { sms: confirmationTexter({ sms: sms.service, stores: stores.service, inventory: inventory.service, alerts: alertsAlone.service }) },
     }),
   };
   const push = await buildPush({ config, database, log, storefrontProxies: STOREFRONT_PROXIES });

@@ -182,8 +182,8 @@ function sinks() {
   const confirmed: Array<{ phone: string; storeDomains: string[] }> = [];
   const deliveries: DeliveryReport[] = [];
   const consent: SmsConsent = {
-    pendingSmsStores: async (phone) => pending.get(phone) ?? [],
-    async confirmSms(phone, storeDomains) {
+    storesAwaitingConfirmation: async (_channel, phone) => pending.get(phone) ?? [],
+    async confirmContactPoints(_channel, phone, storeDomains) {
       confirmed.push({ phone, storeDomains });
       return storeDomains.length;
     },

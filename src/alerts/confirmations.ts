@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { html } from '../core/html.ts';
 import type { MailTransport } from '../core/mail/transport.ts';
+import { PENDING_CHANNELS, type ContactChannel } from '../channels.ts';
 import type { WorkerJob } from '../core/jobs.ts';
 import { localeSchema } from '../stores/schemas.ts';
 import { CONFIRMATION_STRINGS } from './consent.ts';
@@ -20,8 +21,8 @@ export interface ConfirmationDeps {
   titleOf(storeDomain: string, productId: string, variantId: string | null): Promise<string | undefined>;
   /** The store's language, when the shopper's is unknown. */
   localeOf(storeDomain: string): Promise<string>;
-  /** Texts a pending number its "reply YES" request; absent without the SMS feature. */
-  textConfirmation?: (point: ContactPointRow) => Promise<void>;
+  /** Each channel's confirmation request to a pending contact point (SMS: the "reply YES" text), by channel; a channel without one is never asked. */
+  confirmations: Partial<Record<ContactChannel, (point: ContactPointRow) => Promise<void>>>;
 }
 
 /**
@@ -32,7 +33,7 @@ export interface ConfirmationDeps {
 export function confirmationJobs(deps: ConfirmationDeps): WorkerJob[] {
   return [
     { name: 'subscription-confirmations', run: () => sendConfirmationRequests(deps) },
-    { name: 'sms-confirmations', run: () => sendSmsConfirmationRequests(deps) },
+    ...PENDING_CHANNELS.map((channel) => ({ name: `${channel}-confirmations`, run: () => sendContactPointConfirmationRequests(deps, channel) })),
     { name: 'expire-unconfirmed', everyMs: 60_000, run: (now) => deps.alerts.expireUnconfirmed(deps.expiryHours, now) },
   ];
 }
@@ -52,19 +53,19 @@ async function sendConfirmationRequests(deps: ConfirmationDeps): Promise<number>
   return sent;
 }
 
-async function sendSmsConfirmationRequests(deps: ConfirmationDeps): Promise<number> {
-  const text = deps.textConfirmation;
-  if (!text) return 0;
+async function sendContactPointConfirmationRequests(deps: ConfirmationDeps, channel: ContactChannel): Promise<number> {
+  const ask = deps.confirmations[channel];
+  if (!ask) return 0;
   let sent = 0;
-  for (const point of await deps.alerts.smsAwaitingConfirmationRequest(REQUESTS_PER_TURN)) {
+  for (const point of await deps.alerts.contactPointsAwaitingConfirmationRequest(channel, REQUESTS_PER_TURN)) {
     try {
-      await text(point);
+      await ask(point);
       sent++;
     } catch (err) {
-      deps.log.warn({ err, contactPoint: point.id }, 'an SMS confirmation request could not be sent');
+      deps.log.warn({ err, contactPoint: point.id, channel }, 'a confirmation request could not be sent');
     }
     // Once, whatever came of it: a number that cannot be texted is not retried every turn; it expires unconfirmed.
-    await deps.alerts.markSmsConfirmationSent(point.id);
+    await deps.alerts.markContactPointConfirmationSent(point.id);
   }
   return sent;
 }

@@ -102,29 +102,29 @@ export class ContactPointRepository {
     return out;
   }
 
-  /** Stores where this phone has an SMS contact point waiting for its YES. */
-  async pendingSmsStores(phone: string): Promise<string[]> {
+  /** Stores where this address has a contact point of `channel` waiting for its confirmation (a phone's YES). */
+  async pendingStores(channel: ContactChannel, address: string): Promise<string[]> {
     const rows = await this.database.db
       .selectFrom('contact_points')
       .select('store_domain')
       .distinct()
-      .where('channel', '=', 'sms')
-      .where('address_key', '=', phone)
+      .where('channel', '=', channel)
+      .where('address_key', '=', address)
       .where('status', '=', 'pending')
       .where('store_domain', 'is not', null)
       .execute();
     return rows.map((row) => row.store_domain!);
   }
 
-  /** pending → active for the phone's SMS contact points at these stores. */
-  async confirmSms(phone: string, storeDomains: string[], now: string): Promise<number> {
+  /** pending → active for the address's contact points of `channel` at these stores. */
+  async confirm(channel: ContactChannel, address: string, storeDomains: string[], now: string): Promise<number> {
     if (storeDomains.length === 0) return 0;
     const result = await this.database.writeStatement((db) =>
       db
         .updateTable('contact_points')
         .set({ status: 'active', confirmed_at: now, updated_at: now })
-        .where('channel', '=', 'sms')
-        .where('address_key', '=', phone)
+        .where('channel', '=', channel)
+        .where('address_key', '=', address)
         .where('status', '=', 'pending')
         .where('store_domain', 'in', storeDomains)
         .executeTakeFirst(),
@@ -148,26 +148,26 @@ export class ContactPointRepository {
    * A browser whose push service answered 404/410: its subscription is gone for every alert it
    * was given to, so every contact point with that endpoint is removed, not only the one tried.
    */
-  async removeBrowser(id: string, reason: string, now: string): Promise<number> {
+  async removeEverywhere(id: string, reason: string, now: string): Promise<number> {
     const result = await this.database.writeStatement((db) =>
       db
         .updateTable('contact_points')
         .set({ status: 'removed', status_reason: reason, updated_at: now })
-        .where('channel', '=', 'push')
-        .where('address_key', '=', (eb) => eb.selectFrom('contact_points as gone').select('gone.address_key').where('gone.id', '=', id).where('gone.channel', '=', 'push'))
+        .where('channel', '=', (eb) => eb.selectFrom('contact_points as gone').select('gone.channel').where('gone.id', '=', id))
+        .where('address_key', '=', (eb) => eb.selectFrom('contact_points as gone').select('gone.address_key').where('gone.id', '=', id))
         .where('status', 'in', ['pending', 'active', 'stopped'])
         .executeTakeFirst(),
     );
     return Number(result.numUpdatedRows);
   }
 
-  /** SMS contact points never confirmed by `before` expire, like the subscriptions they belong to. */
-  async expirePendingSms(before: string, now: string): Promise<number> {
+  /** Contact points of `channel` never confirmed by `before` expire, like the subscriptions they belong to. */
+  async expirePending(channel: ContactChannel, before: string, now: string): Promise<number> {
     const result = await this.database.writeStatement((db) =>
       db
         .updateTable('contact_points')
         .set({ status: 'expired', status_reason: 'not confirmed in time', updated_at: now })
-        .where('channel', '=', 'sms')
+        .where('channel', '=', channel)
         .where('status', '=', 'pending')
         .where('created_at', '<', before)
         .executeTakeFirst(),
@@ -175,13 +175,13 @@ export class ContactPointRepository {
     return Number(result.numUpdatedRows);
   }
 
-  /** SMS numbers waiting for their YES whose request has not gone out, oldest first. */
-  async awaitingSmsConfirmationRequest(limit: number): Promise<ContactPointRow[]> {
+  /** Contact points of `channel` waiting for their confirmation whose request has not gone out, oldest first. */
+  async awaitingConfirmationRequest(channel: ContactChannel, limit: number): Promise<ContactPointRow[]> {
     const rows = await this.database.db
       .selectFrom('contact_points')
       .selectAll()
       .where('status', '=', 'pending')
-      .where('channel', '=', 'sms')
+      .where('channel', '=', channel)
       .where('confirmation_sent_at', 'is', null)
       .orderBy('created_at')
       .limit(limit)

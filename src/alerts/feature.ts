@@ -1,4 +1,5 @@
 import type { Config } from '../config.ts';
+import type { ContactChannel } from '../channels.ts';
 import type { Database } from '../core/db/database.ts';
 import type { EventSink } from '../core/events.ts';
 import type { Feature } from '../core/feature.ts';
@@ -55,12 +56,12 @@ export interface AlertJobsDeps {
   settingsOf(storeDomain: string): Promise<EffectiveSettings>;
   /** A product's title, for confirmation mail (the inventory feature). */
   titleOf(storeDomain: string, productId: string, variantId: string | null): Promise<string | undefined>;
-  /** Texts a pending number its "reply YES" request (the SMS feature). */
-  textConfirmation?: (point: ContactPointRow) => Promise<void>;
+  /** Each channel's confirmation request to a pending contact point, by channel (the SMS feature's "reply YES" text). */
+  confirmations: Partial<Record<ContactChannel, (point: ContactPointRow) => Promise<void>>>;
 }
 
 /** Double opt-in's background work: the confirmation mails and texts, and the expiry of what stays unconfirmed. */
-export function alertJobs({ config, alerts, mail, log, settingsOf, titleOf, textConfirmation }: AlertJobsDeps): WorkerJob[] {
+export function alertJobs({ config, alerts, mail, log, settingsOf, titleOf, confirmations }: AlertJobsDeps): WorkerJob[] {
   return confirmationJobs({
     alerts,
     mail,
@@ -68,6 +69,6 @@ export function alertJobs({ config, alerts, mail, log, settingsOf, titleOf, text
     expiryHours: config.doubleOptInExpiryHours,
     titleOf,
     localeOf: async (storeDomain) => (await settingsOf(storeDomain)).locale,
-    ...(textConfirmation ? { textConfirmation } : {}),
+    confirmations,
   });
 }

@@ -10,8 +10,7 @@ import { canSee, ownStore, storeForWrite, type Caller } from '../core/http/calle
 import { Conflict, Forbidden, NotFound, Problem } from '../core/problems.ts';
 import type { TokenSigner } from '../core/signed-token.ts';
 import type { EffectiveSettings } from '../stores/schemas.ts';
-import { contactPointKind } from '../channels.ts';
-import type { Channel } from '../channels.ts';
+import { contactPointKind, PENDING_CHANNELS, type Channel, type ContactChannel } from '../channels.ts';
 import { requiresConfirmation } from './consent.ts';
 import { CONTACT_POINTS_PER_CHANNEL, type ContactPointRepository, type ContactPointRow } from './contact-points.ts';
 import type { SubscribeAlertInput, Subscription } from './schemas.ts';
@@ -239,11 +238,13 @@ export class SubscriptionService {
     return this.store.markConfirmationSent(id, nowIso());
   }
 
-  /** Subscriptions and SMS numbers left unconfirmed `hours` expire: never alerted. */
+  /** Subscriptions and contact points (phones awaiting their YES) left unconfirmed `hours` expire: never alerted. */
   async expireUnconfirmed(hours: number, now = new Date()): Promise<number> {
     const before = new Date(now.getTime() - hours * 3600_000).toISOString();
     const at = now.toISOString();
-    return (await this.store.expirePending(before, at)) + (await this.channels.contactPoints.expirePendingSms(before, at));
+    let expired = await this.store.expirePending(before, at);
+    for (const channel of PENDING_CHANNELS) expired += await this.channels.contactPoints.expirePending(channel, before, at);
+    return expired;
   }
 
   /** A subscription by id, for the service's own work (no caller: never for a request's answer). */
@@ -251,23 +252,23 @@ export class SubscriptionService {
     return this.store.find(id);
   }
 
-  /** SMS numbers whose "reply YES" text is still to go (the confirmation job). */
-  smsAwaitingConfirmationRequest(limit: number): Promise<ContactPointRow[]> {
-    return this.channels.contactPoints.awaitingSmsConfirmationRequest(limit);
+  /** Contact points of `channel` whose confirmation request (a phone's "reply YES" text) is still to go (the confirmation jobs). */
+  contactPointsAwaitingConfirmationRequest(channel: ContactChannel, limit: number): Promise<ContactPointRow[]> {
+    return this.channels.contactPoints.awaitingConfirmationRequest(channel, limit);
   }
 
-  markSmsConfirmationSent(contactPointId: string): Promise<void> {
+  markContactPointConfirmationSent(contactPointId: string): Promise<void> {
     return this.channels.contactPoints.markConfirmationSent(contactPointId, nowIso());
   }
 
-  /** The phone answered YES: its pending SMS contact points at these stores become active. */
-  confirmSms(phone: string, storeDomains: string[]): Promise<number> {
-    return this.channels.contactPoints.confirmSms(phone, storeDomains, nowIso());
+  /** The address confirmed (a phone answered YES): its pending contact points of `channel` at these stores become active. */
+  confirmContactPoints(channel: ContactChannel, address: string, storeDomains: string[]): Promise<number> {
+    return this.channels.contactPoints.confirm(channel, address, storeDomains, nowIso());
   }
 
-  /** Stores where this phone waits to confirm SMS alerts. */
-  pendingSmsStores(phone: string): Promise<string[]> {
-    return this.channels.contactPoints.pendingSmsStores(phone);
+  /** Stores where this address waits to confirm alerts of `channel`. */
+  storesAwaitingConfirmation(channel: ContactChannel, address: string): Promise<string[]> {
+    return this.channels.contactPoints.pendingStores(channel, address);
   }
 
   // --- the shopper's page -------------------------------------------------------------------
@@ -357,9 +358,9 @@ export class SubscriptionService {
     return this.channels.contactPoints.byIds(ids);
   }
 
-  /** A browser the push service says is gone: removed wherever it was given (a phone is never removed this way). */
+  /** A contact point its channel says is gone (a browser's push subscription): removed wherever it was given. */
   async removeContactPoint(id: string, reason: string): Promise<void> {
-    await this.channels.contactPoints.removeBrowser(id, reason, nowIso());
+    await this.channels.contactPoints.removeEverywhere(id, reason, nowIso());
   }
 
   async getSubscription(id: string, caller: Caller): Promise<Subscription> {

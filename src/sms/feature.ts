@@ -20,9 +20,9 @@ export { composeAlertText, composeConfirmationText, countSegments, helpText, typ
 /** Where a shopper's YES lands: the subscriptions feature, which owns the contact points. */
 export interface SmsConsent {
   /** Stores where this phone has an SMS contact point waiting for its YES. */
-  pendingSmsStores(phone: string): Promise<string[]>;
+  storesAwaitingConfirmation(channel: 'sms', phone: string): Promise<string[]>;
   /** Confirms the phone's pending SMS contact points at these stores; how many it confirmed. */
-  confirmSms(phone: string, storeDomains: string[]): Promise<number>;
+  confirmContactPoints(channel: 'sms', phone: string, storeDomains: string[]): Promise<number>;
 }
 
 

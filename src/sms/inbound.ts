@@ -118,13 +118,13 @@ export class SmsWebhooks {
    * asked this question of the phone through this one.
    */
   private async confirm(text: InboundText, path: WebhookPath): Promise<string[]> {
-    const candidates = await this.deps.consent.pendingSmsStores(text.from);
+    const candidates = await this.deps.consent.storesAwaitingConfirmation('sms', text.from);
     let confirmed: string[];
     if (path.storeDomain !== undefined) confirmed = candidates.filter((domain) => domain === path.storeDomain);
     else if (ownSenders(path.account, { number: text.to, messagingServiceSid: text.messagingServiceSid }).length === 0) confirmed = [];
     else confirmed = await this.textingFromService(candidates);
     if (confirmed.length === 0) return [];
-    return (await this.deps.consent.confirmSms(text.from, confirmed)) > 0 ? confirmed : [];
+    return (await this.deps.consent.confirmContactPoints('sms', text.from, confirmed)) > 0 ? confirmed : [];
   }
 
   /** Of these stores, those that text from the service's account (the route checked the text was signed by it). */
