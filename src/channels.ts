@@ -1,5 +1,6 @@
 import type { z } from 'zod';
-import { EMAIL_CHANNEL, type ContactPointKind } from './core/channels.ts';
+import { EMAIL_CHANNEL, type ChannelSignUp, type ContactPointKind, type SignUpBody, type SignUpContact } from './core/channels.ts';
+import type { OutboundPolicy } from './core/net/outbound-guard.ts';
 import { pushChannel } from './push/channel.ts';
 import { smsChannel } from './sms/channel.ts';
 
@@ -30,6 +31,11 @@ export const CONFIRMED_CHANNELS = CHANNEL_NAMES.filter((name) => CHANNELS[name].
 /** The contact channels whose new contact points wait for their own confirmation (a phone's YES). */
 export const PENDING_CHANNELS = CONTACT_CHANNELS.filter((name) => CHANNELS[name].contactPoint.startsAs === 'pending');
 
+/** Whether the shopper must still confirm the channel's sign-up (a mailed link, a phone's reply). */
+export function isConfirmed(channel: Channel): channel is ConfirmedChannel {
+  return CHANNELS[channel].confirmation !== 'none';
+}
+
 /** The channel a stored name names; a name the registry does not list is an error, not data. */
 export function channelNamed(name: string): Definitions[Channel] {
   if (!Object.prototype.hasOwnProperty.call(CHANNELS, name)) throw new Error(`No channel ${name} in the registry (src/channels.ts).`);
@@ -44,4 +50,33 @@ export function contactPointKind(channel: ContactChannel): ContactPointKind {
 export function contactChannelNamed(name: string): ContactChannel {
   if (!(CONTACT_CHANNELS as string[]).includes(name)) throw new Error(`No contact channel ${name} in the registry (src/channels.ts).`);
   return name as ContactChannel;
+}
+
+/** The channels a shopper can sign up beside their e-mail, each with its part of the sign-up bodies. */
+function signUps(): Array<[ContactChannel, ChannelSignUp]> {
+  return CONTACT_CHANNELS.flatMap((channel) => {
+    const signUp: ChannelSignUp | undefined = CHANNELS[channel].signUp;
+    return signUp ? [[channel, signUp] as [ContactChannel, ChannelSignUp]] : [];
+  });
+}
+
+/** Every channel's fields of the sign-up body `from` takes, in the registry's order. */
+export function signUpFields(from: 'storefront' | 'agent', policy: OutboundPolicy): z.ZodRawShape {
+  return Object.assign({}, ...signUps().map(([, signUp]) => (from === 'storefront' ? signUp.storefront(policy) : (signUp.agent ?? {}))));
+}
+
+/** What does not hold between a body's channel fields, as issues on their fields. */
+export function signUpIssues(body: SignUpBody, from: 'storefront' | 'agent'): Array<{ message: string; path: string[] }> {
+  return signUps().flatMap(([, signUp]) => {
+    const rule = from === 'storefront' ? signUp.storefrontRule : signUp.agentRule;
+    return rule && !rule.holds(body) ? [{ message: rule.message, path: rule.path }] : [];
+  });
+}
+
+/** The contact points a checked sign-up body asks for, each with its channel. */
+export function signUpContacts(body: SignUpBody, from: 'storefront' | 'agent'): Array<SignUpContact & { channel: ContactChannel }> {
+  return signUps().flatMap(([channel, signUp]) => {
+    const contact = signUp.contact(body, from);
+    return contact ? [{ ...contact, channel }] : [];
+  });
 }

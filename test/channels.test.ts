@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { WHY } from '../src/dispatch/rules.ts';
 import { OPTED_OUT } from '../src/sms/channel.ts';
-import { createStore, uniqueDomain, uniqueEmail } from './fixtures/agents.ts';
+import { agentOfMailed, createStore, uniqueDomain, uniqueEmail } from './fixtures/agents.ts';
 import { dialectSkip, testDialects, type TestApp } from './fixtures/app.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { channelAppForSuite } from './fixtures/channel-peers.ts';
@@ -173,6 +173,28 @@ for (const dialect of testDialects()) {
     };
 
     // --- 1. one shopper, three channels ---------------------------------------------------
+
+    it("an agent's subscribeAlert adds the phone with the consent words it gave, pending until the YES; a phone without them is refused and nothing is stored", BOUND, async () => {
+      const { domain, owner } = await shop();
+      const agent = await agentOfMailed(t.app, sink, domain, owner);
+      const subscribeAlert = (body: Record<string, unknown>) =>
+        t.app.inject({ method: 'POST', url: '/api/v1/alerts/subscribe', headers: { authorization: `Bearer ${agent.token}`, 'content-type': 'application/json' }, payload: JSON.stringify(body) });
+      const phone = uniquePhone();
+      const refused = await subscribeAlert({ shop: domain, productId: PRODUCTS.mug.id, email: uniqueEmail('no-words'), phone });
+      assert.equal(refused.statusCode, 400, refused.body);
+      assert.deepEqual(refused.json().errors.map((error: { pointer: string }) => error.pointer), ['/body/smsConsentText'], 'the missing words are named');
+      assert.equal((await t.database.db.selectFrom('contact_points').select('id').where('address_key', '=', phone).execute()).length, 0, 'no phone stored');
+
+      const email = uniqueEmail('agent-shopper');
+      const res = await subscribeAlert({ shop: domain, productId: PRODUCTS.mug.id, email, phone, smsConsentText: SMS_CONSENT });
+      assert.equal(res.statusCode, 200, res.body);
+      const points = await t.database.db.selectFrom('contact_points').selectAll().where('subscription_id', '=', res.json().subscriptionId).execute();
+      assert.deepEqual(
+        points.map((point) => [point.channel, point.address, point.status, point.consent_method, point.consent_text]),
+        [['sms', phone, 'pending', 'agent-api', SMS_CONSENT]],
+        'the phone waits for its own YES, with the words the agent said the shopper agreed to',
+      );
+    });
 
     it('a shopper signs up by e-mail, SMS and push; after the YES a restock reaches all three, each link through our redirect', BOUND, async () => {
       const { domain } = await shop();

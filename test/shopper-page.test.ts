@@ -10,7 +10,6 @@ import { createHash } from 'node:crypto';
 import axe from 'axe-core';
 import type { LightMyRequestResponse } from 'fastify';
 import type { Browser, Page } from 'playwright-core';
-import { smsContact } from '../src/alerts/service.ts';
 import type { SubscriptionRow } from '../src/alerts/repository.ts';
 import { after, before, describe, it } from './fixtures/suites.ts';
 import { createStore, uniqueDomain, uniqueEmail } from './fixtures/agents.ts';
@@ -79,8 +78,15 @@ describe("the shopper's page", () => {
         const contacts = options.contacts === false
           ? []
           : [
-              smsContact(PHONE, SMS_CONSENT, 'Europe/Paris'),
-              { channel: 'push' as const, endpoint: PUSH_ENDPOINT, endpointKey: createHash('sha256').update(PUSH_ENDPOINT).digest('hex'), p256dh: 'BPk-test-key', auth: 'test-auth', consent: { method: 'browser-permission', text: 'Notify me in this browser', page: null }, timeZone: null },
+              { channel: 'sms' as const, address: PHONE, addressKey: PHONE, details: {}, consent: SMS_CONSENT, timeZone: 'Europe/Paris' },
+              {
+                channel: 'push' as const,
+                address: PUSH_ENDPOINT,
+                addressKey: createHash('sha256').update(PUSH_ENDPOINT).digest('hex'),
+                details: { p256dh: 'BPk-test-key', auth: 'test-auth' },
+                consent: { method: 'browser-permission', text: 'Notify me in this browser', page: null },
+                timeZone: null,
+              },
             ];
         const mug = await alerts.subscribeShopper({ shop: domain, productId: 'mug', variantId: 'mug-large', email, consent: CONSENT, contacts, locale: options.locale ?? null });
         const kettle = await alerts.subscribeShopper({ shop: domain, productId: 'kettle', email, consent: CONSENT, locale: options.locale ?? null });

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { signUpFields, signUpIssues } from '../channels.ts';
+import { STRICT_OUTBOUND } from '../core/net/outbound-guard.ts';
 import { emailSchema } from '../core/email.ts';
 import { PLATFORM_NAME, platformOfId } from '../core/platforms.ts';
 import { shopSchema } from '../stores/schemas.ts';
@@ -23,10 +25,7 @@ export const subscriptionIdSchema = z
   .regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be a subscription id such as sub_...')
   .describe('Identifier of the subscription');
 
-/** E.164: a plus, the country code and the number, no spaces (what Twilio accepts). */
-export const phoneSchema = z.string().regex(/^\+[1-9][0-9]{6,14}$/, 'must be an E.164 phone number such as +15551234567');
-
-export const consentTextSchema = z.string().min(10).max(1000).describe('The consent wording shown to the shopper, stored as the record of their consent');
+export { consentTextSchema } from '../core/consent.ts';
 
 /** ISO 3166-1 alpha-2, as storefronts and Shopify's markets name countries. */
 export const countrySchema = z
@@ -43,10 +42,12 @@ export const subscribeAlertBody = z
       .optional()
       .describe("The merchant's store the product belongs to; an agent bound to a store subscribes for that store"),
     country: countrySchema.optional(),
-    phone: phoneSchema.optional().describe("Also text this number (E.164) when the product is back. The shopper must agree: give smsConsentText; the number gets a text asking for a YES, and no alert is texted before it"),
-    smsConsentText: consentTextSchema.optional().describe('The words the shopper agreed to for SMS, as shown to them (required with phone)'),
+    // Each channel's fields beside e-mail (the channel registry's).
+    ...signUpFields('agent', STRICT_OUTBOUND),
   })
-  .refine((body) => body.phone === undefined || body.smsConsentText !== undefined, { message: 'smsConsentText is required with phone: texts need the shopper’s recorded consent', path: ['smsConsentText'] })
+  .superRefine((body, ctx) => {
+    for (const issue of signUpIssues(body, 'agent')) ctx.addIssue({ code: 'custom', ...issue });
+  })
   .refine((body) => !body.variantId || platformOfId(body.variantId) === platformOfId(body.productId), { message: 'must be a variant of the same platform as productId', path: ['variantId'] })
   .describe('Alert subscription request');
 

@@ -10,7 +10,8 @@ import { canSee, ownStore, storeForWrite, type Caller } from '../core/http/calle
 import { Conflict, Forbidden, NotFound, Problem } from '../core/problems.ts';
 import type { TokenSigner } from '../core/signed-token.ts';
 import type { EffectiveSettings } from '../stores/schemas.ts';
-import { contactPointKind, PENDING_CHANNELS, type Channel, type ContactChannel } from '../channels.ts';
+import { contactPointKind, PENDING_CHANNELS, signUpContacts, type Channel, type ContactChannel } from '../channels.ts';
+import type { SignUpBody } from '../core/channels.ts';
 import { requiresConfirmation } from './consent.ts';
 import { CONTACT_POINTS_PER_CHANNEL, type ContactPointRepository, type ContactPointRow } from './contact-points.ts';
 import type { SubscribeAlertInput, Subscription } from './schemas.ts';
@@ -46,10 +47,21 @@ export interface ChannelDeps {
   requireStorePlatform(storeDomain: string, ids: PointedIds): Promise<void>;
 }
 
-/** A phone or browser a shopper adds to a subscription, with the consent given for it. */
-export type ExtraContact =
-  | { channel: 'sms'; phone: string; consent: Consent; timeZone: string | null }
-  | { channel: 'push'; endpoint: string; endpointKey: string; p256dh: string; auth: string; consent: Consent; timeZone: string | null };
+/** A phone or browser a shopper adds to a subscription (as its channel read it off the sign-up), with the consent given for it. */
+export interface ExtraContact {
+  channel: ContactChannel;
+  address: string;
+  addressKey: string;
+  /** What the channel keeps beyond the address, checked against its details schema when stored. */
+  details: unknown;
+  consent: Consent;
+  timeZone: string | null;
+}
+
+/** The phones and browsers a checked sign-up body asks for, each read off the body by its channel. */
+export function signUpExtraContacts(body: SignUpBody, from: 'storefront' | 'agent', page: string | null, timeZone: string | null): ExtraContact[] {
+  return signUpContacts(body, from).map(({ consent, ...contact }) => ({ ...contact, consent: { ...consent, page }, timeZone }));
+}
 
 /** Whose page the shopper's link opens: one address at one store. */
 export interface Shopper {
@@ -112,18 +124,18 @@ export class SubscriptionService {
       country: input.country ?? null,
       consent: { method: 'agent-api', text: `subscribed through the API by agent ${caller.agentId ?? 'unknown'}`, page: null },
     };
-    const sms = input.phone && input.smsConsentText ? smsContact(input.phone, { method: 'agent-api', text: input.smsConsentText, page: null }, null) : undefined;
+    const contacts = signUpExtraContacts(input, 'agent', null, null);
     // storeForWrite puts a bound agent on its own store: only an unbound one is third-party.
     const now = nowIso();
     const pending = store !== null && (await this.confirmationRequired(store, target.country));
     if (pending && caller.storeDomain !== null) {
       const row = await this.store.subscribePending(target, { storeDomain: store, agentId: caller.agentId, thirdParty: false }, now);
-      if (sms) await this.addContacts(row, [sms], now);
+      await this.addContacts(row, contacts, now);
       return { subscriptionId: row.id, status: row.status === 'active' ? 'active' : 'pending' };
     }
     if (caller.storeDomain !== null) {
       const row = await this.store.subscribe(target, { storeDomain: store, agentId: caller.agentId, thirdParty: false }, now);
-      if (sms) await this.addContacts(row, [sms], now);
+      await this.addContacts(row, contacts, now);
       await this.announceIfNew(row, now);
       return { subscriptionId: row.id, status: 'active' };
     }
@@ -137,7 +149,7 @@ export class SubscriptionService {
         { extensions: { limit: THIRD_PARTY_LIMIT_PER_STORE } },
       );
     }
-    if (sms) await this.addContacts(row, [sms], now);
+    await this.addContacts(row, contacts, now);
     if (row.status === 'pending') return { subscriptionId: row.id, status: 'pending' };
     await this.announceIfNew(row, now);
     return { subscriptionId: row.id, status: 'active' };
@@ -534,11 +546,6 @@ export class SubscriptionService {
   }
 }
 
-/** A phone the shopper gave, with the consent for it: pending until the phone answers YES. */
-export function smsContact(phone: string, consent: Consent, timeZone: string | null): ExtraContact {
-  return { channel: 'sms', phone, consent, timeZone };
-}
-
 function contactPointRow(subscription: SubscriptionRow, contact: ExtraContact, now: string): ContactPointRow {
   const common = {
     id: newOpaqueId('cp'),
@@ -557,6 +564,6 @@ function contactPointRow(subscription: SubscriptionRow, contact: ExtraContact, n
   // SMS always asks for a YES, whatever the store's e-mail opt-in; a browser's permission prompt is the shopper's explicit yes.
   const startsAs = contactPointKind(contact.channel).startsAs;
   const consent = { ...common, status: startsAs, confirmed_at: startsAs === 'active' ? now : null };
-  if (contact.channel === 'sms') return { ...consent, channel: 'sms', address: contact.phone, address_key: contact.phone, details: {} };
-  return { ...consent, channel: 'push', address: contact.endpoint, address_key: contact.endpointKey, details: { p256dh: contact.p256dh, auth: contact.auth } };
+  // The details are checked against the channel's schema as the row is stored.
+  return { ...consent, channel: contact.channel, address: contact.address, address_key: contact.addressKey, details: contact.details } as ContactPointRow;
 }

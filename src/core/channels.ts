@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Language } from './languages.ts';
+import type { OutboundPolicy } from './net/outbound-guard.ts';
 
 /**
  * What a notification channel is, as the channel registry (src/channels.ts) lists it, and what
@@ -25,6 +26,42 @@ export interface ChannelDefinition {
   readonly contactPoint: ContactPointKind | undefined;
   /** What the shopper's page says of the channel, in each language. */
   readonly pages: Readonly<Record<Language, ChannelWords>>;
+  /** How a shopper signs the channel up beside their e-mail; absent for e-mail, the sign-up's own. */
+  readonly signUp?: ChannelSignUp;
+}
+
+/**
+ * A channel's part of the sign-up bodies (the storefront's form, an agent's subscribeAlert): its
+ * fields, what must hold between them, and the contact point they ask for.
+ */
+export interface ChannelSignUp {
+  /** The storefront form's fields (`policy`: where the service may connect on the shopper's behalf). */
+  storefront(policy: OutboundPolicy): z.ZodRawShape;
+  /** What must hold between the storefront's fields (a phone needs its ticked consent). */
+  readonly storefrontRule?: SignUpRule;
+  /** subscribeAlert's fields; absent: an agent cannot sign the channel up. */
+  readonly agent?: z.ZodRawShape;
+  readonly agentRule?: SignUpRule;
+  /** The contact point a checked body asks for, if it names one, and how its consent was given. */
+  contact(body: SignUpBody, from: 'storefront' | 'agent'): SignUpContact | undefined;
+}
+
+/** A sign-up body as its schema checked it, read by each channel for its own fields. */
+export type SignUpBody = Readonly<Record<string, unknown>>;
+
+export interface SignUpRule {
+  holds(body: SignUpBody): boolean;
+  /** The issue when it does not, on the field `path` names. */
+  readonly message: string;
+  readonly path: string[];
+}
+
+export interface SignUpContact {
+  address: string;
+  /** What is compared for "one contact point per address": the number, a hash of the endpoint. */
+  addressKey: string;
+  details: unknown;
+  consent: { method: string; text: string };
 }
 
 export interface ChannelWords {

@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { pushSubscriptionSchema, type PushSubscriptionJson } from './subscription.ts';
 import { ChannelDeliveryError, type ChannelDefinition, type ChannelNotification, type ChannelSending, type StoreSending } from '../core/channels.ts';
 
 /** A browser's keys to encrypt its pushes with (RFC 8291), as it handed them over. */
@@ -18,6 +20,22 @@ export const pushChannel = {
     fr: { name: 'notifications du navigateur', point: (endpoint) => `Notification du navigateur, un navigateur (via ${pushHost(endpoint)})`, consent: { 'browser-permission': 'en autorisant les notifications du navigateur' } },
     de: { name: 'Browser-Benachrichtigungen', point: (endpoint) => `Browser-Benachrichtigung, ein Browser (über ${pushHost(endpoint)})`, consent: { 'browser-permission': 'durch Erlauben der Browser-Benachrichtigungen' } },
     es: { name: 'notificaciones del navegador', point: (endpoint) => `Notificación del navegador, un navegador (a través de ${pushHost(endpoint)})`, consent: { 'browser-permission': 'al permitir las notificaciones del navegador' } },
+  },
+  // Only the storefront: the subscription is the shopper's own browser's, handed over on the store's page.
+  signUp: {
+    storefront: (policy) => ({
+      push: pushSubscriptionSchema(policy).nullish().describe("This browser's push subscription (PushSubscription.toJSON()), given after the shopper allowed notifications"),
+    }),
+    contact(body, from) {
+      const push = body.push as PushSubscriptionJson | null | undefined;
+      if (!push || from !== 'storefront') return undefined;
+      return {
+        address: push.endpoint,
+        addressKey: createHash('sha256').update(push.endpoint).digest('base64url'),
+        details: { p256dh: push.keys.p256dh, auth: push.keys.auth },
+        consent: { method: 'browser-permission', text: 'allowed notifications from this site when asked by the browser' },
+      };
+    },
   },
 } as const satisfies ChannelDefinition;
 

@@ -1,8 +1,12 @@
 import { z } from 'zod';
 import { ChannelDeliveryError, type ChannelDefinition, type ChannelSending } from '../core/channels.ts';
+import { consentTextSchema } from '../core/consent.ts';
 import type { StoreService } from '../stores/service.ts';
 import type { SmsAccount } from './schemas.ts';
 import { composeAlertText } from './text.ts';
+
+/** A phone number as SMS takes it: E.164, a plus, the country code and the number, no spaces (what Twilio accepts). */
+export const phoneSchema = z.string().regex(/^\+[1-9][0-9]{6,14}$/, 'must be an E.164 phone number such as +15551234567');
 
 /** SMS in the channel registry (src/channels.ts): a phone, confirmed by its own YES, stopped by STOP. */
 export const smsChannel = {
@@ -19,6 +23,29 @@ export const smsChannel = {
     fr: { name: 'SMS', point: (phone) => `SMS ${maskedPhone(phone)}`, consent: { 'sms-reply': 'par SMS' } },
     de: { name: 'SMS', point: (phone) => `SMS ${maskedPhone(phone)}`, consent: { 'sms-reply': 'per SMS' } },
     es: { name: 'SMS', point: (phone) => `SMS ${maskedPhone(phone)}`, consent: { 'sms-reply': 'por SMS' } },
+  },
+  signUp: {
+    storefront: () => ({
+      phone: phoneSchema.nullish().describe('Also text this number (E.164); needs smsConsent'),
+      smsConsent: z.boolean().nullish().describe('The shopper ticked the SMS consent box (unticked by default); required with phone'),
+      smsConsentText: consentTextSchema.nullish().describe('The SMS consent wording shown beside the box'),
+    }),
+    // No number is texted without the ticked box and the words shown beside it.
+    storefrontRule: {
+      holds: (body) => !body.phone || (body.smsConsent === true && !!body.smsConsentText),
+      message: 'a phone number needs the ticked SMS consent (smsConsent: true) and the wording shown (smsConsentText)',
+      path: ['smsConsent'],
+    },
+    agent: {
+      phone: phoneSchema.optional().describe('Also text this number (E.164) when the product is back. The shopper must agree: give smsConsentText; the number gets a text asking for a YES, and no alert is texted before it'),
+      smsConsentText: consentTextSchema.optional().describe('The words the shopper agreed to for SMS, as shown to them (required with phone)'),
+    },
+    agentRule: { holds: (body) => body.phone === undefined || body.smsConsentText !== undefined, message: 'smsConsentText is required with phone: texts need the shopper’s recorded consent', path: ['smsConsentText'] },
+    contact(body, from) {
+      const { phone, smsConsentText: text } = body as { phone?: string | null; smsConsentText?: string | null };
+      if (!phone || !text || (from === 'storefront' && body.smsConsent !== true)) return undefined;
+      return { address: phone, addressKey: phone, details: {}, consent: { method: from === 'agent' ? 'agent-api' : 'storefront-checkbox', text } };
+    },
   },
 } as const satisfies ChannelDefinition;
 

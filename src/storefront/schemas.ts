@@ -1,9 +1,8 @@
 import { z } from 'zod';
-import { consentTextSchema, countrySchema, phoneSchema, productIdSchema, variantIdSchema } from '../alerts/schemas.ts';
+import { consentTextSchema, countrySchema, productIdSchema, variantIdSchema } from '../alerts/schemas.ts';
 import type { OutboundPolicy } from '../core/net/outbound-guard.ts';
-import { pushSubscriptionSchema } from '../push/schemas.ts';
 import { timeZoneSchema } from '../stores/schemas.ts';
-import { CONFIRMED_CHANNELS } from '../channels.ts';
+import { CONFIRMED_CHANNELS, signUpFields, signUpIssues } from '../channels.ts';
 import { emailSchema } from '../core/email.ts';
 import { shopSchema } from '../stores/schemas.ts';
 import { localeSchema } from '../stores/schemas.ts';
@@ -26,7 +25,10 @@ export const availabilityResponse = z
   })
   .describe('What the widget needs to decide whether to offer an alert (quantities are not disclosed)');
 
-/** The body's fields under the operator's outbound policy, which decides which push endpoints are accepted. */
+/**
+ * The body's fields: the sign-up's own, then each channel's (the channel registry's), under the
+ * operator's outbound policy, which decides which push endpoints are accepted.
+ */
 function shopperSubscribeFields(policy: OutboundPolicy) {
   return z.object({
     shop: shopSchema,
@@ -38,26 +40,22 @@ function shopperSubscribeFields(policy: OutboundPolicy) {
     consentText: consentTextSchema.nullish().describe('The words shown next to the button, kept as the record of the e-mail consent'),
     page: z.url().max(2048).nullish().describe('The product page the shopper subscribed on, kept with the consent'),
     timeZone: timeZoneSchema.nullish().describe("The shopper's time zone (IANA), for SMS quiet hours"),
-    phone: phoneSchema.nullish().describe('Also text this number (E.164); needs smsConsent'),
-    smsConsent: z.boolean().nullish().describe('The shopper ticked the SMS consent box (unticked by default); required with phone'),
-    smsConsentText: consentTextSchema.nullish().describe('The SMS consent wording shown beside the box'),
-    push: pushSubscriptionSchema(policy).nullish().describe("This browser's push subscription (PushSubscription.toJSON()), given after the shopper allowed notifications"),
+    ...signUpFields('storefront', policy),
   });
 }
 
-/** No number is texted without the ticked box and the words shown beside it. */
-function smsConsentGiven(body: { phone?: string | null | undefined; smsConsent?: boolean | null | undefined; smsConsentText?: string | null | undefined }): boolean {
-  return !body.phone || (body.smsConsent === true && !!body.smsConsentText);
+/** What must hold between each channel's fields (a phone needs its ticked consent), checked by the channel's rule. */
+function channelRules(body: Record<string, unknown>, ctx: z.RefinementCtx): void {
+  for (const issue of signUpIssues(body, 'storefront')) ctx.addIssue({ code: 'custom', ...issue });
 }
-const SMS_CONSENT_MISSING = { message: 'a phone number needs the ticked SMS consent (smsConsent: true) and the wording shown (smsConsentText)', path: ['smsConsent'] };
 
 export function shopperSubscribeBody(policy: OutboundPolicy) {
-  return shopperSubscribeFields(policy).refine(smsConsentGiven, SMS_CONSENT_MISSING).describe("A shopper's request to hear when a product is back");
+  return shopperSubscribeFields(policy).superRefine(channelRules).describe("A shopper's request to hear when a product is back");
 }
 
 /** The storefront's sign-up through Shopify's app proxy, less the store: there the store is the one Shopify signed. */
 export function proxySubscribeBody(policy: OutboundPolicy) {
-  return shopperSubscribeFields(policy).omit({ shop: true }).refine(smsConsentGiven, SMS_CONSENT_MISSING);
+  return shopperSubscribeFields(policy).omit({ shop: true }).superRefine(channelRules);
 }
 
 export const shopperSubscribeResponse = z

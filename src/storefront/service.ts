@@ -1,6 +1,5 @@
-import { createHash } from 'node:crypto';
-import type { ExtraContact, SubscriptionService } from '../alerts/service.ts';
-import type { ConfirmedChannel } from '../channels.ts';
+import { signUpExtraContacts, type SubscriptionService } from '../alerts/service.ts';
+import { isConfirmed, type ConfirmedChannel } from '../channels.ts';
 import { idsAt } from '../core/platforms.ts';
 import { NotFound } from '../core/problems.ts';
 import type { InventoryService } from '../inventory/service.ts';
@@ -74,23 +73,7 @@ export class StorefrontService {
     const domain = await this.customerStore(input.shop);
     await this.stores.requireStorePlatform(domain, idsAt('/body', input));
     const page = input.page ?? null;
-    const timeZone = input.timeZone ?? null;
-    const contacts: ExtraContact[] = [];
-    if (input.phone && input.smsConsent && input.smsConsentText) {
-      contacts.push({ channel: 'sms', phone: input.phone, consent: { method: 'storefront-checkbox', text: input.smsConsentText, page }, timeZone });
-    }
-    if (input.push) {
-      const { endpoint, keys } = input.push;
-      contacts.push({
-        channel: 'push',
-        endpoint,
-        endpointKey: createHash('sha256').update(endpoint).digest('base64url'),
-        p256dh: keys.p256dh,
-        auth: keys.auth,
-        consent: { method: 'browser-permission', text: 'allowed notifications from this site when asked by the browser', page },
-        timeZone,
-      });
-    }
+    const contacts = signUpExtraContacts(input, 'storefront', page, input.timeZone ?? null);
     const { confirmationRequired } = await this.alerts.subscribeShopper({
       shop: domain,
       productId: input.productId,
@@ -101,9 +84,9 @@ export class StorefrontService {
       consent: { method: 'storefront-form', text: input.consentText ?? 'Notify me when available', page },
       contacts,
     });
-    const confirmBy: ConfirmedChannel[] = [];
-    if (confirmationRequired) confirmBy.push('email');
-    if (input.phone && input.smsConsent) confirmBy.push('sms');
+    // The e-mail when the store asks for its link; each contact point whose channel waits for its own yes (a phone's reply).
+    const confirmBy: ConfirmedChannel[] = confirmationRequired ? ['email'] : [];
+    for (const { channel } of contacts) if (isConfirmed(channel)) confirmBy.push(channel);
     return { status: 'subscribed', confirmBy };
   }
 
