@@ -1,5 +1,7 @@
 import type { z } from 'zod';
-import { EMAIL_CHANNEL, type ChannelSignUp, type ContactPointKind, type SignUpBody, type SignUpContact } from './core/channels.ts';
+import type { ChannelNeeds } from './channel.ts';
+import { EMAIL_CHANNEL, type ChannelDefinition, type ChannelSignUp, type ContactPointKind, type SignUpBody, type SignUpContact } from './core/channels.ts';
+import type { Feature } from './core/feature.ts';
 import type { OutboundPolicy } from './core/net/outbound-guard.ts';
 import { pushChannel } from './push/channel.ts';
 import { smsChannel } from './sms/channel.ts';
@@ -79,4 +81,14 @@ export function signUpContacts(body: SignUpBody, from: 'storefront' | 'agent'): 
     const contact = signUp.contact(body, from);
     return contact ? [{ ...contact, channel }] : [];
   });
+}
+
+/** Each channel's feature, built in the registry's order; e-mail has none (the dispatch worker sends it). */
+export async function buildChannelFeatures(needs: ChannelNeeds): Promise<Feature<unknown>[]> {
+  const features: Feature<unknown>[] = [];
+  for (const name of CHANNEL_NAMES) {
+    const definition: ChannelDefinition = CHANNELS[name];
+    if (definition.build) features.push(await definition.build(needs));
+  }
+  return features;
 }

@@ -8,7 +8,7 @@ import type { Config } from './config.ts';
 import type { ChangeBus } from './core/changes/bus.ts';
 import { openChangeBus } from './core/changes/open.ts';
 import type { Database } from './core/db/database.ts';
-import { channelSendings, type Feature } from './core/feature.ts';
+import { channelConfirmations, channelSendings, type Feature } from './core/feature.ts';
 import type { MailTransport } from './core/mail/transport.ts';
 import { noMetrics, type Metrics } from './core/metrics.ts';
 import { loadServiceSecret } from './core/secrets.ts';
@@ -29,9 +29,7 @@ import { PLATFORMS, STORE_DOMAINS, STOREFRONT_PROXIES } from './platforms.ts';
 import { buildPayments } from './payments/feature.ts';
 import type { PaymentService } from './payments/service.ts';
 import { storefrontService } from './storefront/feature.ts';
-import { buildPush } from './push/feature.ts';
-import { buildSms } from './sms/feature.ts';
-import { confirmationTexter } from './sms/for-dispatch.ts';
+import { buildChannelFeatures } from './channels.ts';
 import { buildStores, withStoreOperations } from './stores/feature.ts';
 import type { OwnerChangeListener, StoreService } from './stores/service.ts';
 import { buildWebhooks, type WebhookService } from './webhooks/feature.ts';
@@ -55,7 +53,9 @@ export interface Domain {
 export interface DomainFeatures {
   domain: Domain;
   /** Each feature by name, for the web to place its own among them. */
-  built: Record<'stores' | 'inventory' | 'dispatch' | 'alerts' | 'sms' | 'push' | 'payments' | 'billing' | 'worker' | 'webhooks' | 'conversions' | 'notices', Feature<unknown>>;
+  built: Record<'stores' | 'inventory' | 'dispatch' | 'alerts' | 'payments' | 'billing' | 'worker' | 'webhooks' | 'conversions' | 'notices', Feature<unknown>>;
+  /** Each channel's feature beside e-mail, in the order the channel registry lists them. */
+  channels: Feature<unknown>[];
   /** All of them, in the order their routes register. */
   features: Feature<unknown>[];
   /** Signs what the service hands out and must recognise later (unsubscribe links, known devices). */
@@ -133,8 +133,18 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
     figures: (shop, from, to) => conversions.service.digestFigures(shop, from, to),
     titles: (shop, productId, variantId) => inventory.service.describeProduct(shop, productId, variantId),
   });
-  const sms = buildSms({ config, database, log, stores: stores.service, consent: alertsAlone.service, deliveries: dispatch.service });
-  // Double opt-in's mails and texts name the product (inventory) and text through SMS, both built on the alerts.
+  // Each channel beside e-mail, as the channel registry lists them, over the subscriptions, the ledger and the products.
+  const channels = await buildChannelFeatures({
+    config,
+    database,
+    log,
+    stores: stores.service,
+    alerts: alertsAlone.service,
+    dispatch: dispatch.service,
+    inventory: inventory.service,
+    storefrontProxies: STOREFRONT_PROXIES,
+  });
+  // Double opt-in's mails and the channels' confirmation requests (a phone's "reply YES" text), both built on the alerts.
   const alerts: Feature<SubscriptionService> = {
     ...alertsAlone,
     jobs: alertJobs({
@@ -144,10 +154,9 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
       log,
       settingsOf: (shop) => stores.service.settingsOf(shop),
       titleOf: async (shop, productId, variantId) => (await inventory.service.describeProduct(shop, productId, variantId))?.productTitle ?? undefined,
-      confirmations: { sms: confirmationTexter({ sms: sms.service, stores: stores.service, inventory: inventory.service, alerts: alertsAlone.service }) },
+      confirmations: channelConfirmations(channels),
     }),
   };
-  const push = await buildPush({ config, database, log, storefrontProxies: STOREFRONT_PROXIES });
   const platforms = opened.map((platform) =>
     platform.build({
       config,
@@ -167,7 +176,7 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
     }),
   );
   // In the order their routes register (the API index lists operations so).
-  const served = { stores, webhooks, inventory, dispatch, conversions, notices, alerts, sms, push, payments, billing };
+  const served = { stores, webhooks, inventory, dispatch, conversions, notices, alerts, payments, billing };
 
   const worker = buildDispatchWorker({
     config,
@@ -181,15 +190,16 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
     quota: billing.service,
     followUp: conversions.service,
     events: webhooks.service,
-    channels: channelSendings([sms, push]),
-    jobs: [...Object.values(served), ...platforms].flatMap((feature: Feature<unknown>) => feature.jobs ?? []),
+    channels: channelSendings(channels),
+    jobs: [...Object.values(served), ...channels, ...platforms].flatMap((feature: Feature<unknown>) => feature.jobs ?? []),
   });
   const built = { ...served, worker };
   return {
     built,
     signer,
     changes,
-    features: [...Object.values(built), ...platforms],
+    channels,
+    features: [...Object.values(built), ...channels, ...platforms],
     domain: {
       stores: stores.service,
       alerts: alerts.service,

@@ -24,7 +24,7 @@ export interface WebOptions {
 /** Every feature the HTTP app serves: the domain's, then those only the web has. */
 export async function buildWebFeatures(config: Config, database: Database, mail: MailTransport, log: FastifyBaseLogger, options: WebOptions = {}) {
   const metrics = openMetrics(config);
-  const { domain, built, signer, changes } = await buildDomainFeatures(config, database, mail, log, metrics);
+  const { domain, built, channels, signer, changes } = await buildDomainFeatures(config, database, mail, log, metrics);
   // First, so that its instrumentation wraps every other plugin and route.
   const observability = await buildObservability({ config, database, log, metrics, queue: queueReadings(database) });
   const agents = await buildAgents({ config, database, mail, stores: domain.stores, changes, cacheLookup: (hit) => metrics.tokenCacheLookup(hit), ...(options.mtlsBaseUrl ? { mtlsBaseUrl: options.mtlsBaseUrl } : {}) });
@@ -73,8 +73,7 @@ export async function buildWebFeatures(config: Config, database: Database, mail:
       built.conversions,
       ...Object.values(domain.platforms),
       built.alerts,
-      built.sms,
-      built.push,
+      ...channels,
       storefront,
       built.payments,
       built.billing,

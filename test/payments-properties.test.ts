@@ -299,7 +299,8 @@ for (const dialect of testDialects()) {
       const offlineChecks = ['payment-insufficient', 'invalid-challenge', 'payment-expired', 'method-unsupported'].reduce((sum, slug) => sum + (seen[`offline ${slug}`] ?? 0), 0);
       assert.ok(verified >= RUNS * 0.15, `reached verification ${verified} times: ${JSON.stringify(seen)}`);
       assert.ok(offlineChecks >= RUNS * 0.1, `refused by an offline check past decoding ${offlineChecks} times: ${JSON.stringify(seen)}`);
-      assert.ok((seen['verification payment-network-unreachable'] ?? 0) >= 5 && (seen['verification verification-failed'] ?? 0) >= 1, JSON.stringify(seen));
+      // At least once each: with a fresh seed per run, 150 proofs reached an unreachable network 4 times on one database and 15 on the other in the same run, so a floor of 5 failed at random.
+      assert.ok((seen['verification payment-network-unreachable'] ?? 0) >= 1 && (seen['verification verification-failed'] ?? 0) >= 1, JSON.stringify(seen));
     });
 
     it('refuses a proof that already paid (or was refused) for a request, storing nothing more', async () => {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Language } from './languages.ts';
+import type { Feature } from './feature.ts';
 import type { OutboundPolicy } from './net/outbound-guard.ts';
 
 /**
@@ -28,6 +29,13 @@ export interface ChannelDefinition {
   readonly pages: Readonly<Record<Language, ChannelWords>>;
   /** How a shopper signs the channel up beside their e-mail; absent for e-mail, the sign-up's own. */
   readonly signUp?: ChannelSignUp;
+  /**
+   * Builds the channel's feature (its sending as the feature's `channel`, its routes and jobs)
+   * from what the assembly hands every channel (`ChannelNeeds` in src/channel.ts); absent for
+   * e-mail, which the dispatch worker sends itself. Loaded only when called, so that reading the
+   * registry loads no feature.
+   */
+  build?(needs: unknown): Promise<Feature<unknown>>;
 }
 
 /**
@@ -93,6 +101,14 @@ export const EMAIL_CHANNEL = {
   contactPoint: undefined,
   pages: { en: { name: 'e-mail' }, fr: { name: 'e-mail' }, de: { name: 'E-Mail' }, es: { name: 'correo' } },
 } as const satisfies ChannelDefinition;
+
+/** A contact point waiting for its confirmation, as its channel's confirmation request reads it. */
+export interface PendingContactPoint {
+  id: string;
+  subscription_id: string;
+  store_domain: string | null;
+  address: string;
+}
 
 /** A channel's name as the tables keep it; the registry (src/channels.ts) says which names there are. */
 export type ChannelName = string;

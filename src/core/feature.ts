@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
-import type { ChannelName, ChannelSending } from './channels.ts';
+import type { ChannelName, ChannelSending, PendingContactPoint } from './channels.ts';
 import type { WorkerJob } from './jobs.ts';
 import type { Operation } from './operations.ts';
 
@@ -24,7 +24,8 @@ export interface PeriodicTask {
  * - `jobs`: background work handed to the dispatch worker (runs where the worker runs);
  * - `maintenance`: timers of every process serving HTTP;
  * - `channel`: a contact channel's sending (texts, browser push), which the dispatch worker asks
- *   by the channel's name;
+ *   by the channel's name, and its confirmation request to a new contact point (a phone's
+ *   "reply YES" text), which the subscriptions' jobs send;
  * - `close`: releases what the feature opened, after the app stops taking requests.
  */
 export interface Feature<S> {
@@ -34,13 +35,18 @@ export interface Feature<S> {
   routes?: FastifyPluginAsync[];
   jobs?: WorkerJob[];
   maintenance?: PeriodicTask[];
-  channel?: { name: ChannelName; sending: ChannelSending };
+  channel?: { name: ChannelName; sending: ChannelSending; confirm?: (point: PendingContactPoint) => Promise<void> };
   close?(): Promise<void>;
 }
 
 /** The contact channels' sendings the features offer, by channel name. */
 export function channelSendings(features: ReadonlyArray<Feature<unknown>>): Partial<Record<ChannelName, ChannelSending>> {
   return Object.fromEntries(features.flatMap((feature) => (feature.channel ? [[feature.channel.name, feature.channel.sending]] : [])));
+}
+
+/** The contact channels' confirmation requests the features offer, by channel name. */
+export function channelConfirmations(features: ReadonlyArray<Feature<unknown>>): Partial<Record<ChannelName, (point: PendingContactPoint) => Promise<void>>> {
+  return Object.fromEntries(features.flatMap((feature) => (feature.channel?.confirm ? [[feature.channel.name, feature.channel.confirm]] : [])));
 }
 
 /** What fastify-plugin records on a plugin: its name and the plugins that must load before it. */

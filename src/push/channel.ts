@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import type { ChannelNeeds } from '../channel.ts';
 import { pushSubscriptionSchema, type PushSubscriptionJson } from './subscription.ts';
 import { ChannelDeliveryError, type ChannelDefinition, type ChannelNotification, type ChannelSending, type StoreSending } from '../core/channels.ts';
 
@@ -36,6 +37,10 @@ export const pushChannel = {
         consent: { method: 'browser-permission', text: 'allowed notifications from this site when asked by the browser' },
       };
     },
+  },
+  async build(needs: ChannelNeeds) {
+    const { buildPush } = await import('./feature.ts');
+    return buildPush(needs);
   },
 } as const satisfies ChannelDefinition;
 

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ChannelDeliveryError, type ChannelDefinition, type ChannelSending } from '../core/channels.ts';
 import { consentTextSchema } from '../core/consent.ts';
+import type { ChannelNeeds } from '../channel.ts';
 import type { StoreService } from '../stores/service.ts';
 import type { SmsAccount } from './schemas.ts';
 import { composeAlertText } from './text.ts';
@@ -46,6 +47,10 @@ export const smsChannel = {
       if (!phone || !text || (from === 'storefront' && body.smsConsent !== true)) return undefined;
       return { address: phone, addressKey: phone, details: {}, consent: { method: from === 'agent' ? 'agent-api' : 'storefront-checkbox', text } };
     },
+  },
+  async build(needs: ChannelNeeds) {
+    const { buildSmsChannel } = await import('./feature.ts');
+    return buildSmsChannel(needs);
   },
 } as const satisfies ChannelDefinition;
 

@@ -1,10 +1,12 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Database } from '../core/db/database.ts';
-import type { DeliveryReport } from '../core/channels.ts';
+import type { ChannelNeeds } from '../channel.ts';
+import type { DeliveryReport, PendingContactPoint } from '../core/channels.ts';
 import type { Feature } from '../core/feature.ts';
 import type { StoreService } from '../stores/service.ts';
 import { smsChannelSending } from './channel.ts';
+import { confirmationTexter } from './confirmation-request.ts';
 import { SmsWebhooks } from './inbound.ts';
 import { SmsOptOutRepository } from './repository.ts';
 import { smsRoutes } from './routes.ts';
@@ -43,17 +45,25 @@ export interface SmsDeps {
   stores: Pick<StoreService, 'sendingProfile'>;
   consent: SmsConsent;
   deliveries: DeliveryReports;
+  /** The "reply YES" text a new number gets, once the service exists; absent: none is sent. */
+  confirmationOf?: (sms: SmsService) => (point: PendingContactPoint) => Promise<void>;
+}
+
+/** SMS as the channel registry builds it: over the subscriptions (a YES, the confirmation request's words) and the ledger (delivery reports). */
+export function buildSmsChannel(needs: ChannelNeeds): Feature<SmsService> {
+  const { stores, alerts, inventory } = needs;
+  return buildSms({ ...needs, consent: alerts, deliveries: needs.dispatch, confirmationOf: (sms) => confirmationTexter({ sms, stores, inventory, alerts }) });
 }
 
 /** SMS through Twilio: the channel dispatch sends with, and the webhooks Twilio calls. */
-export function buildSms({ config, database, log, stores, consent, deliveries }: SmsDeps): Feature<SmsService> {
+export function buildSms({ config, database, log, stores, consent, deliveries, confirmationOf }: SmsDeps): Feature<SmsService> {
   const optOuts = new SmsOptOutRepository(database);
   const http = new TwilioHttpClient({ apiUrl: config.sms.apiUrl, timeoutMs: config.sms.timeoutMs });
   const service = new SmsService({ sms: config.sms, baseUrl: config.baseUrl, optOuts, http });
   const webhooks = new SmsWebhooks({ sms: service, optOuts, stores, consent, deliveries, serviceName: config.serviceName, log });
   return {
     service,
-    channel: { name: 'sms', sending: smsChannelSending(service, stores) },
+    channel: { name: 'sms', sending: smsChannelSending(service, stores), ...(confirmationOf ? { confirm: confirmationOf(service) } : {}) },
     routes: [smsRoutes({ webhooks, baseUrl: config.baseUrl })],
     close: async () => http.close(),
   };

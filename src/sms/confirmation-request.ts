@@ -1,5 +1,5 @@
+import type { PendingContactPoint } from '../core/channels.ts';
 import type { SubscriptionService } from '../alerts/service.ts';
-import type { ContactPointRow } from '../alerts/service.ts';
 import type { InventoryService } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
 import { localeSchema } from '../stores/schemas.ts';
@@ -12,7 +12,7 @@ import { composeConfirmationText } from './text.ts';
  * text: the number stays pending and expires.
  */
 export function confirmationTexter(deps: { sms: SmsService; stores: Pick<StoreService, 'sendingProfile'>; inventory: Pick<InventoryService, 'describeProduct'>; alerts: Pick<SubscriptionService, 'subscriptionForWork'> }) {
-  return async (point: ContactPointRow): Promise<void> => {
+  return async (point: PendingContactPoint): Promise<void> => {
     if (!point.store_domain) return;
     const { settings, smsAccount } = await deps.stores.sendingProfile(point.store_domain);
     const account = deps.sms.accountFor(smsAccount);
