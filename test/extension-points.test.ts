@@ -6,7 +6,11 @@
  *   skills' price table and tenancy case must all follow;
  * - a platform is ONE folder and ONE entry in src/platforms.ts: its store domains, operation,
  *   signed webhook, reconciliation job (run by the worker), and product-form script in
- *   /widget-platforms.js must all follow, and the copy must still type-check.
+ *   /widget-platforms.js must all follow, and the copy must still type-check;
+ * - a notification channel is ONE folder and ONE entry in src/channels.ts: its sign-up fields in
+ *   subscribeAlert (and OpenAPI), its contact point, its sending when the product is back, its
+ *   words on the shopper's page and its own stop link must all follow, and the copy must still
+ *   type-check.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -296,5 +300,131 @@ describe('adding a platform', () => {
         assert.fail(`${config} of the copy: ${err.stdout ?? err}`);
       });
     }
+  });
+});
+
+/** A throwaway channel's folder: a pager reached by its number, signed up by agents. */
+const PAGER_CHANNEL = `
+import { z } from 'zod';
+import type { ChannelNeeds } from '../channel.ts';
+import type { ChannelDefinition } from '../core/channels.ts';
+import { consentTextSchema } from '../core/consent.ts';
+
+/** What the pager service was handed: the probe reads it. */
+export const PAGED: Array<{ to: string; headline: string; clickUrl: string; stopUrl: string }> = [];
+
+const pagerNumber = z.string().regex(/^[0-9]{4,10}$/, 'must be a pager number');
+const words = (name: string, point: string) => ({ name, point: (number: string) => point + ' ' + number });
+
+export const pagerChannel = {
+  label: 'Pager',
+  words: 'by pager',
+  confirmation: 'none',
+  optOut: 'link',
+  quietHours: false,
+  notSetUp: 'pagers are not set up on this service',
+  contactPoint: { device: 'pager', startsAs: 'active', details: z.object({}).strict() },
+  pages: { en: words('pages', 'Pager'), fr: words('bipeur', 'Bipeur'), de: words('Pager', 'Pager'), es: words('buscapersonas', 'Buscapersonas') },
+  signUp: {
+    storefront: () => ({}),
+    agent: { pager: pagerNumber.optional().describe('Also page this number'), pagerConsentText: consentTextSchema.optional().describe('The words the shopper agreed to for pages') },
+    agentRule: { holds: (body) => body.pager === undefined || body.pagerConsentText !== undefined, message: 'pagerConsentText is required with pager', path: ['pagerConsentText'] },
+    contact(body, from) {
+      const { pager, pagerConsentText } = body as { pager?: string; pagerConsentText?: string };
+      if (from !== 'agent' || !pager || !pagerConsentText) return undefined;
+      return { address: pager, addressKey: pager, details: {}, consent: { method: 'agent-api', text: pagerConsentText } };
+    },
+  },
+  async build(_needs: ChannelNeeds) {
+    const sending = {
+      refusal: () => undefined,
+      async deliver(notification: { contact: { address: string }; headline: string; clickUrl: string; stop: { url: string } }) {
+        PAGED.push({ to: notification.contact.address, headline: notification.headline, clickUrl: notification.clickUrl, stopUrl: notification.stop.url });
+        return {};
+      },
+    };
+    return { service: undefined, channel: { name: 'pager', sending: { forStore: async () => sending } } };
+  },
+} as const satisfies ChannelDefinition;
+`;
+
+const CHANNEL_PROBE = `
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { buildApp } from './src/app.ts';
+import { loadConfig } from './src/config.ts';
+import { Database } from './src/core/db/database.ts';
+import { PAGED } from './src/pager/channel.ts';
+
+const dir = mkdtempSync(path.join(os.tmpdir(), 'restock-extension-'));
+const config = loadConfig({ LOG_LEVEL: 'silent', BASE_URL: 'http://restock.test', ALLOWED_HOSTS: 'localhost', DATA_DIR: dir, DATABASE_URL: 'sqlite:' + path.join(dir, 'restock.db') });
+const database = Database.open(config.database);
+await database.migrate();
+const app = await buildApp(config, database);
+await app.ready();
+const shop = 'pager-shop.example.com';
+const productId = 'gid://woocommerce/Product/7';
+await app.restock.stores.createStore(shop, 'owner@pager-shop.example.com', 'woocommerce');
+const source = { kind: 'inventory-api', ref: 'probe', verified: true };
+await app.restock.inventory.reportStock(shop, [{ productId, variantId: null, available: 0, productTitle: 'Brass pager clip' }], source);
+const token = (await app.inject({ method: 'POST', url: '/api/agent/register', payload: { type: 'anonymous' } })).json().credential;
+const subscribe = (body) => app.inject({ method: 'POST', url: '/api/v1/alerts/subscribe', headers: { authorization: 'Bearer ' + token }, payload: body });
+const refused = await subscribe({ shop, productId, email: 'nowords@example.com', pager: '5551234' });
+const signed = await subscribe({ shop, productId, email: 'shopper@example.com', pager: '5551234', pagerConsentText: 'Page me once when it is back in stock.' });
+const openapi = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
+const body = openapi.paths['/api/v1/alerts/subscribe'].post.requestBody.content['application/json'].schema;
+await app.restock.inventory.reportStock(shop, [{ productId, variantId: null, available: 5 }], source);
+for (let turn = 0; turn < 5 && PAGED.length === 0; turn++) await app.restock.worker.turn();
+const page = await app.inject({ method: 'GET', url: new URL(app.restock.alerts.shopperPageUrl(signed.json().subscriptionId)).pathname, headers: { accept: 'text/html' } });
+const stop = PAGED[0] ? await app.inject({ method: 'POST', url: new URL(PAGED[0].stopUrl).pathname, headers: { 'content-type': 'application/x-www-form-urlencoded', origin: 'http://restock.test' }, payload: '' }) : undefined;
+const point = await database.db.selectFrom('contact_points').select(['channel', 'status', 'consent_text']).where('address', '=', '5551234').executeTakeFirst();
+console.log(JSON.stringify({
+  refused: [refused.statusCode, refused.json().errors?.map((error) => error.pointer)],
+  signed: signed.statusCode,
+  documented: Boolean(body.properties?.pager ?? body.allOf?.some((part) => part.properties?.pager)),
+  paged: PAGED.map((entry) => ({ to: entry.to, headline: entry.headline, redirect: entry.clickUrl.startsWith('http://restock.test/') })),
+  listed: page.body.includes('Pager 5551234'),
+  stopped: stop?.statusCode ?? null,
+  point,
+}));
+await app.close();
+await database.close();
+`;
+
+describe('adding a notification channel', () => {
+  let copy: string;
+  before(() => {
+    copy = mkdtempSync(path.join(ROOT, '.extension-check-'));
+    cpSync(path.join(ROOT, 'src'), path.join(copy, 'src'), { recursive: true });
+    mkdirSync(path.join(copy, 'src', 'pager'));
+    writeFileSync(path.join(copy, 'src', 'pager', 'channel.ts'), PAGER_CHANNEL);
+    // The one registry line (with its import).
+    const registry = path.join(copy, 'src', 'channels.ts');
+    const source = readFileSync(registry, 'utf8');
+    const listed = source.replace(/(export const CHANNELS = \{[^}]*)\}/, '$1, pager: pagerChannel }');
+    assert.notEqual(listed, source, 'src/channels.ts lists the channels in CHANNELS');
+    writeFileSync(registry, `import { pagerChannel } from './pager/channel.ts';\n${listed}`);
+    writeFileSync(path.join(copy, 'probe.ts'), CHANNEL_PROBE);
+    writeFileSync(path.join(copy, 'tsconfig.json'), readFileSync(path.join(ROOT, 'tsconfig.json'), 'utf8').replace('"include": ["src", "test", "bench", "bin"]', '"include": ["src"]'));
+  });
+  after(() => rmSync(copy, { recursive: true, force: true }));
+
+  it("takes one folder and one registry line: its sign-up, contact point, sending, page words and stop link follow", { timeout: 120_000 }, async () => {
+    const { stdout } = await run(process.execPath, ['--import', 'tsx', path.join(copy, 'probe.ts')], { cwd: ROOT, timeout: 110_000 });
+    const seen = JSON.parse(stdout.trim().split('\n').at(-1)!);
+    assert.deepEqual(seen.refused, [400, ['/body/pagerConsentText']], "its rule between its fields refuses a number without the shopper's words");
+    assert.equal(seen.signed, 200, 'subscribeAlert takes its fields');
+    assert.ok(seen.documented, 'its fields in /openapi.json');
+    assert.deepEqual(seen.paged, [{ to: '5551234', headline: 'Brass pager clip is back in stock', redirect: true }], 'the restock reaches it once, through its sending, with the product and our redirect');
+    assert.ok(seen.listed, "the shopper's page lists it in its own words");
+    assert.deepEqual(seen.point, { channel: 'pager', status: 'stopped', consent_text: 'Page me once when it is back in stock.' }, 'its own stop link stops it; the consent words are kept');
+  });
+
+  it('still type-checks with nothing else edited', { timeout: 240_000 }, async () => {
+    const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+    await run(process.execPath, [tsc, '--noEmit', '-p', path.join(copy, 'tsconfig.json')], { cwd: copy, timeout: 200_000 }).catch((err: { stdout?: string }) => {
+      assert.fail(`tsconfig.json of the copy: ${err.stdout ?? err}`);
+    });
   });
 });
