@@ -1,8 +1,10 @@
 import type { z } from 'zod';
 import type { ChannelNeeds } from './channel.ts';
-import { EMAIL_CHANNEL, type ChannelDefinition, type ChannelSignUp, type ContactPointKind, type SignUpBody, type SignUpContact } from './core/channels.ts';
+import { EMAIL_CHANNEL, type ChannelDefinition, type ChannelSignUp, type StorefrontOffer, type ContactPointKind, type SignUpBody, type SignUpContact } from './core/channels.ts';
 import type { Feature } from './core/feature.ts';
 import type { OutboundPolicy } from './core/net/outbound-guard.ts';
+
+export type { StorefrontOffer };
 import { pushChannel } from './push/channel.ts';
 import { smsChannel } from './sms/channel.ts';
 
@@ -57,7 +59,7 @@ export function contactChannelNamed(name: string): ContactChannel {
 /** The channels a shopper can sign up beside their e-mail, each with its part of the sign-up bodies. */
 function signUps(): Array<[ContactChannel, ChannelSignUp]> {
   return CONTACT_CHANNELS.flatMap((channel) => {
-    const signUp: ChannelSignUp | undefined = CHANNELS[channel].signUp;
+    const { signUp }: ChannelDefinition = CHANNELS[channel];
     return signUp ? [[channel, signUp] as [ContactChannel, ChannelSignUp]] : [];
   });
 }
@@ -91,4 +93,12 @@ export async function buildChannelFeatures(needs: ChannelNeeds): Promise<Feature
     if (definition.build) features.push(await definition.build(needs));
   }
   return features;
+}
+
+/** The channels the storefront's form offers under a store's switch, each with its offer. */
+export function storefrontOffers(): Array<[ContactChannel, StorefrontOffer]> {
+  return CONTACT_CHANNELS.flatMap((channel) => {
+    const { storefront }: ChannelDefinition = CHANNELS[channel];
+    return storefront ? [[channel, storefront] as [ContactChannel, StorefrontOffer]] : [];
+  });
 }

@@ -8,7 +8,7 @@ import type { Config } from './config.ts';
 import type { ChangeBus } from './core/changes/bus.ts';
 import { openChangeBus } from './core/changes/open.ts';
 import type { Database } from './core/db/database.ts';
-import { channelConfirmations, channelSendings, type Feature } from './core/feature.ts';
+import { channelConfirmations, channelOffers, channelSendings, type Feature } from './core/feature.ts';
 import type { MailTransport } from './core/mail/transport.ts';
 import { noMetrics, type Metrics } from './core/metrics.ts';
 import { loadServiceSecret } from './core/secrets.ts';
@@ -172,7 +172,7 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
       billing: billing.service,
       orders: conversions.service,
       // The storefront's answers, where they reach the service through the platform (Shopify's app proxy).
-      storefront: storefrontService({ stores: stores.service, inventory: inventory.service, alerts: alerts.service, offers: { sms: config.sms.account !== undefined, push: true } }),
+      storefront: storefrontService({ stores: stores.service, inventory: inventory.service, alerts: alerts.service, offers: channelOffers(channels) }),
     }),
   );
   // In the order their routes register (the API index lists operations so).

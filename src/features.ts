@@ -13,6 +13,7 @@ import { buildObservability, openMetrics } from './observability/feature.ts';
 import { buildShoppers } from './shoppers/feature.ts';
 import { buildStorefront } from './storefront/feature.ts';
 import { checkServed, declaredPrices } from './operations.ts';
+import { channelOffers } from './core/feature.ts';
 import { buildDomainFeatures } from './domain.ts';
 import { PLATFORMS } from './platforms.ts';
 
@@ -34,7 +35,7 @@ export async function buildWebFeatures(config: Config, database: Database, mail:
     stores: domain.stores,
     inventory: domain.inventory,
     alerts: domain.alerts,
-    offers: { sms: config.sms.account !== undefined, push: true },
+    offers: channelOffers(channels),
     platformForms: PLATFORMS.flatMap((platform) => platform.widgetForm ?? []),
   });
   const dashboard = buildDashboard({

@@ -343,7 +343,7 @@ export const pagerChannel = {
         return {};
       },
     };
-    return { service: undefined, channel: { name: 'pager', sending: { forStore: async () => sending } } };
+    return { service: undefined, channel: { name: 'pager', sending: { forStore: async () => sending }, offered: true } };
   },
 } as const satisfies ChannelDefinition;
 `;
@@ -374,6 +374,7 @@ const refused = await subscribe({ shop, productId, email: 'nowords@example.com',
 const signed = await subscribe({ shop, productId, email: 'shopper@example.com', pager: '5551234', pagerConsentText: 'Page me once when it is back in stock.' });
 const openapi = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
 const body = openapi.paths['/api/v1/alerts/subscribe'].post.requestBody.content['application/json'].schema;
+const offered = (await app.inject({ method: 'GET', url: '/storefront/v1/availability?' + new URLSearchParams({ shop, productId }) })).json().channels;
 await app.restock.inventory.reportStock(shop, [{ productId, variantId: null, available: 5 }], source);
 for (let turn = 0; turn < 5 && PAGED.length === 0; turn++) await app.restock.worker.turn();
 const page = await app.inject({ method: 'GET', url: new URL(app.restock.alerts.shopperPageUrl(signed.json().subscriptionId)).pathname, headers: { accept: 'text/html' } });
@@ -385,6 +386,7 @@ console.log(JSON.stringify({
   documented: Boolean(body.properties?.pager ?? body.allOf?.some((part) => part.properties?.pager)),
   paged: PAGED.map((entry) => ({ to: entry.to, headline: entry.headline, redirect: entry.clickUrl.startsWith('http://restock.test/') })),
   listed: page.body.includes('Pager 5551234'),
+  offered,
   stopped: stop?.statusCode ?? null,
   point,
 }));
@@ -418,6 +420,7 @@ describe('adding a notification channel', () => {
     assert.ok(seen.documented, 'its fields in /openapi.json');
     assert.deepEqual(seen.paged, [{ to: '5551234', headline: 'Brass pager clip is back in stock', redirect: true }], 'the restock reaches it once, through its sending, with the product and our redirect');
     assert.ok(seen.listed, "the shopper's page lists it in its own words");
+    assert.deepEqual(seen.offered, { sms: false, push: true, pager: false }, 'the widget is told of it, not offered on the form (it defines no storefront offer)');
     assert.deepEqual(seen.point, { channel: 'pager', status: 'stopped', consent_text: 'Page me once when it is back in stock.' }, 'its own stop link stops it; the consent words are kept');
   });
 

@@ -29,6 +29,8 @@ export interface ChannelDefinition {
   readonly pages: Readonly<Record<Language, ChannelWords>>;
   /** How a shopper signs the channel up beside their e-mail; absent for e-mail, the sign-up's own. */
   readonly signUp?: ChannelSignUp;
+  /** How the storefront's sign-up form offers it, under the store's switch; absent: not on the form (agents sign it up). */
+  readonly storefront?: StorefrontOffer;
   /**
    * Builds the channel's feature (its sending as the feature's `channel`, its routes and jobs)
    * from what the assembly hands every channel (`ChannelNeeds` in src/channel.ts); absent for
@@ -36,6 +38,18 @@ export interface ChannelDefinition {
    * registry loads no feature.
    */
   build?(needs: unknown): Promise<Feature<unknown>>;
+}
+
+/** A channel on the storefront's form: the store's switch for it, and what unset means. */
+export interface StorefrontOffer {
+  /** The switch in the store's settings, as the settings API describes it. */
+  readonly setting: string;
+  /** The switch in force, as the store's view describes it. */
+  readonly inForce: string;
+  /** Unset: offered (true), or offered where the service can send it for the store (null). */
+  readonly byDefault: true | null;
+  /** The dashboard's switch: its label, the line under it, and the words for unset when that depends. */
+  readonly dashboard: { readonly label: string; readonly hint: string; readonly unset?: string };
 }
 
 /**

@@ -35,13 +35,24 @@ export interface Feature<S> {
   routes?: FastifyPluginAsync[];
   jobs?: WorkerJob[];
   maintenance?: PeriodicTask[];
-  channel?: { name: ChannelName; sending: ChannelSending; confirm?: (point: PendingContactPoint) => Promise<void> };
+  channel?: {
+    name: ChannelName;
+    sending: ChannelSending;
+    /** The service itself can send it for any store (SMS: its own Twilio account); else only stores with their own. */
+    offered: boolean;
+    confirm?: (point: PendingContactPoint) => Promise<void>;
+  };
   close?(): Promise<void>;
 }
 
 /** The contact channels' sendings the features offer, by channel name. */
 export function channelSendings(features: ReadonlyArray<Feature<unknown>>): Partial<Record<ChannelName, ChannelSending>> {
   return Object.fromEntries(features.flatMap((feature) => (feature.channel ? [[feature.channel.name, feature.channel.sending]] : [])));
+}
+
+/** Whether the service itself can send each contact channel for any store, by channel name. */
+export function channelOffers(features: ReadonlyArray<Feature<unknown>>): Partial<Record<ChannelName, boolean>> {
+  return Object.fromEntries(features.flatMap((feature) => (feature.channel ? [[feature.channel.name, feature.channel.offered]] : [])));
 }
 
 /** The contact channels' confirmation requests the features offer, by channel name. */

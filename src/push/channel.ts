@@ -38,6 +38,12 @@ export const pushChannel = {
       };
     },
   },
+  storefront: {
+    setting: 'Offer browser push alerts on the storefront (default true)',
+    inForce: 'Offer browser push on the storefront',
+    byDefault: true,
+    dashboard: { label: 'Offer browser notifications', hint: '“Also notify me in this browser” on the sign-up form.' },
+  },
   async build(needs: ChannelNeeds) {
     const { buildPush } = await import('./feature.ts');
     return buildPush(needs);

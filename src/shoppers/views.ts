@@ -1,5 +1,6 @@
 import type { ContactPointRow } from '../alerts/service.ts';
 import { CHANNELS, CONTACT_CHANNELS, type Channel } from '../channels.ts';
+import type { ChannelWords } from '../core/channels.ts';
 import { html, page, type SafeHtml } from '../core/html.ts';
 import type { ListedSubscription, ShopperPage } from './service.ts';
 import type { Language } from '../core/languages.ts';
@@ -54,7 +55,7 @@ ${isLive(entry) ? subscriptionForms(entry, base, s, title) : ''}
 function channelItems(entry: ListedSubscription, s: Strings, language: Language): SafeHtml[] {
   const email = html`<li>${s.email} (${entry.row.email}): ${entry.row.email_muted === 1 ? s.emailMuted : s.emailOn}</li>`;
   const others = entry.contactPoints.map(
-    (point) => html`<li>${CHANNELS[point.channel].pages[language].point(point.address)}: ${s.point[point.status]}
+    (point) => html`<li>${(CHANNELS[point.channel].pages[language] as ChannelWords).point?.(point.address) ?? point.address}: ${s.point[point.status]}
 <br><span class="muted">${s.consentLabel}: ${consentRecord(s, language, point.consent_method, point.consent_text, point.consent_page, point.consent_at, point.confirmed_at)}</span></li>`,
   );
   return [email, ...others];

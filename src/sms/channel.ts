@@ -48,6 +48,12 @@ export const smsChannel = {
       return { address: phone, addressKey: phone, details: {}, consent: { method: from === 'agent' ? 'agent-api' : 'storefront-checkbox', text } };
     },
   },
+  storefront: {
+    setting: 'Offer SMS alerts on the storefront (default: when an SMS sender is configured)',
+    inForce: 'Offer SMS on the storefront; null: when an SMS sender is configured',
+    byDefault: null,
+    dashboard: { label: 'Offer SMS alerts', hint: 'A phone field and an unticked consent box on the sign-up form.', unset: 'When an SMS sender is set up' },
+  },
   async build(needs: ChannelNeeds) {
     const { buildSmsChannel } = await import('./feature.ts');
     return buildSmsChannel(needs);

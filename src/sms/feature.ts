@@ -63,7 +63,7 @@ export function buildSms({ config, database, log, stores, consent, deliveries, c
   const webhooks = new SmsWebhooks({ sms: service, optOuts, stores, consent, deliveries, serviceName: config.serviceName, log });
   return {
     service,
-    channel: { name: 'sms', sending: smsChannelSending(service, stores), ...(confirmationOf ? { confirm: confirmationOf(service) } : {}) },
+    channel: { name: 'sms', sending: smsChannelSending(service, stores), offered: config.sms.account !== undefined, ...(confirmationOf ? { confirm: confirmationOf(service) } : {}) },
     routes: [smsRoutes({ webhooks, baseUrl: config.baseUrl })],
     close: async () => http.close(),
   };

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { consentTextSchema, countrySchema, productIdSchema, variantIdSchema } from '../alerts/schemas.ts';
 import type { OutboundPolicy } from '../core/net/outbound-guard.ts';
 import { timeZoneSchema } from '../stores/schemas.ts';
-import { CONFIRMED_CHANNELS, signUpFields, signUpIssues } from '../channels.ts';
+import { CONFIRMED_CHANNELS, CONTACT_CHANNELS, signUpFields, signUpIssues, type ContactChannel } from '../channels.ts';
 import { emailSchema } from '../core/email.ts';
 import { shopSchema } from '../stores/schemas.ts';
 import { localeSchema } from '../stores/schemas.ts';
@@ -20,8 +20,8 @@ export const availabilityResponse = z
       .array(z.object({ variantId: variantIdSchema, soldOut: z.boolean() }))
       .describe('Variants whose stock the service knows; any other variant is unknown'),
     channels: z
-      .object({ sms: z.boolean(), push: z.boolean() })
-      .describe('What the sign-up form may offer beside e-mail: a phone number (SMS) and "notify me in this browser" (web push); both false while nothing is sold out'),
+      .object(Object.fromEntries(CONTACT_CHANNELS.map((channel) => [channel, z.boolean()])) as Record<ContactChannel, z.ZodBoolean>)
+      .describe('What the sign-up form may offer beside e-mail, by channel: a phone number (SMS), "notify me in this browser" (web push); all false while nothing is sold out'),
   })
   .describe('What the widget needs to decide whether to offer an alert (quantities are not disclosed)');
 

@@ -1,5 +1,5 @@
 import { signUpExtraContacts, type SubscriptionService } from '../alerts/service.ts';
-import { isConfirmed, type ConfirmedChannel } from '../channels.ts';
+import { CONTACT_CHANNELS, isConfirmed, type ConfirmedChannel, type ContactChannel } from '../channels.ts';
 import { idsAt } from '../core/platforms.ts';
 import { NotFound } from '../core/problems.ts';
 import type { InventoryService } from '../inventory/service.ts';
@@ -9,11 +9,11 @@ import { availabilityAnswerOf, type AvailabilityAnswer, type AvailabilityCache }
 
 export { embedSnippet } from './embed.ts';
 
-/** Whether the service has an SMS sender of its own and can send web push at all. */
-export interface ServiceChannels {
-  sms: boolean;
-  push: boolean;
-}
+/** Whether the service itself can send each channel beside e-mail for any store (its channels' features' word). */
+export type ServiceChannels = Partial<Record<ContactChannel, boolean>>;
+
+/** Every channel off: what a page that shows no form, or a store that takes no alerts, is told. */
+const NO_CHANNELS = Object.fromEntries(CONTACT_CHANNELS.map((channel) => [channel, false])) as Record<ContactChannel, boolean>;
 
 /** What the storefront widget asks of the service: a product's availability and a shopper's subscription. */
 export class StorefrontService {
@@ -22,7 +22,7 @@ export class StorefrontService {
     private readonly inventory: InventoryService,
     private readonly alerts: SubscriptionService,
     /** What the service itself can send beside e-mail, whatever the store. */
-    private readonly offers: ServiceChannels = { sms: false, push: false },
+    private readonly offers: ServiceChannels = {},
     /** Answers kept between changes; without it, each is built from the database. */
     private readonly cache?: AvailabilityCache,
   ) {}
@@ -49,7 +49,7 @@ export class StorefrontService {
   /** The answer, and whether the store is a customer (never sent: see `availability`). */
   private async availabilityOf(shop: string, productId: string) {
     const domain = await this.stores.activeStore(shop);
-    if (!domain) return { answer: { shop: shop.toLowerCase(), productId, soldOut: null, variants: [], channels: { sms: false, push: false } }, customer: false };
+    if (!domain) return { answer: { shop: shop.toLowerCase(), productId, soldOut: null, variants: [], channels: NO_CHANNELS }, customer: false };
     const rows = await this.inventory.availabilityOf(domain, productId);
     const variants = rows
       .filter((row) => row.variantId !== null)
@@ -60,14 +60,10 @@ export class StorefrontService {
     else if (whole) productSoldOut = soldOut(whole);
     // Only a page that shows the form needs to know its channels; an in-stock page costs no more.
     const showsForm = productSoldOut === true || variants.some((variant) => variant.soldOut);
-    const channels = showsForm ? await this.channelsOf(domain) : { sms: false, push: false };
+    const channels = showsForm ? await this.stores.storefrontChannels(domain, this.offers) : NO_CHANNELS;
     return { answer: { shop: domain, productId, soldOut: productSoldOut, variants, channels }, customer: true };
   }
 
-  private async channelsOf(domain: string): Promise<{ sms: boolean; push: boolean }> {
-    const offered = await this.stores.storefrontChannels(domain, this.offers.sms);
-    return { sms: offered.sms, push: offered.push && this.offers.push };
-  }
 
   async subscribeShopper(input: ShopperSubscribeInput): Promise<{ status: 'subscribed'; confirmBy: ConfirmedChannel[] }> {
     const domain = await this.customerStore(input.shop);

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { storefrontOffers, type ContactChannel } from '../channels.ts';
 import { alertTemplateSchema, localeSchema, storeSettingsSchema } from './settings.ts';
 import { parseSmtpUrl, SmtpUrlError } from '../core/mail/smtp-url.ts';
 
@@ -41,6 +42,13 @@ export function platformOfDomain(domains: StoreDomains, domain: string): string 
   return domains.find(([pattern]) => pattern.test(lower))?.[1];
 }
 
+/** Each channel's storefront switch in force; nullable where unset depends on the store (SMS: a sender). */
+function switchesInForceSchema(): Record<ContactChannel, z.ZodType<boolean | null>> {
+  return Object.fromEntries(
+    storefrontOffers().map(([channel, offer]) => [channel, (offer.byDefault === null ? z.boolean().nullable() : z.boolean()).describe(offer.inForce)]),
+  ) as unknown as Record<ContactChannel, z.ZodType<boolean | null>>;
+}
+
 const effectiveSettingsSchema = z
   .object({
     batchMultiplier: z.number().describe('Subscribers mailed per unit in stock, per batch'),
@@ -59,8 +67,7 @@ const effectiveSettingsSchema = z
     country: z.string().nullable().describe("The store's country (ISO 3166-1 alpha-2), for doubleOptIn auto"),
     smsQuietHours: z.object({ start: z.number(), end: z.number() }).describe('No SMS between these hours, local to the shopper'),
     timeZone: z.string().describe("The store's time zone, for quiet hours when the shopper's is unknown"),
-    sms: z.boolean().nullable().describe('Offer SMS on the storefront; null: when an SMS sender is configured'),
-    push: z.boolean().describe('Offer browser push on the storefront'),
+    ...switchesInForceSchema(),
   })
   .describe('Batch policy, language and template in force (the store’s own values, else the defaults)');
 

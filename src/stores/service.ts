@@ -1,6 +1,7 @@
 // Longer than most files on purpose: a store's whole life (install, settings, senders sealed at
 // rest, uninstall and redaction) decided in one service.
 import { z } from 'zod';
+import { CONTACT_CHANNELS, storefrontOffers, type ContactChannel } from '../channels.ts';
 import { DEFAULT_BATCH_POLICY, type BatchPolicy } from '../config.ts';
 import { nowIso } from '../core/clock.ts';
 import { emailSchema, normaliseEmail } from '../core/email.ts';
@@ -168,15 +169,18 @@ export class StoreService {
   }
 
   /**
-   * Which extra channels the store's sign-up form offers: its own settings, else SMS when a
-   * sender exists (the store's own, or the service's when `serviceSms`) and push always.
+   * Which channels beside e-mail the store's sign-up form offers: each channel's switch (the
+   * channel registry's default when unset), where the channel can be sent for the store — by the
+   * service itself (`offered`, its features' word), or from the store's own account (SMS's sender,
+   * the one channel a store may set its own account for, kept here).
    */
-  async storefrontChannels(domain: string, serviceSms: boolean): Promise<{ sms: boolean; push: boolean }> {
+  async storefrontChannels(domain: string, offered: Partial<Record<ContactChannel, boolean>>): Promise<Record<ContactChannel, boolean>> {
     const row = await this.store.storefrontOffer(domain);
-    if (row?.status !== 'active') return { sms: false, push: false };
-    const settings = parseStoredSettings(row.settings);
-    const hasSender = row.sms_sender_sealed !== null || serviceSms;
-    return { sms: hasSender && (settings.sms ?? true), push: settings.push ?? true };
+    const settings = row?.status === 'active' ? effectiveSettings(parseStoredSettings(row.settings), this.defaults) : undefined;
+    const ownAccount: Partial<Record<ContactChannel, boolean>> = { sms: row?.sms_sender_sealed != null };
+    const onTheForm = new Set(storefrontOffers().map(([channel]) => channel));
+    const offers = (channel: ContactChannel) => onTheForm.has(channel) && settings !== undefined && settings[channel] !== false && (offered[channel] === true || ownAccount[channel] === true);
+    return Object.fromEntries(CONTACT_CHANNELS.map((channel) => [channel, offers(channel)])) as Record<ContactChannel, boolean>;
   }
 
   /** getStore: the store's configuration, for a caller bound to it. */

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { BatchPolicy } from '../config.ts';
+import { storefrontOffers, type ContactChannel } from '../channels.ts';
 import { LANGUAGES } from '../core/languages.ts';
 
 export const localeSchema = z.enum(LANGUAGES).describe('Language of the alert e-mails');
@@ -88,15 +89,25 @@ export const storeSettingsSchema = z
     country: z.string().regex(/^[A-Z]{2}$/, 'must be a two-letter country code such as DE').optional().describe("The store's country (ISO 3166-1 alpha-2), for doubleOptIn auto"),
     smsQuietHours: quietHoursSchema.optional(),
     timeZone: timeZoneSchema.optional().describe("The store's time zone (IANA), for quiet hours when the shopper's is unknown (default UTC)"),
-    sms: z.boolean().optional().describe('Offer SMS alerts on the storefront (default: when an SMS sender is configured)'),
-    push: z.boolean().optional().describe('Offer browser push alerts on the storefront (default true)'),
+    // Each channel's switch on the storefront's form (the channel registry's), named after the channel.
+    ...storefrontSwitches(),
   })
   .strict();
+
+/** A store's switch for each channel the storefront's form may offer. */
+function storefrontSwitches(): Record<ContactChannel, z.ZodOptional<z.ZodBoolean>> {
+  return Object.fromEntries(storefrontOffers().map(([channel, offer]) => [channel, z.boolean().optional().describe(offer.setting)])) as Record<ContactChannel, z.ZodOptional<z.ZodBoolean>>;
+}
 
 export type StoreSettings = z.infer<typeof storeSettingsSchema>;
 
 /** A store's settings with the service defaults filled in: what dispatch works with. */
-export interface EffectiveSettings extends BatchPolicy {
+export type EffectiveSettings = BaseSettings & StorefrontSwitches;
+
+/** Each channel's switch in force: on, off, or (null) on where the service can send it for the store. */
+export type StorefrontSwitches = Record<ContactChannel, boolean | null>;
+
+interface BaseSettings extends BatchPolicy {
   locale: z.infer<typeof localeSchema>;
   senderName: string | undefined;
   template: z.infer<typeof alertTemplateSchema>;
@@ -111,9 +122,6 @@ export interface EffectiveSettings extends BatchPolicy {
   country: string | null;
   smsQuietHours: { start: number; end: number };
   timeZone: string;
-  /** null: offered when an SMS sender is configured. */
-  sms: boolean | null;
-  push: boolean;
 }
 
 export function effectiveSettings(stored: StoreSettings, defaults: BatchPolicy): EffectiveSettings {
@@ -134,8 +142,7 @@ export function effectiveSettings(stored: StoreSettings, defaults: BatchPolicy):
     country: stored.country ?? null,
     smsQuietHours: stored.smsQuietHours ?? { ...DEFAULT_SMS_QUIET_HOURS },
     timeZone: stored.timeZone ?? 'UTC',
-    sms: stored.sms ?? null,
-    push: stored.push ?? true,
+    ...switchesInForce(stored),
   };
 }
 
@@ -147,4 +154,9 @@ export function parseStoredSettings(json: string): StoreSettings {
   } catch {
     return {};
   }
+}
+
+/** Each switch as set, else its channel's default. */
+function switchesInForce(stored: StoreSettings): StorefrontSwitches {
+  return Object.fromEntries(storefrontOffers().map(([channel, offer]) => [channel, stored[channel] ?? offer.byDefault])) as StorefrontSwitches;
 }
