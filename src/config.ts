@@ -7,11 +7,11 @@ import type { PlanSettings } from './billing/plans.ts';
 import { parseAllowedHosts, type HostName } from './core/http/host-names.ts';
 import { parseOutboundAllowList, type OutboundPolicy } from './core/net/outbound-guard.ts';
 import { decodeKey } from './core/sealed-secrets.ts';
-import { pushConfig, type PushConfig } from './push/settings.ts';
-import { isApiOrigin, smsConfig, type SmsConfig } from './sms/settings.ts';
-import { DEFAULT_RETRY_SCHEDULE, retrySchedulePattern, webhookConfig, type WebhookConfig } from './webhooks/settings.ts';
+import { pushConfig, pushSettings, type PushConfig } from './push/settings.ts';
+import { smsConfig, smsSettings, type SmsConfig } from './sms/settings.ts';
+import { webhookConfig, webhookSettings, type WebhookConfig } from './webhooks/settings.ts';
 import { parsePostgresUrl, parseRedisUrl, ServiceUrlError } from './core/service-urls.ts';
-import { isOtlpEndpoint, observabilityConfig, type ObservabilityConfig } from './observability/settings.ts';
+import { observabilityConfig, observabilitySettings, type ObservabilityConfig } from './observability/settings.ts';
 
 /** The batch policy a store follows until it sets its own (docs/dispatch.md says why). */
 export const DEFAULT_BATCH_POLICY: BatchPolicy = { batchMultiplier: 2, batchIntervalSeconds: 600, minStock: 1, frequencyCapMinutes: 60 };
@@ -114,26 +114,15 @@ const envSchema = z.object({
   PLAN_GROWTH_PRICE_CENTS: z.coerce.number().int().min(50).default(2_999).describe("The growth plan's monthly price in US cents"),
   FREE_ALERTS_PER_MONTH: z.coerce.number().int().min(0).default(100).describe('Alerts a month for a store with no plan in force (none, pending, cancelled)'),
   PAYMENT_SETTLE_TIMEOUT_MS: z.coerce.number().int().min(100).default(15_000).describe('A facilitator or payment processor call slower than this is unreachable (verify) or recorded as pending and reconciled (settle)'),
-  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000).describe("Outgoing webhooks: the longest one HTTP exchange with a store's endpoint may take, redirects included (docs/webhooks.md)"),
-  WEBHOOK_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(10).describe('Outgoing webhooks: attempts of one delivery before it is given up'),
-  WEBHOOK_RETRY_SCHEDULE: z.string().regex(retrySchedulePattern, 'durations such as 5s,5m,2h, comma separated').default(DEFAULT_RETRY_SCHEDULE).describe('Outgoing webhooks: delays before each retry, comma-separated (units ms, s, m, h), jittered by ±10%; the last repeats'),
-  WEBHOOK_DISABLE_AFTER_FAILURES: z.coerce.number().int().min(1).default(20).describe('Outgoing webhooks: an endpoint is disabled after this many consecutive failed attempts that have gone on for `WEBHOOK_DISABLE_AFTER_HOURS`'),
-  WEBHOOK_DISABLE_AFTER_HOURS: z.coerce.number().int().min(0).default(24).describe("Outgoing webhooks: how long an endpoint's failures must have gone on before it is disabled"),
-  TWILIO_ACCOUNT_SID: z.string().regex(/^AC[0-9a-f]{32}$/, 'a Twilio Account SID (AC and 32 hex digits)').optional().describe("SMS: the service's own Twilio account, with `TWILIO_AUTH_TOKEN` and `TWILIO_FROM` (all three, or none: then only stores with their own account text); see docs/sms.md"),
-  TWILIO_AUTH_TOKEN: z.string().regex(/^[0-9a-f]{32}$/, 'a Twilio auth token (32 hex digits)').optional().describe("SMS: the service's own Twilio account's auth token"),
-  TWILIO_FROM: z.string().regex(/^(\+[1-9][0-9]{6,14}|MG[0-9a-f]{32})$/, 'an E.164 number or a Messaging Service SID').optional().describe("SMS: the service's own sender, an E.164 number or a Messaging Service SID"),
-  TWILIO_API_URL: z.url().refine(isApiOrigin, 'an http(s) origin, without credentials, path or query').default('https://api.twilio.com').describe("Twilio's REST API, an origin only; only a test stand-in changes it"),
-  PUSH_SUBJECT: z.string().regex(/^(mailto:[^\s]+|https:\/\/[^\s]+)$/, 'a mailto: or https: URL').optional().describe('Web push: the VAPID contact, `mailto:` or `https:` (unset: `mailto:` the `MAIL_FROM` address); see docs/push.md'),
-  PUSH_TTL_SECONDS: z.coerce.number().int().min(0).max(28 * 24 * 3600).default(2 * 24 * 3600).describe('Web push: how long a push service keeps an alert for a browser that is offline'),
-  PUSH_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000).describe('Web push: the longest one exchange with a push service may take'),
   DOUBLE_OPT_IN_EXPIRY_HOURS: z.coerce.number().int().min(1).max(30 * 24).default(72).describe("How long a subscription (or phone) waits for its shopper's confirmation (double opt-in) before it expires, never alerted"),
   TLS_PORT: z.coerce.number().int().min(0).max(65535).optional().describe('Port of an optional HTTPS listener that asks for client certificates (mtls credentials, RFC 8705); needs `TLS_CERT_FILE` and `TLS_KEY_FILE`'),
   TLS_CERT_FILE: z.string().optional().describe("The HTTPS listener's certificate (PEM file)"),
   TLS_KEY_FILE: z.string().optional().describe("The HTTPS listener's private key (PEM file)"),
-  METRICS_TOKEN: z.string().min(16, 'at least 16 characters (a random secret)').optional().describe('Serves Prometheus metrics at `GET /metrics` on `PORT` to whoever presents it as a bearer token (16 characters or more); with neither it nor `METRICS_PORT`, `/metrics` answers 404 (docs/metrics.md)'),
-  METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional().describe('Serves `GET /metrics` on a listener of its own, bound to 127.0.0.1, without a token'),
-  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().refine(isOtlpEndpoint, 'an http(s) URL without credentials, query or fragment').optional().describe('OpenTelemetry traces over OTLP/HTTP (JSON) to this http(s) base URL (`/v1/traces` is added); unset, tracing is not even loaded'),
-  OTEL_SERVICE_NAME: z.string().min(1).optional().describe('The service name on exported traces (unset: `restock`)'),
+  // The slices the modules own, each in its settings.ts.
+  ...webhookSettings,
+  ...smsSettings,
+  ...pushSettings,
+  ...observabilitySettings,
 });
 
 /** One setting: its variable, the default the parser fills in (`none`: unset stays unset), what it does. */

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 /** Metrics and tracing from the METRICS_* and OTEL_* settings (src/config.ts reads them). */
 export interface ObservabilityConfig {
   /** The bearer secret /metrics asks for on the service's own port; unset: not served there. */
@@ -14,13 +15,8 @@ export interface TracingConfig {
   serviceName: string;
 }
 
-export interface ObservabilitySettings {
-  METRICS_TOKEN?: string | undefined;
-  METRICS_PORT?: number | undefined;
-  OTEL_EXPORTER_OTLP_ENDPOINT?: string | undefined;
-  OTEL_SERVICE_NAME?: string | undefined;
-  PORT: number;
-}
+/** This module's slice of the environment, which src/config.ts reads with the rest (and PORT, which the metrics listener must not take). */
+export type ObservabilitySettings = z.infer<z.ZodObject<typeof observabilitySettings>> & { PORT: number };
 
 export function observabilityConfig(e: ObservabilitySettings): ObservabilityConfig {
   if (e.METRICS_PORT !== undefined && e.METRICS_PORT === e.PORT) throw new Error('METRICS_PORT: must differ from PORT (the metrics listener is a server of its own)');
@@ -59,3 +55,11 @@ export function isOtlpEndpoint(text: string): boolean {
     return false;
   }
 }
+
+/** The metrics and tracing settings: this module's slice of the environment, which src/config.ts reads with the rest. */
+export const observabilitySettings = {
+  METRICS_TOKEN: z.string().min(16, 'at least 16 characters (a random secret)').optional().describe('Serves Prometheus metrics at `GET /metrics` on `PORT` to whoever presents it as a bearer token (16 characters or more); with neither it nor `METRICS_PORT`, `/metrics` answers 404 (docs/metrics.md)'),
+  METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional().describe('Serves `GET /metrics` on a listener of its own, bound to 127.0.0.1, without a token'),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().refine(isOtlpEndpoint, 'an http(s) URL without credentials, query or fragment').optional().describe('OpenTelemetry traces over OTLP/HTTP (JSON) to this http(s) base URL (`/v1/traces` is added); unset, tracing is not even loaded'),
+  OTEL_SERVICE_NAME: z.string().min(1).optional().describe('The service name on exported traces (unset: `restock`)'),
+};

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import type { SmsAccount } from './schemas.ts';
 
 /** SMS from the TWILIO_* settings (src/config.ts reads them). */
@@ -13,12 +14,7 @@ export interface SmsConfig {
 /** Twilio answers a send in well under a second; ten leave room for a slow network without holding a worker's lease. */
 export const DEFAULT_SMS_TIMEOUT_MS = 10_000;
 
-export interface SmsSettings {
-  TWILIO_ACCOUNT_SID?: string;
-  TWILIO_AUTH_TOKEN?: string;
-  TWILIO_FROM?: string;
-  TWILIO_API_URL: string;
-}
+export type SmsSettings = z.infer<z.ZodObject<typeof smsSettings>>;
 
 export function smsConfig(e: SmsSettings): SmsConfig {
   const { TWILIO_ACCOUNT_SID: accountSid, TWILIO_AUTH_TOKEN: authToken, TWILIO_FROM: from } = e;
@@ -49,3 +45,11 @@ export function isApiOrigin(text: string): boolean {
     return false;
   }
 }
+
+/** The SMS (Twilio) settings: this module's slice of the environment, which src/config.ts reads with the rest. */
+export const smsSettings = {
+  TWILIO_ACCOUNT_SID: z.string().regex(/^AC[0-9a-f]{32}$/, 'a Twilio Account SID (AC and 32 hex digits)').optional().describe("SMS: the service's own Twilio account, with `TWILIO_AUTH_TOKEN` and `TWILIO_FROM` (all three, or none: then only stores with their own account text); see docs/sms.md"),
+  TWILIO_AUTH_TOKEN: z.string().regex(/^[0-9a-f]{32}$/, 'a Twilio auth token (32 hex digits)').optional().describe("SMS: the service's own Twilio account's auth token"),
+  TWILIO_FROM: z.string().regex(/^(\+[1-9][0-9]{6,14}|MG[0-9a-f]{32})$/, 'an E.164 number or a Messaging Service SID').optional().describe("SMS: the service's own sender, an E.164 number or a Messaging Service SID"),
+  TWILIO_API_URL: z.url().refine(isApiOrigin, 'an http(s) origin, without credentials, path or query').default('https://api.twilio.com').describe("Twilio's REST API, an origin only; only a test stand-in changes it"),
+};

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 /**
  * How outgoing webhooks are delivered, from the WEBHOOK_* settings (src/config.ts reads them).
  * The defaults follow the Standard Webhooks retry schedule: immediately, then 5 s, 5 min, 30 min,
@@ -30,13 +31,7 @@ export function parseRetrySchedule(text: string): number[] {
   });
 }
 
-export interface WebhookSettings {
-  WEBHOOK_TIMEOUT_MS: number;
-  WEBHOOK_MAX_ATTEMPTS: number;
-  WEBHOOK_RETRY_SCHEDULE: string;
-  WEBHOOK_DISABLE_AFTER_FAILURES: number;
-  WEBHOOK_DISABLE_AFTER_HOURS: number;
-}
+export type WebhookSettings = z.infer<z.ZodObject<typeof webhookSettings>>;
 
 export function webhookConfig(settings: WebhookSettings): WebhookConfig {
   return {
@@ -47,3 +42,12 @@ export function webhookConfig(settings: WebhookSettings): WebhookConfig {
     disableAfterMs: settings.WEBHOOK_DISABLE_AFTER_HOURS * 3_600_000,
   };
 }
+
+/** The outgoing webhooks settings: this module's slice of the environment, which src/config.ts reads with the rest. */
+export const webhookSettings = {
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000).describe("Outgoing webhooks: the longest one HTTP exchange with a store's endpoint may take, redirects included (docs/webhooks.md)"),
+  WEBHOOK_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(10).describe('Outgoing webhooks: attempts of one delivery before it is given up'),
+  WEBHOOK_RETRY_SCHEDULE: z.string().regex(retrySchedulePattern, 'durations such as 5s,5m,2h, comma separated').default(DEFAULT_RETRY_SCHEDULE).describe('Outgoing webhooks: delays before each retry, comma-separated (units ms, s, m, h), jittered by ±10%; the last repeats'),
+  WEBHOOK_DISABLE_AFTER_FAILURES: z.coerce.number().int().min(1).default(20).describe('Outgoing webhooks: an endpoint is disabled after this many consecutive failed attempts that have gone on for `WEBHOOK_DISABLE_AFTER_HOURS`'),
+  WEBHOOK_DISABLE_AFTER_HOURS: z.coerce.number().int().min(0).default(24).describe("Outgoing webhooks: how long an endpoint's failures must have gone on before it is disabled"),
+};
