@@ -78,7 +78,7 @@ async function claimedAgentToken(app: Awaited<ReturnType<typeof buildApp>>, data
 /** Zero-padded, so the ids sort as the alerts' numbers do. */
 const alertId = (n: number) => `ntf_bench${String(n).padStart(10, '0')}`;
 
-function sentAlert(n: number, sentAt: string): NotificationsTable {
+function sentNotification(n: number, sentAt: string): NotificationsTable {
   const id = alertId(n);
   const email = `shopper-${n}@example.com`;
   return {
@@ -102,10 +102,10 @@ async function seed(env: NodeJS.ProcessEnv): Promise<string[]> {
     if (report.statusCode !== 200) throw new Error(`inventory report answered ${report.statusCode}: ${report.body.slice(0, 300)}`);
     const sentAt = new Date(Date.now() - 3600_000).toISOString();
     for (let start = 0; start < ALERTS; start += SEED_BATCH) {
-      const rows = Array.from({ length: Math.min(SEED_BATCH, ALERTS - start) }, (_, i) => sentAlert(start + i, sentAt));
+      const rows = Array.from({ length: Math.min(SEED_BATCH, ALERTS - start) }, (_, i) => sentNotification(start + i, sentAt));
       await database.write((trx) => trx.insertInto('notifications').values(rows).execute());
     }
-    return Array.from({ length: ALERTS }, (_, n) => new URL(app.restock.conversions.clickUrl(SHOP, sentAlert(n, sentAt).id)).pathname);
+    return Array.from({ length: ALERTS }, (_, n) => new URL(app.restock.conversions.clickUrl(SHOP, sentNotification(n, sentAt).id)).pathname);
   } finally {
     await app.close();
     await database.close();

@@ -13,7 +13,7 @@ import {
   sumByCurrency,
   type Attribution,
   type LineRefund,
-  type SentAlert,
+  type SentNotification,
 } from '../src/conversions/attribution.ts';
 import { currencyExponent, formatMinor } from '../src/conversions/money.ts';
 import type { OrderLineReport, RefundReport } from '../src/conversions/reports.ts';
@@ -37,7 +37,7 @@ const line = (lineId: string, overrides: Partial<OrderLineReport> = {}): OrderLi
   ...overrides,
 });
 
-const alert = (alertId: string, sentAt: string, clickedAt: string | null = null, overrides: Partial<SentAlert> = {}): SentAlert => ({
+const alert = (alertId: string, sentAt: string, clickedAt: string | null = null, overrides: Partial<SentNotification> = {}): SentNotification => ({
   alertId,
   productId: 'p1',
   variantId: 'v1',
@@ -47,13 +47,13 @@ const alert = (alertId: string, sentAt: string, clickedAt: string | null = null,
 });
 
 /** The attributions as [lineId, alertId, kind], the part each case is about. */
-function credited(lines: OrderLineReport[], alerts: SentAlert[], windowDays = 7): Array<[string, string, string]> {
+function credited(lines: OrderLineReport[], alerts: SentNotification[], windowDays = 7): Array<[string, string, string]> {
   return attributeOrder({ placedAt: PLACED, lines }, alerts, windowDays).map((a) => [a.lineId, a.alertId, a.kind]);
 }
 
 describe('which alert an order line is credited to', () => {
   const L1 = [line('l1')];
-  const cases: Array<[string, OrderLineReport[], SentAlert[], Array<[string, string, string]>]> = [
+  const cases: Array<[string, OrderLineReport[], SentNotification[], Array<[string, string, string]>]> = [
     ['direct: clicked before the order', L1, [alert('a1', before(2 * DAY), before(DAY))], [['l1', 'a1', 'direct']]],
     ['direct: clicked at the very instant of the order', L1, [alert('a1', before(DAY), before(0))], [['l1', 'a1', 'direct']]],
     ['assisted: sent in the window, never clicked', L1, [alert('a1', before(2 * DAY))], [['l1', 'a1', 'assisted']]],
@@ -208,15 +208,15 @@ describe('attribution properties', () => {
       shuffle: fc.array(fc.integer(), { minLength: 8, maxLength: 8 }),
     })
     .map(({ alerts, shuffle, ...rest }) => {
-      const named = alerts.map((a, i): SentAlert => ({ alertId: `a${i}`, ...a }));
+      const named = alerts.map((a, i): SentNotification => ({ alertId: `a${i}`, ...a }));
       const shuffled = named.map((a, i) => ({ a, key: shuffle[i]! })).sort((x, y) => x.key - y.key).map(({ a }) => a);
       return { ...rest, alerts: named, shuffled };
     });
   const RUNS = 400;
 
-  const inWindow = (a: SentAlert, windowDays: number) => Date.parse(a.sentAt) <= PLACED_MS && PLACED_MS < Date.parse(a.sentAt) + windowDays * DAY;
-  const isDirect = (a: SentAlert) => a.clickedAt !== null && Date.parse(a.clickedAt) <= PLACED_MS;
-  const matching = (l: OrderLineReport, a: SentAlert) => a.productId === l.productId && (a.variantId === null || a.variantId === l.variantId);
+  const inWindow = (a: SentNotification, windowDays: number) => Date.parse(a.sentAt) <= PLACED_MS && PLACED_MS < Date.parse(a.sentAt) + windowDays * DAY;
+  const isDirect = (a: SentNotification) => a.clickedAt !== null && Date.parse(a.clickedAt) <= PLACED_MS;
+  const matching = (l: OrderLineReport, a: SentNotification) => a.productId === l.productId && (a.variantId === null || a.variantId === l.variantId);
 
   it('credits a line at most once, to the best alert that matches it, whatever the order of the alerts', () => {
     const credited = { direct: 0, assisted: 0 };

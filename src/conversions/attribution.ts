@@ -6,7 +6,7 @@
 import type { ChannelName } from '../core/channels.ts';
 import type { Money, OrderLineReport, OrderReport } from './reports.ts';
 
-export interface SentAlert {
+export interface SentNotification {
   alertId: string;
   /** email when absent. */
   channel?: ChannelName;
@@ -72,7 +72,7 @@ const DAY_MS = 86_400_000;
  */
 export function attributeOrder(
   order: Pick<OrderReport, 'placedAt' | 'lines'>,
-  alerts: SentAlert[],
+  alerts: SentNotification[],
   windowDays: number,
 ): Attribution[] {
   const placedAt = Date.parse(order.placedAt);
@@ -91,19 +91,19 @@ export function attributeOrder(
 }
 
 interface Candidate {
-  alert: SentAlert;
+  alert: SentNotification;
   sentAt: number;
   kind: 'direct' | 'assisted';
 }
 
 /** An alert whose window holds the order, with how it counts; none when it is outside. */
-function candidateOf(alert: SentAlert, placedAt: number, windowMs: number): Candidate[] {
+function candidateOf(alert: SentNotification, placedAt: number, windowMs: number): Candidate[] {
   const sentAt = Date.parse(alert.sentAt);
   if (!Number.isFinite(sentAt) || placedAt < sentAt || placedAt >= sentAt + windowMs) return [];
   return [{ alert, sentAt, kind: clickedBy(alert, placedAt) ? 'direct' : 'assisted' }];
 }
 
-function clickedBy(alert: SentAlert, placedAt: number): boolean {
+function clickedBy(alert: SentNotification, placedAt: number): boolean {
   if (alert.clickedAt === null) return false;
   const clickedAt = Date.parse(alert.clickedAt);
   return Number.isFinite(clickedAt) && clickedAt <= placedAt;
@@ -113,7 +113,7 @@ function isCreditable(line: OrderLineReport): boolean {
   return line.quantity > 0 && line.amount.minor > 0;
 }
 
-function matches(alert: SentAlert, line: OrderLineReport): boolean {
+function matches(alert: SentNotification, line: OrderLineReport): boolean {
   return alert.productId === line.productId && (alert.variantId === null || alert.variantId === line.variantId);
 }
 

@@ -10,13 +10,13 @@ import { eventId, type EventSink } from '../core/events.ts';
 import { ownStore, type Caller } from '../core/http/caller.ts';
 import { idsAt, type PointedIds } from '../core/platforms.ts';
 import type { TokenSigner } from '../core/signed-token.ts';
-import type { NotificationRow, SentAlertRow } from '../dispatch/service.ts';
+import type { NotificationRow, SentNotificationRow } from '../dispatch/service.ts';
 import type { DigestFigures } from '../notices/service.ts';
 import { DEFAULT_UTM, type EffectiveSettings } from '../stores/schemas.ts';
 import { CHANNEL_NAMES } from '../channels.ts';
 import type { Channel } from '../channels.ts';
 import type { ChannelName } from '../core/channels.ts';
-import { attributeOrder, netRevenue, type Attribution, type LineRefund, type SentAlert } from './attribution.ts';
+import { attributeOrder, netRevenue, type Attribution, type LineRefund, type SentNotification } from './attribution.ts';
 import { exportCsv, type ExportKind, type ExportSources } from './exports.ts';
 import { ConversionRepository, type AttributionRow, type StoredOrder } from './repository.ts';
 import type { CancellationReport, OrderReport, OrderSink, RefundReport } from './reports.ts';
@@ -33,9 +33,9 @@ const PRODUCTS_SHOWN = 200;
 const DAY_MS = 86_400_000;
 
 /** What this feature reads of the alert ledger (the dispatch service). */
-export interface SentAlerts {
-  sentAlert(id: string): Promise<NotificationRow | undefined>;
-  sentToAddressFor(storeDomain: string, email: string, productIds: string[]): Promise<SentAlertRow[]>;
+export interface SentNotifications {
+  sentNotification(id: string): Promise<NotificationRow | undefined>;
+  sentToAddressFor(storeDomain: string, email: string, productIds: string[]): Promise<SentNotificationRow[]>;
   sentBetween(storeDomain: string, from: string, to: string): Promise<number>;
   sentDaily(caller: Caller, domain: string, fromDay: string): Promise<Array<{ day: string; channel: string; kind: string; n: number }>>;
   sentForProducts(caller: Caller, domain: string, fromDay: string, productIds: string[]): Promise<Array<{ product_id: string; variant_id: string | null; kind: string; n: number }>>;
@@ -43,7 +43,7 @@ export interface SentAlerts {
 }
 
 export interface ConversionDeps {
-  alerts: SentAlerts;
+  alerts: SentNotifications;
   waiting: {
     demandOf(caller: Caller, domain: string, limit?: number, order?: 'product' | 'most-wanted'): Promise<WaitingCount[]>;
     waitingFor(caller: Caller, domain: string, productIds: string[]): Promise<WaitingCount[]>;
@@ -128,7 +128,7 @@ export class ConversionService implements OrderSink {
     const store = await this.deps.stores.activeStore(domain);
     const home = store ? `https://${store}/` : `${this.deps.baseUrl}/`;
     const alertId = this.deps.signer.verify(CLICK, token);
-    const alert = store && alertId ? await this.deps.alerts.sentAlert(alertId) : undefined;
+    const alert = store && alertId ? await this.deps.alerts.sentNotification(alertId) : undefined;
     if (!store || !alert || alert.store_domain !== store) return home;
     const utm = utmFor(alert.channel ?? 'email', (await this.deps.stores.settingsOf(store)).utm);
     const product = await this.deps.products.describeProduct(store, alert.product_id, alert.variant_id);
@@ -171,7 +171,7 @@ export class ConversionService implements OrderSink {
     const sent = (await this.deps.alerts.sentToAddressFor(storeDomain, report.email, productIds)).filter((alert) => Date.parse(alert.sent_at) <= Date.parse(report.placedAt));
     if (sent.length === 0) return;
     const clicks = await this.store.clicksOf(sent.map((alert) => alert.id));
-    const candidates: SentAlert[] = sent.map((alert) => ({
+    const candidates: SentNotification[] = sent.map((alert) => ({
       alertId: alert.id,
       channel: alert.channel,
       productId: alert.product_id,

@@ -23,7 +23,7 @@ export interface Outgoing {
  * shopper's page (every alert of the address at the store) go by mail only. A phone or browser
  * added by a sign-up proves only itself: its alerts carry the product and its own way to stop.
  */
-export interface AlertLinks {
+export interface NotificationLinks {
   /** Our redirect, which records the click and lands on the product page. */
   click(row: NotificationRow): string;
   /** The e-mail's one-click unsubscribe and the shopper's page. */
@@ -33,13 +33,13 @@ export interface AlertLinks {
 }
 
 /** The alert as its channel carries it: an e-mail, or handed to its contact channel (a text, a browser notification). */
-export function composeAlert(row: NotificationRow, claim: StoreClaim, links: AlertLinks, quotaPeriod: string): Outgoing {
+export function composeNotification(row: NotificationRow, claim: StoreClaim, links: NotificationLinks, quotaPeriod: string): Outgoing {
   const common = { row, quotaPeriod, reminderDelayHours: row.kind === 'alert' ? claim.settings.reminderDelayHours : null };
   return { ...common, deliver: row.channel === 'email' ? mailDelivery(row, claim, links) : contactDelivery(row, claim, links) };
 }
 
 /** The mail: the store's template or locale, its sender name, one-click unsubscribe and the shopper's page. */
-function mailDelivery(row: NotificationRow, claim: StoreClaim, links: AlertLinks): Outgoing['deliver'] {
+function mailDelivery(row: NotificationRow, claim: StoreClaim, links: NotificationLinks): Outgoing['deliver'] {
   const product = claim.products.get(productKey(row))!;
   const { unsubscribeUrl, manageUrl } = links.mail(row);
   const content = renderNotification(
@@ -54,7 +54,7 @@ function mailDelivery(row: NotificationRow, claim: StoreClaim, links: AlertLinks
       manageUrl,
       email: row.email,
     },
-    { template: claim.settings.template, locale: alertLocale(row.locale, claim.settings.locale) },
+    { template: claim.settings.template, locale: notificationLocale(row.locale, claim.settings.locale) },
     row.kind,
   );
   const message = {
@@ -81,11 +81,11 @@ function mailDelivery(row: NotificationRow, claim: StoreClaim, links: AlertLinks
  * the product, our redirect, and the way to stop that contact point alone (a link is a
  * capability, and a phone or browser proves only itself).
  */
-function contactDelivery(row: NotificationRow, claim: StoreClaim, links: AlertLinks): Outgoing['deliver'] {
+function contactDelivery(row: NotificationRow, claim: StoreClaim, links: NotificationLinks): Outgoing['deliver'] {
   const contact = row.contact_point_id ? claim.contacts.get(row.contact_point_id) : undefined;
   const sending = contact ? claim.sending.get(contact.channel) : undefined;
   const product = claim.products.get(productKey(row))!;
-  const locale = alertLocale(row.locale, claim.settings.locale);
+  const locale = notificationLocale(row.locale, claim.settings.locale);
   return async () => {
     // The rules checked the channel before the plan was charged; a change in between fails the send, which is retried.
     if (!contact || !sending || contact.channel !== row.channel) throw new Error(`${channelNamed(row.channel).words}: no longer set up for this store or contact point`);
@@ -106,7 +106,7 @@ function contactDelivery(row: NotificationRow, claim: StoreClaim, links: AlertLi
 }
 
 /** The shopper's language when they subscribed in one we write alerts in, else the store's. */
-function alertLocale(shopper: string | null, store: EffectiveSettings['locale']): EffectiveSettings['locale'] {
+function notificationLocale(shopper: string | null, store: EffectiveSettings['locale']): EffectiveSettings['locale'] {
   const parsed = localeSchema.safeParse(shopper);
   return parsed.success ? parsed.data : store;
 }

@@ -18,7 +18,7 @@ import { QueueReadings } from './queue-readings.ts';
 import { NotificationSenders } from './senders.ts';
 import { DispatchService } from './service.ts';
 import { DispatchRepository } from './repository.ts';
-import { DispatchWorker, type AlertFollowUp, type NotificationQuota } from './worker.ts';
+import { DispatchWorker, type NotificationFollowUp, type NotificationQuota } from './worker.ts';
 
 export type { QueueReadings } from './queue-readings.ts';
 
@@ -55,7 +55,7 @@ export interface WorkerDeps {
   /** The plan allowance (the billing feature). */
   quota: NotificationQuota;
   /** Alert links and purchases since an alert (the conversions feature). */
-  followUp: AlertFollowUp;
+  followUp: NotificationFollowUp;
   events: EventSink;
   /** Every other feature's background work. */
   jobs: WorkerJob[];

@@ -11,7 +11,7 @@ export function leaseEnd(leaseSeconds: number, now: Date): string {
  * leases are renewed, so a slow or stalled mail server never lets them lapse to another worker
  * that would send them too; a worker that dies stops renewing, and they are retaken.
  */
-export class AlertLeases {
+export class NotificationLeases {
   private readonly held = new Set<string>();
 
   constructor(

@@ -10,7 +10,7 @@ import type { NotificationsTable, RestocksTable, SuppressionsTable } from '../co
 export type RestockRow = RestocksTable;
 export type NotificationRow = NotificationsTable;
 export type SuppressionRow = SuppressionsTable;
-export type SentAlertRow = Pick<NotificationRow, 'id' | 'product_id' | 'variant_id' | 'kind' | 'channel'> & { sent_at: string };
+export type SentNotificationRow = Pick<NotificationRow, 'id' | 'product_id' | 'variant_id' | 'kind' | 'channel'> & { sent_at: string };
 
 const LEDGER_STATUSES = ['queued', 'sending', 'sent', 'skipped', 'failed'] as const;
 
@@ -271,7 +271,7 @@ export class DispatchRepository {
   }
 
   /** What the store sent one address about these products (notifications_by_address_key): what attribution credits. */
-  sentToAddressFor(storeDomain: string, emailKey: string, productIds: string[]): Promise<SentAlertRow[]> {
+  sentToAddressFor(storeDomain: string, emailKey: string, productIds: string[]): Promise<SentNotificationRow[]> {
     return this.database.db
       .selectFrom('notifications')
       .select(['id', 'product_id', 'variant_id', 'sent_at', 'kind', 'channel'])
@@ -283,8 +283,8 @@ export class DispatchRepository {
       .execute();
   }
 
-  /** An alert by id alone: its click link names it. */
-  findAlert(id: string): Promise<NotificationRow | undefined> {
+  /** A notification by id alone: its click link names it. */
+  notificationById(id: string): Promise<NotificationRow | undefined> {
     return this.database.db.selectFrom('notifications').selectAll().where('id', '=', id).executeTakeFirst();
   }
 

@@ -1,7 +1,7 @@
-import { composeAlert, type AlertLinks, type Outgoing } from './compose.ts';
+import { composeNotification, type NotificationLinks, type Outgoing } from './compose.ts';
 import { groupBy, loadClaim, type StoreClaim } from './context.ts';
 import { Handover } from './handover.ts';
-import { AlertLeases } from './leases.ts';
+import { NotificationLeases } from './leases.ts';
 import { decideGroup, failureVerdict, firstPartyFirst, withinAllowance } from './rules.ts';
 import { Settler } from './settler.ts';
 import type { NotificationRow } from './repository.ts';
@@ -26,7 +26,7 @@ export class NotificationSender {
     private readonly refill: () => Promise<number> = async () => 0,
   ) {}
 
-  private readonly links: AlertLinks = {
+  private readonly links: NotificationLinks = {
     click: (row) => this.deps.followUp.clickUrl(row.store_domain, row.id),
     mail: (row) => ({ unsubscribeUrl: this.deps.alerts.unsubscribeUrl(row.subscription_id), manageUrl: this.deps.alerts.shopperPageUrl(row.subscription_id) }),
     stop: (row) => this.deps.alerts.contactPointStopUrl(row.contact_point_id!),
@@ -39,7 +39,7 @@ export class NotificationSender {
    */
   async sendDue(): Promise<number> {
     const { config, log, store } = this.deps;
-    const leases = new AlertLeases(store, this.owner, config.leaseSeconds, log, this.now);
+    const leases = new NotificationLeases(store, this.owner, config.leaseSeconds, log, this.now);
     const settler = new Settler(this.deps, this.owner, leases, this.now);
     const handover = new Handover((item) => this.sendOne(item, settler), () => !this.stopping());
     let handled = 0;
@@ -71,7 +71,7 @@ export class NotificationSender {
     return handled;
   }
 
-  private async claim(leases: AlertLeases, limit: number): Promise<NotificationRow[]> {
+  private async claim(leases: NotificationLeases, limit: number): Promise<NotificationRow[]> {
     const now = new Date(this.now());
     const claimed = await this.deps.store.claimNotifications(this.owner, now.toISOString(), leases.until(now), limit);
     leases.hold(claimed);
@@ -100,7 +100,7 @@ export class NotificationSender {
     const grant = await this.deps.quota.reserveNotifications(claim.storeDomain, ready.length, claim.ownMailProvider);
     const { send, held } = withinAllowance(firstPartyFirst(ready), grant);
     for (const { item, verdict } of held) settler.record(item, verdict);
-    return send.map((row) => composeAlert(row, claim, this.links, grant.periodStart));
+    return send.map((row) => composeNotification(row, claim, this.links, grant.periodStart));
   }
 
   private async sendOne(item: Outgoing, settler: Settler): Promise<void> {
@@ -127,7 +127,7 @@ export class NotificationSender {
    * Alerts a stopping worker never handed to the transport: their places in the allowance go
    * back first, then their leases, so whichever worker takes them next counts them once.
    */
-  private async giveBack(unsent: Outgoing[], leases: AlertLeases): Promise<void> {
+  private async giveBack(unsent: Outgoing[], leases: NotificationLeases): Promise<void> {
     if (unsent.length === 0) return;
     for (const items of groupBy(unsent, (item) => `${item.row.store_domain}\n${item.quotaPeriod}`).values()) {
       await this.release(items[0]!.row.store_domain, items[0]!.quotaPeriod, items.length);

@@ -9,10 +9,10 @@ import type { OutboxMessage } from '../core/mail/outbox-repository.ts';
 import { NotFound } from '../core/problems.ts';
 import type { DetectedRestock, RestockSink } from '../inventory/service.ts';
 import type { AlertQueue } from './schemas.ts';
-import type { DispatchRepository, NotificationRow, RestockRow, SentAlertRow, SuppressionRow } from './repository.ts';
+import type { DispatchRepository, NotificationRow, RestockRow, SentNotificationRow, SuppressionRow } from './repository.ts';
 
 /** What other modules read of the ledger. */
-export type { NotificationRow, RestockRow, SentAlertRow, SuppressionRow } from './repository.ts';
+export type { NotificationRow, RestockRow, SentNotificationRow, SuppressionRow } from './repository.ts';
 
 /** How an alert's reason in the ledger begins when the store's plan holds it back. */
 export const OVER_ALLOWANCE = 'held by the plan: ';
@@ -162,13 +162,13 @@ export class DispatchService implements RestockSink {
   }
 
   /** An alert (or reminder) that went out, by id: what its click link leads to. */
-  async sentAlert(id: string): Promise<NotificationRow | undefined> {
-    const row = await this.store.findAlert(id);
+  async sentNotification(id: string): Promise<NotificationRow | undefined> {
+    const row = await this.store.notificationById(id);
     return row?.status === 'sent' ? row : undefined;
   }
 
   /** What the store sent one address about these products: the alerts an order of theirs may be credited to. */
-  sentToAddressFor(storeDomain: string, email: string, productIds: string[]): Promise<SentAlertRow[]> {
+  sentToAddressFor(storeDomain: string, email: string, productIds: string[]): Promise<SentNotificationRow[]> {
     return productIds.length === 0 ? Promise.resolve([]) : this.store.sentToAddressFor(storeDomain, addressKey(email), productIds);
   }
 

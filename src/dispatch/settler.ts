@@ -1,7 +1,7 @@
 import { addressKey } from '../core/email.ts';
 import { eventId } from '../core/events.ts';
 import { newId } from '../core/ids.ts';
-import type { AlertLeases } from './leases.ts';
+import type { NotificationLeases } from './leases.ts';
 import { reportSettled } from './outcome-metrics.ts';
 import type { Defer, Failed, Retry, Skip } from './rules.ts';
 import type { NotificationRow } from './repository.ts';
@@ -31,7 +31,7 @@ export class Settler {
   constructor(
     private readonly deps: SettlerDeps,
     private readonly owner: string,
-    private readonly leases: AlertLeases,
+    private readonly leases: NotificationLeases,
     /** The worker's clock (ms since the epoch): when outcomes are recorded. */
     private readonly now: () => number = Date.now,
   ) {}

@@ -27,14 +27,14 @@ export interface NotificationQuota {
  * What the conversions feature adds to an alert: the tracked link its product button carries,
  * and, for a reminder, whether the shopper has bought the product since the alert.
  */
-export interface AlertFollowUp {
+export interface NotificationFollowUp {
   clickUrl(storeDomain: string, alertId: string): string;
   orderedSince(storeDomain: string, checks: Array<{ key: string; email: string; productId: string; variantId: string | null; since: string }>): Promise<Set<string>>;
 }
 
 export interface WorkerDeps {
   quota: NotificationQuota;
-  followUp: AlertFollowUp;
+  followUp: NotificationFollowUp;
   /** Where `alert.sent` is announced (the store's outgoing webhooks). */
   events: EventSink;
   store: DispatchRepository;
