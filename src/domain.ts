@@ -29,6 +29,7 @@ import { PLATFORMS, STORE_DOMAINS, STOREFRONT_PROXIES } from './platforms.ts';
 import { buildPayments } from './payments/feature.ts';
 import type { PaymentService } from './payments/service.ts';
 import { storefrontService } from './storefront/feature.ts';
+import type { StorefrontService } from './storefront/service.ts';
 import { buildChannelFeatures } from './channels.ts';
 import { buildStores, withStoreOperations } from './stores/feature.ts';
 import type { OwnerChangeListener, StoreService } from './stores/service.ts';
@@ -48,6 +49,8 @@ export interface Domain {
   conversions: ConversionService;
   /** The sink features announce a store's events to (outgoing webhooks). */
   events: WebhookService;
+  /** What the storefront widget's calls answer, directly or through a platform's proxy. */
+  storefront: StorefrontService;
 }
 
 export interface DomainFeatures {
@@ -157,6 +160,8 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
       confirmations: channelConfirmations(channels),
     }),
   };
+  // One storefront service, whose answers are kept between changes: the widget's calls and Shopify's app proxy share it.
+  const storefront = storefrontService({ stores: stores.service, inventory: inventory.service, alerts: alerts.service, offers: channelOffers(channels), changes });
   const platforms = opened.map((platform) =>
     platform.build({
       config,
@@ -172,7 +177,7 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
       billing: billing.service,
       orders: conversions.service,
       // The storefront's answers, where they reach the service through the platform (Shopify's app proxy).
-      storefront: storefrontService({ stores: stores.service, inventory: inventory.service, alerts: alerts.service, offers: channelOffers(channels) }),
+      storefront,
     }),
   );
   // In the order their routes register (the API index lists operations so).
@@ -211,6 +216,7 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
       worker: worker.service,
       conversions: conversions.service,
       events: webhooks.service,
+      storefront,
     },
   };
 }

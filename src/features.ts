@@ -13,7 +13,6 @@ import { buildObservability, openMetrics } from './observability/feature.ts';
 import { buildShoppers } from './shoppers/feature.ts';
 import { buildStorefront } from './storefront/feature.ts';
 import { checkServed, declaredPrices } from './operations.ts';
-import { channelOffers } from './core/feature.ts';
 import { buildDomainFeatures } from './domain.ts';
 import { PLATFORMS } from './platforms.ts';
 
@@ -30,12 +29,8 @@ export async function buildWebFeatures(config: Config, database: Database, mail:
   const observability = await buildObservability({ config, database, log, metrics, queue: queueReadings(database) });
   const agents = await buildAgents({ config, database, mail, stores: domain.stores, changes, cacheLookup: (hit) => metrics.tokenCacheLookup(hit), ...(options.mtlsBaseUrl ? { mtlsBaseUrl: options.mtlsBaseUrl } : {}) });
   const storefront = await buildStorefront({
-    changes,
+    service: domain.storefront,
     policy: config.tenantOutbound,
-    stores: domain.stores,
-    inventory: domain.inventory,
-    alerts: domain.alerts,
-    offers: channelOffers(channels),
     platformForms: PLATFORMS.flatMap((platform) => platform.widgetForm ?? []),
   });
   const dashboard = buildDashboard({

@@ -10,8 +10,6 @@ import { StorefrontService, type ServiceChannels } from './service.ts';
 import { loadWidgetAssets } from './widget-asset.ts';
 
 export interface StorefrontDeps {
-  /** Which push endpoints a browser may hand over (the operator's outbound policy). */
-  policy?: OutboundPolicy;
   stores: StoreService;
   inventory: InventoryService;
   alerts: SubscriptionService;
@@ -19,6 +17,13 @@ export interface StorefrontDeps {
   offers?: ServiceChannels;
   /** Where stock and store changes are heard: availability answers are kept between them. */
   changes?: ChangeBus;
+}
+
+export interface StorefrontRoutesDeps {
+  /** The storefront's service, built once with the domain's features (Shopify's app proxy answers through it too). */
+  service: StorefrontService;
+  /** Which push endpoints a browser may hand over (the operator's outbound policy). */
+  policy?: OutboundPolicy;
   /** Each platform's product-form script (the registry's `widgetForm`), served in /widget-platforms.js. */
   platformForms?: readonly URL[];
 }
@@ -28,8 +33,7 @@ export function storefrontService({ stores, inventory, alerts, offers, changes }
   return new StorefrontService(stores, inventory, alerts, offers, changes ? new AvailabilityCache(changes) : undefined);
 }
 
-/** The widget's scripts and the public calls they make (minified once, at start). */
-export async function buildStorefront(deps: StorefrontDeps): Promise<Feature<StorefrontService>> {
-  const service = storefrontService(deps);
-  return { service, routes: [storefrontRoutes(service, await loadWidgetAssets(deps.platformForms), deps.policy ?? STRICT_OUTBOUND)] };
+/** The widget's scripts and the public calls they make (minified once, at start), over the domain's storefront service. */
+export async function buildStorefront({ service, policy, platformForms }: StorefrontRoutesDeps): Promise<Feature<StorefrontService>> {
+  return { service, routes: [storefrontRoutes(service, await loadWidgetAssets(platformForms), policy ?? STRICT_OUTBOUND)] };
 }
