@@ -22,6 +22,46 @@ import { after, before, describe, it } from './fixtures/suites.ts';
 const run = promisify(execFile);
 const ROOT = path.join(import.meta.dirname, '..');
 
+/** The start of every probe, run in a copy: the copy's app on a fresh SQLite file. */
+const APP_START = `import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { buildApp } from './src/app.ts';
+import { loadConfig } from './src/config.ts';
+import { Database } from './src/core/db/database.ts';
+
+const dir = mkdtempSync(path.join(os.tmpdir(), 'restock-extension-'));
+const config = loadConfig({ LOG_LEVEL: 'silent', BASE_URL: 'http://restock.test', ALLOWED_HOSTS: 'localhost', DATA_DIR: dir, DATABASE_URL: 'sqlite:' + path.join(dir, 'restock.db') });
+const database = Database.open(config.database);
+await database.migrate();
+const app = await buildApp(config, database);
+await app.ready();
+`;
+
+/** A copy of the sources beside the repository's (so its packages resolve), which a test then edits in one place. */
+function copyOfSources(): string {
+  const copy = mkdtempSync(path.join(ROOT, '.extension-check-'));
+  cpSync(path.join(ROOT, 'src'), path.join(copy, 'src'), { recursive: true });
+  return copy;
+}
+
+/** The copy's own tsconfig files, checking its sources only (the tests and benchmarks stay the repository's). */
+function writeTypeCheckConfigs(copy: string, configs: string[]): void {
+  for (const config of configs) {
+    writeFileSync(path.join(copy, config), readFileSync(path.join(ROOT, config), 'utf8').replace('"include": ["src", "test", "bench", "bin"]', '"include": ["src"]'));
+  }
+}
+
+/** Fails with tsc's report when the copy does not type-check under each config. */
+async function typeCheck(copy: string, configs: string[]): Promise<void> {
+  const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+  for (const config of configs) {
+    await run(process.execPath, [tsc, '--noEmit', '-p', path.join(copy, config)], { cwd: copy, timeout: 200_000 }).catch((err: { stdout?: string }) => {
+      assert.fail(`${config} of the copy: ${err.stdout ?? err}`);
+    });
+  }
+}
+
 /** The one edit: a paid operation offered as a tool and a skill, appended to the alerts' declarations. */
 const DECLARATION = `
   defineOperation({
@@ -50,21 +90,8 @@ const DECLARATION = `
 
 /** Run in the copy: starts its app on a fresh SQLite file and reports where the operation shows. */
 const PROBE = `
-import { mkdtempSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { buildApp } from './src/app.ts';
-import { loadConfig } from './src/config.ts';
-import { Database } from './src/core/db/database.ts';
 import { declaredOperations } from './src/operations.ts';
-
-const dir = mkdtempSync(path.join(os.tmpdir(), 'restock-extension-'));
-const config = loadConfig({ LOG_LEVEL: 'silent', BASE_URL: 'http://restock.test', ALLOWED_HOSTS: 'localhost', DATA_DIR: dir, DATABASE_URL: 'sqlite:' + path.join(dir, 'restock.db') });
-const database = Database.open(config.database);
-await database.migrate();
-const app = await buildApp(config, database);
-await app.ready();
-const get = async (url, headers = {}) => app.inject({ method: 'GET', url, headers });
+${APP_START}const get = async (url, headers = {}) => app.inject({ method: 'GET', url, headers });
 const openapi = (await get('/openapi.json')).json();
 const unpaid = await app.inject({ method: 'POST', url: '/api/v1/echo', payload: { shop: 'a.example.com' } });
 const token = (await app.inject({ method: 'POST', url: '/api/agent/register', payload: { type: 'anonymous' } })).json().credential;
@@ -98,8 +125,7 @@ await database.close();
 describe('adding a paid operation', () => {
   let copy: string;
   before(() => {
-    copy = mkdtempSync(path.join(ROOT, '.extension-check-'));
-    cpSync(path.join(ROOT, 'src'), path.join(copy, 'src'), { recursive: true });
+    copy = copyOfSources();
     const file = path.join(copy, 'src', 'alerts', 'operations.ts');
     const source = readFileSync(file, 'utf8');
     assert.ok(source.trimEnd().endsWith('];'), 'the alerts declarations end the file');
@@ -210,20 +236,7 @@ import type { PlatformFormHost, PlatformFormMaker } from '../core/platform-form.
 
 const PLATFORM_PROBE = `
 import { createHmac } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { buildApp } from './src/app.ts';
-import { loadConfig } from './src/config.ts';
-import { Database } from './src/core/db/database.ts';
-
-const dir = mkdtempSync(path.join(os.tmpdir(), 'restock-extension-'));
-const config = loadConfig({ LOG_LEVEL: 'silent', BASE_URL: 'http://restock.test', ALLOWED_HOSTS: 'localhost', DATA_DIR: dir, DATABASE_URL: 'sqlite:' + path.join(dir, 'restock.db') });
-const database = Database.open(config.database);
-await database.migrate();
-const app = await buildApp(config, database);
-await app.ready();
-const shop = 'corner.sparrowshop.test';
+${APP_START}const shop = 'corner.sparrowshop.test';
 const store = await app.restock.stores.createStore(shop, 'owner@corner.test');
 const openapi = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
 const token = (await app.inject({ method: 'POST', url: '/api/agent/register', payload: { type: 'anonymous' } })).json().credential;
@@ -262,8 +275,7 @@ await database.close();
 describe('adding a platform', () => {
   let copy: string;
   before(() => {
-    copy = mkdtempSync(path.join(ROOT, '.extension-check-'));
-    cpSync(path.join(ROOT, 'src'), path.join(copy, 'src'), { recursive: true });
+    copy = copyOfSources();
     mkdirSync(path.join(copy, 'src', 'sparrow'));
     writeFileSync(path.join(copy, 'src', 'sparrow', 'feature.ts'), SPARROW_FEATURE);
     writeFileSync(path.join(copy, 'src', 'sparrow', 'widget-form.ts'), SPARROW_FORM);
@@ -274,10 +286,7 @@ describe('adding a platform', () => {
     assert.notEqual(listed, source, 'src/platforms.ts lists the platforms in PLATFORMS');
     writeFileSync(registry, `import { sparrowPlatform } from './sparrow/feature.ts';\n${listed}`);
     writeFileSync(path.join(copy, 'probe.ts'), PLATFORM_PROBE);
-    for (const config of ['tsconfig.json', 'tsconfig.browser.json']) {
-      // The copy's own sources only: the tests and benchmarks stay the repository's.
-      writeFileSync(path.join(copy, config), readFileSync(path.join(ROOT, config), 'utf8').replace('"include": ["src", "test", "bench", "bin"]', '"include": ["src"]'));
-    }
+    writeTypeCheckConfigs(copy, ['tsconfig.json', 'tsconfig.browser.json']);
   });
   after(() => rmSync(copy, { recursive: true, force: true }));
 
@@ -293,14 +302,7 @@ describe('adding a platform', () => {
     assert.ok(seen.form, 'its product form is served in /widget-platforms.js');
   });
 
-  it('still type-checks, server and browser code alike, with nothing else edited', { timeout: 240_000 }, async () => {
-    const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-    for (const config of ['tsconfig.json', 'tsconfig.browser.json']) {
-      await run(process.execPath, [tsc, '--noEmit', '-p', path.join(copy, config)], { cwd: copy, timeout: 200_000 }).catch((err: { stdout?: string }) => {
-        assert.fail(`${config} of the copy: ${err.stdout ?? err}`);
-      });
-    }
-  });
+  it('still type-checks, server and browser code alike, with nothing else edited', { timeout: 240_000 }, () => typeCheck(copy, ['tsconfig.json', 'tsconfig.browser.json']));
 });
 
 /** A throwaway channel's folder: a pager reached by its number, signed up by agents. */
@@ -349,21 +351,8 @@ export const pagerChannel = {
 `;
 
 const CHANNEL_PROBE = `
-import { mkdtempSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { buildApp } from './src/app.ts';
-import { loadConfig } from './src/config.ts';
-import { Database } from './src/core/db/database.ts';
 import { PAGED } from './src/pager/channel.ts';
-
-const dir = mkdtempSync(path.join(os.tmpdir(), 'restock-extension-'));
-const config = loadConfig({ LOG_LEVEL: 'silent', BASE_URL: 'http://restock.test', ALLOWED_HOSTS: 'localhost', DATA_DIR: dir, DATABASE_URL: 'sqlite:' + path.join(dir, 'restock.db') });
-const database = Database.open(config.database);
-await database.migrate();
-const app = await buildApp(config, database);
-await app.ready();
-const shop = 'pager-shop.example.com';
+${APP_START}const shop = 'pager-shop.example.com';
 const productId = 'gid://woocommerce/Product/7';
 await app.restock.stores.createStore(shop, 'owner@pager-shop.example.com', 'woocommerce');
 const source = { kind: 'inventory-api', ref: 'probe', verified: true };
@@ -397,8 +386,7 @@ await database.close();
 describe('adding a notification channel', () => {
   let copy: string;
   before(() => {
-    copy = mkdtempSync(path.join(ROOT, '.extension-check-'));
-    cpSync(path.join(ROOT, 'src'), path.join(copy, 'src'), { recursive: true });
+    copy = copyOfSources();
     mkdirSync(path.join(copy, 'src', 'pager'));
     writeFileSync(path.join(copy, 'src', 'pager', 'channel.ts'), PAGER_CHANNEL);
     // The one registry line (with its import).
@@ -408,7 +396,7 @@ describe('adding a notification channel', () => {
     assert.notEqual(listed, source, 'src/channels.ts lists the channels in CHANNELS');
     writeFileSync(registry, `import { pagerChannel } from './pager/channel.ts';\n${listed}`);
     writeFileSync(path.join(copy, 'probe.ts'), CHANNEL_PROBE);
-    writeFileSync(path.join(copy, 'tsconfig.json'), readFileSync(path.join(ROOT, 'tsconfig.json'), 'utf8').replace('"include": ["src", "test", "bench", "bin"]', '"include": ["src"]'));
+    writeTypeCheckConfigs(copy, ['tsconfig.json']);
   });
   after(() => rmSync(copy, { recursive: true, force: true }));
 
@@ -424,10 +412,5 @@ describe('adding a notification channel', () => {
     assert.deepEqual(seen.point, { channel: 'pager', status: 'stopped', consent_text: 'Page me once when it is back in stock.' }, 'its own stop link stops it; the consent words are kept');
   });
 
-  it('still type-checks with nothing else edited', { timeout: 240_000 }, async () => {
-    const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-    await run(process.execPath, [tsc, '--noEmit', '-p', path.join(copy, 'tsconfig.json')], { cwd: copy, timeout: 200_000 }).catch((err: { stdout?: string }) => {
-      assert.fail(`tsconfig.json of the copy: ${err.stdout ?? err}`);
-    });
-  });
+  it('still type-checks with nothing else edited', { timeout: 240_000 }, () => typeCheck(copy, ['tsconfig.json']));
 });
