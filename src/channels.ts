@@ -11,8 +11,9 @@ import { smsChannel } from './sms/channel.ts';
 /**
  * Every notification channel, in the order pages and exports list them: the only list. E-mail is
  * the kernel's (every subscription's own address); each other channel is its folder's
- * `channel.ts` (a `ChannelDefinition`, src/core/channels.ts), which imports nothing but the kernel,
- * so that any module may read this list. A new channel is its folder and one line here.
+ * `channel.ts` (a `ChannelDefinition`, src/core/channels.ts), which imports the kernel and its own
+ * folder's plain parts but never a service, so that any module may read this list without a
+ * cycle. A new channel is its folder and one line here.
  */
 export const CHANNELS = { email: EMAIL_CHANNEL, sms: smsChannel, push: pushChannel } as const;
 
