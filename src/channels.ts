@@ -58,21 +58,19 @@ export function contactChannelNamed(name: string): ContactChannel {
 }
 
 /** The channels a shopper can sign up beside their e-mail, each with its part of the sign-up bodies. */
-function signUps(): Array<[ContactChannel, ChannelSignUp]> {
-  return CONTACT_CHANNELS.flatMap((channel) => {
-    const { signUp }: ChannelDefinition = CHANNELS[channel];
-    return signUp ? [[channel, signUp] as [ContactChannel, ChannelSignUp]] : [];
-  });
-}
+const SIGN_UPS: ReadonlyArray<[ContactChannel, ChannelSignUp]> = CONTACT_CHANNELS.flatMap((channel) => {
+  const { signUp }: ChannelDefinition = CHANNELS[channel];
+  return signUp ? [[channel, signUp] as [ContactChannel, ChannelSignUp]] : [];
+});
 
 /** Every channel's fields of the sign-up body `from` takes, in the registry's order. */
 export function signUpFields(from: 'storefront' | 'agent', policy: OutboundPolicy): z.ZodRawShape {
-  return Object.assign({}, ...signUps().map(([, signUp]) => (from === 'storefront' ? signUp.storefront(policy) : (signUp.agent ?? {}))));
+  return Object.assign({}, ...SIGN_UPS.map(([, signUp]) => (from === 'storefront' ? signUp.storefront(policy) : (signUp.agent ?? {}))));
 }
 
 /** What does not hold between a body's channel fields, as issues on their fields. */
 export function signUpIssues(body: SignUpBody, from: 'storefront' | 'agent'): Array<{ message: string; path: string[] }> {
-  return signUps().flatMap(([, signUp]) => {
+  return SIGN_UPS.flatMap(([, signUp]) => {
     const rule = from === 'storefront' ? signUp.storefrontRule : signUp.agentRule;
     return rule && !rule.holds(body) ? [{ message: rule.message, path: rule.path }] : [];
   });
@@ -80,7 +78,7 @@ export function signUpIssues(body: SignUpBody, from: 'storefront' | 'agent'): Ar
 
 /** The contact points a checked sign-up body asks for, each with its channel. */
 export function signUpContacts(body: SignUpBody, from: 'storefront' | 'agent'): Array<SignUpContact & { channel: ContactChannel }> {
-  return signUps().flatMap(([channel, signUp]) => {
+  return SIGN_UPS.flatMap(([channel, signUp]) => {
     const contact = signUp.contact(body, from);
     return contact ? [{ ...contact, channel }] : [];
   });
@@ -97,9 +95,7 @@ export async function buildChannelFeatures(needs: ChannelNeeds): Promise<Feature
 }
 
 /** The channels the storefront's form offers under a store's switch, each with its offer. */
-export function storefrontOffers(): Array<[ContactChannel, StorefrontOffer]> {
-  return CONTACT_CHANNELS.flatMap((channel) => {
-    const { storefront }: ChannelDefinition = CHANNELS[channel];
-    return storefront ? [[channel, storefront] as [ContactChannel, StorefrontOffer]] : [];
-  });
-}
+export const STOREFRONT_OFFERS: ReadonlyArray<[ContactChannel, StorefrontOffer]> = CONTACT_CHANNELS.flatMap((channel) => {
+  const { storefront }: ChannelDefinition = CHANNELS[channel];
+  return storefront ? [[channel, storefront] as [ContactChannel, StorefrontOffer]] : [];
+});

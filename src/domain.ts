@@ -8,7 +8,7 @@ import type { Config } from './config.ts';
 import type { ChangeBus } from './core/changes/bus.ts';
 import { openChangeBus } from './core/changes/open.ts';
 import type { Database } from './core/db/database.ts';
-import { channelConfirmations, channelOffers, channelSendings, type Feature } from './core/feature.ts';
+import { channelPart, type Feature } from './core/feature.ts';
 import type { MailTransport } from './core/mail/transport.ts';
 import { noMetrics, type Metrics } from './core/metrics.ts';
 import { loadServiceSecret } from './core/secrets.ts';
@@ -157,11 +157,11 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
       log,
       settingsOf: (shop) => stores.service.settingsOf(shop),
       titleOf: async (shop, productId, variantId) => (await inventory.service.describeProduct(shop, productId, variantId))?.productTitle ?? undefined,
-      confirmations: channelConfirmations(channels),
+      confirmations: channelPart(channels, 'confirm'),
     }),
   };
   // One storefront service, whose answers are kept between changes: the widget's calls and Shopify's app proxy share it.
-  const storefront = storefrontService({ stores: stores.service, inventory: inventory.service, alerts: alerts.service, offers: channelOffers(channels), changes });
+  const storefront = storefrontService({ stores: stores.service, inventory: inventory.service, alerts: alerts.service, offers: channelPart(channels, 'offered'), changes });
   const platforms = opened.map((platform) =>
     platform.build({
       config,
@@ -195,7 +195,7 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
     quota: billing.service,
     followUp: conversions.service,
     events: webhooks.service,
-    channels: channelSendings(channels),
+    channels: channelPart(channels, 'sending'),
     jobs: [...Object.values(served), ...channels, ...platforms].flatMap((feature: Feature<unknown>) => feature.jobs ?? []),
   });
   const built = { ...served, worker };

@@ -45,19 +45,9 @@ export interface Feature<S> {
   close?(): Promise<void>;
 }
 
-/** The contact channels' sendings the features offer, by channel name. */
-export function channelSendings(features: ReadonlyArray<Feature<unknown>>): Partial<Record<ChannelName, ChannelSending>> {
-  return Object.fromEntries(features.flatMap((feature) => (feature.channel ? [[feature.channel.name, feature.channel.sending]] : [])));
-}
-
-/** Whether the service itself can send each contact channel for any store, by channel name. */
-export function channelOffers(features: ReadonlyArray<Feature<unknown>>): Partial<Record<ChannelName, boolean>> {
-  return Object.fromEntries(features.flatMap((feature) => (feature.channel ? [[feature.channel.name, feature.channel.offered]] : [])));
-}
-
-/** The contact channels' confirmation requests the features offer, by channel name. */
-export function channelConfirmations(features: ReadonlyArray<Feature<unknown>>): Partial<Record<ChannelName, (point: PendingContactPoint) => Promise<void>>> {
-  return Object.fromEntries(features.flatMap((feature) => (feature.channel?.confirm ? [[feature.channel.name, feature.channel.confirm]] : [])));
+/** One part of what the contact channels' features offer, by channel name (their sendings, whether the service can send them, their confirmation requests). */
+export function channelPart<K extends keyof NonNullable<Feature<unknown>['channel']>>(features: ReadonlyArray<Feature<unknown>>, part: K): Partial<Record<ChannelName, NonNullable<NonNullable<Feature<unknown>['channel']>[K]>>> {
+  return Object.fromEntries(features.flatMap(({ channel }) => (channel && channel[part] !== undefined ? [[channel.name, channel[part]]] : [])));
 }
 
 /** What fastify-plugin records on a plugin: its name and the plugins that must load before it. */

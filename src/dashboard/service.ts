@@ -1,5 +1,5 @@
 import { allScopes } from '../core/scopes.ts';
-import { storefrontOffers } from '../channels.ts';
+import { STOREFRONT_OFFERS } from '../channels.ts';
 import type { SubscriptionService } from '../alerts/service.ts';
 import type { BillingService } from '../billing/service.ts';
 import type { ExportKind } from '../conversions/service.ts';
@@ -294,7 +294,7 @@ function channelSettings(form: Record<string, string | undefined>): Record<strin
     timeZone: text('timeZone'),
     smsQuietHours: start === null && end === null ? null : { start: Number(start ?? NaN), end: Number(end ?? NaN) },
     // Each channel's switch on the storefront's form, named after the channel.
-    ...Object.fromEntries(storefrontOffers().map(([channel]) => [channel, toggle(channel)])),
+    ...Object.fromEntries(STOREFRONT_OFFERS.map(([channel]) => [channel, toggle(channel)])),
   };
   const account = { accountSid: text('twilioAccountSid'), authToken: text('twilioAuthToken'), from: text('twilioFrom') };
   if (form.clearSmsSender === 'on') patch.smsSender = null;

@@ -1,5 +1,5 @@
 import { LANGUAGES } from '../core/languages.ts';
-import { storefrontOffers, type ContactChannel, type StorefrontOffer } from '../channels.ts';
+import { STOREFRONT_OFFERS, type ContactChannel, type StorefrontOffer } from '../channels.ts';
 import type { SubscriptionRow } from '../alerts/service.ts';
 import { formatPrice } from '../billing/service.ts';
 import type { BillingService, Entitlement } from '../billing/service.ts';
@@ -224,7 +224,7 @@ function widgetInstructions(snippet: string): SafeHtml {
 
 /** Errors shown beside their own field; any other is listed above the form. */
 const FIELD_NAMES = ['batchMultiplier', 'batchIntervalSeconds', 'minStock', 'frequencyCapMinutes', 'senderName', 'smtpUrl', 'doubleOptIn', 'country', 'quietStart', 'quietEnd', 'timeZone', 'twilioAccountSid', 'twilioAuthToken', 'twilioFrom'];
-const FIELD_POINTERS = new Set([...FIELD_NAMES, ...storefrontOffers().map(([channel]) => channel)].map((name) => `/${name}`));
+const FIELD_POINTERS = new Set([...FIELD_NAMES, ...STOREFRONT_OFFERS.map(([channel]) => channel)].map((name) => `/${name}`));
 
 export function settingsBody(store: Store, csrf: string | undefined, errors: FieldErrors = [], saved = false, snippet?: string): SafeHtml {
   const s = store.settings;
@@ -268,7 +268,7 @@ ${store.ownSmtp ? html`<label><input type="checkbox" name="clearSmtp"> Stop usin
 <h2>Consent and channels</h2>
 ${choice('doubleOptIn', 'Ask shoppers to confirm by e-mail (double opt-in)', s.doubleOptIn, [['auto', 'When the store or the shopper is in the EU/EEA, the UK or Switzerland'], ['always', 'Always'], ['never', 'Never']], 'A new subscription waits for the shopper to click the link we e-mail; unconfirmed ones expire and are never alerted. Texts always ask for a YES.')}
 ${field('country', 'Store country', s.country, 'Two letters, e.g. DE; used when double opt-in is automatic.', 'text', 'maxlength="2" autocomplete="country"')}
-${storefrontOffers().map(([channel, offer]) => storefrontSwitch(channel, offer))}
+${STOREFRONT_OFFERS.map(([channel, offer]) => storefrontSwitch(channel, offer))}
 ${field('quietStart', 'No texts from (hour)', s.smsQuietHours.start, 'Quiet hours in the shopper’s time zone, 0–23; texts due then wait until the end.', 'number', 'min="0" max="23"')}
 ${field('quietEnd', 'No texts until (hour)', s.smsQuietHours.end, 'Equal hours: no quiet hours.', 'number', 'min="0" max="23"')}
 ${field('timeZone', 'Store time zone', s.timeZone, 'IANA name, e.g. Europe/Paris; for shoppers whose time zone is unknown.', 'text', 'maxlength="64"')}

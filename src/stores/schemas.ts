@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { storefrontOffers, type ContactChannel } from '../channels.ts';
+import { STOREFRONT_OFFERS, type ContactChannel } from '../channels.ts';
 import { alertTemplateSchema, localeSchema, storeSettingsSchema } from './settings.ts';
 import { parseSmtpUrl, SmtpUrlError } from '../core/mail/smtp-url.ts';
 
@@ -45,7 +45,7 @@ export function platformOfDomain(domains: StoreDomains, domain: string): string 
 /** Each channel's storefront switch in force; nullable where unset depends on the store (SMS: a sender). */
 function switchesInForceSchema(): Record<ContactChannel, z.ZodType<boolean | null>> {
   return Object.fromEntries(
-    storefrontOffers().map(([channel, offer]) => [channel, (offer.byDefault === null ? z.boolean().nullable() : z.boolean()).describe(offer.inForce)]),
+    STOREFRONT_OFFERS.map(([channel, offer]) => [channel, (offer.byDefault === null ? z.boolean().nullable() : z.boolean()).describe(offer.inForce)]),
   ) as unknown as Record<ContactChannel, z.ZodType<boolean | null>>;
 }
 

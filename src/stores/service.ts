@@ -1,7 +1,7 @@
 // Longer than most files on purpose: a store's whole life (install, settings, senders sealed at
 // rest, uninstall and redaction) decided in one service.
 import { z } from 'zod';
-import { CONTACT_CHANNELS, storefrontOffers, type ContactChannel } from '../channels.ts';
+import { CONTACT_CHANNELS, STOREFRONT_OFFERS, type ContactChannel } from '../channels.ts';
 import { DEFAULT_BATCH_POLICY, type BatchPolicy } from '../config.ts';
 import { nowIso } from '../core/clock.ts';
 import { emailSchema, normaliseEmail } from '../core/email.ts';
@@ -175,12 +175,13 @@ export class StoreService {
    * the one channel a store may set its own account for, kept here).
    */
   async storefrontChannels(domain: string, offered: Partial<Record<ContactChannel, boolean>>): Promise<Record<ContactChannel, boolean>> {
+    const chosen = Object.fromEntries(CONTACT_CHANNELS.map((channel) => [channel, false])) as Record<ContactChannel, boolean>;
     const row = await this.store.storefrontOffer(domain);
-    const settings = row?.status === 'active' ? effectiveSettings(parseStoredSettings(row.settings), this.defaults) : undefined;
-    const ownAccount: Partial<Record<ContactChannel, boolean>> = { sms: row?.sms_sender_sealed != null };
-    const onTheForm = new Set(storefrontOffers().map(([channel]) => channel));
-    const offers = (channel: ContactChannel) => onTheForm.has(channel) && settings !== undefined && settings[channel] !== false && (offered[channel] === true || ownAccount[channel] === true);
-    return Object.fromEntries(CONTACT_CHANNELS.map((channel) => [channel, offers(channel)])) as Record<ContactChannel, boolean>;
+    if (row?.status !== 'active') return chosen;
+    const stored = parseStoredSettings(row.settings);
+    const ownAccount: Partial<Record<ContactChannel, boolean>> = { sms: row.sms_sender_sealed !== null };
+    for (const [channel, offer] of STOREFRONT_OFFERS) chosen[channel] = (stored[channel] ?? offer.byDefault) !== false && (offered[channel] === true || ownAccount[channel] === true);
+    return chosen;
   }
 
   /** getStore: the store's configuration, for a caller bound to it. */

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { BatchPolicy } from '../config.ts';
-import { storefrontOffers, type ContactChannel } from '../channels.ts';
+import { STOREFRONT_OFFERS, type ContactChannel } from '../channels.ts';
 import { LANGUAGES } from '../core/languages.ts';
 
 export const localeSchema = z.enum(LANGUAGES).describe('Language of the alert e-mails');
@@ -96,7 +96,7 @@ export const storeSettingsSchema = z
 
 /** A store's switch for each channel the storefront's form may offer. */
 function storefrontSwitches(): Record<ContactChannel, z.ZodOptional<z.ZodBoolean>> {
-  return Object.fromEntries(storefrontOffers().map(([channel, offer]) => [channel, z.boolean().optional().describe(offer.setting)])) as Record<ContactChannel, z.ZodOptional<z.ZodBoolean>>;
+  return Object.fromEntries(STOREFRONT_OFFERS.map(([channel, offer]) => [channel, z.boolean().optional().describe(offer.setting)])) as Record<ContactChannel, z.ZodOptional<z.ZodBoolean>>;
 }
 
 export type StoreSettings = z.infer<typeof storeSettingsSchema>;
@@ -158,5 +158,5 @@ export function parseStoredSettings(json: string): StoreSettings {
 
 /** Each switch as set, else its channel's default. */
 function switchesInForce(stored: StoreSettings): StorefrontSwitches {
-  return Object.fromEntries(storefrontOffers().map(([channel, offer]) => [channel, stored[channel] ?? offer.byDefault])) as StorefrontSwitches;
+  return Object.fromEntries(STOREFRONT_OFFERS.map(([channel, offer]) => [channel, stored[channel] ?? offer.byDefault])) as StorefrontSwitches;
 }
