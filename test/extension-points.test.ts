@@ -8,15 +8,17 @@
  *   signed webhook, reconciliation job (run by the worker), and product-form script in
  *   /widget-platforms.js must all follow, and the copy must still type-check;
  * - a notification channel is ONE folder and ONE entry in src/channels.ts: its sign-up fields in
- *   subscribeAlert (and OpenAPI), its contact point, its sending when the product is back, its
+ *   subscribeAlert (and OpenAPI), its switch in the store's settings, its choice on the storefront
+ *   widget's form (in Chromium), its contact point, its sending when the product is back, its
  *   words on the shopper's page and its own stop link must all follow, and the copy must still
- *   type-check.
+ *   type-check, server and browser code alike.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { browserSkipReason } from './fixtures/browser.ts';
 import { after, before, describe, it } from './fixtures/suites.ts';
 
 const run = promisify(execFile);
@@ -305,7 +307,7 @@ describe('adding a platform', () => {
   it('still type-checks, server and browser code alike, with nothing else edited', { timeout: 240_000 }, () => typeCheck(copy, ['tsconfig.json', 'tsconfig.browser.json']));
 });
 
-/** A throwaway channel's folder: a pager reached by its number, signed up by agents. */
+/** A throwaway channel's folder: a pager reached by its number, signed up by agents and on the storefront's form. */
 const PAGER_CHANNEL = `
 import { z } from 'zod';
 import type { ChannelNeeds } from '../channel.ts';
@@ -328,14 +330,22 @@ export const pagerChannel = {
   contactPoint: { device: 'pager', startsAs: 'active', details: z.object({}).strict() },
   pages: { en: words('pages', 'Pager'), fr: words('bipeur', 'Bipeur'), de: words('Pager', 'Pager'), es: words('buscapersonas', 'Buscapersonas') },
   signUp: {
-    storefront: () => ({}),
+    storefront: () => ({ pager: pagerNumber.optional(), pagerConsentText: consentTextSchema.optional() }),
+    storefrontRule: { holds: (body) => body.pager === undefined || body.pagerConsentText !== undefined, message: 'pagerConsentText is required with pager', path: ['pagerConsentText'] },
     agent: { pager: pagerNumber.optional().describe('Also page this number'), pagerConsentText: consentTextSchema.optional().describe('The words the shopper agreed to for pages') },
     agentRule: { holds: (body) => body.pager === undefined || body.pagerConsentText !== undefined, message: 'pagerConsentText is required with pager', path: ['pagerConsentText'] },
     contact(body, from) {
       const { pager, pagerConsentText } = body as { pager?: string; pagerConsentText?: string };
-      if (from !== 'agent' || !pager || !pagerConsentText) return undefined;
-      return { address: pager, addressKey: pager, details: {}, consent: { method: 'agent-api', text: pagerConsentText } };
+      if (!pager || !pagerConsentText) return undefined;
+      return { address: pager, addressKey: pager, details: {}, consent: { method: from === 'agent' ? 'agent-api' : 'storefront-checkbox', text: pagerConsentText } };
     },
+  },
+  storefront: {
+    setting: 'Offer pages on the storefront (default true)',
+    inForce: 'Offer pages on the storefront',
+    byDefault: true,
+    dashboard: { label: 'Offer pages', hint: 'A pager number on the sign-up form.' },
+    choice: new URL('./widget-choice.ts', import.meta.url),
   },
   async build(_needs: ChannelNeeds) {
     const sending = {
@@ -350,13 +360,68 @@ export const pagerChannel = {
 } as const satisfies ChannelDefinition;
 `;
 
+/** The pager's choice on the storefront widget's form, in the channel's own folder. */
+const PAGER_CHOICE = `
+import type { ChannelChoiceHost, ChannelChoiceMaker } from '../core/channel-choice.ts';
+
+(function () {
+  const STRINGS = { en: { number: 'Pager number', consent: 'Page me once when it is back.', done: 'We will page you.' } };
+  const pager: ChannelChoiceMaker = (options) => {
+    const s = options.words(STRINGS);
+    const element = document.createElement('div');
+    element.innerHTML = '<input id="pager" aria-label="' + s.number + '">';
+    const field = element.querySelector('input')!;
+    return {
+      element,
+      check: () => (field.value && !/^[0-9]{4,10}$/.test(field.value) ? [s.number, field] : undefined),
+      add: (body) => {
+        if (field.value) Object.assign(body, { pager: field.value, pagerConsentText: s.consent });
+        return undefined;
+      },
+      refused: (at) => (at('pager') ? [s.number, field] : undefined),
+      done: () => (field.value ? s.done : ''),
+    };
+  };
+  const w = window as Window & { Restock?: ChannelChoiceHost };
+  const R = (w.Restock = w.Restock || {});
+  (R.channelChoices = R.channelChoices || {}).pager = pager;
+})();
+`;
+
 const CHANNEL_PROBE = `
 import { PAGED } from './src/pager/channel.ts';
-${APP_START}const shop = 'pager-shop.example.com';
-const productId = 'gid://woocommerce/Product/7';
-await app.restock.stores.createStore(shop, 'owner@pager-shop.example.com', 'woocommerce');
+import { launchBrowser, startPageServer } from '../test/fixtures/browser.ts';
+${APP_START}const shop = 'pager-shop.myshopify.com';
+const productId = 'gid://shopify/Product/7';
+const variantId = 'gid://shopify/ProductVariant/70';
+await app.restock.stores.createStore(shop, 'owner@pager-shop.example.com');
 const source = { kind: 'inventory-api', ref: 'probe', verified: true };
-await app.restock.inventory.reportStock(shop, [{ productId, variantId: null, available: 0, productTitle: 'Brass pager clip' }], source);
+await app.restock.inventory.reportStock(shop, [{ productId, variantId: null, available: 0, productTitle: 'Brass pager clip' }, { productId, variantId, available: 0 }], source);
+const settings = (await app.restock.stores.settingsOf(shop)).pager ?? null;
+const served = (await app.inject({ method: 'GET', url: '/widget-channels.js' })).body;
+
+// A shopper on the store's product page (another origin), the widget loaded from the service.
+let form = null;
+if (process.env.PROBE_BROWSER === '1') {
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const base = 'http://localhost:' + app.server.address().port;
+  const store = await startPageServer({ '/products/clip': '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Clip</title></head><body><script src="' + base + '/widget.js" data-shop="' + shop + '" data-product="' + productId + '" data-variant="' + variantId + '" defer></script></body></html>' });
+  const browser = await launchBrowser();
+  try {
+    const tab = await browser.newPage();
+    await tab.goto(store.url + '/products/clip');
+    await tab.locator('restock-widget #pager').fill('5557654', { timeout: 15000 });
+    await tab.locator('restock-widget #e').fill('browser@example.com');
+    await tab.locator('restock-widget button[type="submit"]').click();
+    const status = tab.locator('restock-widget [role="status"]');
+    await status.filter({ hasText: 'We will page you.' }).waitFor({ timeout: 15000 });
+    const point = await database.db.selectFrom('contact_points').select(['channel', 'consent_method', 'consent_text']).where('address', '=', '5557654').executeTakeFirst();
+    form = { status: await status.textContent(), point };
+  } finally {
+    await browser.close();
+    await store.close();
+  }
+}
 const token = (await app.inject({ method: 'POST', url: '/api/agent/register', payload: { type: 'anonymous' } })).json().credential;
 const subscribe = (body) => app.inject({ method: 'POST', url: '/api/v1/alerts/subscribe', headers: { authorization: 'Bearer ' + token }, payload: body });
 const refused = await subscribe({ shop, productId, email: 'nowords@example.com', pager: '5551234' });
@@ -364,18 +429,22 @@ const signed = await subscribe({ shop, productId, email: 'shopper@example.com', 
 const openapi = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
 const body = openapi.paths['/api/v1/alerts/subscribe'].post.requestBody.content['application/json'].schema;
 const offered = (await app.inject({ method: 'GET', url: '/storefront/v1/availability?' + new URLSearchParams({ shop, productId }) })).json().channels;
-await app.restock.inventory.reportStock(shop, [{ productId, variantId: null, available: 5 }], source);
+await app.restock.inventory.reportStock(shop, [{ productId, variantId: null, available: 5 }, { productId, variantId, available: 5 }], source);
 for (let turn = 0; turn < 5 && PAGED.length === 0; turn++) await app.restock.worker.turn();
 const page = await app.inject({ method: 'GET', url: new URL(app.restock.alerts.shopperPageUrl(signed.json().subscriptionId)).pathname, headers: { accept: 'text/html' } });
-const stop = PAGED[0] ? await app.inject({ method: 'POST', url: new URL(PAGED[0].stopUrl).pathname, headers: { 'content-type': 'application/x-www-form-urlencoded', origin: 'http://restock.test' }, payload: '' }) : undefined;
+const agents = PAGED.find((entry) => entry.to === '5551234');
+const stop = agents ? await app.inject({ method: 'POST', url: new URL(agents.stopUrl).pathname, headers: { 'content-type': 'application/x-www-form-urlencoded', origin: 'http://restock.test' }, payload: '' }) : undefined;
 const point = await database.db.selectFrom('contact_points').select(['channel', 'status', 'consent_text']).where('address', '=', '5551234').executeTakeFirst();
 console.log(JSON.stringify({
   refused: [refused.statusCode, refused.json().errors?.map((error) => error.pointer)],
   signed: signed.statusCode,
   documented: Boolean(body.properties?.pager ?? body.allOf?.some((part) => part.properties?.pager)),
-  paged: PAGED.map((entry) => ({ to: entry.to, headline: entry.headline, redirect: entry.clickUrl.startsWith('http://restock.test/') })),
+  paged: PAGED.map((entry) => ({ to: entry.to, headline: entry.headline, redirect: entry.clickUrl.startsWith('http://restock.test/') })).sort((a, b) => a.to.localeCompare(b.to)),
   listed: page.body.includes('Pager 5551234'),
   offered,
+  settings,
+  choiceServed: served.includes('Page me once when it is back.'),
+  form,
   stopped: stop?.statusCode ?? null,
   point,
 }));
@@ -389,6 +458,7 @@ describe('adding a notification channel', () => {
     copy = copyOfSources();
     mkdirSync(path.join(copy, 'src', 'pager'));
     writeFileSync(path.join(copy, 'src', 'pager', 'channel.ts'), PAGER_CHANNEL);
+    writeFileSync(path.join(copy, 'src', 'pager', 'widget-choice.ts'), PAGER_CHOICE);
     // The one registry line (with its import).
     const registry = path.join(copy, 'src', 'channels.ts');
     const source = readFileSync(registry, 'utf8');
@@ -396,21 +466,39 @@ describe('adding a notification channel', () => {
     assert.notEqual(listed, source, 'src/channels.ts lists the channels in CHANNELS');
     writeFileSync(registry, `import { pagerChannel } from './pager/channel.ts';\n${listed}`);
     writeFileSync(path.join(copy, 'probe.ts'), CHANNEL_PROBE);
-    writeTypeCheckConfigs(copy, ['tsconfig.json']);
+    writeTypeCheckConfigs(copy, ['tsconfig.json', 'tsconfig.browser.json']);
   });
   after(() => rmSync(copy, { recursive: true, force: true }));
 
-  it("takes one folder and one registry line: its sign-up, contact point, sending, page words and stop link follow", { timeout: 120_000 }, async () => {
-    const { stdout } = await run(process.execPath, ['--import', 'tsx', path.join(copy, 'probe.ts')], { cwd: ROOT, timeout: 110_000 });
+  it("takes one folder and one registry line: its sign-up, storefront choice, contact point, sending, page words and stop link follow", { timeout: 120_000 }, async () => {
+    const browser = browserSkipReason() === undefined;
+    const { stdout } = await run(process.execPath, ['--import', 'tsx', path.join(copy, 'probe.ts')], { cwd: ROOT, timeout: 110_000, env: { ...process.env, PROBE_BROWSER: browser ? '1' : '0' } });
     const seen = JSON.parse(stdout.trim().split('\n').at(-1)!);
     assert.deepEqual(seen.refused, [400, ['/body/pagerConsentText']], "its rule between its fields refuses a number without the shopper's words");
     assert.equal(seen.signed, 200, 'subscribeAlert takes its fields');
     assert.ok(seen.documented, 'its fields in /openapi.json');
-    assert.deepEqual(seen.paged, [{ to: '5551234', headline: 'Brass pager clip is back in stock', redirect: true }], 'the restock reaches it once, through its sending, with the product and our redirect');
+    const paged = { headline: 'Brass pager clip is back in stock', redirect: true };
+    assert.deepEqual(
+      seen.paged,
+      browser ? [{ to: '5551234', ...paged }, { to: '5557654', ...paged }] : [{ to: '5551234', ...paged }],
+      'the restock reaches each pager once, through its sending, with the product and our redirect',
+    );
     assert.ok(seen.listed, "the shopper's page lists it in its own words");
-    assert.deepEqual(seen.offered, { sms: false, push: true, pager: false }, 'the widget is told of it, not offered on the form (it defines no storefront offer)');
+    assert.deepEqual(seen.offered, { sms: false, push: true, pager: true }, 'the widget is told to offer it');
+    assert.equal(seen.settings, true, "the store's settings have its switch, in force by its default");
+    assert.ok(seen.choiceServed, 'its choice is served in /widget-channels.js');
+    if (browser) {
+      assert.deepEqual(
+        seen.form,
+        {
+          status: 'Thank you! We’ll e-mail you when it’s back in stock. We will page you.',
+          point: { channel: 'pager', consent_method: 'storefront-checkbox', consent_text: 'Page me once when it is back.' },
+        },
+        "the widget's form offers its choice in Chromium and signs the pager up with its words",
+      );
+    }
     assert.deepEqual(seen.point, { channel: 'pager', status: 'stopped', consent_text: 'Page me once when it is back in stock.' }, 'its own stop link stops it; the consent words are kept');
   });
 
-  it('still type-checks with nothing else edited', { timeout: 240_000 }, () => typeCheck(copy, ['tsconfig.json']));
+  it('still type-checks, server and browser code alike, with nothing else edited', { timeout: 240_000 }, () => typeCheck(copy, ['tsconfig.json', 'tsconfig.browser.json']));
 });

@@ -50,6 +50,12 @@ export interface StorefrontOffer {
   readonly byDefault: true | null;
   /** The dashboard's switch: its label, the line under it, and the words for unset when that depends. */
   readonly dashboard: { readonly label: string; readonly hint: string; readonly unset?: string };
+  /**
+   * The choice on the form, in the shopper's browser: a script of the channel's folder that puts
+   * its maker in `Restock.channelChoices` under the channel's name (src/core/channel-choice.ts),
+   * served in `/widget-channels.js`.
+   */
+  readonly choice: URL;
 }
 
 /**

@@ -43,6 +43,7 @@ export const pushChannel = {
     inForce: 'Offer browser push on the storefront',
     byDefault: true,
     dashboard: { label: 'Offer browser notifications', hint: '“Also notify me in this browser” on the sign-up form.' },
+    choice: new URL('./widget-choice.ts', import.meta.url),
   },
   async build(needs: ChannelNeeds) {
     const { buildPush } = await import('./feature.ts');

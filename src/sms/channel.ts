@@ -53,6 +53,7 @@ export const smsChannel = {
     inForce: 'Offer SMS on the storefront; null: when an SMS sender is configured',
     byDefault: null,
     dashboard: { label: 'Offer SMS alerts', hint: 'A phone field and an unticked consent box on the sign-up form.', unset: 'When an SMS sender is set up' },
+    choice: new URL('./widget-choice.ts', import.meta.url),
   },
   async build(needs: ChannelNeeds) {
     const { buildSmsChannel } = await import('./feature.ts');

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { gzipSync } from 'node:zlib';
 import { transform } from 'esbuild';
+import { STOREFRONT_OFFERS } from '../channels.ts';
 
 export interface WidgetAsset {
   /** Minified script. */
@@ -15,8 +16,8 @@ export interface WidgetAsset {
 /**
  * The storefront's scripts shipped in the Shopify theme app extension too, each a readable
  * TypeScript source in src/storefront served minified at `/{file}` (see `widgetSource`): the
- * widget, and its SMS and browser-notification choices, which the widget loads from beside itself
- * only when the service offers either.
+ * widget, and the choices of the channels offered beside e-mail, which the widget loads from
+ * beside itself only when the service offers one.
  */
 export const WIDGET_FILES = ['widget.js', 'widget-channels.js'] as const;
 export type WidgetFile = (typeof WIDGET_FILES)[number];
@@ -50,14 +51,23 @@ export function widgetSource(file: ServedWidgetFile): URL {
  * A storefront script, minified once at start-up: the readable source is what we keep in the
  * repository, the small one is what every product page downloads. Each source is transformed on
  * its own, not bundled: what one imports from another is types only, which esbuild drops.
- * `/widget-platforms.js` is its own source followed by each platform's form (`platformForms`).
+ * `/widget-channels.js` is its own source followed by the choice of each channel the storefront
+ * offers (read from the channel registry, which loads no feature); `/widget-platforms.js` is its
+ * own source followed by each platform's form (`platformForms`, handed in by the assembly, since
+ * only the assembly may load the platform registry).
  */
 export async function loadWidgetAsset(file: ServedWidgetFile = 'widget.js', platformForms: readonly URL[] = []): Promise<WidgetAsset> {
-  const sources = [widgetSource(file), ...(file === 'widget-platforms.js' ? platformForms : [])];
+  const sources = [widgetSource(file), ...appendedTo(file, platformForms)];
   const parts = await Promise.all(sources.map(async (source) => (await transform(await readFile(source, 'utf8'), { minify: true, target: 'es2019', loader: 'ts', legalComments: 'none' })).code));
   const body = Buffer.from(parts.join(''));
   const tag = createHash('sha256').update(body).digest('base64url').slice(0, 27);
   return { body, gzipped: gzipSync(body, { level: 9 }), etag: `"${tag}"`, gzippedEtag: `"${tag}-gz"` };
+}
+
+/** The scripts served after a file's own source, in their registry's order. */
+export function appendedTo(file: ServedWidgetFile, platformForms: readonly URL[]): readonly URL[] {
+  if (file === 'widget-channels.js') return STOREFRONT_OFFERS.map(([, offer]) => offer.choice);
+  return file === 'widget-platforms.js' ? platformForms : [];
 }
 
 /** Every storefront script the service serves, by file name. */

@@ -6,7 +6,10 @@
 // The types below are what passes between this script and the ones it loads from beside itself
 // (widget-channels.ts, widget-platforms.ts), which import them; none of them reaches the browser.
 
+import type { ChannelChoiceHost, Complaint, SignUpFields } from '../core/channel-choice.ts';
 import type { PlatformForm, PlatformFormMaker } from '../core/platform-form.ts';
+
+export type { Complaint };
 
 /** A variant's stock, as the service's records or the page tell it. */
 export interface VariantStock {
@@ -14,11 +17,8 @@ export interface VariantStock {
   soldOut: boolean;
 }
 
-/** What the sign-up form may offer beside e-mail. */
-export interface OfferedChannels {
-  sms?: boolean;
-  push?: boolean;
-}
+/** What the sign-up form may offer beside e-mail: each channel the service names, offered or not. */
+export type OfferedChannels = Record<string, boolean | undefined>;
 
 /** The availability answer (`GET /storefront/v1/availability`), or a widget's merge of it with the page's variants. */
 export interface Availability {
@@ -33,12 +33,12 @@ export interface Endpoints {
   subscribe: string;
   /** Whether the sign-up names the store (the proxy names it itself). */
   shop: boolean;
-  /** Where the service worker and the VAPID key are; false where push cannot work. */
-  push: string | false;
+  /** The service as the page's own origin reaches it (the proxy, or the service's own page); false elsewhere. */
+  sameOrigin: string | false;
 }
 
 /** The sign-up the form posts, with the channels' fields when the shopper chose them. */
-export interface SignUp {
+export interface SignUp extends SignUpFields {
   shop?: string;
   productId: string;
   variantId: string | null;
@@ -48,19 +48,12 @@ export interface SignUp {
   country?: string;
   page?: string;
   timeZone?: string;
-  phone?: string;
-  smsConsent?: boolean;
-  smsConsentText?: string;
-  push?: PushSubscriptionJSON;
 }
-
-/** A message for the shopper, and the field at fault (focused), if any. */
-export type Complaint = [message: string, field?: HTMLElement | null];
 
 /** The form's hooks into the channels script's choices (described in widget-channels.ts). */
 export interface ChannelHooks {
   check(): Complaint | undefined;
-  add(body: SignUp): Promise<void> | undefined;
+  add(body: SignUp): Promise<void>;
   refused(at: (name: string) => boolean, body: SignUp): Complaint | true | undefined;
   done(confirmBy: string[]): string[];
 }
@@ -70,7 +63,7 @@ export interface ChannelsOptions {
   root: ShadowRoot;
   locale: string;
   strings: Record<string, unknown>;
-  push: string | false;
+  sameOrigin: string | false;
   channels: OfferedChannels;
 }
 
@@ -108,7 +101,7 @@ export interface PlatformApi {
 
 
 /** The one global, `window.Restock`, shared by every copy of the widget and the scripts it loads. */
-export interface Restock {
+export interface Restock extends ChannelChoiceHost {
   channels?: (options: ChannelsOptions) => ChannelHooks | undefined;
   platform?: (name: string, api: PlatformApi) => PlatformForm | null;
   /** Each platform's product form, put there by its script in widget-platforms.js. */
@@ -251,15 +244,15 @@ type VariantField = HTMLInputElement | HTMLSelectElement;
 
   // The theme block names Shopify's app proxy on the store's own origin, which signs each call
   // with the store; the pasted tag calls the service it was loaded from, naming the store.
-  // A service worker must come from the page's own origin: through the proxy it does; the pasted
-  // tag can offer web push only on pages of the service's own origin.
+  // What must come from the page's own origin (a service worker) does through the proxy; the
+  // pasted tag has it only on pages of the service's own origin.
   const endpoints = (data: DOMStringMap): Endpoints => {
     if (!data.proxy) {
       return {
         availability: (w) => origin + '/storefront/v1/availability?' + new URLSearchParams({ shop: w.shop, productId: w.product }),
         subscribe: origin + '/storefront/v1/subscribe',
         shop: true,
-        push: location.origin === origin && origin,
+        sameOrigin: location.origin === origin && origin,
       };
     }
     const base = new URL(data.proxy, location.href).href.replace(/\/$/, '');
@@ -267,7 +260,7 @@ type VariantField = HTMLInputElement | HTMLSelectElement;
       availability: (w) => base + '/availability?' + new URLSearchParams({ productId: w.product }),
       subscribe: base + '/subscriptions',
       shop: false,
-      push: base,
+      sameOrigin: base,
     };
   };
 
@@ -328,8 +321,8 @@ type VariantField = HTMLInputElement | HTMLSelectElement;
 
   // A second script beside this one, once per page, whichever copy of this script asks first:
   // widget.js → widget-<file> on the service, restock-widget.js → restock-<file> in the theme app
-  // extension (Shopify's CDN). The SMS and browser-notification choices (`channels.js`, fetched
-  // only when the service offers either, registering `Restock.channels`) and the product forms of
+  // extension (Shopify's CDN). The channels' choices beside e-mail (`channels.js`, fetched only
+  // when the service offers a channel, registering `Restock.channels`) and the product forms of
   // other platforms than Shopify (`platforms.js`, registering `Restock.platform`). If it cannot be
   // had within a few seconds, the widget goes on without it: never waits longer.
   const load = (key: 'channelsLoading' | 'platformsLoading', file: string) =>
@@ -429,9 +422,9 @@ type VariantField = HTMLInputElement | HTMLSelectElement;
       offer: () => {
         // Called once the answer is in.
         const channels = w.data!.channels;
-        if (channels.sms || (channels.push && api.push)) {
+        if (Object.keys(channels).some((name) => channels[name])) {
           return load('channelsLoading', 'channels.js').then(() => {
-            w.x = R.channels && R.channels({ root, locale, strings: overrides, push: api.push, channels });
+            w.x = R.channels && R.channels({ root, locale, strings: overrides, sameOrigin: api.sameOrigin, channels });
           });
         }
       },
