@@ -45,7 +45,8 @@ export async function buildWebFeatures(config: Config, database: Database, mail:
     conversions: domain.conversions,
     webhooks: domain.events,
     signer,
-    // What platforms lend it: their admin's sign-in, their connection page.
+    // What platforms give it: their own pages, their admin's sign-in.
+    panels: Object.fromEntries(Object.entries(domain.platforms).flatMap(([name, platform]) => (platform.dashboardPanel ? [[name, platform.dashboardPanel]] : []))),
     ...Object.assign({}, ...Object.values(domain.platforms).map((platform) => platform.dashboard)),
   });
   const health = buildHealth({ config, database });

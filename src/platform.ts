@@ -11,6 +11,7 @@ import type { Metrics } from './core/metrics.ts';
 import type { OperationDeclaration } from './core/operations.ts';
 import type { TokenSigner } from './core/signed-token.ts';
 import type { PlatformLoans } from './dashboard/feature.ts';
+import type { DashboardPanel } from './core/dashboard-panel.ts';
 import type { DispatchService } from './dispatch/service.ts';
 import type { InventoryService } from './inventory/service.ts';
 import type { StorefrontService } from './storefront/service.ts';
@@ -75,7 +76,9 @@ export interface PlatformNeeds extends PlatformOpenNeeds {
   storefront: StorefrontService;
 }
 
-/** A platform's feature, and what it lends the dashboard (its own sign-in, its connection page). */
+/** A platform's feature, and what it gives the dashboard: its own page, its admin's sign-in. */
 export interface PlatformFeature extends Feature<unknown> {
+  /** The platform's page in the dashboard, shown to its stores only (a WooCommerce store's connection). */
+  dashboardPanel?: DashboardPanel;
   dashboard?: PlatformLoans;
 }

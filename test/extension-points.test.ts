@@ -5,8 +5,9 @@
  *   OpenAPI entry with `x-payment-info`, 402 offers, MCP tool, A2A skill, API index entry, agent
  *   skills' price table and tenancy case must all follow;
  * - a platform is ONE folder and ONE entry in src/platforms.ts: its store domains, operation,
- *   signed webhook, reconciliation job (run by the worker), and product-form script in
- *   /widget-platforms.js must all follow, and the copy must still type-check;
+ *   signed webhook, reconciliation job (run by the worker), product-form script in
+ *   /widget-platforms.js and page in the dashboard (its forms included) must all follow, and the
+ *   copy must still type-check;
  * - a notification channel is ONE folder and ONE entry in src/channels.ts: its sign-up fields in
  *   subscribeAlert (and OpenAPI), its switch in the store's settings, its choice on the storefront
  *   widget's form (in Chromium), its contact point, its sending when the product is back, its
@@ -157,6 +158,8 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { reconcileJobs } from '../core/connectors/connector.ts';
+import { csrfField, type DashboardPanel } from '../core/dashboard-panel.ts';
+import { html } from '../core/html.ts';
 import { rawBodyOf, takeRawBodies } from '../core/http/raw-body.ts';
 import { bindOperations, defineOperation } from '../core/operations.ts';
 import { Problem } from '../core/problems.ts';
@@ -182,6 +185,15 @@ const sparrowOperations = [
     run: async (_service: undefined, { shop }) => ({ shop, connected: true }),
   }),
 ];
+
+/** Its page in the dashboard, with one form. */
+const sparrowPanel: DashboardPanel = {
+  label: 'Sparrow',
+  path: 'sparrow',
+  actions: ['ping'],
+  show: async (owner) => ({ page: html\`<h1>The nest of \${owner.shop}</h1><form method="post" action="/dashboard/sparrow/ping">\${csrfField(owner.csrfToken)}<button>Ping</button></form>\` }),
+  post: async (_owner, action) => ({ next: '/dashboard/sparrow?did=' + action }),
+};
 
 function buildSparrow(needs: PlatformNeeds) {
   const connector = {
@@ -209,6 +221,7 @@ function buildSparrow(needs: PlatformNeeds) {
     operations: bindOperations(sparrowOperations, undefined),
     routes: [webhook],
     jobs: reconcileJobs(connector, 60, needs.log),
+    dashboardPanel: sparrowPanel,
   };
 }
 
@@ -238,6 +251,7 @@ import type { PlatformFormHost, PlatformFormMaker } from '../core/platform-form.
 
 const PLATFORM_PROBE = `
 import { createHmac } from 'node:crypto';
+import { csrfOf, getPage, postForm, signIn } from '../test/fixtures/dashboard.ts';
 ${APP_START}const shop = 'corner.sparrowshop.test';
 const store = await app.restock.stores.createStore(shop, 'owner@corner.test');
 const openapi = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
@@ -261,7 +275,17 @@ const afterSigned = await stockNow();
 await app.restock.worker.turn();
 const afterReconcile = await stockNow();
 const forms = (await app.inject({ method: 'GET', url: '/widget-platforms.js' })).body;
+const owner = { app, database, config };
+const cookie = await signIn(owner, shop, 'owner@corner.test');
+const panel = await getPage(owner, '/dashboard/sparrow', cookie);
+const pinged = await postForm(owner, '/dashboard/sparrow/ping', { csrf: csrfOf(panel.body) }, cookie);
 console.log(JSON.stringify({
+  panel: {
+    status: panel.statusCode,
+    shown: panel.body.includes('The nest of corner.sparrowshop.test'),
+    listed: panel.body.includes('<a href="/dashboard/sparrow" aria-current="page">Sparrow</a>'),
+    pinged: [pinged.statusCode, pinged.headers.location],
+  },
   platform: store.platform,
   documented: Boolean(openapi.paths['/api/v1/stores/{shop}/sparrow']?.get),
   tool: tools.includes('get_sparrow_connection'),
@@ -292,7 +316,7 @@ describe('adding a platform', () => {
   });
   after(() => rmSync(copy, { recursive: true, force: true }));
 
-  it('takes one folder and one registry line: store domains, operation, signed webhook, reconciliation and product form follow', { timeout: 120_000 }, async () => {
+  it('takes one folder and one registry line: store domains, operation, signed webhook, reconciliation, product form and dashboard page follow', { timeout: 120_000 }, async () => {
     const { stdout } = await run(process.execPath, ['--import', 'tsx', path.join(copy, 'probe.ts')], { cwd: ROOT, timeout: 110_000 });
     const seen = JSON.parse(stdout.trim().split('\n').at(-1)!);
     assert.equal(seen.platform, 'sparrow', "a store on the platform's domains is the platform's without naming it");
@@ -302,6 +326,7 @@ describe('adding a platform', () => {
     assert.deepEqual(seen.signed, [200, 2], 'a signed delivery reports the stock');
     assert.equal(seen.reconciled, 5, "the worker runs the platform's reconciliation");
     assert.ok(seen.form, 'its product form is served in /widget-platforms.js');
+    assert.deepEqual(seen.panel, { status: 200, shown: true, listed: true, pinged: [303, '/dashboard/sparrow?did=ping'] }, 'its page in the dashboard, listed in the navigation, and its form');
   });
 
   it('still type-checks, server and browser code alike, with nothing else edited', { timeout: 240_000 }, () => typeCheck(copy, ['tsconfig.json', 'tsconfig.browser.json']));

@@ -15,7 +15,7 @@ import { dashboardRoutes } from './routes.ts';
 import { DashboardService } from './service.ts';
 import { DashboardSignIn } from './sign-in.ts';
 import { DashboardRepository } from './repository.ts';
-import type { WooCommerceConnections } from './woocommerce.ts';
+import type { DashboardPanel } from '../core/dashboard-panel.ts';
 
 const SWEEP_EVERY_MS = 60_000;
 
@@ -30,16 +30,16 @@ export interface DashboardDeps {
   billing: BillingService;
   conversions: ConversionService;
   webhooks: WebhookService;
-  /** A WooCommerce store's connection (the WooCommerce feature's service); without it, no store has the WooCommerce page. */
-  woocommerce?: WooCommerceConnections;
+  /** Each platform's own page, by platform (the platform registry's `dashboardPanel`s). */
+  panels?: Readonly<Record<string, DashboardPanel>>;
   /** Signs the cookie that recognises a device its owner signed in from before. */
   signer?: TokenSigner;
   /** The store an App Bridge session token is for (absent when the Shopify app is not configured). */
   shopOfSessionToken?: (token: string) => Promise<string>;
 }
 
-/** What a platform's feature lends the dashboard (src/platform.ts): its admin's sign-in, its connection page. */
-export type PlatformLoans = Pick<DashboardDeps, 'woocommerce' | 'shopOfSessionToken'>;
+/** What a platform's feature lends the dashboard (src/platform.ts): its admin's sign-in, when the dashboard can be shown inside that admin. */
+export type PlatformLoans = Pick<DashboardDeps, 'shopOfSessionToken'>;
 
 /** How a store's owner signs in: also what `restock dashboard link` uses, without the app. */
 export function dashboardSignIn(deps: Pick<DashboardDeps, 'config' | 'database' | 'mail' | 'stores' | 'shopOfSessionToken' | 'signer'>): DashboardSignIn {
@@ -89,7 +89,7 @@ export function buildDashboard(deps: DashboardDeps): Feature<DashboardService> {
       return row && { platform: row.platform ?? 'shopify', shopifyApp: installedAsShopifyApp(row) };
     },
     shopifyApiKey: config.shopify?.apiKey,
-    ...(deps.woocommerce ? { woocommerce: deps.woocommerce } : {}),
+    panels: deps.panels ?? {},
   });
   return {
     service,

@@ -4,7 +4,7 @@ import type { Performance } from '../conversions/service.ts';
 import { formatMinor } from '../conversions/service.ts';
 import { html, type SafeHtml } from '../core/html.ts';
 import { dailyBarChart, inlineBar } from './charts.ts';
-import { when } from './page-parts.ts';
+import { when } from '../core/dashboard-panel.ts';
 
 /** Amounts in each currency they were taken in, joined: one store rarely has more than one. */
 function amounts(money: Array<{ currency: string; minor: number }>): string {

@@ -18,8 +18,7 @@ import { performanceBody } from './performance-views.ts';
 import type { SignedInOwner } from './owner.ts';
 import { deliveriesBody, webhooksBody } from './webhook-views.ts';
 import * as views from './views.ts';
-import { refusalOf, typedIn, WooCommerceForms, type WooCommerceConnections } from './woocommerce.ts';
-import { wooCommerceBody } from './woocommerce-views.ts';
+import type { DashboardPanel, PanelAnswer } from '../core/dashboard-panel.ts';
 
 const COOKIE = 'restock_dashboard';
 const DEVICE_COOKIE = 'restock_device';
@@ -35,8 +34,8 @@ export interface DashboardRouteOptions {
   baseUrl: string;
   /** The store's platform, and whether it is installed as the Shopify app (whose admin may frame the dashboard). */
   storeOf(shop: string): Promise<{ platform: string; shopifyApp: boolean } | undefined>;
-  /** A WooCommerce store's connection to its site; without it, no store has the WooCommerce page. */
-  woocommerce?: WooCommerceConnections;
+  /** Each platform's own page (a WooCommerce store's connection), by platform: shown to its stores only. */
+  panels: Readonly<Record<string, DashboardPanel>>;
   /** The Shopify app's client id, which App Bridge reads from the pages (absent without the app). */
   shopifyApiKey: string | undefined;
 }
@@ -51,9 +50,8 @@ export function dashboardRoutes(service: DashboardService, signIn: DashboardSign
   const secure = options.baseUrl.startsWith('https://');
   const ownOrigin = new URL(options.baseUrl).origin;
   const adminFrames = new AdminFrames(signIn, { baseUrl: options.baseUrl, apiKey: options.shopifyApiKey });
-  const wooCommerce = options.woocommerce ? new WooCommerceForms(options.woocommerce) : undefined;
-  /** The WooCommerce page is a WooCommerce store's only. */
-  const wooCommerceFor = (owner: SignedInOwner) => (owner.platform === 'woocommerce' ? wooCommerce : undefined);
+  /** The store's platform's page, if it has one. */
+  const panelOf = (owner: SignedInOwner) => (owner.platform !== undefined && Object.hasOwn(options.panels, owner.platform) ? options.panels[owner.platform] : undefined);
 
   return async function (app: FastifyInstance) {
     parseUrlEncodedForms(app);
@@ -142,8 +140,8 @@ export function dashboardRoutes(service: DashboardService, signIn: DashboardSign
       if (session.via === 'shopify' || store?.shopifyApp) reply.header('content-security-policy', framedByShopifyAdmin(session.shop));
     }
 
-    const show = (reply: FastifyReply, request: FastifyRequest, title: string, current: views.SectionPath, body: SafeHtml, status = 200) =>
-      sendPage(reply, status, views.dashboardPage(title, request.owner!, current, body, { embeddedMail: service.embeddedMail, wooCommerce: wooCommerceFor(request.owner!) !== undefined }, adminFrames.appBridgeFor(request.owner!)));
+    const show = (reply: FastifyReply, request: FastifyRequest, title: string, current: string, body: SafeHtml, status = 200) =>
+      sendPage(reply, status, views.dashboardPage(title, request.owner!, current, body, { embeddedMail: service.embeddedMail, panel: panelOf(request.owner!) }, adminFrames.appBridgeFor(request.owner!)));
 
     /**
      * Sends the owner to a page of another site (303); inside the Shopify admin's frame, which such a
@@ -352,72 +350,34 @@ export function dashboardRoutes(service: DashboardService, signIn: DashboardSign
       },
     });
 
-    // ---- a WooCommerce store's connection to its site ----------------------------------------
+    // ---- each platform's own page, for its stores ---------------------------------------------
 
-    const wooCommercePage = async (reply: FastifyReply, request: FastifyRequest, forms: WooCommerceForms, view: Parameters<typeof wooCommerceBody>[2] = {}, status = 200) => {
-      const owner = request.owner!;
-      return show(reply, request, 'WooCommerce', '/dashboard/woocommerce', wooCommerceBody(await forms.connection(owner.caller, owner.shop), owner.csrfToken, view), status);
-    };
-    const requireWooCommerce = (owner: SignedInOwner): WooCommerceForms => {
-      const forms = wooCommerceFor(owner);
-      if (!forms) throw new NotFound(`${owner.shop} is not a WooCommerce store; it has no WooCommerce connection.`);
-      return forms;
-    };
-
-    pages.get('/dashboard/woocommerce', {
-      ...owned,
-      schema: { hide: true, querystring: z.object({ done: z.enum(['connected', 'disconnected']).optional() }) },
-      handler: async (request, reply) => {
-        const forms = requireWooCommerce(request.owner!);
-        return wooCommercePage(reply, request, forms, request.query.done ? { done: request.query.done } : {});
-      },
-    });
-
-    pages.post('/dashboard/woocommerce', {
-      ...owned,
-      schema: { hide: true, body: form },
-      handler: async (request, reply) => {
+    for (const panel of new Set(Object.values(options.panels))) {
+      const at = `/dashboard/${panel.path}`;
+      const panelFor = (owner: SignedInOwner): DashboardPanel => {
+        if (panelOf(owner) !== panel) throw new NotFound(`${owner.shop} is not a ${panel.label} store; it has no ${panel.label} page.`);
+        return panel;
+      };
+      const answer = (reply: FastifyReply, request: FastifyRequest, answered: PanelAnswer) => {
         const owner = request.owner!;
-        const forms = requireWooCommerce(owner);
-        try {
-          await forms.connect(owner.caller, owner.shop, request.body);
-        } catch (err) {
-          const refusal = refusalOf(err);
-          if (!refusal) throw err;
-          return wooCommercePage(reply, request, forms, { errors: refusal.errors, typed: typedIn(request.body) }, refusal.status);
-        }
-        return reply.redirect(adminFrames.nextPage(owner, '/dashboard/woocommerce?done=connected'), 303);
-      },
-    });
+        if ('page' in answered) return show(reply, request, panel.label, at, answered.page, answered.status);
+        if ('next' in answered) return reply.redirect(adminFrames.nextPage(owner, answered.next), 303);
+        return leaveFor(reply, owner, answered.leave, answered.what);
+      };
 
-    pages.post('/dashboard/woocommerce/authorize', {
-      ...owned,
-      schema: { hide: true, body: form },
-      handler: async (request, reply) => {
-        const owner = request.owner!;
-        const forms = requireWooCommerce(owner);
-        let approval: string;
-        try {
-          approval = await forms.approvalUrl(owner.caller, owner.shop, request.body);
-        } catch (err) {
-          const refusal = refusalOf(err);
-          if (!refusal) throw err;
-          return wooCommercePage(reply, request, forms, { errors: refusal.errors, typed: typedIn(request.body) }, refusal.status);
-        }
-        // The site's own approval page; it posts the keys to the service, then sends the owner back.
-        return leaveFor(reply, owner, approval, 'Approve Restock on your site');
-      },
-    });
-
-    pages.post('/dashboard/woocommerce/disconnect', {
-      ...owned,
-      schema: { hide: true, body: form },
-      handler: async (request, reply) => {
-        const owner = request.owner!;
-        await requireWooCommerce(owner).disconnect(owner.caller, owner.shop);
-        return reply.redirect(adminFrames.nextPage(owner, '/dashboard/woocommerce?done=disconnected'), 303);
-      },
-    });
+      pages.get(at, {
+        ...owned,
+        schema: { hide: true, querystring: z.record(z.string(), z.string().max(4096)) },
+        handler: async (request, reply) => answer(reply, request, await panelFor(request.owner!).show(request.owner!, request.query)),
+      });
+      for (const action of ['', ...panel.actions]) {
+        pages.post(action ? `${at}/${action}` : at, {
+          ...owned,
+          schema: { hide: true, body: form },
+          handler: async (request, reply) => answer(reply, request, await panelFor(request.owner!).post(request.owner!, action, request.body)),
+        });
+      }
+    }
 
     pages.get('/dashboard/outbox', {
       ...owned,

@@ -8,7 +8,7 @@ import type { OutboxMessage } from '../core/mail/outbox-repository.ts';
 import type { NotificationRow, RestockRow, SuppressionRow } from '../dispatch/service.ts';
 import type { Store } from '../stores/schemas.ts';
 import { dailyBarChart, inlineBar } from './charts.ts';
-import { csrfField, when } from './page-parts.ts';
+import { csrfField, when, type DashboardPanel, type FieldErrors } from '../core/dashboard-panel.ts';
 import { alertOutcomeSection, revenueSection } from './performance-views.ts';
 import { productKey, type DashboardService, type Demand, type ProductTitles } from './service.ts';
 
@@ -21,20 +21,21 @@ export const SECTIONS = [
   { path: '/dashboard/audience', label: 'Unsubscribes' },
   { path: '/dashboard/plan', label: 'Plan' },
   { path: '/dashboard/settings', label: 'Settings' },
-  { path: '/dashboard/woocommerce', label: 'WooCommerce', only: 'wooCommerce' },
+  // The store's platform's own page, when it has one (a WooCommerce store's connection).
+  { path: 'panel', label: '' },
   { path: '/dashboard/webhooks', label: 'Webhooks' },
   { path: '/dashboard/outbox', label: 'Outbox', only: 'embeddedMail' },
 ] as const;
 
-/** The sections only some stores have: the outbox in embedded mode, the WooCommerce connection for a WooCommerce store. */
-export type OptionalSections = Record<'embeddedMail' | 'wooCommerce', boolean>;
-
-export type SectionPath = (typeof SECTIONS)[number]['path'];
+/** What only some stores have: the outbox in embedded mode, their platform's own page. */
+export interface OptionalSections {
+  embeddedMail: boolean;
+  panel: Pick<DashboardPanel, 'path' | 'label'> | undefined;
+}
 
 type Overview = Awaited<ReturnType<DashboardService['overview']>>;
 type PlanUsage = Entitlement & { used: number };
 type PlanOffer = ReturnType<BillingService['listPlans']>[number];
-export type FieldErrors = Array<{ pointer: string; message: string }>;
 
 /** Who a page is for: the store, and the CSRF token of a cookie session (none inside the Shopify admin). */
 export interface PageOwner {
@@ -46,8 +47,12 @@ export interface PageOwner {
  * A page of the signed-in dashboard: navigation, the store's name and sign-out. Inside the Shopify
  * admin (`appBridge`) there is nothing to sign out of: the admin is the sign-in.
  */
-export function dashboardPage(title: string, owner: PageOwner, current: SectionPath, body: SafeHtml, shown: OptionalSections, appBridge?: AppBridgePage): string {
-  const links = SECTIONS.filter((section) => !('only' in section) || shown[section.only]).map(
+export function dashboardPage(title: string, owner: PageOwner, current: string, body: SafeHtml, shown: OptionalSections, appBridge?: AppBridgePage): string {
+  const sections = SECTIONS.flatMap((section) => {
+    if (section.path === 'panel') return shown.panel ? [{ path: `/dashboard/${shown.panel.path}`, label: shown.panel.label }] : [];
+    return 'only' in section && !shown[section.only] ? [] : [section];
+  });
+  const links = sections.map(
     (section) =>
       html`<li><a href="${section.path}"${section.path === current ? html` aria-current="page"` : ''}>${section.label}</a></li>`,
   );

@@ -1,8 +1,8 @@
 import { storeEventTypes } from '../core/events.ts';
 import { html, type SafeHtml } from '../core/html.ts';
 import type { CreatedEndpoint, Delivery, Endpoint } from '../webhooks/schemas.ts';
-import { csrfField, when } from './page-parts.ts';
-import type { FieldErrors } from './views.ts';
+import { csrfField, when } from '../core/dashboard-panel.ts';
+import type { FieldErrors } from '../core/dashboard-panel.ts';
 
 function state(endpoint: Endpoint): string {
   if (!endpoint.enabled) return `disabled: ${endpoint.disabledReason ?? 'by the store'}`;

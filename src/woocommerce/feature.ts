@@ -13,6 +13,7 @@ import type { StoreService } from '../stores/service.ts';
 import { wooCommerceOperations } from './operations.ts';
 import { deliveryRoutes, wooCommerceRoutes } from './routes.ts';
 import { WooCommerceService } from './service.ts';
+import { wooCommercePanel } from './dashboard-panel.ts';
 
 export interface WooCommerceFeatureDeps {
   config: Config;
@@ -59,7 +60,7 @@ export const wooCommercePlatform: Platform = {
   open: () => ({
     build(needs) {
       const feature = buildWooCommerce(needs);
-      return { ...feature, dashboard: { woocommerce: feature.service } };
+      return { ...feature, dashboardPanel: wooCommercePanel(feature.service) };
     },
   }),
 };
