@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { SubscriptionService } from './alerts/service.ts';
-import type { ShopifyBillingProvider } from './billing/service.ts';
+import type { AppBilling } from './billing/service.ts';
 import type { BillingService } from './billing/service.ts';
 import type { Config } from './config.ts';
 import type { ConversionService } from './conversions/service.ts';
@@ -57,7 +57,7 @@ export interface PlatformOpenNeeds {
 
 export interface OpenedPlatform {
   /** The platform's own billing of its apps' merchants, when its app store requires it (Shopify Billing). */
-  readonly appBilling?: ShopifyBillingProvider;
+  readonly appBilling?: AppBilling;
   build(needs: PlatformNeeds): PlatformFeature;
 }
 

@@ -37,7 +37,7 @@ const prices = new PriceList(declaredPrices());
 function termsOf(operation: PaidOperation): BoundPaidTerms {
   const declared = declaredOperations.find((declaration) => declaration.id === operation && declaration.paid);
   if (!declared) throw new Error(`"${operation}" is not a declared paid operation`);
-  return bindOperations([declared], { requireShopifyBilling: async () => {} })[0]!.paid!;
+  return bindOperations([declared], { requireAppBilling: async () => {} })[0]!.paid!;
 }
 
 /** A payment service that records each step it is asked for and answers as the test says. */

@@ -4,7 +4,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { html, page } from '../core/html.ts';
 import { acceptFormPosts } from '../core/http/form-posts.ts';
-import { formatPrice, type Plan } from './plans.ts';
+import { formatPrice } from './plans.ts';
 import { checkoutSessionParams } from './schemas.ts';
 import type { BillingService, CheckoutView } from './service.ts';
 
@@ -40,7 +40,7 @@ export function checkoutPages(service: BillingService) {
       schema: { hide: true, params: checkoutSessionParams, querystring: ownerQuery },
       handler: async (request, reply) => {
         const view = await service.checkoutView(request.params.sessionId, request.query.owner_key);
-        return reply.type('text/html; charset=utf-8').send(page('Checkout', checkoutBody(view, service.plan(view.session.plan))));
+        return reply.type('text/html; charset=utf-8').send(page('Checkout', checkoutBody(view, service)));
       },
     });
 
@@ -56,7 +56,7 @@ export function checkoutPages(service: BillingService) {
       handler: async (request, reply) => {
         const session = await service.declineProposal(request.params.sessionId, request.query.owner_key);
         const view: CheckoutView = { session, owner: false, proposedBy: null };
-        return reply.type('text/html; charset=utf-8').send(page('Proposal declined', checkoutBody(view, service.plan(session.plan))));
+        return reply.type('text/html; charset=utf-8').send(page('Proposal declined', checkoutBody(view, service)));
       },
     });
 
@@ -66,14 +66,15 @@ export function checkoutPages(service: BillingService) {
       handler: async (request, reply) => {
         const session = await service.completeTestCheckout(request.params.sessionId, request.query.owner_key);
         const view: CheckoutView = { session, owner: false, proposedBy: null };
-        return reply.type('text/html; charset=utf-8').send(page('Plan active', checkoutBody(view, service.plan(session.plan))));
+        return reply.type('text/html; charset=utf-8').send(page('Plan active', checkoutBody(view, service)));
       },
     });
   };
 }
 
-function checkoutBody(view: CheckoutView, plan: Plan) {
+function checkoutBody(view: CheckoutView, service: BillingService) {
   const { session } = view;
+  const plan = service.plan(session.plan);
   const price = `${formatPrice(Math.round(session.amount * 100), session.currency)} / ${plan.interval}`;
   const summary = html`<dl>
 <dt>Plan</dt><dd>${plan.name} — ${plan.description}</dd>
@@ -106,9 +107,9 @@ ${sending}
 <form method="post" action="${action('decline')}"><button class="quiet" type="submit">Decline</button></form>`;
   }
   if (session.provider !== 'local') {
-    // Paid at Stripe or Shopify: their webhook activates the plan, not this page.
+    // Paid at Stripe or through app billing: their webhook activates the plan, not this page.
     return html`<h1>Waiting for the payment</h1>${summary}
-<p>The purchase is completed at ${session.provider === 'shopify' ? 'Shopify' : 'Stripe'}; the plan becomes active as soon as they confirm it.</p>
+<p>The purchase is completed at ${service.providerLabel(session.provider)}; the plan becomes active as soon as they confirm it.</p>
 <p><a href="${session.checkoutUrl}">Continue to the payment page</a></p>`;
   }
   if (!view.owner) {

@@ -8,7 +8,7 @@ import type { StoreService } from '../stores/service.ts';
 import { checkoutPages } from './checkout-page.ts';
 import { planCatalogue } from './plans.ts';
 import { billingOperations } from './operations.ts';
-import { BillingService, type RefundPayment, type ShopifyBillingProvider } from './service.ts';
+import { BillingService, type AppBilling, type RefundPayment } from './service.ts';
 import { BillingRepository } from './repository.ts';
 import { StripeBilling } from './stripe-billing.ts';
 import { billingWebhookRoutes } from './webhook-routes.ts';
@@ -24,7 +24,7 @@ export interface BillingDeps {
   /** Present when STRIPE_SECRET_KEY is set. */
   stripe?: Stripe;
   /** The billing of a platform whose app store requires its own (Shopify Billing, when the Shopify app is configured). */
-  appBilling?: ShopifyBillingProvider;
+  appBilling?: AppBilling;
   /** Refunds what was paid per request for a proposal that was not accepted (the payments feature). */
   refundPayment?: RefundPayment;
 }
@@ -49,7 +49,7 @@ export function buildBilling({ config, database, mail, stores, stripe, appBillin
     // A credential purpose: the link accepts the proposal, so the store's outbox never lists it.
     askOwner: (shop, owner, subject, text) => mail.send({ to: owner, subject, text, purpose: 'plan-confirmation', storeDomain: shop }),
     ...(stripe ? { stripe: new StripeBilling(stripe, config.billing.stripeWebhookSecret, config.baseUrl) } : {}),
-    ...(appBilling ? { shopify: appBilling } : {}),
+    ...(appBilling ? { appBilling } : {}),
     ...(refundPayment ? { refundPayment } : {}),
   });
   return {

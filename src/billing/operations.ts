@@ -62,9 +62,12 @@ export const billingOperations = [
         },
       resultReference: (result) => result.sessionId,
       // A store installed as the Shopify app pays only through Shopify Billing: refused before any charge.
-      beforeCharge: (billing: BillingService, input) => billing.requireShopifyBilling(input.shop, 'a plan paid per request'),
+      beforeCharge: (billing: BillingService, input) => billing.requireAppBilling(input.shop, 'a plan paid per request'),
     },
-    run: async (billing: BillingService, input, { caller, paidWith }) => checkoutPlanAnswer(await billing.checkoutPlan(input, caller, paidWith)),
+    run: async (billing: BillingService, input, { caller, paidWith }) => {
+      const session = await billing.checkoutPlan(input, caller, paidWith);
+      return checkoutPlanAnswer(session, billing.approvalOf(session));
+    },
   }),
   defineOperation({
     id: 'getCheckoutSession',

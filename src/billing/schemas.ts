@@ -11,10 +11,10 @@ export const checkoutPlanResponse = z
     checkoutUrl: z.url().describe('Page where the merchant completes the purchase'),
     sessionId: z.string().describe('Identifier of the checkout session'),
     approval: z
-      .literal('shopify')
+      .string()
       .optional()
       .describe(
-        "Present when the store pays through Shopify Billing (it installed the Shopify app): checkoutUrl is Shopify's confirmation page in the merchant's own Shopify admin, where the store's owner approves or declines the charge, whoever started the checkout",
+        "Present when the store pays through its platform's app billing (`shopify`: it installed the Shopify app and pays through Shopify Billing): checkoutUrl is the platform's confirmation page in the merchant's own admin, where the store's owner approves or declines the charge, whoever started the checkout",
       ),
   })
   .describe('A created checkout session');
@@ -57,7 +57,7 @@ export const planListSchema = z.object({ plans: z.array(planSchema) }).describe(
 
 export type CheckoutSession = z.infer<typeof checkoutSessionSchema>;
 
-/** checkoutPlan's answer for the session it made, over HTTP and MCP alike. */
-export function checkoutPlanAnswer(session: CheckoutSession): z.infer<typeof checkoutPlanResponse> {
-  return { checkoutUrl: session.checkoutUrl, sessionId: session.sessionId, ...(session.provider === 'shopify' ? { approval: 'shopify' as const } : {}) };
+/** checkoutPlan's answer for the session it made, over HTTP and MCP alike; `approval`: the platform whose admin approves the charge. */
+export function checkoutPlanAnswer(session: CheckoutSession, approval: string | undefined): z.infer<typeof checkoutPlanResponse> {
+  return { checkoutUrl: session.checkoutUrl, sessionId: session.sessionId, ...(approval ? { approval } : {}) };
 }

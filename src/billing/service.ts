@@ -4,7 +4,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { isoAfter, nowIso } from '../core/clock.ts';
 import { newId } from '../core/ids.ts';
 import { canSee, ownStore, storeForWrite, type Caller } from '../core/http/caller.ts';
-import { Conflict, Forbidden, NotFound, Problem } from '../core/problems.ts';
+import { Conflict, Forbidden, NotConfigured, NotFound, Problem } from '../core/problems.ts';
 import type { PlanEvent } from './plan-state.ts';
 import { formatPrice, planIds, type Plan, type PlanCatalogue, type PlanId } from './plans.ts';
 import type { CheckoutSession } from './schemas.ts';
@@ -16,16 +16,40 @@ export { formatPrice, planIds, type PlanId } from './plans.ts';
 
 const MONTH_MS = 30 * 24 * 3600 * 1000;
 
-/** Shopify Billing, as the Shopify feature provides it (it holds the stores' Admin API access). */
-export interface ShopifyBillingProvider {
-  /** Whether the store is installed as a Shopify app: then its plan is bought through Shopify. */
-  installed(shop: string): Promise<boolean>;
+/**
+ * App billing: the billing of a platform whose app store requires its apps to charge through it
+ * (Shopify Billing), offered by the platform's entry (`appBilling`, src/platform.ts). A store
+ * installed as that platform's app buys its plans there, whoever asks, since the merchant approves
+ * the charge in their own admin; any other way of paying is refused before anything is charged.
+ */
+export interface AppBilling {
+  /** Its name, as checkout sessions and plan events record it, and as checkoutPlan's `approval` says it. */
+  readonly provider: string;
+  /** Its name for people: "completed at Shopify". */
+  readonly label: string;
+  /** Whether the store buys its plans through it (installed as the platform's app). */
+  requiredFor(shop: string): Promise<boolean>;
+  /** Starts the purchase, named `appSubscriptionName(plan)`: the platform's page where the merchant approves it. */
   createSubscription(shop: string, plan: Plan, returnUrl: string): Promise<{ externalId: string; url: string }>;
+  /** The refusal of another way of paying (`how`), which says where to go instead. */
+  refusal(shop: string, how: string): Problem;
 }
 
-/** An `app_subscriptions/update` delivery, as Shopify sends it. */
-export interface ShopifySubscriptionUpdate {
-  app_subscription?: { admin_graphql_api_id?: string; name?: string; status?: string; updated_at?: string; created_at?: string };
+/** The platform's news about a store's app subscription, in billing's words. */
+export interface AppSubscriptionNews {
+  /** The platform's event type, as the plan events record it. */
+  type: string;
+  externalId: string | undefined;
+  /** The subscription's name at the platform, which tells its plan when no checkout of ours started it. */
+  name: string | undefined;
+  status: PlanEvent['status'] | undefined;
+  /** When the platform says it changed. */
+  at: string | undefined;
+}
+
+/** The name an app subscription is bought under, which tells its plan back. */
+export function appSubscriptionName(plan: Pick<Plan, 'name'>): string {
+  return `Restock ${plan.name}`;
 }
 
 export interface BillingOptions {
@@ -42,8 +66,8 @@ export interface BillingOptions {
   ownerOf?: (shop: string) => Promise<string | undefined>;
   /** Mails a store's owner a proposal to accept; the text carries their one-time key. */
   askOwner?: (shop: string, owner: string, subject: string, text: string) => Promise<void>;
-  /** Shopify Billing, for stores installed as the Shopify app (absent when the app is not configured). */
-  shopify?: ShopifyBillingProvider;
+  /** App billing, for stores installed as that platform's app (absent when no platform's app is configured). */
+  appBilling?: AppBilling;
   /** Gives back what was paid per request for a proposal its owner declined or let expire (the payments feature). */
   refundPayment?: RefundPayment;
 }
@@ -101,11 +125,11 @@ export interface CheckoutView {
 export type Buyer = Pick<Caller, 'storeDomain'> & { agentId: string | null };
 
 export class BillingService {
-  private readonly shopify: ShopifyBillingProvider | undefined;
+  private readonly appBilling: AppBilling | undefined;
   private readonly refundPayment: RefundPayment | undefined;
 
   constructor(private readonly options: BillingOptions) {
-    this.shopify = options.shopify;
+    this.appBilling = options.appBilling;
     this.refundPayment = options.refundPayment;
   }
 
@@ -135,19 +159,19 @@ export class BillingService {
    * what the store gets: a caller bound to the store (an agent its owner claimed, the owner in
    * the dashboard) starts the purchase at the store's provider; anyone else makes a proposal the
    * owner must accept first (they are mailed a one-time link), and nothing is bought or charged
-   * until they do. A store installed as the Shopify app is the exception: its purchase starts at
-   * Shopify whoever asks, because the merchant approves the charge in their own Shopify admin,
-   * which is the owner's consent. A payment per request comes from a payer bound to no store:
-   * with MPP (whose Stripe charge can be given back) it pays for a proposal, refunded unless the
-   * owner accepts it; x402 (a transfer nobody can give back) is refused, so it is never settled;
-   * neither is taken for a store that pays through Shopify.
+   * until they do. A store that pays through app billing (installed as the Shopify app) is the
+   * exception: its purchase starts at the platform whoever asks, because the merchant approves
+   * the charge in their own admin, which is the owner's consent. A payment per request comes from
+   * a payer bound to no store: with MPP (whose Stripe charge can be given back) it pays for a
+   * proposal, refunded unless the owner accepts it; x402 (a transfer nobody can give back) is
+   * refused, so it is never settled; neither is taken for a store that pays through app billing.
    */
   async checkoutPlan(input: { plan: PlanId; shop: string }, caller: Buyer, paidWith?: 'x402' | 'mpp'): Promise<CheckoutSession> {
     if (storeForWrite(caller, input.shop).foreign) {
       throw new Forbidden(`This agent is bound to ${caller.storeDomain} and cannot buy a plan for ${input.shop}.`);
     }
     const shop = input.shop.toLowerCase();
-    if (paidWith !== undefined) await this.requireShopifyBilling(shop, `a plan paid per request with ${paidWith}`);
+    if (paidWith !== undefined) await this.requireAppBilling(shop, `a plan paid per request with ${paidWith}`);
     if (paidWith !== undefined && !(REFUNDABLE as readonly string[]).includes(paidWith)) {
       throw new Forbidden(
         `Only the owner of ${shop} changes its plan, so a plan paid per request is a proposal that is refunded unless the owner accepts it, and an ${paidWith} payment cannot be refunded: nothing was charged. ` +
@@ -160,8 +184,8 @@ export class BillingService {
     const provider = paidWith ?? (await this.providerFor(shop));
     const owner = await this.options.ownerOf?.(shop);
     const byOwner = paidWith === undefined && caller.storeDomain === shop;
-    // Shopify asks the merchant to approve the charge: no proposal of ours needs to come first.
-    const startsNow = byOwner || provider === 'shopify';
+    // The platform asks the merchant to approve the charge: no proposal of ours needs to come first.
+    const startsNow = byOwner || provider === this.appBilling?.provider;
     // The local page needs the owner's key to complete; a proposal needs it to be accepted.
     const key = owner !== undefined && (provider === 'local' || !startsNow) ? ownerKey() : undefined;
     const row: CheckoutSessionRow = {
@@ -257,8 +281,8 @@ export class BillingService {
    */
   async acceptProposal(id: string, key: string | undefined): Promise<string> {
     const row = await this.proposalFor(id, key);
-    // Made before the store installed the Shopify app: it may no longer be bought this way.
-    await this.requireShopifyBilling(row.shop, `a plan ${isPaid(row) ? `paid per request with ${row.provider}` : `bought at ${row.provider}`}`);
+    // Made before the store installed the platform's app: it may no longer be bought this way.
+    await this.requireAppBilling(row.shop, `a plan ${isPaid(row) ? `paid per request with ${row.provider}` : `bought at ${row.provider}`}`);
     if (isPaid(row)) {
       // Already paid for: accepting is the purchase, and the plan is active at once.
       const completed = await this.options.store.completeSession(id, row.owner_key_hash!, nowIso(), isoAfter(MONTH_MS), true);
@@ -460,58 +484,59 @@ export class BillingService {
     return this.options.store.applyEvent('stripe', event.id, event.type, mapped, now);
   }
 
-  /** Shopify's `app_subscriptions/update` for a shop: applied once per event id, in any order. */
-  async shopifySubscriptionUpdate(shop: string, eventId: string, update: ShopifySubscriptionUpdate): Promise<string> {
-    const subscription = update.app_subscription;
+  /** The app billing platform's news about a store's subscription: applied once per event id, in any order. */
+  async appSubscriptionChanged(shop: string, eventId: string, news: AppSubscriptionNews): Promise<string> {
     const now = nowIso();
-    const externalId = subscription?.admin_graphql_api_id;
-    if (!externalId || !subscription?.status) {
-      return this.options.store.applyEvent('shopify', eventId, 'app_subscriptions/update', undefined, now, 'no subscription id or status');
-    }
+    const provider = this.appBilling?.provider;
+    if (!provider) throw new NotConfigured('No platform bills stores through its app store here.');
+    const { externalId, status } = news;
+    if (!externalId || !status) return this.options.store.applyEvent(provider, eventId, news.type, undefined, now, 'no subscription id or status');
     const session = await this.options.store.findSessionByExternal(externalId);
-    const held = await this.options.store.planByExternal('shopify', externalId);
-    const plan = session?.plan ?? held?.plan ?? planIds.find((id) => subscription.name === `Restock ${this.plan(id).name}`);
-    if (!plan) return this.options.store.applyEvent('shopify', eventId, 'app_subscriptions/update', undefined, now, `an app subscription not bought through Restock (${subscription.name ?? 'unnamed'})`);
-    const status = shopifyStatus(subscription.status);
-    const at = subscription.updated_at ? new Date(subscription.updated_at).toISOString() : now;
-    // Active means the merchant approved the charge in their Shopify admin: the owner's choice.
+    const held = await this.options.store.planByExternal(provider, externalId);
+    const plan = session?.plan ?? held?.plan ?? planIds.find((id) => news.name === appSubscriptionName(this.plan(id)));
+    if (!plan) return this.options.store.applyEvent(provider, eventId, news.type, undefined, now, `an app subscription not bought through Restock (${news.name ?? 'unnamed'})`);
+    const at = news.at ?? now;
+    // Active means the merchant approved the charge in their own admin: the owner's choice.
     if (status === 'active' && session) await this.options.store.markCompleted(session.id, now, { approvedByOwner: true });
     const event: PlanEvent = {
       shop,
       plan,
       status,
-      provider: 'shopify',
+      provider,
       externalId,
       at,
       // The period starts when the subscription first becomes active; a recovery keeps it.
       ...(status === 'active' && (!held || held.status === 'pending') ? { periodStart: at, periodEnd: isoAfter(MONTH_MS, new Date(at)) } : {}),
       checkoutSessionId: session?.id ?? null,
     };
-    return this.options.store.applyEvent('shopify', eventId, 'app_subscriptions/update', event, now);
+    return this.options.store.applyEvent(provider, eventId, news.type, event, now);
   }
 
   /**
-   * A store installed as the Shopify app pays for its plans through Shopify Billing only, as the
-   * Shopify App Store requires: `how` (any other way of paying) is refused before anything is
-   * charged, with where to go instead.
+   * A store that pays through app billing (installed as the Shopify app) pays for its plans there
+   * only, as that platform's app store requires: `how` (any other way of paying) is refused before
+   * anything is charged, with where to go instead.
    */
-  async requireShopifyBilling(shop: string, how: string): Promise<void> {
-    if (!(await this.installedAsShopifyApp(shop))) return;
-    throw new Problem(
-      'shopify-billing-required',
-      `${shop} installed Restock as a Shopify app, so its plan is paid only through Shopify Billing, not as ${how}: nothing was charged. ` +
-        "Call checkoutPlan with an access token (any agent's, POST /api/agent/register): it answers Shopify's confirmation page, where the merchant approves the charge in their Shopify admin. " +
-        'The merchant can also choose a plan in Restock inside their Shopify admin.',
-      { extensions: { shop, provider: 'shopify' } },
-    );
+  async requireAppBilling(shop: string, how: string): Promise<void> {
+    if (await this.paysThroughAppBilling(shop)) throw this.appBilling!.refusal(shop, how);
   }
 
-  private async installedAsShopifyApp(shop: string): Promise<boolean> {
-    return this.shopify !== undefined && (await this.shopify.installed(shop.toLowerCase()));
+  /** Where a purchase is completed, for people: "completed at Shopify". */
+  providerLabel(provider: string): string {
+    return provider === this.appBilling?.provider ? this.appBilling.label : 'Stripe';
+  }
+
+  /** checkoutPlan's `approval`: the platform whose admin approves the charge, when it is app billing. */
+  approvalOf(session: CheckoutSession): string | undefined {
+    return session.provider === this.appBilling?.provider ? session.provider : undefined;
+  }
+
+  private async paysThroughAppBilling(shop: string): Promise<boolean> {
+    return this.appBilling !== undefined && (await this.appBilling.requiredFor(shop.toLowerCase()));
   }
 
   private async providerFor(shop: string): Promise<string> {
-    if (await this.installedAsShopifyApp(shop)) return 'shopify';
+    if (await this.paysThroughAppBilling(shop)) return this.appBilling!.provider;
     return this.options.checkoutProvider;
   }
 
@@ -519,7 +544,7 @@ export class BillingService {
     let started: { externalId: string; url: string } | undefined;
     try {
       if (row.provider === 'stripe') started = await this.options.stripe!.startCheckout(row, plan);
-      if (row.provider === 'shopify') started = await this.shopify!.createSubscription(row.shop, plan, `${this.options.baseUrl}/checkout/${row.id}`);
+      if (row.provider === this.appBilling?.provider) started = await this.appBilling.createSubscription(row.shop, plan, `${this.options.baseUrl}/checkout/${row.id}`);
     } catch (err) {
       if (err instanceof Problem) throw err;
       throw new Problem('upstream-failed', `The checkout could not be started at ${row.provider}: ${(err as Error).message.split('\n')[0]}`);
@@ -574,22 +599,6 @@ function ownerKey(): string {
 
 function hashKey(key: string): string {
   return createHash('sha256').update(key).digest('base64url');
-}
-
-/** Shopify's AppSubscriptionStatus in our four. */
-export function shopifyStatus(status: string): PlanEvent['status'] {
-  switch (status.toUpperCase()) {
-    case 'ACTIVE':
-      return 'active';
-    case 'PENDING':
-    case 'ACCEPTED':
-      return 'pending';
-    case 'FROZEN':
-      return 'past_due';
-    default:
-      // CANCELLED, DECLINED, EXPIRED
-      return 'cancelled';
-  }
 }
 
 /** The provider's period, rolled forward whole periods when its renewal news is late. */

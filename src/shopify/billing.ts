@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import type { ShopifyBillingProvider } from '../billing/service.ts';
+import { appSubscriptionName, type AppBilling, type AppSubscriptionNews } from '../billing/service.ts';
+import { Problem } from '../core/problems.ts';
 import { installedAsShopifyApp, type StoreService } from '../stores/service.ts';
 import type { AdminApi } from './admin-api.ts';
 import { UpstreamError } from './shopify-api.ts';
@@ -32,9 +33,11 @@ const appSubscriptionAnswer = z.object({
  * unless Shopify says, when the checkout starts, that the shop is a development store (which
  * cannot pay real charges), or the operator made every charge a test (`alwaysTestCharges`).
  */
-export function shopifyBilling(stores: StoreService, admin: AdminApi, alwaysTestCharges: boolean): ShopifyBillingProvider {
+export function shopifyBilling(stores: StoreService, admin: AdminApi, alwaysTestCharges: boolean): AppBilling {
   return {
-    async installed(shop) {
+    provider: 'shopify',
+    label: 'Shopify',
+    async requiredFor(shop) {
       // Installed, not merely connected: a store whose token lapsed still pays through Shopify.
       const store = await stores.findStore(shop);
       return store?.status === 'active' && installedAsShopifyApp(store);
@@ -44,7 +47,7 @@ export function shopifyBilling(stores: StoreService, admin: AdminApi, alwaysTest
       if (!token) throw new UpstreamError(`${shop} has no Admin API access: the merchant must open Restock in their Shopify admin again`);
       const test = alwaysTestCharges || (await isDevelopmentStore(admin, shop, token));
       const lineItems = [{ plan: { appRecurringPricingDetails: { price: { amount: plan.amountCents / 100, currencyCode: plan.currency }, interval: 'EVERY_30_DAYS' } } }];
-      const variables = { name: `Restock ${plan.name}`, lineItems, returnUrl, test };
+      const variables = { name: appSubscriptionName(plan), lineItems, returnUrl, test };
       const data = await admin.query(shop, token, 'Creating the app subscription', APP_SUBSCRIPTION_CREATE, variables, appSubscriptionAnswer);
       const created = data.appSubscriptionCreate;
       const errors = created?.userErrors ?? [];
@@ -53,7 +56,53 @@ export function shopifyBilling(stores: StoreService, admin: AdminApi, alwaysTest
       }
       return { externalId: created.appSubscription.id, url: created.confirmationUrl };
     },
+    // The Shopify App Store requires its apps to charge merchants through Shopify Billing only.
+    refusal: (shop, how) =>
+      new Problem(
+        'shopify-billing-required',
+        `${shop} installed Restock as a Shopify app, so its plan is paid only through Shopify Billing, not as ${how}: nothing was charged. ` +
+          "Call checkoutPlan with an access token (any agent's, POST /api/agent/register): it answers Shopify's confirmation page, where the merchant approves the charge in their Shopify admin. " +
+          'The merchant can also choose a plan in Restock inside their Shopify admin.',
+        { extensions: { shop, provider: 'shopify' } },
+      ),
   };
+}
+
+/** An `app_subscriptions/update` delivery, as Shopify sends it (anything else is no news). */
+const appSubscriptionUpdate = z.object({
+  app_subscription: z
+    .object({ admin_graphql_api_id: z.string().optional(), name: z.string().optional(), status: z.string().optional(), updated_at: z.string().optional() })
+    .optional(),
+});
+
+/** An `app_subscriptions/update` delivery in billing's words. */
+export function appSubscriptionNews(body: unknown): AppSubscriptionNews {
+  const parsed = appSubscriptionUpdate.safeParse(body);
+  const subscription = parsed.success ? parsed.data.app_subscription : undefined;
+  const updated = subscription?.updated_at ? new Date(subscription.updated_at) : undefined;
+  return {
+    type: 'app_subscriptions/update',
+    externalId: subscription?.admin_graphql_api_id,
+    name: subscription?.name,
+    status: subscription?.status ? subscriptionStatus(subscription.status) : undefined,
+    at: updated && !Number.isNaN(updated.getTime()) ? updated.toISOString() : undefined,
+  };
+}
+
+/** Shopify's AppSubscriptionStatus in billing's four. */
+function subscriptionStatus(status: string): AppSubscriptionNews['status'] {
+  switch (status.toUpperCase()) {
+    case 'ACTIVE':
+      return 'active';
+    case 'PENDING':
+    case 'ACCEPTED':
+      return 'pending';
+    case 'FROZEN':
+      return 'past_due';
+    default:
+      // CANCELLED, DECLINED, EXPIRED
+      return 'cancelled';
+  }
 }
 
 async function isDevelopmentStore(admin: AdminApi, shop: string, token: string): Promise<boolean> {

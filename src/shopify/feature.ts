@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { SubscriptionService } from '../alerts/service.ts';
-import type { ShopifyBillingProvider } from '../billing/service.ts';
+import type { AppBilling } from '../billing/service.ts';
 import type { Config } from '../config.ts';
 import type { OrderSink } from '../conversions/service.ts';
 import type { Database } from '../core/db/database.ts';
@@ -69,7 +69,7 @@ export interface ShopifyApp {
   api: ReturnType<typeof createShopifyApi>;
   connections: ShopifyConnections;
   admin: AdminApi;
-  billing: ShopifyBillingProvider;
+  billing: AppBilling;
 }
 
 export function openShopifyApp({ config, database, stores, log }: Pick<ShopifyDeps, 'config' | 'database' | 'stores' | 'log'>): ShopifyApp | undefined {

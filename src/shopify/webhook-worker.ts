@@ -9,7 +9,9 @@ import type { WorkerJob } from '../core/jobs.ts';
 import type { StockSource } from '../core/connectors/stock-report.ts';
 import type { InventoryService } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
+import type { AppSubscriptionNews } from '../billing/service.ts';
 import type { AdminApi } from './admin-api.ts';
+import { appSubscriptionNews } from './billing.ts';
 import type { ShopifyConnections } from './connections.ts';
 import { productOfInventoryItem } from './catalog.ts';
 import { cancellationReport, orderCancelledPayload, orderCreatePayload, orderReport, refundCreatePayload, refundReport } from './order-payloads.ts';
@@ -45,7 +47,7 @@ const PRUNE_LIMIT = 1000;
 
 /** Where Shopify's news about a store's app subscription goes (the billing feature). */
 export interface ShopifyBillingSink {
-  shopifySubscriptionUpdate(shop: string, eventId: string, update: unknown): Promise<string>;
+  appSubscriptionChanged(shop: string, eventId: string, news: AppSubscriptionNews): Promise<string>;
 }
 
 export interface WebhookWorkerDeps {
@@ -145,7 +147,7 @@ async function processEvent(deps: WebhookWorkerDeps, event: WebhookEventRow): Pr
     PRODUCTS_UPDATE: () => processProductUpdate(deps, shop, parse(productUpdatePayload, body), source),
     INVENTORY_LEVELS_UPDATE: () => processInventoryLevel(deps, shop, parse(inventoryLevelPayload, body), source),
     APP_UNINSTALLED: () => deps.connections.uninstall(shop),
-    APP_SUBSCRIPTIONS_UPDATE: async () => void (await deps.billing.shopifySubscriptionUpdate(shop, event.event_id, body)),
+    APP_SUBSCRIPTIONS_UPDATE: async () => void (await deps.billing.appSubscriptionChanged(shop, event.event_id, appSubscriptionNews(body))),
     ORDERS_CREATE: () => deps.orders.recordOrder(converted(() => orderReport(shop, parse(orderCreatePayload, body)))),
     ORDERS_CANCELLED: () => deps.orders.recordCancellation(converted(() => cancellationReport(shop, parse(orderCancelledPayload, body)))),
     REFUNDS_CREATE: () => deps.orders.recordRefund(converted(() => refundReport(shop, parse(refundCreatePayload, body)))),
