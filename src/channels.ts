@@ -94,6 +94,24 @@ export async function buildChannelFeatures(needs: ChannelNeeds): Promise<Feature
   return features;
 }
 
+type Configured = { [C in Channel]: Definitions[C] extends { settings: object } ? C : never }[Channel];
+type SettingsOf<C extends Configured> = Definitions[C] extends { settings: { read(...args: never[]): infer Read } } ? Read : never;
+
+/** What each channel with settings makes of them, by channel: `Config.channels`. */
+export type ChannelConfigs = { [C in Configured]: SettingsOf<C> };
+
+/** Every channel's slice of the environment, in the registry's order: src/config.ts reads them with the rest. */
+export const CHANNEL_SETTINGS: z.ZodRawShape = Object.assign({}, ...CHANNEL_NAMES.map((name) => (CHANNELS[name] as ChannelDefinition).settings?.slice ?? {}));
+
+/** Each channel's reading of its slice (`values`: the parsed environment). */
+export function readChannelSettings(values: Record<string, unknown>, service: { mailFrom: string }): ChannelConfigs {
+  const read = CHANNEL_NAMES.flatMap((name) => {
+    const settings = (CHANNELS[name] as ChannelDefinition).settings;
+    return settings ? [[name, settings.read(values, service)] as const] : [];
+  });
+  return Object.fromEntries(read) as ChannelConfigs;
+}
+
 /** The channels the storefront's form offers under a store's switch, each with its offer. */
 export const STOREFRONT_OFFERS: ReadonlyArray<[ContactChannel, StorefrontOffer]> = CONTACT_CHANNELS.flatMap((channel) => {
   const { storefront }: ChannelDefinition = CHANNELS[channel];

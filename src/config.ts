@@ -7,8 +7,7 @@ import type { PlanSettings } from './billing/plans.ts';
 import { parseAllowedHosts, type HostName } from './core/http/host-names.ts';
 import { parseOutboundAllowList, type OutboundPolicy } from './core/net/outbound-guard.ts';
 import { decodeKey } from './core/sealed-secrets.ts';
-import { pushConfig, pushSettings, type PushConfig } from './push/settings.ts';
-import { smsConfig, smsSettings, type SmsConfig } from './sms/settings.ts';
+import { CHANNEL_SETTINGS, readChannelSettings, type ChannelConfigs } from './channels.ts';
 import { webhookConfig, webhookSettings, type WebhookConfig } from './webhooks/settings.ts';
 import { parsePostgresUrl, parseRedisUrl, ServiceUrlError } from './core/service-urls.ts';
 import { observabilityConfig, observabilitySettings, type ObservabilityConfig } from './observability/settings.ts';
@@ -118,12 +117,16 @@ const envSchema = z.object({
   TLS_PORT: z.coerce.number().int().min(0).max(65535).optional().describe('Port of an optional HTTPS listener that asks for client certificates (mtls credentials, RFC 8705); needs `TLS_CERT_FILE` and `TLS_KEY_FILE`'),
   TLS_CERT_FILE: z.string().optional().describe("The HTTPS listener's certificate (PEM file)"),
   TLS_KEY_FILE: z.string().optional().describe("The HTTPS listener's private key (PEM file)"),
-  // The slices the modules own, each in its settings.ts.
+  // The slices the modules own, each in its settings.ts; the channels' come from their registry.
   ...webhookSettings,
-  ...smsSettings,
-  ...pushSettings,
   ...observabilitySettings,
 });
+
+/**
+ * Everything the service reads: the settings above and each channel's slice, which its registry
+ * entry brings (src/channels.ts), so that a new channel's settings need no line here.
+ */
+const everySetting = envSchema.extend(CHANNEL_SETTINGS);
 
 /** One setting: its variable, the default the parser fills in (`none`: unset stays unset), what it does. */
 export interface Setting {
@@ -133,7 +136,7 @@ export interface Setting {
 }
 
 /** Read off the schema that parses the settings, so it names exactly the variables the service reads. */
-export const SETTINGS: readonly Setting[] = Object.entries(envSchema.shape).map(([name, schema]) => ({
+export const SETTINGS: readonly Setting[] = Object.entries(everySetting.shape as Record<string, z.ZodType>).map(([name, schema]) => ({
   name,
   default: defaultText(schema),
   description: schema.description ?? '',
@@ -186,8 +189,8 @@ export interface Config {
   billing: BillingConfig;
   /** Outgoing webhooks' delivery (src/webhooks). */
   webhooks: WebhookConfig;
-  sms: SmsConfig;
-  push: PushConfig;
+  /** What each channel makes of its settings (src/channels.ts), by channel. */
+  channels: ChannelConfigs;
   /** Hours a subscription waits for its double opt-in before it expires. */
   doubleOptInExpiryHours: number;
   /** /metrics and tracing (src/observability). */
@@ -293,12 +296,13 @@ export class ConfigError extends Error {
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const parsed = envSchema.safeParse(stripEmpty(env));
+  const parsed = everySetting.safeParse(stripEmpty(env));
   if (!parsed.success) {
     const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
-  const e = parsed.data;
+  // The channels' values are theirs to read (readChannelSettings); the rest is typed by envSchema.
+  const e = parsed.data as z.infer<typeof envSchema>;
   const dataDir = path.resolve(e.DATA_DIR);
   return {
     port: e.PORT,
@@ -380,8 +384,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     billing: billingConfig(e),
     webhooks: webhookConfig(e),
-    sms: smsConfig(e),
-    push: pushConfig(e, e.MAIL_FROM),
+    channels: readChannelSettings(parsed.data, { mailFrom: e.MAIL_FROM }),
     doubleOptInExpiryHours: e.DOUBLE_OPT_IN_EXPIRY_HOURS,
     observability: observability(e),
   };

@@ -372,11 +372,16 @@ export const pagerChannel = {
     dashboard: { label: 'Offer pages', hint: 'A pager number on the sign-up form.' },
     choice: new URL('./widget-choice.ts', import.meta.url),
   },
-  async build(_needs: ChannelNeeds) {
+  settings: {
+    slice: { PAGER_SIGNATURE: z.string().max(20).default('').describe('Pager: the words after every page') },
+    read: (values: { PAGER_SIGNATURE: string }) => ({ signature: values.PAGER_SIGNATURE }),
+  },
+  async build(needs: ChannelNeeds) {
+    const { signature } = needs.config.channels.pager;
     const sending = {
       refusal: () => undefined,
       async deliver(notification: { contact: { address: string }; headline: string; clickUrl: string; stop: { url: string } }) {
-        PAGED.push({ to: notification.contact.address, headline: notification.headline, clickUrl: notification.clickUrl, stopUrl: notification.stop.url });
+        PAGED.push({ to: notification.contact.address, headline: notification.headline + signature, clickUrl: notification.clickUrl, stopUrl: notification.stop.url });
         return {};
       },
     };
@@ -416,7 +421,8 @@ import type { ChannelChoiceHost, ChannelChoiceMaker } from '../core/channel-choi
 const CHANNEL_PROBE = `
 import { PAGED } from './src/pager/channel.ts';
 import { launchBrowser, startPageServer } from '../test/fixtures/browser.ts';
-${APP_START}const shop = 'pager-shop.myshopify.com';
+import { SETTINGS } from './src/config.ts';
+${APP_START.replace("DATA_DIR: dir,", "DATA_DIR: dir, PAGER_SIGNATURE: ' (pager)',")}const shop = 'pager-shop.myshopify.com';
 const productId = 'gid://shopify/Product/7';
 const variantId = 'gid://shopify/ProductVariant/70';
 await app.restock.stores.createStore(shop, 'owner@pager-shop.example.com');
@@ -468,6 +474,7 @@ console.log(JSON.stringify({
   listed: page.body.includes('Pager 5551234'),
   offered,
   settings,
+  setting: SETTINGS.find((setting) => setting.name === 'PAGER_SIGNATURE') ?? null,
   choiceServed: served.includes('Page me once when it is back.'),
   form,
   stopped: stop?.statusCode ?? null,
@@ -502,7 +509,7 @@ describe('adding a notification channel', () => {
     assert.deepEqual(seen.refused, [400, ['/body/pagerConsentText']], "its rule between its fields refuses a number without the shopper's words");
     assert.equal(seen.signed, 200, 'subscribeAlert takes its fields');
     assert.ok(seen.documented, 'its fields in /openapi.json');
-    const paged = { headline: 'Brass pager clip is back in stock', redirect: true };
+    const paged = { headline: 'Brass pager clip is back in stock (pager)', redirect: true };
     assert.deepEqual(
       seen.paged,
       browser ? [{ to: '5551234', ...paged }, { to: '5557654', ...paged }] : [{ to: '5551234', ...paged }],
@@ -512,6 +519,7 @@ describe('adding a notification channel', () => {
     assert.deepEqual(seen.offered, { sms: false, push: true, pager: true }, 'the widget is told to offer it');
     assert.equal(seen.settings, true, "the store's settings have its switch, in force by its default");
     assert.ok(seen.choiceServed, 'its choice is served in /widget-channels.js');
+    assert.deepEqual(seen.setting, { name: 'PAGER_SIGNATURE', default: '', description: 'Pager: the words after every page' }, "its setting is in the settings catalogue (.env.example's and the README's), and its feature reads it");
     if (browser) {
       assert.deepEqual(
         seen.form,

@@ -237,7 +237,7 @@ describe('sending through the SDK', () => {
   before(async () => {
     standIn = await startTwilioStandIn(STAND_IN_ACCOUNTS);
     const config = smsConfig('sqlite::memory:', standIn);
-    config.sms = { ...config.sms, timeoutMs: 300 };
+    config.channels.sms = { ...config.channels.sms, timeoutMs: 300 };
     const recorded = sinks();
     // Sending touches no table: the database is never opened.
     const feature = buildSms({ config, database: {} as Database, log: Fastify().log, stores: storesWith({}), consent: recorded.consent, deliveries: recorded.reports });
@@ -366,7 +366,7 @@ describe("checking a store's own account with Twilio", () => {
   before(async () => {
     standIn = await startTwilioStandIn(STAND_IN_ACCOUNTS);
     standIn.addAccount({ accountSid: SUSPENDED.accountSid, authToken: SUSPENDED.authToken, numbers: [SUSPENDED.from], status: 'suspended' });
-    check = twilioAccountCheck(smsConfig('sqlite::memory:', standIn).sms);
+    check = twilioAccountCheck(smsConfig('sqlite::memory:', standIn).channels.sms);
   });
   after(async () => standIn.close());
 
@@ -421,7 +421,7 @@ describe("checking a store's own account with Twilio", () => {
     assert.deepEqual(pointers(await refusal(ELSEWHERE)), ['upstream-failed']);
     standIn.failNext(429);
     assert.deepEqual(pointers(await refusal(ELSEWHERE)), ['upstream-failed']);
-    const closed = twilioAccountCheck(smsConfig('sqlite::memory:', { ...standIn, url: `http://127.0.0.1:${await freePort()}` }).sms);
+    const closed = twilioAccountCheck(smsConfig('sqlite::memory:', { ...standIn, url: `http://127.0.0.1:${await freePort()}` }).channels.sms);
     try {
       await closed(ELSEWHERE);
       assert.fail('accepted without Twilio');

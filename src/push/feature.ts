@@ -23,8 +23,8 @@ export interface PushDeps {
 export async function buildPush({ config, database, log, storefrontProxies }: PushDeps): Promise<Feature<PushService>> {
   const keys = await loadVapidKeys(database);
   if (keys.made) log.info('web push: made the service’s VAPID key pair; browsers’ subscriptions are bound to it from now on');
-  const service = new PushService({ keys, config: config.push, policy: config.tenantOutbound });
-  return { service, channel: { name: 'push', sending: pushChannelSending(service, config.push.ttlSeconds), offered: true }, routes: [pushRoutes(service, await loadServiceWorker(), storefrontProxies)] };
+  const service = new PushService({ keys, config: config.channels.push, policy: config.tenantOutbound });
+  return { service, channel: { name: 'push', sending: pushChannelSending(service, config.channels.push.ttlSeconds), offered: true }, routes: [pushRoutes(service, await loadServiceWorker(), storefrontProxies)] };
 }
 
 /** The service worker as browsers get it: its TypeScript source with the types stripped, not minified. */

@@ -4,6 +4,7 @@ import { consentTextSchema } from '../core/consent.ts';
 import type { ChannelNeeds } from '../channel.ts';
 import type { StoreService } from '../stores/service.ts';
 import type { SmsAccount } from './schemas.ts';
+import { smsConfig, smsSettings } from './settings.ts';
 import { composeAlertText } from './text.ts';
 
 /** A phone number as SMS takes it: E.164, a plus, the country code and the number, no spaces (what Twilio accepts). */
@@ -55,6 +56,7 @@ export const smsChannel = {
     dashboard: { label: 'Offer SMS alerts', hint: 'A phone field and an unticked consent box on the sign-up form.', unset: 'When an SMS sender is set up' },
     choice: new URL('./widget-choice.ts', import.meta.url),
   },
+  settings: { slice: smsSettings, read: smsConfig },
   async build(needs: ChannelNeeds) {
     const { buildSmsChannel } = await import('./feature.ts');
     return buildSmsChannel(needs);

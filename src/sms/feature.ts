@@ -58,12 +58,12 @@ export function buildSmsChannel(needs: ChannelNeeds): Feature<SmsService> {
 /** SMS through Twilio: the channel dispatch sends with, and the webhooks Twilio calls. */
 export function buildSms({ config, database, log, stores, consent, deliveries, confirmationOf }: SmsDeps): Feature<SmsService> {
   const optOuts = new SmsOptOutRepository(database);
-  const http = new TwilioHttpClient({ apiUrl: config.sms.apiUrl, timeoutMs: config.sms.timeoutMs });
-  const service = new SmsService({ sms: config.sms, baseUrl: config.baseUrl, optOuts, http });
+  const http = new TwilioHttpClient({ apiUrl: config.channels.sms.apiUrl, timeoutMs: config.channels.sms.timeoutMs });
+  const service = new SmsService({ sms: config.channels.sms, baseUrl: config.baseUrl, optOuts, http });
   const webhooks = new SmsWebhooks({ sms: service, optOuts, stores, consent, deliveries, serviceName: config.serviceName, log });
   return {
     service,
-    channel: { name: 'sms', sending: smsChannelSending(service, stores), offered: config.sms.account !== undefined, ...(confirmationOf ? { confirm: confirmationOf(service) } : {}) },
+    channel: { name: 'sms', sending: smsChannelSending(service, stores), offered: config.channels.sms.account !== undefined, ...(confirmationOf ? { confirm: confirmationOf(service) } : {}) },
     routes: [smsRoutes({ webhooks, baseUrl: config.baseUrl })],
     close: async () => http.close(),
   };

@@ -16,7 +16,7 @@ const ACCOUNT_SID = /^AC[0-9a-f]{32}$/;
 const AUTH_TOKEN = /^[0-9a-f]{32}$/;
 
 export interface TwilioHttpOptions {
-  /** `config.sms.apiUrl`: Twilio's origin, or a stand-in's. */
+  /** `config.channels.sms.apiUrl`: Twilio's origin, or a stand-in's. */
   apiUrl: string;
   /** Longest a call may take, connection included. */
   timeoutMs: number;

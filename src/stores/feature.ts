@@ -44,6 +44,6 @@ export function storeService(config: Config, database: Database, changes: Change
     secrets: SecretBox.fromKey(config.encryptionKey),
     defaults: config.dispatch.defaults,
     tenantOutbound: config.tenantOutbound,
-    smsAccountCheck: twilioAccountCheck(config.sms),
+    smsAccountCheck: twilioAccountCheck(config.channels.sms),
   });
 }

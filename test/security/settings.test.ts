@@ -37,7 +37,7 @@ describe('finding 1: option injection in the operator’s URL-shaped settings', 
     for (const injected of ['http://127.0.0.1:9/?timeout=1', 'https://user:pass@api.example.com', 'https://api.example.com/2010-04-01', 'ftp://api.example.com']) {
       assert.throws(() => loadConfig({ ...base, TWILIO_API_URL: injected }), (err: Error) => err instanceof ConfigError && err.message.includes('TWILIO_API_URL'), injected);
     }
-    assert.equal(loadConfig({ ...base, TWILIO_API_URL: 'http://127.0.0.1:4010/' }).sms.apiUrl, 'http://127.0.0.1:4010');
+    assert.equal(loadConfig({ ...base, TWILIO_API_URL: 'http://127.0.0.1:4010/' }).channels.sms.apiUrl, 'http://127.0.0.1:4010');
   });
 
   it('finding 1: OTEL_EXPORTER_OTLP_ENDPOINT is an http(s) base URL and nothing more', () => {
