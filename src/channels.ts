@@ -3,6 +3,7 @@ import type { ChannelNeeds } from './channel.ts';
 import { EMAIL_CHANNEL, type ChannelDefinition, type ChannelSignUp, type StorefrontOffer, type ContactPointKind, type SignUpBody, type SignUpContact } from './core/channels.ts';
 import type { Feature } from './core/feature.ts';
 import type { OutboundPolicy } from './core/net/outbound-guard.ts';
+import type { ServiceSettings } from './core/settings-slice.ts';
 
 export type { StorefrontOffer };
 import { pushChannel } from './push/channel.ts';
@@ -104,7 +105,7 @@ export type ChannelConfigs = { [C in Configured]: SettingsOf<C> };
 export const CHANNEL_SETTINGS: z.ZodRawShape = Object.assign({}, ...CHANNEL_NAMES.map((name) => (CHANNELS[name] as ChannelDefinition).settings?.slice ?? {}));
 
 /** Each channel's reading of its slice (`values`: the parsed environment). */
-export function readChannelSettings(values: Record<string, unknown>, service: { mailFrom: string }): ChannelConfigs {
+export function readChannelSettings(values: Record<string, unknown>, service: ServiceSettings): ChannelConfigs {
   const read = CHANNEL_NAMES.flatMap((name) => {
     const settings = (CHANNELS[name] as ChannelDefinition).settings;
     return settings ? [[name, settings.read(values, service)] as const] : [];

@@ -8,6 +8,7 @@ import { parseAllowedHosts, type HostName } from './core/http/host-names.ts';
 import { parseOutboundAllowList, type OutboundPolicy } from './core/net/outbound-guard.ts';
 import { decodeKey } from './core/sealed-secrets.ts';
 import { CHANNEL_SETTINGS, readChannelSettings, type ChannelConfigs } from './channels.ts';
+import { PLATFORM_SETTINGS, readPlatformSettings, type PlatformConfigs } from './platforms.ts';
 import { webhookConfig, webhookSettings, type WebhookConfig } from './webhooks/settings.ts';
 import { parsePostgresUrl, parseRedisUrl, ServiceUrlError } from './core/service-urls.ts';
 import { observabilityConfig, observabilitySettings, type ObservabilityConfig } from './observability/settings.ts';
@@ -29,10 +30,6 @@ const envSchema = z.object({
   REDIS_URL: z.string().optional().describe('Rate-limit counters shared by several processes (memory when unset): `redis://` or `rediss://` (TLS), user, password, `/db`; no options'),
   SMTP_URL: z.string().optional().describe('SMTP server: `smtp://` or `smtps://`, user, password, and only the options `name` (EHLO), `connectionTimeout`, `greetingTimeout`, `socketTimeout` (ms); unset keeps mail in the local outbox'),
   MAIL_FROM: z.string().default('Restock <alerts@restock.localhost>').describe('Sender of alerts'),
-  SHOPIFY_API_KEY: z.string().optional().describe("The Shopify app's API key: set with `SHOPIFY_API_SECRET` (both or neither) and `RESTOCK_ENCRYPTION_KEY`; see docs/shopify.md"),
-  SHOPIFY_API_SECRET: z.string().optional().describe("The Shopify app's API secret (with `SHOPIFY_API_KEY`)"),
-  BIGCOMMERCE_CLIENT_ID: z.string().optional().describe("The BigCommerce app's client id: set with `BIGCOMMERCE_CLIENT_SECRET` (both or neither) and `RESTOCK_ENCRYPTION_KEY`; see docs/bigcommerce.md"),
-  BIGCOMMERCE_CLIENT_SECRET: z.string().optional().describe("The BigCommerce app's client secret (with `BIGCOMMERCE_CLIENT_ID`)"),
   STRIPE_SECRET_KEY: z.string().optional().describe('Stripe: MPP `stripe` payments and card checkout'),
   STRIPE_WEBHOOK_SECRET: z.string().optional().describe("Verifies Stripe's events at `POST /webhooks/stripe`, through which paid plans become active"),
   STRIPE_API_URL: z.url().default('https://api.stripe.com').describe('Where the Stripe SDK calls; only changed to reach a stand-in in tests'),
@@ -84,9 +81,6 @@ const envSchema = z.object({
   TENANT_OUTBOUND_ALLOW: z.string().optional().describe("CIDR blocks (comma separated) a store's own mail server, webhook endpoint or a browser's push service may be in although internal, e.g. `127.0.0.1/32` for a local sink in development; unset: loopback, private, link-local and metadata addresses are refused (docs/security.md)"),
   SMTP_POOL_SIZE: z.coerce.number().int().min(1).max(100).default(5).describe('Pooled SMTP connections per transport'),
   RECONCILE_INTERVAL_MINUTES: z.coerce.number().int().min(0).default(15).describe("How often stores with Admin API credentials are compared with the platform's stock (0: never)"),
-  SHOPIFY_API_VERSION: z.string().default('2026-07').describe('Shopify Admin API version the app calls'),
-  SHOPIFY_SCOPES: z.string().default('read_products,read_inventory,read_publications,write_app_proxy,read_orders').describe('Access scopes the Shopify app asks for, comma-separated'),
-  SHOPIFY_BILLING_TEST: z.enum(['true', 'false']).default('false').describe("`true`: every Shopify Billing charge is a test charge, no money moves (staging, review); otherwise only development stores' charges are, as Shopify reports the store"),
   X402_PAY_TO: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'an EVM address (0x and 40 hex digits)').optional().describe('x402: the address paid (real payments; replaces the test network); without it, no real x402 offer is made, never with a placeholder address'),
   X402_NETWORK: z.string().regex(/^eip155:[0-9]+$/, 'a CAIP-2 EVM network such as eip155:8453').default('eip155:8453').describe('x402: the CAIP-2 network (default Base)'),
   X402_ASSET: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'a token address').default('0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913').describe("x402: the ERC-20 token (with EIP-3009) prices are paid in (default Base's USDC)"),
@@ -123,10 +117,11 @@ const envSchema = z.object({
 });
 
 /**
- * Everything the service reads: the settings above and each channel's slice, which its registry
- * entry brings (src/channels.ts), so that a new channel's settings need no line here.
+ * Everything the service reads: the settings above and each channel's and platform's slice, which
+ * its registry entry brings (src/channels.ts, src/platforms.ts), so that a new one's settings need
+ * no line here.
  */
-const everySetting = envSchema.extend(CHANNEL_SETTINGS);
+const everySetting = envSchema.extend({ ...CHANNEL_SETTINGS, ...PLATFORM_SETTINGS });
 
 /** One setting: its variable, the default the parser fills in (`none`: unset stays unset), what it does. */
 export interface Setting {
@@ -181,10 +176,8 @@ export interface Config {
   encryptionKey: string | undefined;
   runWorker: boolean;
   dispatch: DispatchConfig;
-  /** Set when SHOPIFY_API_KEY and SHOPIFY_API_SECRET are: the Shopify app (install, webhooks, reconciliation). */
-  shopify: ShopifyConfig | undefined;
-  /** Set when BIGCOMMERCE_CLIENT_ID and BIGCOMMERCE_CLIENT_SECRET are: the BigCommerce app (install, webhooks, reconciliation). */
-  bigcommerce: BigCommerceConfig | undefined;
+  /** What each platform makes of its settings (src/platforms.ts), by platform: its app, when configured. */
+  platforms: PlatformConfigs;
   payments: PaymentsConfig;
   billing: BillingConfig;
   /** Outgoing webhooks' delivery (src/webhooks). */
@@ -260,20 +253,6 @@ export interface DispatchConfig {
   reconcileIntervalMinutes: number;
 }
 
-export interface ShopifyConfig {
-  apiKey: string;
-  apiSecret: string;
-  apiVersion: string;
-  scopes: string[];
-  /** Every Shopify Billing charge is a test charge, whatever the store (SHOPIFY_BILLING_TEST=true). */
-  alwaysTestCharges: boolean;
-}
-
-export interface BigCommerceConfig {
-  clientId: string;
-  clientSecret: string;
-}
-
 export interface AgentConfig {
   accessTokenTtlSeconds: number;
   credentialTtlSeconds: number;
@@ -301,9 +280,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
-  // The channels' values are theirs to read (readChannelSettings); the rest is typed by envSchema.
+  // The channels' and platforms' values are theirs to read; the rest is typed by envSchema.
   const e = parsed.data as z.infer<typeof envSchema>;
   const dataDir = path.resolve(e.DATA_DIR);
+  const service = { mailFrom: e.MAIL_FROM, encryptionKey: encryptionKey(e.RESTOCK_ENCRYPTION_KEY) };
   return {
     port: e.PORT,
     host: e.HOST,
@@ -345,7 +325,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     tls: tlsConfig(e),
     trustProxy: e.TRUST_PROXY?.split(',').map((entry) => entry.trim()).filter(Boolean),
-    encryptionKey: encryptionKey(e.RESTOCK_ENCRYPTION_KEY),
+    encryptionKey: service.encryptionKey,
     runWorker: e.RUN_WORKER === 'true',
     dispatch: {
       defaults: {
@@ -362,8 +342,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       smtpPoolSize: e.SMTP_POOL_SIZE,
       reconcileIntervalMinutes: e.RECONCILE_INTERVAL_MINUTES,
     },
-    shopify: shopifyConfig(e),
-    bigcommerce: bigCommerceConfig(e),
+    platforms: moduleSettings(() => readPlatformSettings(parsed.data, service)),
     payments: {
       x402: {
         payTo: e.X402_PAY_TO,
@@ -384,7 +363,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     billing: billingConfig(e),
     webhooks: webhookConfig(e),
-    channels: readChannelSettings(parsed.data, { mailFrom: e.MAIL_FROM }),
+    channels: moduleSettings(() => readChannelSettings(parsed.data, service)),
     doubleOptInExpiryHours: e.DOUBLE_OPT_IN_EXPIRY_HOURS,
     observability: observability(e),
   };
@@ -414,6 +393,15 @@ function billingConfig(e: z.infer<typeof envSchema>): BillingConfig {
   };
 }
 
+/** A registry's readings of its modules' slices; what one refuses stops the start like any bad setting. */
+function moduleSettings<T>(read: () => T): T {
+  try {
+    return read();
+  } catch (err) {
+    throw new ConfigError(`Invalid configuration:\n  ${(err as Error).message}`);
+  }
+}
+
 function encryptionKey(value: string | undefined): string | undefined {
   if (value === undefined) return undefined;
   try {
@@ -422,23 +410,6 @@ function encryptionKey(value: string | undefined): string | undefined {
     throw new ConfigError(`Invalid configuration:\n  RESTOCK_ENCRYPTION_KEY: ${(err as Error).message}`);
   }
   return value;
-}
-
-function shopifyConfig(e: z.infer<typeof envSchema>): ShopifyConfig | undefined {
-  if (!e.SHOPIFY_API_KEY && !e.SHOPIFY_API_SECRET) return undefined;
-  if (!e.SHOPIFY_API_KEY || !e.SHOPIFY_API_SECRET) {
-    throw new ConfigError('Invalid configuration:\n  SHOPIFY_API_KEY and SHOPIFY_API_SECRET: set both (the Shopify app needs its key and secret) or neither');
-  }
-  if (!e.RESTOCK_ENCRYPTION_KEY) {
-    throw new ConfigError('Invalid configuration:\n  RESTOCK_ENCRYPTION_KEY: the Shopify app keeps stores\' Admin API tokens, which are only stored sealed; set 32 random bytes in base64');
-  }
-  return {
-    apiKey: e.SHOPIFY_API_KEY,
-    apiSecret: e.SHOPIFY_API_SECRET,
-    apiVersion: e.SHOPIFY_API_VERSION,
-    scopes: e.SHOPIFY_SCOPES.split(',').map((scope) => scope.trim()).filter(Boolean),
-    alwaysTestCharges: e.SHOPIFY_BILLING_TEST === 'true',
-  };
 }
 
 /**
@@ -469,17 +440,6 @@ function testNetworkConfig(e: z.infer<typeof envSchema>): TestNetworkConfig | un
       facilitatorUrl: e.X402_TEST_FACILITATOR_URL.replace(/\/+$/, ''),
     },
   };
-}
-
-function bigCommerceConfig(e: z.infer<typeof envSchema>): BigCommerceConfig | undefined {
-  if (!e.BIGCOMMERCE_CLIENT_ID && !e.BIGCOMMERCE_CLIENT_SECRET) return undefined;
-  if (!e.BIGCOMMERCE_CLIENT_ID || !e.BIGCOMMERCE_CLIENT_SECRET) {
-    throw new ConfigError('Invalid configuration:\n  BIGCOMMERCE_CLIENT_ID and BIGCOMMERCE_CLIENT_SECRET: set both (the BigCommerce app needs its client id and secret) or neither');
-  }
-  if (!e.RESTOCK_ENCRYPTION_KEY) {
-    throw new ConfigError("Invalid configuration:\n  RESTOCK_ENCRYPTION_KEY: the BigCommerce app keeps stores' access tokens, which are only stored sealed; set 32 random bytes in base64");
-  }
-  return { clientId: e.BIGCOMMERCE_CLIENT_ID, clientSecret: e.BIGCOMMERCE_CLIENT_SECRET };
 }
 
 /** A connection URL the client will be given typed values of (core/service-urls.ts), checked at start-up. */

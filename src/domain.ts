@@ -91,7 +91,7 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
   const storesAlone = buildStores({ config, database, changes, onOwnerChange: formerOwnerAccess(database, changes), storeDomains: STORE_DOMAINS });
   const webhooks = buildWebhooks({ config, database, mail, log, stores: storesAlone.service });
   // Each platform's clients, before billing, which takes a platform's own billing of its apps.
-  const opened = PLATFORMS.map((platform) => platform.open({ config, database, log, stores: storesAlone.service }));
+  const opened = await Promise.all(PLATFORMS.map((platform) => platform.open({ config, database, log, stores: storesAlone.service })));
   const appBilling = opened.find((platform) => platform.appBilling)?.appBilling;
   const billing = buildBilling({
     config,

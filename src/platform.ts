@@ -12,6 +12,7 @@ import type { OperationDeclaration } from './core/operations.ts';
 import type { TokenSigner } from './core/signed-token.ts';
 import type { PlatformLoans } from './dashboard/feature.ts';
 import type { DashboardPanel } from './core/dashboard-panel.ts';
+import type { SettingsSlice } from './core/settings-slice.ts';
 import type { DispatchService } from './dispatch/service.ts';
 import type { InventoryService } from './inventory/service.ts';
 import type { StorefrontService } from './storefront/service.ts';
@@ -43,8 +44,15 @@ export interface Platform {
   readonly widgetForm?: URL;
   /** Where the platform forwards its stores' storefront requests to the service (Shopify's app proxy), so that scripts on the store's own origin reach it. */
   readonly storefrontProxy?: string;
-  /** Opens the platform's clients before the features that take a part of them, then builds its feature. */
-  open(needs: PlatformOpenNeeds): OpenedPlatform;
+  /** Its slice of the service's settings (its app's credentials), handed back to its feature as `config.platforms.<name>`. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each platform's `read` takes its own slice's values, which the registry keeps typed
+  readonly settings?: SettingsSlice<any, unknown>;
+  /**
+   * Opens the platform's clients before the features that take a part of them, then builds its
+   * feature; it loads the feature's code (a dynamic import of its `feature.ts`), so that the
+   * registry itself stays light.
+   */
+  open(needs: PlatformOpenNeeds): Promise<OpenedPlatform>;
 }
 
 /** What a platform's clients are opened with, before billing. */

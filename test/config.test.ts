@@ -32,8 +32,8 @@ describe('configuration', () => {
 
   it('Shopify Billing charges are real unless SHOPIFY_BILLING_TEST=true (development stores are told apart at checkout)', () => {
     const app = { SHOPIFY_API_KEY: 'key', SHOPIFY_API_SECRET: 'secret', RESTOCK_ENCRYPTION_KEY: Buffer.alloc(32, 1).toString('base64') };
-    assert.equal(loadConfig(app).shopify?.alwaysTestCharges, false);
-    assert.equal(loadConfig({ ...app, SHOPIFY_BILLING_TEST: 'true' }).shopify?.alwaysTestCharges, true);
+    assert.equal(loadConfig(app).platforms.shopify?.alwaysTestCharges, false);
+    assert.equal(loadConfig({ ...app, SHOPIFY_BILLING_TEST: 'true' }).platforms.shopify?.alwaysTestCharges, true);
   });
 
   it('takes payments on test networks or on configured ones, never both; in production only when told', () => {

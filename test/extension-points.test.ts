@@ -5,7 +5,7 @@
  *   OpenAPI entry with `x-payment-info`, 402 offers, MCP tool, A2A skill, API index entry, agent
  *   skills' price table and tenancy case must all follow;
  * - a platform is ONE folder and ONE entry in src/platforms.ts: its store domains, operation,
- *   signed webhook, reconciliation job (run by the worker), product-form script in
+ *   settings (the webhook's secret), signed webhook, reconciliation job (run by the worker), product-form script in
  *   /widget-platforms.js and page in the dashboard (its forms included) must all follow, and the
  *   copy must still type-check;
  * - a notification channel is ONE folder and ONE entry in src/channels.ts: its sign-up fields in
@@ -152,23 +152,14 @@ describe('adding a paid operation', () => {
   });
 });
 
-/** A throwaway platform's folder: everything a platform is, in the fewest lines that are honest. */
-const SPARROW_FEATURE = `
-import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
+/** A throwaway platform's registry entry, light as the registry needs: its name, domains, operation, settings; its feature loaded when opened. */
+const SPARROW_PLATFORM = `
 import { z } from 'zod';
-import { reconcileJobs } from '../core/connectors/connector.ts';
-import { csrfField, type DashboardPanel } from '../core/dashboard-panel.ts';
-import { html } from '../core/html.ts';
-import { rawBodyOf, takeRawBodies } from '../core/http/raw-body.ts';
-import { bindOperations, defineOperation } from '../core/operations.ts';
-import { Problem } from '../core/problems.ts';
-import type { Platform, PlatformNeeds } from '../platform.ts';
+import { defineOperation } from '../core/operations.ts';
+import type { Platform } from '../platform.ts';
 import { storeInput } from '../stores/schemas.ts';
 
-const SECRET = 'sparrow-secret';
-
-const sparrowOperations = [
+export const sparrowOperations = [
   defineOperation({
     id: 'getSparrowConnection',
     method: 'GET',
@@ -186,6 +177,35 @@ const sparrowOperations = [
   }),
 ];
 
+export const sparrowPlatform = {
+  name: 'sparrow',
+  storeDomains: /\\.sparrowshop\\.test$/,
+  operations: sparrowOperations,
+  widgetForm: new URL('./widget-form.ts', import.meta.url),
+  settings: {
+    slice: { SPARROW_WEBHOOK_SECRET: z.string().min(8).default('sparrow-secret').describe("Sparrow: the secret its webhooks are signed with") },
+    read: (values: { SPARROW_WEBHOOK_SECRET: string }) => ({ webhookSecret: values.SPARROW_WEBHOOK_SECRET }),
+  },
+  async open() {
+    const { buildSparrow } = await import('./feature.ts');
+    return { build: buildSparrow };
+  },
+} as const satisfies Platform;
+`;
+
+/** The throwaway platform's feature: everything a platform does, in the fewest lines that are honest. */
+const SPARROW_FEATURE = `
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { reconcileJobs } from '../core/connectors/connector.ts';
+import { csrfField, type DashboardPanel } from '../core/dashboard-panel.ts';
+import { html } from '../core/html.ts';
+import { rawBodyOf, takeRawBodies } from '../core/http/raw-body.ts';
+import { bindOperations } from '../core/operations.ts';
+import { Problem } from '../core/problems.ts';
+import type { PlatformNeeds } from '../platform.ts';
+import { sparrowOperations } from './platform.ts';
+
 /** Its page in the dashboard, with one form. */
 const sparrowPanel: DashboardPanel = {
   label: 'Sparrow',
@@ -195,7 +215,8 @@ const sparrowPanel: DashboardPanel = {
   post: async (_owner, action) => ({ next: '/dashboard/sparrow?did=' + action }),
 };
 
-function buildSparrow(needs: PlatformNeeds) {
+export function buildSparrow(needs: PlatformNeeds) {
+  const { webhookSecret } = needs.config.platforms.sparrow;
   const connector = {
     platform: 'sparrow',
     storesToReconcile: async () => ['corner.sparrowshop.test'],
@@ -209,7 +230,7 @@ function buildSparrow(needs: PlatformNeeds) {
     app.post('/webhooks/sparrow', async (request, reply) => {
       const body = rawBodyOf(request);
       const given = Buffer.from(String(request.headers['x-sparrow-signature'] ?? ''), 'base64');
-      const expected = createHmac('sha256', SECRET).update(body).digest();
+      const expected = createHmac('sha256', webhookSecret).update(body).digest();
       if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new Problem('invalid-webhook', 'The delivery is not signed with the shared secret.');
       const { shop, productId, available } = JSON.parse(body.toString('utf8'));
       await needs.inventory.reportStock(shop, [{ productId, variantId: null, available }], { kind: 'sparrow-webhook', ref: 'delivery', verified: true });
@@ -225,13 +246,6 @@ function buildSparrow(needs: PlatformNeeds) {
   };
 }
 
-export const sparrowPlatform: Platform = {
-  name: 'sparrow',
-  storeDomains: /\\.sparrowshop\\.test$/,
-  operations: sparrowOperations,
-  widgetForm: new URL('./widget-form.ts', import.meta.url),
-  open: () => ({ build: buildSparrow }),
-};
 `;
 
 /** The throwaway platform's product form, as a browser script. */
@@ -252,7 +266,7 @@ import type { PlatformFormHost, PlatformFormMaker } from '../core/platform-form.
 const PLATFORM_PROBE = `
 import { createHmac } from 'node:crypto';
 import { csrfOf, getPage, postForm, signIn } from '../test/fixtures/dashboard.ts';
-${APP_START}const shop = 'corner.sparrowshop.test';
+${APP_START.replace('DATA_DIR: dir,', "DATA_DIR: dir, SPARROW_WEBHOOK_SECRET: 'feathers-and-seeds',")}const shop = 'corner.sparrowshop.test';
 const store = await app.restock.stores.createStore(shop, 'owner@corner.test');
 const openapi = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
 const token = (await app.inject({ method: 'POST', url: '/api/agent/register', payload: { type: 'anonymous' } })).json().credential;
@@ -270,7 +284,7 @@ const deliver = (payload, secret) => app.inject({
 const stockNow = async () => (await app.restock.inventory.stockOf(shop, 'gid://sparrow/Product/1', null)).available;
 const forged = await deliver(JSON.stringify({ shop, productId: 'gid://sparrow/Product/1', available: 9 }), 'guessed');
 const afterForged = await stockNow();
-const signed = await deliver(JSON.stringify({ shop, productId: 'gid://sparrow/Product/1', available: 2 }), 'sparrow-secret');
+const signed = await deliver(JSON.stringify({ shop, productId: 'gid://sparrow/Product/1', available: 2 }), 'feathers-and-seeds');
 const afterSigned = await stockNow();
 await app.restock.worker.turn();
 const afterReconcile = await stockNow();
@@ -303,14 +317,15 @@ describe('adding a platform', () => {
   before(() => {
     copy = copyOfSources();
     mkdirSync(path.join(copy, 'src', 'sparrow'));
+    writeFileSync(path.join(copy, 'src', 'sparrow', 'platform.ts'), SPARROW_PLATFORM);
     writeFileSync(path.join(copy, 'src', 'sparrow', 'feature.ts'), SPARROW_FEATURE);
     writeFileSync(path.join(copy, 'src', 'sparrow', 'widget-form.ts'), SPARROW_FORM);
     // The one registry line (with its import).
     const registry = path.join(copy, 'src', 'platforms.ts');
     const source = readFileSync(registry, 'utf8');
-    const listed = source.replace(/(export const PLATFORMS: readonly Platform\[\] = \[[^\]]*)\]/, '$1, sparrowPlatform]');
+    const listed = source.replace(/(const LISTED = \[[^\]]*)\]/, '$1, sparrowPlatform]');
     assert.notEqual(listed, source, 'src/platforms.ts lists the platforms in PLATFORMS');
-    writeFileSync(registry, `import { sparrowPlatform } from './sparrow/feature.ts';\n${listed}`);
+    writeFileSync(registry, `import { sparrowPlatform } from './sparrow/platform.ts';\n${listed}`);
     writeFileSync(path.join(copy, 'probe.ts'), PLATFORM_PROBE);
     writeTypeCheckConfigs(copy, ['tsconfig.json', 'tsconfig.browser.json']);
   });

@@ -93,7 +93,7 @@ describe('the Shopify Admin GraphQL stand-in, as strict as Shopify', () => {
 
   it('serves the schema of the API version the app is configured with', () => {
     const config = loadConfig({ SHOPIFY_API_KEY: API_KEY, SHOPIFY_API_SECRET: API_SECRET, RESTOCK_ENCRYPTION_KEY: randomBytes(32).toString('base64') });
-    assert.equal(config.shopify?.apiVersion, ADMIN_API_VERSION, 'bump test/fixtures/shopify-admin-schema.graphql with SHOPIFY_API_VERSION');
+    assert.equal(config.platforms.shopify?.apiVersion, ADMIN_API_VERSION, 'bump test/fixtures/shopify-admin-schema.graphql with SHOPIFY_API_VERSION');
   });
 
   it('answers only the fields selected, with the schema types, and null where the shop has nothing', async () => {

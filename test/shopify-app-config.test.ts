@@ -16,7 +16,7 @@ import path from 'node:path';
 import { parse } from 'smol-toml';
 import { z } from 'zod';
 import { loadConfig } from '../src/config.ts';
-import { APP_PROXY_PATH } from '../src/shopify/app-proxy-routes.ts';
+import { APP_PROXY_PATH } from '../src/shopify/platform.ts';
 import { WEBHOOK_PATH } from '../src/shopify/feature.ts';
 import { CALLBACK_PATH } from '../src/shopify/install.ts';
 import { orderCancelledPayload, orderCreatePayload, refundCreatePayload } from '../src/shopify/order-payloads.ts';
@@ -215,7 +215,7 @@ function arrayElement(schema: z.ZodType): z.ZodType | undefined {
   return inner instanceof z.ZodArray ? (inner.element as z.ZodType) : undefined;
 }
 
-const defaults = loadConfig({ SHOPIFY_API_KEY: 'key', SHOPIFY_API_SECRET: 'secret', RESTOCK_ENCRYPTION_KEY: Buffer.alloc(32).toString('base64') }).shopify!;
+const defaults = loadConfig({ SHOPIFY_API_KEY: 'key', SHOPIFY_API_SECRET: 'secret', RESTOCK_ENCRYPTION_KEY: Buffer.alloc(32).toString('base64') }).platforms.shopify!;
 
 describe('shopify.app.toml', () => {
   const raw = readToml(path.join(ROOT, 'shopify.app.toml'));

@@ -28,7 +28,7 @@ const newShop = () => `tokens-${unique()}.myshopify.com`;
 
 /** One process's view: the library, the token source and the Admin API over its own app's Shopify connections. */
 function tokenSource(t: TestApp, connections: ShopifyConnections) {
-  const shopify = createShopifyApi(t.config.shopify!, t.config.baseUrl, t.app.log);
+  const shopify = createShopifyApi(t.config.platforms.shopify!, t.config.baseUrl, t.app.log);
   const tokens = new AccessTokens(shopify, connections, t.app.log);
   return { tokens, admin: new AdminApi(shopify, tokens) };
 }

@@ -116,7 +116,7 @@ for (const dialect of testDialects()) {
       const deps = { database: t.database, log: t.app.log, mail, stores, inventory, alerts, dispatch, billing, storefront, orders: conversions };
       const never = buildShopify({ ...deps, config: { ...t.config, dispatch: { ...t.config.dispatch, reconcileIntervalMinutes: 0 } } });
       assert.deepEqual(never.jobs.map((job) => job.name), ['shopify-webhooks']);
-      assert.deepEqual(buildShopify({ ...deps, config: { ...t.config, shopify: undefined } }).jobs, []);
+      assert.deepEqual(buildShopify({ ...deps, config: { ...t.config, platforms: { ...t.config.platforms, shopify: undefined } } }).jobs, []);
     });
 
     describe('webhook intake', () => {

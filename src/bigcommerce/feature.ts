@@ -5,7 +5,7 @@ import { reconcileJobs } from '../core/connectors/connector.ts';
 import { ConnectionRepository } from '../core/connectors/connections.ts';
 import type { Database } from '../core/db/database.ts';
 import type { Feature } from '../core/feature.ts';
-import type { Platform } from '../platform.ts';
+import type { OpenedPlatform } from '../platform.ts';
 import { SecretBox } from '../core/sealed-secrets.ts';
 import type { InventoryService } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
@@ -29,7 +29,7 @@ export interface BigCommerceFeatureDeps {
  * BIGCOMMERCE_CLIENT_SECRET the callbacks answer 501 and there is nothing to reconcile.
  */
 export function buildBigCommerce(deps: BigCommerceFeatureDeps): Feature<BigCommerceService | undefined> {
-  const app = deps.config.bigcommerce;
+  const app = deps.config.platforms.bigcommerce;
   if (!app) return { service: undefined, operations: bindOperations(bigCommerceOperations, notConfigured), routes: [notConfiguredRoutes] };
   const log = deps.log.child({ feature: 'bigcommerce' });
   const service = new BigCommerceService({
@@ -58,11 +58,7 @@ const notConfigured: BigCommerceConnections = {
   },
 };
 
-/** BigCommerce in the platform registry (src/platforms.ts). */
-export const bigCommercePlatform: Platform = {
-  name: 'bigcommerce',
-  storeDomains: /\.mybigcommerce\.com$/,
-  operations: bigCommerceOperations,
-  widgetForm: new URL('./widget-form.ts', import.meta.url),
-  open: () => ({ build: buildBigCommerce }),
-};
+/** Opens BigCommerce for the assembly (its `Platform.open`, src/bigcommerce/platform.ts). */
+export function openBigCommerce(): OpenedPlatform {
+  return { build: buildBigCommerce };
+}

@@ -1,7 +1,7 @@
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import type { FastifyBaseLogger } from 'fastify';
 import { z } from 'zod';
-import type { BigCommerceConfig } from '../config.ts';
+import type { BigCommerceConfig } from './settings.ts';
 import { chunks } from '../core/chunks.ts';
 import { nowIso } from '../core/clock.ts';
 import { ConnectedStores, connectionView, newWebhookSecret, type ConnectionView } from '../core/connectors/connected-stores.ts';

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { Language } from './languages.ts';
 import type { Feature } from './feature.ts';
 import type { OutboundPolicy } from './net/outbound-guard.ts';
+import type { SettingsSlice } from './settings-slice.ts';
 
 /**
  * What a notification channel is, as the channel registry (src/channels.ts) lists it, and what
@@ -33,7 +34,7 @@ export interface ChannelDefinition {
   readonly storefront?: StorefrontOffer;
   /** Its slice of the service's settings (its provider's account, say); absent when it has none. */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each channel's `read` takes its own slice's values, which the registry keeps typed
-  readonly settings?: ChannelSettings<any, unknown>;
+  readonly settings?: SettingsSlice<any, unknown>;
   /**
    * Builds the channel's feature (its sending as the feature's `channel`, its routes and jobs)
    * from what the assembly hands every channel (`ChannelNeeds` in src/channel.ts); absent for
@@ -41,17 +42,6 @@ export interface ChannelDefinition {
    * registry loads no feature.
    */
   build?(needs: unknown): Promise<Feature<unknown>>;
-}
-
-/**
- * A channel's slice of the environment, which src/config.ts reads with the rest (and so
- * `.env.example` and the README's table list it), and what the channel makes of it: the
- * assembly hands that to the channel's feature as `config.channels[name]`.
- */
-export interface ChannelSettings<Slice extends z.ZodRawShape, Read> {
-  readonly slice: Slice;
-  /** Its values, parsed by the slice; `service`: the service's own settings a channel may derive from. */
-  read(values: z.infer<z.ZodObject<Slice>>, service: { mailFrom: string }): Read;
 }
 
 /** A channel on the storefront's form: the store's switch for it, and what unset means. */

@@ -36,10 +36,12 @@ export interface DashboardDeps {
   signer?: TokenSigner;
   /** The store an App Bridge session token is for (absent when the Shopify app is not configured). */
   shopOfSessionToken?: (token: string) => Promise<string>;
+  /** The Shopify app's client id, which App Bridge reads from the pages (absent without the app). */
+  shopifyApiKey?: string;
 }
 
 /** What a platform's feature lends the dashboard (src/platform.ts): its admin's sign-in, when the dashboard can be shown inside that admin. */
-export type PlatformLoans = Pick<DashboardDeps, 'shopOfSessionToken'>;
+export type PlatformLoans = Pick<DashboardDeps, 'shopOfSessionToken' | 'shopifyApiKey'>;
 
 /** How a store's owner signs in: also what `restock dashboard link` uses, without the app. */
 export function dashboardSignIn(deps: Pick<DashboardDeps, 'config' | 'database' | 'mail' | 'stores' | 'shopOfSessionToken' | 'signer'>): DashboardSignIn {
@@ -88,7 +90,7 @@ export function buildDashboard(deps: DashboardDeps): Feature<DashboardService> {
       const row = await stores.findStore(shop);
       return row && { platform: row.platform ?? 'shopify', shopifyApp: installedAsShopifyApp(row) };
     },
-    shopifyApiKey: config.shopify?.apiKey,
+    shopifyApiKey: deps.shopifyApiKey,
     panels: deps.panels ?? {},
   });
   return {

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { ChannelNeeds } from '../channel.ts';
+import type { ServiceSettings } from '../core/settings-slice.ts';
 import { pushConfig, pushSettings, type PushSettings } from './settings.ts';
 import { pushSubscriptionSchema, type PushSubscriptionJson } from './subscription.ts';
 import { ChannelDeliveryError, type ChannelDefinition, type ChannelNotification, type ChannelSending, type StoreSending } from '../core/channels.ts';
@@ -46,7 +47,7 @@ export const pushChannel = {
     dashboard: { label: 'Offer browser notifications', hint: '“Also notify me in this browser” on the sign-up form.' },
     choice: new URL('./widget-choice.ts', import.meta.url),
   },
-  settings: { slice: pushSettings, read: (values: PushSettings, service: { mailFrom: string }) => pushConfig(values, service.mailFrom) },
+  settings: { slice: pushSettings, read: (values: PushSettings, service: ServiceSettings) => pushConfig(values, service.mailFrom) },
   async build(needs: ChannelNeeds) {
     const { buildPush } = await import('./feature.ts');
     return buildPush(needs);

@@ -8,10 +8,9 @@ import { availabilityResponse, proxySubscribeBody, shopperSubscribeResponse } fr
 import type { StorefrontService } from '../storefront/service.ts';
 import { shopifyShopSchema } from '../stores/schemas.ts';
 import type { OutboundPolicy } from '../core/net/outbound-guard.ts';
+import { APP_PROXY_PATH } from './platform.ts';
 import type { ShopifyApi } from './shopify-api.ts';
 
-/** Where `[app_proxy] url` in shopify.app.toml points: Shopify forwards `https://<store>/apps/restock/<path>` here. */
-export const APP_PROXY_PATH = '/shopify/proxy';
 
 /**
  * The widget's two calls as the theme block makes them, on the store's own origin through

@@ -7,7 +7,7 @@ import type { Database } from '../core/db/database.ts';
 import { ConnectionRepository } from '../core/connectors/connections.ts';
 import { reconcileJobs } from '../core/connectors/connector.ts';
 import type { Feature } from '../core/feature.ts';
-import type { Platform } from '../platform.ts';
+import type { OpenedPlatform, PlatformOpenNeeds } from '../platform.ts';
 import type { MailTransport } from '../core/mail/transport.ts';
 import type { Metrics } from '../core/metrics.ts';
 import { NotConfigured } from '../core/problems.ts';
@@ -18,7 +18,8 @@ import type { StorefrontService } from '../storefront/service.ts';
 import type { StoreService } from '../stores/service.ts';
 import { AccessTokens } from './access-tokens.ts';
 import { AdminApi } from './admin-api.ts';
-import { APP_PROXY_PATH, appProxyRoutes } from './app-proxy-routes.ts';
+import { appProxyRoutes } from './app-proxy-routes.ts';
+import { APP_PROXY_PATH } from './platform.ts';
 import { shopifyBilling } from './billing.ts';
 import { ShopifyConnections } from './connections.ts';
 import { CALLBACK_PATH, ShopifyInstaller } from './install.ts';
@@ -73,7 +74,7 @@ export interface ShopifyApp {
 }
 
 export function openShopifyApp({ config, database, stores, log }: Pick<ShopifyDeps, 'config' | 'database' | 'stores' | 'log'>): ShopifyApp | undefined {
-  const app = config.shopify;
+  const app = config.platforms.shopify;
   if (!app) return undefined;
   const api = createShopifyApi(app, config.baseUrl, log.child({ feature: 'shopify' }));
   const connections = shopifyConnections({ config, database, stores });
@@ -95,7 +96,7 @@ export function shopifyConnections({ config, database, stores }: Pick<ShopifyDep
 export function buildShopify(deps: ShopifyDeps & { app?: ShopifyApp | undefined }): ShopifyFeature {
   const { config } = deps;
   const opened = deps.app ?? openShopifyApp(deps);
-  if (!config.shopify || !opened) return { service: undefined, connections: shopifyConnections(deps), routes: [notConfiguredRoutes], jobs: [] };
+  if (!config.platforms.shopify || !opened) return { service: undefined, connections: shopifyConnections(deps), routes: [notConfiguredRoutes], jobs: [] };
 
   const log = deps.log.child({ feature: 'shopify' });
   const { api: shopify, admin, connections } = opened;
@@ -130,7 +131,7 @@ export function buildShopify(deps: ShopifyDeps & { app?: ShopifyApp | undefined 
     // Each in a plugin of its own: the webhook route reads raw bodies, the others do not.
     routes: [
       webhookRoutes({ shopify, events, baseUrl: config.baseUrl }),
-      installRoutes({ installer, apiKey: config.shopify.apiKey }),
+      installRoutes({ installer, apiKey: config.platforms.shopify.apiKey }),
       appProxyRoutes({ shopify, storefront: deps.storefront, policy: deps.config.tenantOutbound }),
     ],
   };
@@ -154,22 +155,18 @@ async function notConfiguredRoutes(app: FastifyInstance): Promise<void> {
 }
 
 /**
- * Shopify in the platform registry (src/platforms.ts). Its app is opened first, since billing
- * takes Shopify Billing from it; inside the Shopify admin, the dashboard signs owners in with the
- * admin's session tokens.
+ * Opens Shopify for the assembly (its `Platform.open`, src/shopify/platform.ts). Its app is opened
+ * first, since billing takes Shopify Billing from it; inside the Shopify admin, the dashboard signs
+ * owners in with the admin's session tokens.
  */
-export const shopifyPlatform: Platform = {
-  name: 'shopify',
-  storeDomains: /\.myshopify\.com$/,
-  storefrontProxy: APP_PROXY_PATH,
-  open(needs) {
-    const app = openShopifyApp(needs);
-    return {
-      ...(app ? { appBilling: app.billing } : {}),
-      build(all) {
-        const feature = buildShopify({ ...all, app });
-        return { ...feature, dashboard: feature.shopOfSessionToken ? { shopOfSessionToken: feature.shopOfSessionToken } : {} };
-      },
-    };
-  },
-};
+export function openShopify(needs: PlatformOpenNeeds): OpenedPlatform {
+  const app = openShopifyApp(needs);
+  return {
+    ...(app ? { appBilling: app.billing } : {}),
+    build(all) {
+      const feature = buildShopify({ ...all, app });
+      const apiKey = all.config.platforms.shopify?.apiKey;
+      return { ...feature, dashboard: feature.shopOfSessionToken && apiKey ? { shopOfSessionToken: feature.shopOfSessionToken, shopifyApiKey: apiKey } : {} };
+    },
+  };
+}

@@ -9,7 +9,7 @@ import {
   type Shopify,
 } from '@shopify/shopify-api';
 import type { FastifyBaseLogger } from 'fastify';
-import type { ShopifyConfig } from '../config.ts';
+import type { ShopifyConfig } from './settings.ts';
 import { Problem } from '../core/problems.ts';
 import type { OfflineToken } from './connections.ts';
 

@@ -5,7 +5,7 @@ import type { Database } from '../core/db/database.ts';
 import { reconcileJobs } from '../core/connectors/connector.ts';
 import { ConnectionRepository } from '../core/connectors/connections.ts';
 import type { Feature } from '../core/feature.ts';
-import type { Platform } from '../platform.ts';
+import type { OpenedPlatform } from '../platform.ts';
 import { SecretBox } from '../core/sealed-secrets.ts';
 import type { TokenSigner } from '../core/signed-token.ts';
 import type { InventoryService } from '../inventory/service.ts';
@@ -52,15 +52,12 @@ export function buildWooCommerce(deps: WooCommerceFeatureDeps): Feature<WooComme
   };
 }
 
-/** WooCommerce in the platform registry (src/platforms.ts); its dashboard page is the connection's. */
-export const wooCommercePlatform: Platform = {
-  name: 'woocommerce',
-  operations: wooCommerceOperations,
-  widgetForm: new URL('./widget-form.ts', import.meta.url),
-  open: () => ({
+/** Opens WooCommerce for the assembly (its `Platform.open`, src/woocommerce/platform.ts): its dashboard page is the connection's. */
+export function openWooCommerce(): OpenedPlatform {
+  return {
     build(needs) {
       const feature = buildWooCommerce(needs);
       return { ...feature, dashboardPanel: wooCommercePanel(feature.service) };
     },
-  }),
-};
+  };
+}

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { defineOperation } from '../core/operations.ts';
 import { storeInput } from '../stores/schemas.ts';
-import { wooKeysSchema, type WooCommerceService } from './service.ts';
+import { wooKeysSchema } from './schemas.ts';
+import type { WooCommerceService } from './service.ts';
 
 const connectionSchema = z
   .object({

@@ -18,6 +18,7 @@ import type { InventoryService } from '../inventory/service.ts';
 import type { StoreService } from '../stores/service.ts';
 import { productNumber, stockReportOf, wooProductSchema, type WooProduct } from './products.ts';
 import { parseSiteUrl, PER_PAGE, WooCommerceApi, WooCommerceError, type WooCommerceKeys } from './rest-api.ts';
+import { wooKeysSchema } from './schemas.ts';
 
 /** The webhooks a connection creates on the site: a product's or a variation's state, after every change. */
 export const WEBHOOK_TOPICS = ['product.created', 'product.updated', 'product.restored'] as const;
@@ -27,10 +28,6 @@ const AUTHORIZATION_TTL_MS = 30 * 60_000;
 /** Products with waiting shoppers read per store and reconciliation. */
 const PRODUCTS_PER_RECONCILIATION = 250;
 
-export const wooKeysSchema = z.object({
-  consumerKey: z.string().regex(/^ck_[0-9a-f]{40}$/, 'must be a WooCommerce consumer key (ck_ and 40 hex digits)'),
-  consumerSecret: z.string().regex(/^cs_[0-9a-f]{40}$/, 'must be a WooCommerce consumer secret (cs_ and 40 hex digits)'),
-});
 
 /** A connection as its store's owner sees it; the keys are never shown back. */
 export interface WooCommerceConnection extends ConnectionView {
