@@ -18,6 +18,9 @@ import type { Scope } from '../core/scopes.ts';
 import { formatScopes, grantScopes, parseScopes, postClaimScopes, preClaimScopes, storeScopes } from './scopes.ts';
 import type { AgentRow, AgentRepository, ClaimAttemptRow } from './repository.ts';
 
+/** What agents ask of the stores: a store as it is (its owner, to claim an agent). */
+export type AgentStores = Pick<StoreService, 'findStore'>;
+
 /** What the MCP and A2A endpoints use of the agents' gate. */
 export type { BearerGate } from './gate.ts';
 export { InsufficientScope } from './errors.ts';
@@ -47,7 +50,7 @@ interface ClaimOffer {
 
 interface Deps {
   store: AgentRepository;
-  stores: StoreService;
+  stores: AgentStores;
   tokens: AccessTokens;
   assertions: IdentityAssertions;
   mail: MailTransport;

@@ -19,6 +19,12 @@ import { BigCommerceError, exchangeCode, hashOfContext, StoreApi, storeDomainOf 
 import { bcProductSchema, productNumber, stockReportsOf } from './catalog.ts';
 import { InvalidSignedPayload, verifySignedPayload, type SignedPayload } from './signed-payload.ts';
 
+/** What BigCommerce tells the inventory: stock reports. */
+export type BigCommerceInventory = Pick<InventoryService, 'reportStock'>;
+
+/** What BigCommerce asks of the stores: making one at install, and marking it connected or not. */
+export type BigCommerceStores = Pick<StoreService, 'createStore' | 'markConnected' | 'uninstall'>;
+
 /**
  * The webhooks an install creates: a product's own changes (availability, visibility, tracking)
  * and its stock, counted per product or per variant (SKU), by edits and by orders alike.
@@ -67,8 +73,8 @@ const webhookSchema = z.object({
 export interface BigCommerceDeps {
   app: BigCommerceConfig;
   connections: ConnectionRepository;
-  stores: StoreService;
-  inventory: InventoryService;
+  stores: BigCommerceStores;
+  inventory: BigCommerceInventory;
   alerts: { waitingProducts(storeDomain: string, limit?: number): Promise<string[]> };
   secrets: SecretBox;
   baseUrl: string;

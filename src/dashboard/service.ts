@@ -16,13 +16,23 @@ import type { InventoryService } from '../inventory/service.ts';
 import { storeSettingsPatch } from '../stores/schemas.ts';
 import type { StoreService } from '../stores/service.ts';
 
+/** What the dashboard's pages ask of the stores: a store for its owner, its settings changed. */
+export type DashboardStores = Pick<StoreService, 'storeFor' | 'updateStoreSettings'>;
+
+/**
+ * What the dashboard's pages read and change, each through its owner's service (which decides
+ * who may): the figures and lists they show, and the few changes an owner makes from them.
+ */
 export interface DashboardDeps {
-  stores: StoreService;
-  alerts: SubscriptionService;
-  inventory: InventoryService;
-  dispatch: DispatchService;
-  billing: BillingService;
-  conversions: ConversionService;
+  stores: DashboardStores;
+  alerts: Pick<SubscriptionService, 'demandOf' | 'recentUnsubscribes' | 'subscriptionCounts' | 'subscriptionOfStore'>;
+  inventory: Pick<InventoryService, 'stockStatusOf'>;
+  dispatch: Pick<
+    DispatchService,
+    'ledgerCounts' | 'heldByPlan' | 'listNotifications' | 'auditNotification' | 'listRestocks' | 'listOutbox' | 'outboxMessage' | 'countSuppressions' | 'suppressionsOf' | 'suppressAddress' | 'unsuppressAddress'
+  >;
+  billing: Pick<BillingService, 'listPlans' | 'planUsageFor' | 'checkoutPlan'>;
+  conversions: Pick<ConversionService, 'performance' | 'alertOutcome' | 'exportCsv'>;
   webhooks: WebhookService;
   /** True when mail goes to the local outbox (no SMTP_URL): the dashboard then shows it. */
   embeddedMail: boolean;

@@ -7,9 +7,12 @@ import type { StoreRow } from '../stores/service.ts';
 import { installedAsShopifyApp, type StoreService } from '../stores/service.ts';
 import type { DashboardRepository } from './repository.ts';
 
+/** What signing in asks of the stores: a store as it is (its owner). */
+export type SignInStores = Pick<StoreService, 'findStore'>;
+
 export interface SignInOptions {
   store: DashboardRepository;
-  stores: StoreService;
+  stores: SignInStores;
   mail: MailTransport;
   baseUrl: string;
   linkTtlMinutes: number;

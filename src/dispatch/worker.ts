@@ -17,6 +17,15 @@ import type { NotificationSenders } from './senders.ts';
 import type { DispatchService } from './service.ts';
 import type { DispatchRepository } from './repository.ts';
 
+/** What the dispatch worker asks of the inventory: a product's stock, description and the countries it is not sold in. */
+export type WorkerInventory = Pick<InventoryService, 'stockOf' | 'describeProduct' | 'unlistedCountries'>;
+
+/** What the dispatch worker asks of the subscriptions: who waits, whether they still do, their contact points and links, and what was sent. */
+export type WorkerSubscriptions = Pick<SubscriptionService, 'waitingSubscribers' | 'stillActive' | 'stillNotified' | 'emailMuted' | 'contactPointsOf' | 'contactPointsByIds' | 'contactPointStopUrl' | 'shopperPageUrl' | 'unsubscribeUrl' | 'markNotified' | 'markAddressesNotified' | 'removeContactPoint'>;
+
+/** What the dispatch worker asks of the stores: what sending for one takes. */
+export type WorkerStores = Pick<StoreService, 'sendingProfile'>;
+
 /** The store's allowance (the billing feature): how many of its alerts may go out now. */
 export interface NotificationQuota {
   reserveNotifications(storeDomain: string, wanted: number, ownMailProvider: boolean): Promise<AllowanceGrant & { periodStart: string }>;
@@ -39,9 +48,9 @@ export interface WorkerDeps {
   events: EventSink;
   store: DispatchRepository;
   dispatch: DispatchService;
-  alerts: SubscriptionService;
-  inventory: InventoryService;
-  stores: StoreService;
+  alerts: WorkerSubscriptions;
+  inventory: WorkerInventory;
+  stores: WorkerStores;
   senders: NotificationSenders;
   config: DispatchConfig;
   log: FastifyBaseLogger;

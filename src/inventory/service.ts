@@ -6,6 +6,9 @@ import { idsAt } from '../core/platforms.ts';
 import type { StoreService } from '../stores/service.ts';
 import type { InventoryRepository, VariantStockRow } from './repository.ts';
 
+/** What the inventory asks of the stores: a store's platform, its settings. */
+export type InventoryStores = Pick<StoreService, 'requireStorePlatform' | 'settingsOf'>;
+
 export interface DetectedRestock {
   storeDomain: string;
   productId: string;
@@ -57,7 +60,7 @@ export interface StockStatus {
 export class InventoryService {
   constructor(
     private readonly store: InventoryRepository,
-    private readonly stores: StoreService,
+    private readonly stores: InventoryStores,
     private readonly restocks: RestockSink,
   ) {}
 

@@ -5,6 +5,9 @@ import { installedAsShopifyApp, type StoreService } from '../stores/service.ts';
 import type { AdminApi } from './admin-api.ts';
 import { UpstreamError } from './shopify-api.ts';
 
+/** What Shopify Billing asks of the stores: a store as it is (installed as the app or not). */
+export type BillingStores = Pick<StoreService, 'findStore'>;
+
 // Shopify's own word on whether the shop is a development store, whose charges can only be tests.
 const SHOP_PLAN = `query RestockShopPlan { shop { plan { partnerDevelopment } } }`;
 
@@ -33,7 +36,7 @@ const appSubscriptionAnswer = z.object({
  * unless Shopify says, when the checkout starts, that the shop is a development store (which
  * cannot pay real charges), or the operator made every charge a test (`alwaysTestCharges`).
  */
-export function shopifyBilling(stores: StoreService, admin: AdminApi, alwaysTestCharges: boolean): AppBilling {
+export function shopifyBilling(stores: BillingStores, admin: AdminApi, alwaysTestCharges: boolean): AppBilling {
   return {
     provider: 'shopify',
     label: 'Shopify',

@@ -4,6 +4,9 @@ import type { SecretBox } from '../core/sealed-secrets.ts';
 import type { Store } from '../stores/schemas.ts';
 import type { StoreService } from '../stores/service.ts';
 
+/** What Shopify's connections do to a store: install it, uninstall it, forget it. */
+export type ConnectionStores = Pick<StoreService, 'installApp' | 'uninstall' | 'forgetStore'>;
+
 /**
  * An offline Admin API token as Shopify handed it over. An expiring one lasts an hour and
  * comes with a refresh token; one without `expiring` never expires (stores installed before
@@ -35,7 +38,7 @@ const UNINSTALLED = 'uninstalled';
 export class ShopifyConnections {
   constructor(
     private readonly connections: ConnectionRepository,
-    private readonly stores: StoreService,
+    private readonly stores: ConnectionStores,
     private readonly secrets: SecretBox,
   ) {}
 

@@ -9,13 +9,19 @@ import type { ShopifyConnections } from './connections.ts';
 import { PRODUCTS_PER_QUERY, readProductStates } from './catalog.ts';
 import { productStateReports, unlistedCountries } from './payloads.ts';
 
+/** What reconciliation tells the inventory: stock reports, and the countries a product is not sold in. */
+export type ReconcileInventory = Pick<InventoryService, 'reportStock' | 'setUnlistedCountries'>;
+
+/** What reconciliation asks of the subscriptions: the products and countries shoppers wait for. */
+export type ReconcileSubscriptions = Pick<SubscriptionService, 'waitingProducts' | 'waitingCountries'>;
+
 /** Products with waiting shoppers compared per store and run. */
 const PRODUCTS_PER_STORE = 250;
 
 export interface ReconcileDeps {
   connections: ShopifyConnections;
-  alerts: SubscriptionService;
-  inventory: InventoryService;
+  alerts: ReconcileSubscriptions;
+  inventory: ReconcileInventory;
   admin: AdminApi;
 }
 

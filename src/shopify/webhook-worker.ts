@@ -28,6 +28,15 @@ import {
 } from './payloads.ts';
 import type { WebhookEventRow, WebhookEventRepository } from './webhook-events.ts';
 
+/** What Shopify's webhooks ask of the subscriptions: what shoppers wait for (a product read back), a customer's data, and erasing a customer or a store. */
+export type WebhookSubscriptions = Pick<SubscriptionService, 'customerData' | 'eraseCustomer' | 'eraseStore' | 'waitingProducts' | 'waitingCountries'>;
+
+/** What Shopify's webhooks tell the inventory: stock, levels and countries not sold in, and a store to forget. */
+export type WebhookInventory = Pick<InventoryService, 'reportStock' | 'reportLevel' | 'forgetStore' | 'setUnlistedCountries'>;
+
+/** What the webhook worker asks of the stores: a store as it is. */
+export type WebhookStores = Pick<StoreService, 'findStore'>;
+
 /** Events one run takes; small, so one run stays short even when each needs the Admin API. */
 const CLAIM_SIZE = 10;
 /** Long enough for a whole claim whose every event waits out Shopify's timeout. */
@@ -52,11 +61,11 @@ export interface ShopifyBillingSink {
 
 export interface WebhookWorkerDeps {
   events: WebhookEventRepository;
-  inventory: InventoryService;
-  stores: StoreService;
+  inventory: WebhookInventory;
+  stores: WebhookStores;
   /** The stores' Admin API tokens and scopes. */
   connections: ShopifyConnections;
-  alerts: SubscriptionService;
+  alerts: WebhookSubscriptions;
   dispatch: {
     eraseCustomer(storeDomain: string, email: string): Promise<number>;
     eraseStore(storeDomain: string): Promise<void>;

@@ -12,12 +12,27 @@ import { parseStoredSettings } from '../stores/schemas.ts';
 import type { Language } from '../core/languages.ts';
 import { languageOf } from './strings.ts';
 
+/** What the shopper's pages ask of the inventory: a product's title and link. */
+export type ShopperInventory = Pick<InventoryService, 'describeProduct'>;
+
+/** What erasing a shopper asks of the conversions. */
+export type ShopperConversions = Pick<ConversionService, 'eraseCustomer'>;
+
+/** What the shopper's pages ask of the ledger: what was sent to an address, and erasing a customer. */
+export type ShopperLedger = Pick<DispatchService, 'sentToAddressFor' | 'eraseCustomer'>;
+
+/** What the shopper's pages ask of the subscriptions. */
+export type ShopperSubscriptions = Pick<SubscriptionService, 'shopperForToken' | 'shopperSubscriptions' | 'shopperCancel' | 'shopperSetChannel' | 'eraseCustomer'>;
+
+/** What the shopper's pages ask of the stores: a store as it is. */
+export type ShopperStores = Pick<StoreService, 'findStore'>;
+
 export interface ShopperPageDeps {
-  alerts: SubscriptionService;
-  dispatch: DispatchService;
-  conversions: ConversionService;
-  inventory: InventoryService;
-  stores: StoreService;
+  alerts: ShopperSubscriptions;
+  dispatch: ShopperLedger;
+  conversions: ShopperConversions;
+  inventory: ShopperInventory;
+  stores: ShopperStores;
 }
 
 /** One subscription as the page shows it: the row, its channels, and what the store calls the product. */

@@ -7,6 +7,15 @@ import type { StoreService } from '../stores/service.ts';
 import type { ShopperSubscribeInput } from './schemas.ts';
 import { availabilityAnswerOf, type AvailabilityAnswer, type AvailabilityCache } from './availability-cache.ts';
 
+/** What the storefront asks of the subscriptions: a shopper's sign-up. */
+export type StorefrontSubscriptions = Pick<SubscriptionService, 'subscribeShopper'>;
+
+/** What the storefront asks of the inventory: a product's availability. */
+export type StorefrontInventory = Pick<InventoryService, 'availabilityOf'>;
+
+/** What the storefront asks of the stores: whether one is active, its platform, the channels its form offers. */
+export type StorefrontStores = Pick<StoreService, 'activeStore' | 'requireStorePlatform' | 'storefrontChannels'>;
+
 export { embedSnippet } from './embed.ts';
 
 /** Whether the service itself can send each channel beside e-mail for any store (its channels' features' word). */
@@ -18,9 +27,9 @@ const NO_CHANNELS = Object.fromEntries(CONTACT_CHANNELS.map((channel) => [channe
 /** What the storefront widget asks of the service: a product's availability and a shopper's subscription. */
 export class StorefrontService {
   constructor(
-    private readonly stores: StoreService,
-    private readonly inventory: InventoryService,
-    private readonly alerts: SubscriptionService,
+    private readonly stores: StorefrontStores,
+    private readonly inventory: StorefrontInventory,
+    private readonly alerts: StorefrontSubscriptions,
     /** What the service itself can send beside e-mail, whatever the store. */
     private readonly offers: ServiceChannels = {},
     /** Answers kept between changes; without it, each is built from the database. */

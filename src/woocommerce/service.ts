@@ -20,6 +20,12 @@ import { productNumber, stockReportOf, wooProductSchema, type WooProduct } from 
 import { parseSiteUrl, PER_PAGE, WooCommerceApi, WooCommerceError, type WooCommerceKeys } from './rest-api.ts';
 import { wooKeysSchema } from './schemas.ts';
 
+/** What WooCommerce tells the inventory: stock reports. */
+export type WooCommerceInventory = Pick<InventoryService, 'reportStock'>;
+
+/** What WooCommerce asks of the stores: a store as it is, and marking it connected or not. */
+export type WooCommerceStores = Pick<StoreService, 'findStore' | 'markConnected' | 'uninstall'>;
+
 /** The webhooks a connection creates on the site: a product's or a variation's state, after every change. */
 export const WEBHOOK_TOPICS = ['product.created', 'product.updated', 'product.restored'] as const;
 /** What a signed authorization request is good for, and how long. */
@@ -45,8 +51,8 @@ export const keysCallbackSchema = z.object({
 
 export interface WooCommerceDeps {
   connections: ConnectionRepository;
-  stores: StoreService;
-  inventory: InventoryService;
+  stores: WooCommerceStores;
+  inventory: WooCommerceInventory;
   alerts: { waitingProducts(storeDomain: string, limit?: number): Promise<string[]> };
   secrets: SecretBox;
   signer: TokenSigner;
