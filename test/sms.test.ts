@@ -23,7 +23,7 @@ import { twilioAccountCheck } from '../src/sms/account-check.ts';
 import type { DeliveryReport } from '../src/core/channels.ts';
 import { buildSms, type DeliveryReports, type SmsConsent, type SmsService } from '../src/sms/feature.ts';
 import { classifyInbound } from '../src/sms/keywords.ts';
-import { composeAlertText, composeConfirmationText, composeConfirmedText, countSegments, helpText, type SmsLocale } from '../src/sms/text.ts';
+import { composeNotificationText, composeConfirmationText, composeConfirmedText, countSegments, helpText, type SmsLocale } from '../src/sms/text.ts';
 import type { SendingProfile } from '../src/stores/service.ts';
 import { expectProblem } from './fixtures/agents.ts';
 import { createTestDatabase, dialectSkip, tableDigests, testConfig, testDialects, type TestDatabase } from './fixtures/app.ts';
@@ -90,7 +90,7 @@ describe('texts', () => {
   for (const locale of locales) {
     for (const kind of ['alert', 'reminder'] as const) {
       it(`writes the ${kind} in ${locale} in one GSM-7 segment, whole title and link, with the opt-out words`, () => {
-        const text = composeAlertText({ shop: 'Maison Dupont', productTitle: 'Linen shirt', variantTitle: 'Blue / M', link: LINK, locale, kind });
+        const text = composeNotificationText({ shop: 'Maison Dupont', productTitle: 'Linen shirt', variantTitle: 'Blue / M', link: LINK, locale, kind });
         assert.ok(text.includes('Linen shirt - Blue / M'), `the whole title: ${text}`);
         assert.ok(text.includes(LINK) && text.includes(optOut[locale]), `link and opt-out words: ${text}`);
         assert.deepEqual({ encoding: countSegments(text).encoding, segments: countSegments(text).segments }, { encoding: 'GSM-7', segments: 1 }, text);
@@ -98,7 +98,7 @@ describe('texts', () => {
 
       it(`cuts a long title in ${locale} (${kind}) with "..." to stay in one segment, never the link`, () => {
         const productTitle = 'Extraordinarily comfortable organic cotton hooded sweatshirt with kangaroo pocket and ribbed cuffs, limited edition';
-        const text = composeAlertText({ shop: 'Maison Dupont', productTitle, variantTitle: 'Forest green / XXL', link: LINK, locale, kind });
+        const text = composeNotificationText({ shop: 'Maison Dupont', productTitle, variantTitle: 'Forest green / XXL', link: LINK, locale, kind });
         const count = countSegments(text);
         assert.equal(count.segments, 1, `one segment: ${text}`);
         assert.ok(count.units > 150, `the title gave way only as much as needed (${count.units} septets): ${text}`);
@@ -109,12 +109,12 @@ describe('texts', () => {
   }
 
   it('leaves out the variant Shopify calls "Default Title"', () => {
-    const text = composeAlertText({ shop: 'Shop', productTitle: 'Mug', variantTitle: 'Default Title', link: LINK, locale: 'en', kind: 'alert' });
+    const text = composeNotificationText({ shop: 'Shop', productTitle: 'Mug', variantTitle: 'Default Title', link: LINK, locale: 'en', kind: 'alert' });
     assert.equal(text, `Shop: Mug is back in stock. ${LINK} STOP to opt out`);
   });
 
   it('uses "…" in a text that is UCS-2 anyway, and takes a second segment rather than cut a title to nothing', () => {
-    const text = composeAlertText({ shop: '東京ストア', productTitle: '限定版の手作り陶器のマグカップ、青い釉薬仕上げ、職人による一点物'.repeat(2), link: LINK, locale: 'en', kind: 'alert' });
+    const text = composeNotificationText({ shop: '東京ストア', productTitle: '限定版の手作り陶器のマグカップ、青い釉薬仕上げ、職人による一点物'.repeat(2), link: LINK, locale: 'en', kind: 'alert' });
     const count = countSegments(text);
     assert.equal(count.encoding, 'UCS-2', text);
     assert.equal(count.segments, 2, `the link alone fills most of a UCS-2 segment: ${text}`);
@@ -122,12 +122,12 @@ describe('texts', () => {
   });
 
   it('never cuts inside an emoji', () => {
-    const text = composeAlertText({ shop: 'Shop', productTitle: `Party pack ${'🎉'.repeat(60)}`, link: LINK, locale: 'en', kind: 'alert' });
+    const text = composeNotificationText({ shop: 'Shop', productTitle: `Party pack ${'🎉'.repeat(60)}`, link: LINK, locale: 'en', kind: 'alert' });
     assert.ok(!/[\uD800-\uDBFF](?![\uDC00-\uDFFF])/.test(text), `no lone high surrogate: ${text}`);
   });
 
   it('cuts a very long store name', () => {
-    const text = composeAlertText({ shop: 'The Very Long Name Of A Shop That Goes On And On', productTitle: 'Mug', link: LINK, locale: 'en', kind: 'alert' });
+    const text = composeNotificationText({ shop: 'The Very Long Name Of A Shop That Goes On And On', productTitle: 'Mug', link: LINK, locale: 'en', kind: 'alert' });
     assert.ok(text.startsWith('The Very Long Name Of A Sho...: Mug'), text);
   });
 
@@ -273,7 +273,7 @@ describe('sending through the SDK', () => {
 
   it('is counted in as many segments by the stand-in as by the feature', async () => {
     const bodies = [
-      composeAlertText({ shop: 'Shop', productTitle: 'Mug', link: 'https://restock.example/c/x', locale: 'de', kind: 'alert' }),
+      composeNotificationText({ shop: 'Shop', productTitle: 'Mug', link: 'https://restock.example/c/x', locale: 'de', kind: 'alert' }),
       'a'.repeat(161),
       `${'a'.repeat(152)}€${'a'.repeat(152)}`,
       '😀'.repeat(67),
@@ -631,9 +631,9 @@ for (const dialect of testDialects()) {
       assert.deepEqual(
         t.recorded.deliveries.filter((delivery) => refs.has(delivery.providerRef)).sort(byRef),
         [
-          { channel: 'sms', providerRef: delivered.providerRef, status: 'delivered', outcome: 'delivered to the phone', alert: { id: deliveredId, storeDomain: undefined } },
-          { channel: 'sms', providerRef: undelivered.providerRef, status: 'undelivered', outcome: 'undelivered (provider error 30003)', alert: { id: undeliveredId, storeDomain: undefined } },
-          { channel: 'sms', providerRef: failed.providerRef, status: 'failed', outcome: 'failed (provider error 30006)', alert: { id: failedId, storeDomain: OWN_STORE } },
+          { channel: 'sms', providerRef: delivered.providerRef, status: 'delivered', outcome: 'delivered to the phone', notification: { id: deliveredId, storeDomain: undefined } },
+          { channel: 'sms', providerRef: undelivered.providerRef, status: 'undelivered', outcome: 'undelivered (provider error 30003)', notification: { id: undeliveredId, storeDomain: undefined } },
+          { channel: 'sms', providerRef: failed.providerRef, status: 'failed', outcome: 'failed (provider error 30006)', notification: { id: failedId, storeDomain: OWN_STORE } },
         ].sort(byRef),
         "one final report each, a store's own account's on that store's rows only; sent and queued are not recorded",
       );
@@ -652,7 +652,7 @@ for (const dialect of testDialects()) {
       standIn.stop(OWN_SERVICE_SID, phone);
       const { providerRef } = await t.sms.send(OWN, { to: phone, body: 'Mug is back', statusCallback: t.sms.statusCallbackUrl(OWN_STORE, true, id) });
       await standIn.settled();
-      assert.deepEqual(t.recorded.deliveries.filter((delivery) => delivery.providerRef === providerRef), [{ channel: 'sms', providerRef, status: 'failed', outcome: 'failed (provider error 21610)', alert: { id, storeDomain: OWN_STORE } }]);
+      assert.deepEqual(t.recorded.deliveries.filter((delivery) => delivery.providerRef === providerRef), [{ channel: 'sms', providerRef, status: 'failed', outcome: 'failed (provider error 21610)', notification: { id, storeDomain: OWN_STORE } }]);
       assert.deepEqual(await optOutRows(t.database, phone), [{ sender: OWN_SERVICE_SID, phone }], "kept as if the phone had texted STOP, against the store's own sender");
     });
 
@@ -675,7 +675,7 @@ for (const dialect of testDialects()) {
       assert.deepEqual(t.recorded.deliveries.filter((delivery) => delivery.providerRef === sid), [], 'nothing recorded');
       const signed = await post(service, twilioSignature(SERVICE.authToken, service, params));
       assert.equal(signed.statusCode, 204, signed.body);
-      assert.deepEqual(t.recorded.deliveries.filter((delivery) => delivery.providerRef === sid), [{ channel: 'sms', providerRef: sid, status: 'delivered', outcome: 'delivered to the phone', alert: { id, storeDomain: undefined } }]);
+      assert.deepEqual(t.recorded.deliveries.filter((delivery) => delivery.providerRef === sid), [{ channel: 'sms', providerRef: sid, status: 'delivered', outcome: 'delivered to the phone', notification: { id, storeDomain: undefined } }]);
     });
 
     /** A webhook as a store's own account could sign it, whatever it names. */

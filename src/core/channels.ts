@@ -197,5 +197,5 @@ export interface DeliveryReport {
   /** What the ledger says: "delivered to the phone", "failed (provider error 30006)". */
   outcome: string;
   /** The ledger row the report names, and the store whose own account signed it (undefined: the service's). */
-  alert: { id: string; storeDomain: string | undefined };
+  notification: { id: string; storeDomain: string | undefined };
 }

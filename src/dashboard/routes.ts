@@ -263,7 +263,7 @@ export function dashboardRoutes(service: DashboardService, signIn: DashboardSign
       schema: { hide: true, params: idParams },
       handler: async (request, reply) => {
         const { caller, shop } = request.owner!;
-        return show(reply, request, 'Why this alert', '/dashboard/alerts', views.auditBody(await service.auditAlert(caller, shop, request.params.id)));
+        return show(reply, request, 'Why this alert', '/dashboard/alerts', views.auditBody(await service.auditNotification(caller, shop, request.params.id)));
       },
     });
 

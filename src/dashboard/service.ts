@@ -171,7 +171,7 @@ export class DashboardService {
   }
 
   /** Why one alert was sent (or not): the alert, its restock and the subscription behind it. */
-  async auditAlert(caller: Caller, shop: string, id: string) {
+  async auditNotification(caller: Caller, shop: string, id: string) {
     const found = await this.deps.dispatch.auditNotification(caller, shop, id);
     if (!found) throw new NotFound(`No alert ${id} for ${shop}.`);
     const subscription = await this.deps.alerts.subscriptionOfStore(caller, shop, found.notification.subscription_id);

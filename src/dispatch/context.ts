@@ -112,9 +112,9 @@ async function readAddresses(deps: ContextDeps, storeDomain: string, rows: Notif
   // With no cap, when an address was last mailed does not matter.
   const since = frequencyCapMs > 0 ? new Date(now.getTime() - frequencyCapMs).toISOString() : undefined;
   for (const keys of chunks([...new Set(rows.map((row) => addressKey(row.email)))])) {
-    const sentAlerts = await deps.store.sentTo(storeDomain, keys);
-    const phonesAndBrowsers = await contactAddresses(deps, sentAlerts);
-    for (const sent of sentAlerts) {
+    const sentNotifications = await deps.store.sentTo(storeDomain, keys);
+    const phonesAndBrowsers = await contactAddresses(deps, sentNotifications);
+    for (const sent of sentNotifications) {
       const contactAddress = sent.contact_point_id ? (phonesAndBrowsers.get(sent.contact_point_id) ?? sent.contact_point_id) : '';
       mailedForRestock.add(restockAddressKey({ restock_id: sent.restock_id, email: sent.email_key, kind: sent.kind, channel: sent.channel }, contactAddress));
       if (since && sent.sent_at && sent.sent_at >= since) keepLatest(lastSent, capKey({ email: sent.email_key, channel: sent.channel }, contactAddress), sent.sent_at);

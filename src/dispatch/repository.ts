@@ -241,15 +241,15 @@ export class DispatchRepository {
    * report may come before the send's SID is recorded) and the provider's reference; a store's
    * own account reports only on its store's texts. False when no such text.
    */
-  async recordDelivery({ channel, providerRef, status, outcome, alert }: DeliveryReport): Promise<boolean> {
+  async recordDelivery({ channel, providerRef, status, outcome, notification }: DeliveryReport): Promise<boolean> {
     const result = await this.database.writeStatement((db) =>
       db
         .updateTable('notifications')
         .set({ delivery_status: status, outcome })
-        .where('id', '=', alert.id)
+        .where('id', '=', notification.id)
         .where('channel', '=', channel)
         .where((eb) => eb.or([eb('provider_ref', 'is', null), eb('provider_ref', '=', providerRef)]))
-        .$if(alert.storeDomain !== undefined, (query) => query.where('store_domain', '=', alert.storeDomain!))
+        .$if(notification.storeDomain !== undefined, (query) => query.where('store_domain', '=', notification.storeDomain!))
         .executeTakeFirst(),
     );
     return Number(result.numUpdatedRows) > 0;

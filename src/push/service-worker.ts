@@ -6,8 +6,8 @@
 
 declare const self: ServiceWorkerGlobalScope;
 
-/** An alert as shown: only what the payload carried that checks out. */
-interface Alert {
+/** A notification as shown: only what the payload carried that checks out. */
+interface Shown {
   title: string;
   body: string;
   url: string | null;
@@ -17,7 +17,7 @@ interface Alert {
 }
 
 /** What a notification is shown with; its buttons (`actions`) are for a service worker's notifications only. */
-interface AlertOptions extends NotificationOptions {
+interface ShownOptions extends NotificationOptions {
   actions?: { action: string; title: string }[];
 }
 
@@ -27,13 +27,13 @@ self.addEventListener('install', function () {
 });
 
 self.addEventListener('push', function (event) {
-  var alert = readAlert(event);
-  if (!alert) return;
-  var options: AlertOptions = { body: alert.body, tag: alert.tag, data: { url: alert.url, stop: alert.stop && alert.stop.url } };
-  if (alert.icon) options.icon = alert.icon;
+  var shown = readNotification(event);
+  if (!shown) return;
+  var options: ShownOptions = { body: shown.body, tag: shown.tag, data: { url: shown.url, stop: shown.stop && shown.stop.url } };
+  if (shown.icon) options.icon = shown.icon;
   // The second button stops alerts to this browser, and only that: a browser proves nothing of the shopper's e-mail.
-  if (alert.stop) options.actions = [{ action: 'stop', title: alert.stop.label }];
-  event.waitUntil(self.registration.showNotification(alert.title, options));
+  if (shown.stop) options.actions = [{ action: 'stop', title: shown.stop.label }];
+  event.waitUntil(self.registration.showNotification(shown.title, options));
 });
 
 self.addEventListener('notificationclick', function (event) {
@@ -43,8 +43,8 @@ self.addEventListener('notificationclick', function (event) {
   if (url) event.waitUntil(self.clients.openWindow(url));
 });
 
-/** The alert the push carries, or null for anything that is not one of ours. */
-function readAlert(event: PushEvent): Alert | null {
+/** The notification the push carries, or null for anything that is not one of ours. */
+function readNotification(event: PushEvent): Shown | null {
   var data;
   try {
     data = event.data ? event.data.json() : null;
@@ -62,7 +62,7 @@ function readAlert(event: PushEvent): Alert | null {
   };
 }
 
-function readStop(stop: { url?: unknown; label?: unknown } | null | undefined): Alert['stop'] {
+function readStop(stop: { url?: unknown; label?: unknown } | null | undefined): Shown['stop'] {
   if (!stop || typeof stop.label !== 'string') return null;
   var url = webUrl(stop.url);
   return url ? { url: url, label: stop.label } : null;

@@ -5,7 +5,7 @@ import type { ChannelNeeds } from '../channel.ts';
 import type { StoreService } from '../stores/service.ts';
 import type { SmsAccount } from './schemas.ts';
 import { smsConfig, smsSettings } from './settings.ts';
-import { composeAlertText } from './text.ts';
+import { composeNotificationText } from './text.ts';
 
 /** A phone number as SMS takes it: E.164, a plus, the country code and the number, no spaces (what Twilio accepts). */
 export const phoneSchema = z.string().regex(/^\+[1-9][0-9]{6,14}$/, 'must be an E.164 phone number such as +15551234567');
@@ -107,8 +107,8 @@ export interface SmsChannel {
   send(account: SmsAccount, message: SmsMessage): Promise<{ providerRef: string }>;
   /** Of these phones, those that texted STOP to this sender and not START since. */
   optedOut(sender: string, phones: string[]): Promise<Set<string>>;
-  /** `alertId` rides in the URL: Twilio may report before the send's answer (and its SID) is recorded. */
-  statusCallbackUrl(storeDomain: string, ownAccount: boolean, alertId?: string): string;
+  /** `notificationId` rides in the URL: Twilio may report before the send's answer (and its SID) is recorded. */
+  statusCallbackUrl(storeDomain: string, ownAccount: boolean, notificationId?: string): string;
 }
 
 /**
@@ -128,7 +128,7 @@ export function smsChannelSending(sms: SmsChannel, stores: Pick<StoreService, 's
           // The refusal was asked before the plan was charged; a change in between fails the send, which is retried.
           if (!account) throw new Error('SMS is no longer set up for this store');
           const { product } = notification;
-          const body = composeAlertText({ shop: notification.sender, productTitle: product.title, variantTitle: product.variantTitle, link: notification.clickUrl, locale: notification.locale, kind: notification.kind });
+          const body = composeNotificationText({ shop: notification.sender, productTitle: product.title, variantTitle: product.variantTitle, link: notification.clickUrl, locale: notification.locale, kind: notification.kind });
           return sms.send(account, { to: notification.contact.address, body, statusCallback: sms.statusCallbackUrl(storeDomain, own !== undefined, notification.id) });
         },
       };

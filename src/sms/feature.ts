@@ -17,7 +17,7 @@ export { twilioAccountCheck } from './account-check.ts';
 
 export type { SmsService } from './service.ts';
 export { classifyInbound } from './keywords.ts';
-export { composeAlertText, composeConfirmationText, countSegments, helpText, type SmsLocale } from './text.ts';
+export { composeNotificationText, composeConfirmationText, countSegments, helpText, type SmsLocale } from './text.ts';
 
 /** Where a shopper's YES lands: the subscriptions feature, which owns the contact points. */
 export interface SmsConsent {

@@ -28,7 +28,7 @@ export interface StatusReport {
   to?: string | undefined;
   messagingServiceSid?: string | undefined;
   /** The ledger row our callback URL named (`?alert=`). */
-  alertId?: string | undefined;
+  notificationId?: string | undefined;
 }
 
 /** The statuses a text ends in; the others (queued, sent, accepted…) are steps on the way. */
@@ -135,16 +135,16 @@ export class SmsWebhooks {
   }
 
   /**
-   * Records a text's final status on the ledger row our callback URL named (`alertId`): every text
+   * Records a text's final status on the ledger row our callback URL named (`notificationId`): every text
    * we send names one, so a report without it is not about a text of ours and touches no row. On
    * a store's path the row must be that store's. An opt-out Twilio found only at sending time is
    * kept as if the phone had texted STOP; on a store's path, against the store's own sender only.
    */
   async statusReport(report: StatusReport, path: WebhookPath): Promise<void> {
     if (!isFinal(report.status)) return;
-    if (report.alertId !== undefined) {
+    if (report.notificationId !== undefined) {
       const outcome = report.status === 'delivered' ? 'delivered to the phone' : `${report.status} (provider error ${report.errorCode ?? 'not given'})`;
-      const known = await this.deps.deliveries.recordDelivery({ channel: 'sms', providerRef: report.messageSid, status: report.status, outcome, alert: { id: report.alertId, storeDomain: path.storeDomain } });
+      const known = await this.deps.deliveries.recordDelivery({ channel: 'sms', providerRef: report.messageSid, status: report.status, outcome, notification: { id: report.notificationId, storeDomain: path.storeDomain } });
       if (!known) this.deps.log.debug({ messageSid: report.messageSid, status: report.status }, 'delivery report for a text not in the ledger');
     } else {
       this.deps.log.debug({ messageSid: report.messageSid, status: report.status }, 'delivery report naming no ledger row: ignored');

@@ -58,7 +58,7 @@ export function smsRoutes(options: { webhooks: SmsWebhooks; baseUrl: string }) {
         from: report.From,
         to: report.To,
         messagingServiceSid: report.MessagingServiceSid,
-        alertId: alertOf(request),
+        notificationId: notificationOf(request),
       },
       { storeDomain: domain, account },
     );
@@ -89,11 +89,11 @@ export function smsRoutes(options: { webhooks: SmsWebhooks; baseUrl: string }) {
 }
 
 /** A ledger id as we put it in the callback URL; a report without one touches no ledger row. */
-const ALERT_ID = /^ntf_[0-9a-z]{26}$/;
+const NOTIFICATION_ID = /^ntf_[0-9a-z]{26}$/;
 
-function alertOf(request: FastifyRequest): string | undefined {
+function notificationOf(request: FastifyRequest): string | undefined {
   const id = (request.query as { alert?: unknown }).alert;
-  return typeof id === 'string' && ALERT_ID.test(id) ? id : undefined;
+  return typeof id === 'string' && NOTIFICATION_ID.test(id) ? id : undefined;
 }
 
 /**

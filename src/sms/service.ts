@@ -52,9 +52,9 @@ export class SmsService implements SmsChannel {
    * Where Twilio reports a text's delivery: ours for the service's account, the store's own path
    * for its own account, since each account signs with its own auth token.
    */
-  statusCallbackUrl(storeDomain: string, ownAccount: boolean, alertId?: string): string {
+  statusCallbackUrl(storeDomain: string, ownAccount: boolean, notificationId?: string): string {
     const path = ownAccount ? `/sms/twilio/status/${encodeURIComponent(storeDomain)}` : '/sms/twilio/status';
-    return `${this.deps.baseUrl}${path}${alertId === undefined ? '' : `?alert=${encodeURIComponent(alertId)}`}`;
+    return `${this.deps.baseUrl}${path}${notificationId === undefined ? '' : `?alert=${encodeURIComponent(notificationId)}`}`;
   }
 
   /** What a number's "A message comes in" webhook must be set to: the service's, or a store's own account's. */
@@ -76,7 +76,7 @@ export class SmsService implements SmsChannel {
 
 /** `from` as Twilio takes it: a number, or the Messaging Service that picks one. */
 function senderOf(account: SmsAccount): { from: string } | { messagingServiceSid: string } {
-  // A stored account that no longer parses is a setting to fix, not a reason to drop the alert.
+  // A stored account that no longer parses is a setting to fix, not a reason to drop the notification.
   if (!isWellFormedAccount(account)) throw new SmsDeliveryError('The Twilio account is not well formed (Account SID or auth token).', undefined, false, false);
   if (MESSAGING_SERVICE_SID.test(account.from)) return { messagingServiceSid: account.from };
   if (E164.test(account.from)) return { from: account.from };
@@ -90,7 +90,7 @@ function callbackUrl(url: string): string {
 }
 
 /**
- * What a failed call means for the alert: `permanent` when sending the same text to the same
+ * What a failed call means for the notification: `permanent` when sending the same text to the same
  * phone again cannot succeed, `optedOut` when the phone stopped this sender (the subscriber
  * must not be texted again until it starts it).
  */

@@ -61,7 +61,7 @@ export function isGsm7(text: string): boolean {
   return countSegments(text).encoding === 'GSM-7';
 }
 
-export interface AlertTextInput {
+export interface NotificationTextInput {
   /** The store's name as the shopper knows it. */
   shop: string;
   productTitle: string;
@@ -74,7 +74,7 @@ export interface AlertTextInput {
 
 type Render = (title: string) => string;
 
-const ALERT: Record<SmsLocale, Record<AlertTextInput['kind'], (shop: string, link: string) => Render>> = {
+const ALERT: Record<SmsLocale, Record<NotificationTextInput['kind'], (shop: string, link: string) => Render>> = {
   en: {
     alert: (shop, link) => (title) => `${shop}: ${title} is back in stock. ${link} STOP to opt out`,
     reminder: (shop, link) => (title) => `${shop}: ${title} is still available. ${link} STOP to opt out`,
@@ -97,7 +97,7 @@ const ALERT: Record<SmsLocale, Record<AlertTextInput['kind'], (shop: string, lin
 const MEANINGLESS_VARIANT = /^default title$/i;
 
 /** The alert or reminder text: one segment unless the names need more than the encoding allows. */
-export function composeAlertText(input: AlertTextInput): string {
+export function composeNotificationText(input: NotificationTextInput): string {
   const variant = input.variantTitle?.trim();
   const title = variant && !MEANINGLESS_VARIANT.test(variant) ? `${input.productTitle.trim()} - ${variant}` : input.productTitle.trim();
   return fitTitle(ALERT[input.locale][input.kind](shortShop(input.shop), input.link), title);
