@@ -1,3 +1,5 @@
+// Longer than most files on purpose: the dashboard's pages share their tables and page parts, which
+// one file keeps side by side (the webhooks' and the performance pages have their own).
 import { LANGUAGES } from '../core/languages.ts';
 import { STOREFRONT_OFFERS, type ContactChannel, type StorefrontOffer } from '../channels.ts';
 import type { SubscriptionRow } from '../alerts/service.ts';
@@ -63,7 +65,6 @@ export function dashboardPage(title: string, owner: PageOwner, current: string, 
 ${signOut}`;
   return page(title, body, { wide: true, header, ...(appBridge ? { appBridge } : {}) });
 }
-
 
 export function overviewBody(o: Overview, snippet: string): SafeHtml {
   const quota = o.plan.monthlyAlertQuota;
