@@ -111,7 +111,8 @@ const envSchema = z.object({
   TLS_PORT: z.coerce.number().int().min(0).max(65535).optional().describe('Port of an optional HTTPS listener that asks for client certificates (mtls credentials, RFC 8705); needs `TLS_CERT_FILE` and `TLS_KEY_FILE`'),
   TLS_CERT_FILE: z.string().optional().describe("The HTTPS listener's certificate (PEM file)"),
   TLS_KEY_FILE: z.string().optional().describe("The HTTPS listener's private key (PEM file)"),
-  // The slices the modules own, each in its settings.ts; the channels' come from their registry.
+  // The slices the modules own, each in its settings.ts; the channels' and platforms' come from
+  // their registries (everySetting, below).
   ...webhookSettings,
   ...observabilitySettings,
 });
