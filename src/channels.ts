@@ -3,7 +3,7 @@ import type { ChannelNeeds } from './channel.ts';
 import { EMAIL_CHANNEL, type ChannelDefinition, type ChannelSignUp, type StorefrontOffer, type ContactPointKind, type SignUpBody, type SignUpContact } from './core/channels.ts';
 import type { Feature } from './core/feature.ts';
 import type { OutboundPolicy } from './core/net/outbound-guard.ts';
-import type { ServiceSettings } from './core/settings-slice.ts';
+import { readSlices, sliceFields, type NamedSlices, type ServiceSettings } from './core/settings-slice.ts';
 
 export type { StorefrontOffer };
 import { pushChannel } from './push/channel.ts';
@@ -101,16 +101,14 @@ type SettingsOf<C extends Configured> = Definitions[C] extends { settings: { rea
 /** What each channel with settings makes of them, by channel: `Config.channels`. */
 export type ChannelConfigs = { [C in Configured]: SettingsOf<C> };
 
+const CHANNEL_SLICES: NamedSlices = CHANNEL_NAMES.map((name) => [name, (CHANNELS[name] as ChannelDefinition).settings]);
+
 /** Every channel's slice of the environment, in the registry's order: src/config.ts reads them with the rest. */
-export const CHANNEL_SETTINGS: z.ZodRawShape = Object.assign({}, ...CHANNEL_NAMES.map((name) => (CHANNELS[name] as ChannelDefinition).settings?.slice ?? {}));
+export const CHANNEL_SETTINGS = sliceFields(CHANNEL_SLICES);
 
 /** Each channel's reading of its slice (`values`: the parsed environment). */
 export function readChannelSettings(values: Record<string, unknown>, service: ServiceSettings): ChannelConfigs {
-  const read = CHANNEL_NAMES.flatMap((name) => {
-    const settings = (CHANNELS[name] as ChannelDefinition).settings;
-    return settings ? [[name, settings.read(values, service)] as const] : [];
-  });
-  return Object.fromEntries(read) as ChannelConfigs;
+  return readSlices(CHANNEL_SLICES, values, service) as ChannelConfigs;
 }
 
 /** The channels the storefront's form offers under a store's switch, each with its offer. */

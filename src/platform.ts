@@ -12,7 +12,7 @@ import type { OperationDeclaration } from './core/operations.ts';
 import type { TokenSigner } from './core/signed-token.ts';
 import type { PlatformLoans } from './dashboard/feature.ts';
 import type { DashboardPanel } from './core/dashboard-panel.ts';
-import type { SettingsSlice } from './core/settings-slice.ts';
+import type { AnySlice } from './core/settings-slice.ts';
 import type { DispatchService } from './dispatch/service.ts';
 import type { InventoryService } from './inventory/service.ts';
 import type { StorefrontService } from './storefront/service.ts';
@@ -45,8 +45,7 @@ export interface Platform {
   /** Where the platform forwards its stores' storefront requests to the service (Shopify's app proxy), so that scripts on the store's own origin reach it. */
   readonly storefrontProxy?: string;
   /** Its slice of the service's settings (its app's credentials), handed back to its feature as `config.platforms.<name>`. */
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each platform's `read` takes its own slice's values, which the registry keeps typed
-  readonly settings?: SettingsSlice<any, unknown>;
+  readonly settings?: AnySlice;
   /**
    * Opens the platform's clients before the features that take a part of them, then builds its
    * feature; it loads the feature's code (a dynamic import of its `feature.ts`), so that the

@@ -1,6 +1,5 @@
-import type { z } from 'zod';
 import { bigCommercePlatform } from './bigcommerce/platform.ts';
-import type { ServiceSettings } from './core/settings-slice.ts';
+import { readSlices, sliceFields, type NamedSlices, type ServiceSettings } from './core/settings-slice.ts';
 import type { Platform } from './platform.ts';
 import { shopifyPlatform } from './shopify/platform.ts';
 import { wooCommercePlatform } from './woocommerce/platform.ts';
@@ -27,11 +26,12 @@ export const STOREFRONT_PROXIES: readonly string[] = PLATFORMS.flatMap((platform
 /** Store domains that tell their platform by themselves, with the platform each tells. */
 export const STORE_DOMAINS: ReadonlyArray<readonly [RegExp, string]> = PLATFORMS.flatMap((platform) => (platform.storeDomains ? [[platform.storeDomains, platform.name] as const] : []));
 
+const PLATFORM_SLICES: NamedSlices = PLATFORMS.map((platform) => [platform.name, platform.settings]);
+
 /** Every platform's slice of the environment, in the registry's order: src/config.ts reads them with the rest. */
-export const PLATFORM_SETTINGS: z.ZodRawShape = Object.assign({}, ...PLATFORMS.map((platform) => platform.settings?.slice ?? {}));
+export const PLATFORM_SETTINGS = sliceFields(PLATFORM_SLICES);
 
 /** Each platform's reading of its slice (`values`: the parsed environment). */
 export function readPlatformSettings(values: Record<string, unknown>, service: ServiceSettings): PlatformConfigs {
-  const read = PLATFORMS.flatMap((platform) => (platform.settings ? [[platform.name, platform.settings.read(values, service)] as const] : []));
-  return Object.fromEntries(read) as PlatformConfigs;
+  return readSlices(PLATFORM_SLICES, values, service) as PlatformConfigs;
 }

@@ -83,6 +83,8 @@ for (const dialect of testDialects()) {
       assert.match(res.body, /<input id="woo-consumerSecret" name="consumerSecret" type="password" value="" autocomplete="off"/);
       assert.match(res.body, /<button class="quiet" type="submit" formaction="\/dashboard\/woocommerce\/authorize">Approve on my site instead<\/button>/);
       assert.doesNotMatch(res.body, /Disconnect<\/button>/, 'nothing to disconnect');
+      // The page reads its own query: what it does not know is the owner's 400, not a 500.
+      assertHtml(await getPage(t, `${PAGE}?done=exploded`, cookie), 400);
     });
 
     it('a Shopify store has no such page: 404 for the page and its forms, no navigation entry, nothing changed', async () => {

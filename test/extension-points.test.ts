@@ -48,6 +48,25 @@ function copyOfSources(): string {
   return copy;
 }
 
+/**
+ * A copy of the sources with a throwaway extension in its own folder (`files` by name) and ONE
+ * line in its registry: `listed` adds the entry to the registry's list, `imported` is the import
+ * put above it. Beside them, the probe to run and the copy's own tsconfig files.
+ */
+function copyWithExtension(folder: string, files: Record<string, string>, registry: { file: string; listed: (source: string) => string; imported: string }, probe: string): string {
+  const copy = copyOfSources();
+  mkdirSync(path.join(copy, 'src', folder));
+  for (const [name, text] of Object.entries(files)) writeFileSync(path.join(copy, 'src', folder, name), text);
+  const file = path.join(copy, 'src', registry.file);
+  const source = readFileSync(file, 'utf8');
+  const listed = registry.listed(source);
+  assert.notEqual(listed, source, `src/${registry.file} still has the list the test adds to`);
+  writeFileSync(file, `${registry.imported}\n${listed}`);
+  writeFileSync(path.join(copy, 'probe.ts'), probe);
+  writeTypeCheckConfigs(copy, ['tsconfig.json', 'tsconfig.browser.json']);
+  return copy;
+}
+
 /** The copy's own tsconfig files, checking its sources only (the tests and benchmarks stay the repository's). */
 function writeTypeCheckConfigs(copy: string, configs: string[]): void {
   for (const config of configs) {
@@ -315,19 +334,16 @@ await database.close();
 describe('adding a platform', () => {
   let copy: string;
   before(() => {
-    copy = copyOfSources();
-    mkdirSync(path.join(copy, 'src', 'sparrow'));
-    writeFileSync(path.join(copy, 'src', 'sparrow', 'platform.ts'), SPARROW_PLATFORM);
-    writeFileSync(path.join(copy, 'src', 'sparrow', 'feature.ts'), SPARROW_FEATURE);
-    writeFileSync(path.join(copy, 'src', 'sparrow', 'widget-form.ts'), SPARROW_FORM);
-    // The one registry line (with its import).
-    const registry = path.join(copy, 'src', 'platforms.ts');
-    const source = readFileSync(registry, 'utf8');
-    const listed = source.replace(/(const LISTED = \[[^\]]*)\]/, '$1, sparrowPlatform]');
-    assert.notEqual(listed, source, 'src/platforms.ts lists the platforms in PLATFORMS');
-    writeFileSync(registry, `import { sparrowPlatform } from './sparrow/platform.ts';\n${listed}`);
-    writeFileSync(path.join(copy, 'probe.ts'), PLATFORM_PROBE);
-    writeTypeCheckConfigs(copy, ['tsconfig.json', 'tsconfig.browser.json']);
+    copy = copyWithExtension(
+      'sparrow',
+      { 'platform.ts': SPARROW_PLATFORM, 'feature.ts': SPARROW_FEATURE, 'widget-form.ts': SPARROW_FORM },
+      {
+        file: 'platforms.ts',
+        listed: (source) => source.replace(/(const LISTED = \[[^\]]*)\]/, '$1, sparrowPlatform]'),
+        imported: "import { sparrowPlatform } from './sparrow/platform.ts';",
+      },
+      PLATFORM_PROBE,
+    );
   });
   after(() => rmSync(copy, { recursive: true, force: true }));
 
@@ -502,18 +518,16 @@ await database.close();
 describe('adding a notification channel', () => {
   let copy: string;
   before(() => {
-    copy = copyOfSources();
-    mkdirSync(path.join(copy, 'src', 'pager'));
-    writeFileSync(path.join(copy, 'src', 'pager', 'channel.ts'), PAGER_CHANNEL);
-    writeFileSync(path.join(copy, 'src', 'pager', 'widget-choice.ts'), PAGER_CHOICE);
-    // The one registry line (with its import).
-    const registry = path.join(copy, 'src', 'channels.ts');
-    const source = readFileSync(registry, 'utf8');
-    const listed = source.replace(/(export const CHANNELS = \{[^}]*)\}/, '$1, pager: pagerChannel }');
-    assert.notEqual(listed, source, 'src/channels.ts lists the channels in CHANNELS');
-    writeFileSync(registry, `import { pagerChannel } from './pager/channel.ts';\n${listed}`);
-    writeFileSync(path.join(copy, 'probe.ts'), CHANNEL_PROBE);
-    writeTypeCheckConfigs(copy, ['tsconfig.json', 'tsconfig.browser.json']);
+    copy = copyWithExtension(
+      'pager',
+      { 'channel.ts': PAGER_CHANNEL, 'widget-choice.ts': PAGER_CHOICE },
+      {
+        file: 'channels.ts',
+        listed: (source) => source.replace(/(export const CHANNELS = \{[^}]*)\}/, '$1, pager: pagerChannel }'),
+        imported: "import { pagerChannel } from './pager/channel.ts';",
+      },
+      CHANNEL_PROBE,
+    );
   });
   after(() => rmSync(copy, { recursive: true, force: true }));
 

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { Language } from './languages.ts';
 import type { Feature } from './feature.ts';
 import type { OutboundPolicy } from './net/outbound-guard.ts';
-import type { SettingsSlice } from './settings-slice.ts';
+import type { AnySlice } from './settings-slice.ts';
 
 /**
  * What a notification channel is, as the channel registry (src/channels.ts) lists it, and what
@@ -33,8 +33,7 @@ export interface ChannelDefinition {
   /** How the storefront's sign-up form offers it, under the store's switch; absent: not on the form (agents sign it up). */
   readonly storefront?: StorefrontOffer;
   /** Its slice of the service's settings (its provider's account, say); absent when it has none. */
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each channel's `read` takes its own slice's values, which the registry keeps typed
-  readonly settings?: SettingsSlice<any, unknown>;
+  readonly settings?: AnySlice;
   /**
    * Builds the channel's feature (its sending as the feature's `channel`, its routes and jobs)
    * from what the assembly hands every channel (`ChannelNeeds` in src/channel.ts); absent for

@@ -19,3 +19,20 @@ export interface ServiceSettings {
   /** `RESTOCK_ENCRYPTION_KEY`, which whatever keeps stores' credentials needs. */
   encryptionKey: string | undefined;
 }
+
+/** Any module's slice, as a contract holds it; the registries keep each one's own types. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- each module's `read` takes its own slice's values
+export type AnySlice = SettingsSlice<any, unknown>;
+
+/** A registry's modules with their slices, by name (a module with no settings has none). */
+export type NamedSlices = ReadonlyArray<readonly [name: string, slice: AnySlice | undefined]>;
+
+/** Every slice's fields, in the registry's order: src/config.ts parses them with its own. */
+export function sliceFields(slices: NamedSlices): z.ZodRawShape {
+  return Object.assign({}, ...slices.map(([, slice]) => slice?.slice ?? {}));
+}
+
+/** Each module's reading of its slice, by name (`values`: the parsed environment). */
+export function readSlices(slices: NamedSlices, values: Record<string, unknown>, service: ServiceSettings): Record<string, unknown> {
+  return Object.fromEntries(slices.flatMap(([name, slice]) => (slice ? [[name, slice.read(values, service)] as const] : [])));
+}

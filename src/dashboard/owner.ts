@@ -11,7 +11,7 @@ export interface SignedInOwner {
   caller: Caller;
   csrfToken?: string;
   frame?: AdminFrame;
-  /** The store's platform (`woocommerce` shows its connection's page); absent inside the Shopify admin, which frames only Shopify stores. */
+  /** The store's platform, whose own dashboard page (if any) it is shown; absent inside the Shopify admin, which frames only Shopify stores. */
   platform?: string;
 }
 

@@ -352,7 +352,7 @@ export function dashboardRoutes(service: DashboardService, signIn: DashboardSign
 
     // ---- each platform's own page, for its stores ---------------------------------------------
 
-    for (const panel of new Set(Object.values(options.panels))) {
+    for (const panel of Object.values(options.panels)) {
       const at = `/dashboard/${panel.path}`;
       const panelFor = (owner: SignedInOwner): DashboardPanel => {
         if (panelOf(owner) !== panel) throw new NotFound(`${owner.shop} is not a ${panel.label} store; it has no ${panel.label} page.`);
