@@ -2,6 +2,7 @@ import { bigCommercePlatform } from './bigcommerce/platform.ts';
 import { readSlices, sliceFields, type NamedSlices, type ServiceSettings } from './core/settings-slice.ts';
 import type { Platform } from './platform.ts';
 import { shopifyPlatform } from './shopify/platform.ts';
+import { vendurePlatform } from './vendure/platform.ts';
 import { wooCommercePlatform } from './woocommerce/platform.ts';
 
 /**
@@ -11,7 +12,7 @@ import { wooCommercePlatform } from './woocommerce/platform.ts';
  * Each entry loads its feature only when the assembly opens it, so reading the list (as
  * src/config.ts does) loads no platform's code beyond its entry, settings and declarations.
  */
-const LISTED = [shopifyPlatform, wooCommercePlatform, bigCommercePlatform] as const satisfies readonly Platform[];
+const LISTED = [shopifyPlatform, wooCommercePlatform, bigCommercePlatform, vendurePlatform] as const satisfies readonly Platform[];
 export const PLATFORMS: readonly Platform[] = LISTED;
 
 type Listed = (typeof LISTED)[number];

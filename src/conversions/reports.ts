@@ -34,8 +34,8 @@ export interface OrderReport {
   /** When the order was placed (ISO 8601). */
   placedAt: string;
   lines: OrderLineReport[];
-  /** shopify | api */
-  source: 'shopify' | 'api';
+  /** The platform that told of it (`shopify`, `vendure`), or `api` for the orders API. */
+  source: string;
 }
 
 export interface RefundLineReport {

@@ -129,7 +129,7 @@ export const problemTypes = {
     status: 401,
     title: 'The webhook signature is not valid',
     description:
-      'The delivery is not signed with the shared secret (for Shopify: `X-Shopify-Hmac-Sha256` over the raw body; for WooCommerce: `X-WC-Webhook-Signature`, base64 of HMAC-SHA256 over the raw body with the secret the service gave the webhook; for BigCommerce: the secret header the service gave the webhook, its Standard Webhooks signature and its producer; for the BigCommerce app callbacks: `signed_payload_jwt`). Nothing was recorded.',
+      'The delivery is not signed with the shared secret (for Shopify: `X-Shopify-Hmac-Sha256` over the raw body; for WooCommerce: `X-WC-Webhook-Signature`, base64 of HMAC-SHA256 over the raw body with the secret the service gave the webhook; for BigCommerce: the secret header the service gave the webhook, its Standard Webhooks signature and its producer; for the BigCommerce app callbacks: `signed_payload_jwt`; for the Restock plugin for Vendure: its Standard Webhooks signature with the signing secret shown when the store was connected). Nothing was recorded.',
   },
   'invalid-proxy-signature': {
     status: 401,

@@ -1,0 +1,202 @@
+/**
+ * A Vendure store end to end against a real Vendure server (test/fixtures/vendure.ts), set up as
+ * docs/install-vendure.md says, on each of Restock's databases: connected in the dashboard with
+ * an API key made by the guide's documents, the plugin installed from its packed file; a variant
+ * at stock 0, a shopper signs up through the widget on a storefront page, the merchant restocks
+ * in the Admin API, the alert arrives, its link lands on the product, the shopper orders through
+ * the Shop API and the revenue shows in the dashboard and getPerformance; a forged delivery
+ * changes nothing; a restock the plugin did not tell of is caught by reconciliation.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, it } from './fixtures/suites.ts';
+import { dialectSkip, startListeningTestApp, testDialects, type TestApp } from './fixtures/app.ts';
+import { agentOfMailed, call, createStore, uniqueEmail } from './fixtures/agents.ts';
+import { browserSkipReason, launchBrowser, startPageServer } from './fixtures/browser.ts';
+import { csrfOf, getPage, postForm, SIGN_IN, sessionCookie } from './fixtures/dashboard.ts';
+import { startSmtpSink, type SmtpSink } from './fixtures/smtp-sink.ts';
+import { startVendureShop, vendureSkipReason, type PluginSettings, type VendureShop } from './fixtures/vendure.ts';
+import type { VendureService } from '../src/vendure/service.ts';
+
+const skip = vendureSkipReason() ?? browserSkipReason();
+
+/** Waits for what the plugin delivers in the background: it posts after Vendure's transaction commits. */
+async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const found = await probe();
+    if (found !== undefined) return found;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+for (const dialect of testDialects()) {
+  describe(`A Vendure store on ${dialect}`, { skip: dialectSkip(dialect) ?? skip }, () => {
+    let t: TestApp;
+    let base: string;
+    let sink: SmtpSink;
+    let shop: VendureShop;
+    let storefront: Awaited<ReturnType<typeof startPageServer>>;
+    const domain = `vendure-${randomBytes(3).toString('hex')}.example.com`;
+    const owner = uniqueEmail('vendure-owner');
+    let settings: PluginSettings;
+
+    before(async () => {
+      sink = await startSmtpSink();
+      ({ t, base } = await startListeningTestApp(dialect, { SMTP_URL: sink.url, RESTOCK_ENCRYPTION_KEY: randomBytes(32).toString('base64'), RECONCILE_INTERVAL_MINUTES: '0' }));
+      storefront = await startPageServer();
+      shop = await startVendureShop();
+    });
+    after(async () => {
+      await shop?.stop();
+      await storefront?.close();
+      await t?.close();
+      await sink?.close();
+    });
+
+    /** The owner signs in by the link mailed to them, as read from the mail sink. */
+    async function signIn(): Promise<string> {
+      const asked = Date.now();
+      assert.equal((await postForm(t, SIGN_IN, { shop: domain })).statusCode, 200);
+      const mail = await sink.waitFor((m) => m.recipients.includes(owner) && /\/dashboard\/sign-in\//.test(m.text) && Date.parse(m.headers.date ?? '') >= asked - 1000);
+      const link = new RegExp(`${base.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}(/dashboard/sign-in/[A-Za-z0-9_-]+)`).exec(mail.text);
+      assert.ok(link, mail.text);
+      const used = await postForm(t, link[1]!, {});
+      assert.equal(used.statusCode, 303, used.body);
+      return sessionCookie(used)!;
+    }
+
+    const vendure = () => t.app.restock.platforms.vendure!.service as VendureService;
+
+    async function variantAt(stock: number, name: string): Promise<{ productId: string; variantId: string; slug: string }> {
+      const slug = `${name.toLowerCase().replace(/[^a-z0-9]+/g, '-')}-${randomBytes(2).toString('hex')}`;
+      const product = await shop.admin(`mutation ($slug: String!, $name: String!) { createProduct(input: { translations: [{ languageCode: en, name: $name, slug: $slug, description: "" }] }) { id } }`, { slug, name });
+      const productId = product.createProduct.id as string;
+      const variants = await shop.admin(
+        `mutation ($productId: ID!, $sku: String!, $stock: Int!, $name: String!) { createProductVariants(input: [{ productId: $productId, sku: $sku, price: 4500, stockOnHand: $stock, trackInventory: TRUE, translations: [{ languageCode: en, name: $name }] }]) { id } }`,
+        { productId, sku: slug, stock, name },
+      );
+      return { productId, variantId: variants.createProductVariants[0].id as string, slug };
+    }
+
+    const setStock = (variantId: string, stock: number) => shop.admin(`mutation ($id: ID!, $stock: Int!) { updateProductVariants(input: [{ id: $id, stockOnHand: $stock }]) { id } }`, { id: variantId, stock });
+
+    const stockOf = (variantId: string) =>
+      t.database.db.selectFrom('inventory_variants').select(['available', 'product_url']).where('store_domain', '=', domain).where('variant_id', '=', `gid://vendure/ProductVariant/${variantId}`).executeTakeFirst();
+
+    it('connects in the dashboard with the API key the guide makes, and the plugin starts with the settings it shows', async () => {
+      await createStore(t.database, domain, owner, 'vendure');
+      const apiKey = await shop.createRestockApiKey();
+      await shop.seedCheckout();
+      const cookie = await signIn();
+      const page = await getPage(t, '/dashboard/vendure', cookie);
+      assert.equal(page.statusCode, 200, page.body);
+      const made = await postForm(t, '/dashboard/vendure', { csrf: csrfOf(page.body), adminApiUrl: shop.adminApiUrl, apiKey, productUrl: `${storefront.url}/products/{slug}` }, cookie);
+      assert.equal(made.statusCode, 200, made.body);
+      const shown = /<pre data-vendure-settings>([\s\S]*?)<\/pre>/.exec(made.body);
+      assert.ok(shown, made.body);
+      settings = Object.fromEntries(shown[1]!.split('\n').map((line) => line.split(/=(.*)/s).slice(0, 2))) as unknown as PluginSettings;
+      assert.equal(settings.RESTOCK_URL, base);
+      assert.equal(settings.RESTOCK_STORE, domain);
+      assert.match(settings.RESTOCK_SIGNING_SECRET, /^whsec_/);
+      await shop.restart({ plugin: settings });
+      assert.match(shop.log(), new RegExp(`Telling Restock at ${base.replace(/[.:/]/g, '\\$&')} of ${domain.replace(/\./g, '\\.')}'s stock and orders`));
+    });
+
+    it('a variant made at stock 0 is read back as sold out; a shopper signs up on the storefront page; a restock in Vendure alerts them; their click lands on the product; their order counts', async () => {
+      const boots = await variantAt(0, 'Crème Boots');
+      // No stock movement for a variant made at 0: the variant's own event, read back.
+      const known = await eventually('the new variant read back', async () => (await stockOf(boots.variantId)) ?? undefined);
+      assert.equal(known.available, 0);
+      assert.equal(known.product_url, `${storefront.url}/products/${boots.slug}`);
+
+      const shopper = uniqueEmail('vendure-shopper');
+      storefront.setPage(
+        `/products/${boots.slug}`,
+        `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Boots</title></head><body><h1>Crème Boots</h1><script src="${base}/widget.js" defer data-shop="${domain}" data-platform="vendure" data-product="gid://vendure/Product/${boots.productId}" data-variant="gid://vendure/ProductVariant/${boots.variantId}"></script></body></html>`,
+      );
+      const browser = await launchBrowser();
+      try {
+        const tab = await browser.newPage();
+        await tab.goto(`${storefront.url}/products/${boots.slug}`);
+        await tab.locator('restock-widget input[type="email"]').fill(shopper, { timeout: 15_000 });
+        await tab.locator('restock-widget button[type="submit"]').click();
+        await tab.locator('restock-widget [role="status"]').filter({ hasText: /./ }).waitFor({ timeout: 15_000 });
+      } finally {
+        await browser.close();
+      }
+      const waiting = await t.database.db.selectFrom('subscriptions').select(['id', 'status']).where('store_domain', '=', domain).where('email', '=', shopper).executeTakeFirst();
+      assert.equal(waiting?.status, 'active');
+
+      // The merchant restocks in Vendure; the plugin tells of a change, and Restock reads 5 back.
+      await setStock(boots.variantId, 5);
+      await eventually('the restock read back', async () => ((await stockOf(boots.variantId))?.available === 5 ? true : undefined));
+      await t.runWorker();
+      const alert = await sink.waitFor((m) => m.recipients.includes(shopper));
+      assert.match(alert.subject, /Crème Boots/);
+
+      const link = /Shop now: (\S+)/.exec(alert.text);
+      assert.ok(link, alert.text);
+      const click = await fetch(link[1]!, { redirect: 'manual', headers: { accept: 'text/html', 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) Chrome/156.0' } });
+      assert.equal(click.status, 302);
+      assert.ok(click.headers.get('location')!.startsWith(`${storefront.url}/products/${boots.slug}`), click.headers.get('location')!);
+
+      // The shopper orders through the Shop API, as the storefront would.
+      const cart = shop.shopper();
+      await cart(`mutation ($id: ID!) { addItemToOrder(productVariantId: $id, quantity: 2) { ... on Order { id } ... on ErrorResult { message } } }`, { id: boots.variantId });
+      await cart(`mutation ($email: String!) { setCustomerForOrder(input: { emailAddress: $email, firstName: "Ada", lastName: "Shopper" }) { ... on Order { id } ... on ErrorResult { message } } }`, { email: shopper });
+      await cart(`mutation { setOrderShippingAddress(input: { streetLine1: "1 rue de la Paix", city: "Paris", postalCode: "75002", countryCode: "FR" }) { ... on Order { id } ... on ErrorResult { message } } }`);
+      const methods = await cart(`query { eligibleShippingMethods { id } }`);
+      await cart(`mutation ($ids: [ID!]!) { setOrderShippingMethod(shippingMethodId: $ids) { ... on Order { id } ... on ErrorResult { message } } }`, { ids: [methods.eligibleShippingMethods[0].id] });
+      await cart(`mutation { transitionOrderToState(state: "ArrangingPayment") { ... on Order { id } ... on OrderStateTransitionError { message transitionError } } }`);
+      const paid = await cart(`mutation { addPaymentToOrder(input: { method: "card", metadata: {} }) { ... on Order { code state totalWithTax lines { proratedLinePriceWithTax } } ... on ErrorResult { message } } }`);
+      assert.equal(paid.addPaymentToOrder.state, 'PaymentSettled', JSON.stringify(paid));
+      const lineTotal = paid.addPaymentToOrder.lines[0].proratedLinePriceWithTax as number;
+
+      // The owner's inbox also holds their dashboard sign-in links: the claim code is the other mail.
+      const agent = await agentOfMailed(t.app, { waitFor: (match) => sink.waitFor((m) => match(m) && !m.text.includes('/dashboard/sign-in/')) }, domain, owner);
+      const performance: { orders: { direct: number }; revenue: unknown } = await eventually('the order counted', async () => {
+        const res = await call(t.app, 'GET', `/api/v1/stores/${domain}/performance`, { token: agent.token });
+        assert.equal(res.statusCode, 200, res.body);
+        return res.json().orders.total === 1 ? res.json() : undefined;
+      });
+      assert.equal(performance.orders.direct, 1, 'the shopper clicked before ordering');
+      assert.deepEqual(performance.revenue, [{ minor: lineTotal, currency: 'USD' }]);
+      const cookie = await signIn();
+      const dashboard = await getPage(t, '/dashboard', cookie);
+      assert.equal(dashboard.statusCode, 200);
+      const shownTotal = (lineTotal / 100).toFixed(2);
+      assert.ok(dashboard.body.includes(shownTotal), `the dashboard shows ${shownTotal} won back`);
+    });
+
+    it('a forged delivery changes nothing', async () => {
+      const before = await t.tableDigests();
+      const body = JSON.stringify({ type: 'variants.changed', variantIds: ['1'] });
+      const forged = await fetch(`${base}/webhooks/vendure/${domain}`, {
+        method: 'POST',
+        body,
+        headers: { 'content-type': 'application/json', 'webhook-id': 'msg_forged', 'webhook-timestamp': String(Math.floor(Date.now() / 1000)), 'webhook-signature': `v1,${randomBytes(32).toString('base64')}` },
+      });
+      assert.equal(forged.status, 401);
+      assert.match(forged.headers.get('content-type') ?? '', /^application\/problem\+json/);
+      assert.deepEqual(await t.tableDigests(), before);
+    });
+
+    it('a restock made while the plugin is stopped is caught by reconciliation', async () => {
+      const scarf = await variantAt(0, 'Scarf');
+      await eventually('the new variant read back', async () => (await stockOf(scarf.variantId)) ?? undefined);
+      const shopper = uniqueEmail('vendure-late');
+      const signed = await t.post('/api/v1/alerts/subscribe', { shop: domain, productId: `gid://vendure/Product/${scarf.productId}`, variantId: `gid://vendure/ProductVariant/${scarf.variantId}`, email: shopper });
+      assert.equal(signed.statusCode, 200, signed.body);
+      await shop.restart({});
+      await setStock(scarf.variantId, 3);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      assert.equal((await stockOf(scarf.variantId))?.available, 0, 'nothing told Restock');
+      assert.ok((await vendure().reconcileStore(domain)) >= 1);
+      assert.equal((await stockOf(scarf.variantId))?.available, 3);
+      await t.runWorker();
+      await sink.waitFor((m) => m.recipients.includes(shopper));
+    });
+  });
+}
