@@ -84,7 +84,7 @@ export async function buildApp(config: Config, database: Database, options: AppO
 
   installErrorHandling(app, config.baseUrl, config.bodyLimitBytes);
 
-  const mail = options.mail ?? openMailTransport({ smtpUrl: config.smtpUrl, from: config.mailFrom, database, poolSize: config.dispatch.smtpPoolSize });
+  const mail = options.mail ?? openMailTransport({ smtpUrl: config.smtpUrl, from: config.mailFrom, database, poolSize: config.dispatch.smtpPoolSize, ca: config.smtpCa });
   const { domain, features, changes, metrics } = await buildWebFeatures(config, database, mail, app.log, options);
   app.decorate('restock', domain);
   app.decorate('restockChanges', changes);

@@ -1,6 +1,8 @@
 // Longer than most files on purpose: every setting the service reads is parsed, checked and described
 // here, in one place, so `.env.example`, the README's table and start-up errors cannot disagree.
 import { DEFAULT_PG_STATEMENT_TIMEOUT_MS, type DatabaseConfig } from './core/db/database.ts';
+import { X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import type { PlanSettings } from './billing/plans.ts';
@@ -29,6 +31,7 @@ const envSchema = z.object({
   DATABASE_URL: z.string().optional().describe('`postgres://user:password@host:5432/db` for PostgreSQL (options: `sslmode` = `disable`, `require` or `verify-full`, and `application_name`; any other is refused at start-up), or `sqlite:<path>`; unset: SQLite at `$DATA_DIR/restock.db`'),
   REDIS_URL: z.string().optional().describe('Rate-limit counters shared by several processes (memory when unset): `redis://` or `rediss://` (TLS), user, password, `/db`; no options'),
   SMTP_URL: z.string().optional().describe('SMTP server: `smtp://` or `smtps://`, user, password, and only the options `name` (EHLO), `connectionTimeout`, `greetingTimeout`, `socketTimeout` (ms); unset keeps mail in the local outbox'),
+  SMTP_CA_FILE: z.string().optional().describe("PEM file of the certificate authorities `SMTP_URL`'s server must chain to, in place of the system's (a private CA), read at start; set, TLS is required: `smtp://` must upgrade with STARTTLS, so a password never goes in clear text"),
   MAIL_FROM: z.string().default('Restock <alerts@restock.localhost>').describe('Sender of alerts'),
   STRIPE_SECRET_KEY: z.string().optional().describe('Stripe: MPP `stripe` payments and card checkout'),
   STRIPE_WEBHOOK_SECRET: z.string().optional().describe("Verifies Stripe's events at `POST /webhooks/stripe`, through which paid plans become active"),
@@ -168,6 +171,8 @@ export interface Config {
   mailFrom: string;
   redisUrl: string | undefined;
   smtpUrl: string | undefined;
+  /** SMTP_CA_FILE's certificates (PEM): the only authorities SMTP_URL's server may chain to, and TLS required. */
+  smtpCa: string | undefined;
   /** Where the service may connect on a store's behalf (docs/security.md). */
   tenantOutbound: OutboundPolicy;
   agents: AgentConfig;
@@ -303,6 +308,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     mailFrom: e.MAIL_FROM,
     redisUrl: checkedUrl(e.REDIS_URL, parseRedisUrl),
     smtpUrl: e.SMTP_URL,
+    smtpCa: smtpCa(e.SMTP_CA_FILE),
     tenantOutbound: tenantOutbound(e.TENANT_OUTBOUND_ALLOW),
     agents: {
       accessTokenTtlSeconds: e.ACCESS_TOKEN_TTL_SECONDS,
@@ -498,6 +504,23 @@ function parseTrustedIssuers(text: string): TrustedIssuer[] {
     );
   }
   return parsed.data;
+}
+
+/** Read once at start, so a missing or wrong file stops the service instead of failing every send. */
+function smtpCa(file: string | undefined): string | undefined {
+  if (file === undefined) return undefined;
+  let pem: string;
+  try {
+    pem = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`Invalid configuration:\n  SMTP_CA_FILE: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  try {
+    new X509Certificate(pem);
+  } catch {
+    throw new ConfigError(`Invalid configuration:\n  SMTP_CA_FILE: ${file} holds no PEM certificate`);
+  }
+  return pem;
 }
 
 function tlsConfig(e: z.infer<typeof envSchema>): Config['tls'] {

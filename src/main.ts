@@ -54,7 +54,7 @@ async function worker(): Promise<void> {
   const log = pino({ level: config.logLevel });
   const database = Database.open(config.database);
   await database.migrate();
-  const mail = openMailTransport({ smtpUrl: config.smtpUrl, from: config.mailFrom, database, poolSize: config.dispatch.smtpPoolSize });
+  const mail = openMailTransport({ smtpUrl: config.smtpUrl, from: config.mailFrom, database, poolSize: config.dispatch.smtpPoolSize, ca: config.smtpCa });
   const { buildDomainFeatures } = await import('./domain.ts');
   const { domain, features, changes } = await buildDomainFeatures(config, database, mail, log);
   domain.worker.start();
@@ -160,7 +160,7 @@ async function dashboardCommand(args: string[]): Promise<number> {
   const { storeService } = await import('./stores/feature.ts');
   const { STORE_DOMAINS } = await import('./platforms.ts');
   const issued = await withDatabase(config, async (database) => {
-    const mail = openMailTransport({ smtpUrl: config.smtpUrl, from: config.mailFrom, database, poolSize: 1 });
+    const mail = openMailTransport({ smtpUrl: config.smtpUrl, from: config.mailFrom, database, poolSize: 1, ca: config.smtpCa });
     try {
       return await dashboardSignIn({ config, database, mail, stores: storeService(config, database, new LocalChangeBus(), STORE_DOMAINS) }).issueLink(domain);
     } finally {

@@ -22,6 +22,7 @@ import {
 } from './fixtures/agents.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { eventually } from './fixtures/network.ts';
+import { mailSystemSkipReason, startMailSystem, type MailSystem } from './fixtures/mail-system.ts';
 import { startSmtpSink, type SinkMessage, type SmtpSink } from './fixtures/smtp-sink.ts';
 
 failOnLeakedHandles();
@@ -183,55 +184,6 @@ for (const dialect of testDialects()) {
       assert.equal(alertsFor(sink, w.title).length, 1);
     });
 
-    it('sends mail with the product, a link, and RFC 8058 one-click unsubscribe that works', async () => {
-      const w = await storeWithWaiting(2);
-      const image = 'https://cdn.example.com/widget.png';
-      const url = `https://${w.store.domain}/products/widget`;
-      expectStatus(
-        await report(w.store, [{ productId: w.productId, variantId: w.variantId, available: 5, productTitle: `${w.title} <Deluxe>`, variantTitle: 'Blue / M', imageUrl: image, productUrl: url }]),
-        200,
-      );
-      await t.runWorker();
-      const [mail] = alertsFor(sink, w.title);
-      assert.ok(mail);
-      assert.equal(mail.subject, `${w.title} <Deluxe> is back in stock`);
-      assert.match(mail.text, /Blue \/ M/);
-      // The product link is ours: it records the click and lands on the product with UTM parameters.
-      const productLink = new RegExp(`http://restock\\.test/r/${w.store.domain.replace(/\./g, '\\.')}/[^\\s]+`).exec(mail.text)?.[0];
-      assert.ok(productLink, mail.text);
-      const landed = await t.app.inject({ method: 'GET', url: new URL(productLink).pathname, headers: { 'user-agent': 'Mozilla/5.0' } });
-      assert.equal(landed.statusCode, 302, landed.body);
-      assert.equal(landed.headers.location, `${url}?variant=${w.variantId.split('/').pop()}&utm_source=restock&utm_medium=email&utm_campaign=back-in-stock`);
-      assert.ok(mail.html?.includes(`${w.title} &lt;Deluxe&gt;`), 'titles are escaped in HTML');
-      assert.ok(mail.html?.includes(image));
-      const link = /^<(http:\/\/restock\.test\/unsubscribe\/[^>]+)>$/.exec(mail.headers['list-unsubscribe']!)?.[1];
-      assert.ok(link, 'List-Unsubscribe carries the one-click URL');
-      assert.equal(mail.headers['list-unsubscribe-post'], 'List-Unsubscribe=One-Click');
-      assert.ok(mail.text.includes(link));
-
-      const oneClick = (url: string) =>
-        t.app.inject({ method: 'POST', url: new URL(url).pathname, payload: 'List-Unsubscribe=One-Click', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
-      assert.equal((await oneClick(link)).statusCode, 200);
-      // Already alerted: the alert stays sent, and the subscription ends, so no reminder follows it.
-      assert.equal(await statusOf(w.subscriptions[0]!), 'unsubscribed');
-
-      // A shopper still waiting who uses the same one-click address is never mailed.
-      const third = uniqueEmail('one-click');
-      const waiting = expectStatus(await call(t.app, 'POST', SUBSCRIBE, { token: w.store.token, body: { productId: w.productId, variantId: w.variantId, email: third, shop: w.store.domain } }), 200);
-      const fourth = uniqueEmail('stays');
-      expectStatus(await call(t.app, 'POST', SUBSCRIBE, { token: w.store.token, body: { productId: w.productId, variantId: w.variantId, email: fourth, shop: w.store.domain } }), 200);
-      const read = expectStatus(await call(t.app, 'GET', `/api/v1/alerts/${waiting.subscriptionId}`, { token: w.store.token }), 200);
-      assert.equal((await oneClick(read.unsubscribeUrl)).statusCode, 200);
-      assert.equal(await statusOf(waiting.subscriptionId), 'unsubscribed');
-
-      expectStatus(await report(w.store, [{ productId: w.productId, variantId: w.variantId, available: 0 }]), 200);
-      expectStatus(await report(w.store, [{ productId: w.productId, variantId: w.variantId, available: 5 }]), 200);
-      await t.runWorker();
-      const recipients = alertsFor(sink, w.title).map((m) => m.recipients[0]);
-      assert.deepEqual(recipients, [...w.emails, fourth], 'the next restock mails the shopper still waiting, and no one twice');
-      assert.equal(await statusOf(waiting.subscriptionId), 'unsubscribed');
-    });
-
     it('never mails an unsubscribed or cancelled subscriber', async () => {
       const w = await storeWithWaiting(3);
       const read = expectStatus(await call(t.app, 'GET', `/api/v1/alerts/${w.subscriptions[0]}`, { token: w.store.token }), 200);
@@ -278,16 +230,6 @@ for (const dialect of testDialects()) {
       const waiting = (await ledger(store)).filter((r) => r.status === 'queued');
       assert.equal(waiting.length, 1);
       assert.ok(Date.parse(waiting[0]!.next_attempt_at) > Date.now() + 3500_000, 'due when the cap window ends');
-    });
-
-    it("uses the store's locale, own template and sender name", async () => {
-      const w = await storeWithWaiting(1, { locale: 'fr', senderName: 'Boutique Test', template: { subject: 'Enfin ! {{product_title}} pour {{email}}' } });
-      expectStatus(await report(w.store, [{ productId: w.productId, variantId: w.variantId, available: 1, productTitle: w.title }]), 200);
-      await t.runWorker();
-      const [mail] = alertsFor(sink, w.title);
-      assert.equal(mail!.subject, `Enfin ! ${w.title} pour ${w.emails[0]}`);
-      assert.match(mail!.text, /est de nouveau en stock/);
-      assert.match(mail!.headers.from!, /^"?Boutique Test"? </);
     });
 
     it("sends through the store's own SMTP server, logged in with the credentials its URL carries, kept sealed", async () => {
@@ -435,6 +377,246 @@ for (const dialect of testDialects()) {
       assert.equal(stale.items[0].ignored, 'stale');
       assert.equal(stale.items[0].restockId, undefined);
       assert.equal(stale.items[0].available, 0);
+    });
+  });
+
+  describe(`alerts through a real mail system (Postfix, Dovecot) on ${dialect}`, { skip: dialectSkip(dialect) ?? mailSystemSkipReason() }, () => {
+    let mail: MailSystem;
+    let t: TestApp;
+    before(async () => {
+      mail = await startMailSystem();
+      t = await startTestApp(dialect, { SMTP_URL: mail.smtpUrl, FREQUENCY_CAP_MINUTES: '0', BATCH_INTERVAL_SECONDS: '0', BATCH_MULTIPLIER: '1' });
+    });
+    after(async () => {
+      await t?.close();
+    });
+
+    /** A store and an agent its owner claimed for it, the claim code read from the owner's mailbox. */
+    async function storeWithAgent(): Promise<StoreAgent> {
+      const domain = uniqueDomain('delivered');
+      const owner = uniqueEmail('delivered-owner');
+      await createStore(t.database, domain, owner);
+      const agent = await registerAnonymousAgent(t.app);
+      expectStatus(await requestCode(t.app, agent.claimToken, owner, domain), 200);
+      const claim = await mail.waitForMessage(owner);
+      const claimed = expectStatus(await submitCode(t.app, agent.claimToken, codeIn(claim.text ?? '')), 200);
+      return { ...agent, token: claimed.credential, domain, owner };
+    }
+
+    async function storeWithWaiting(count: number, settings: Record<string, unknown> = {}) {
+      const store = await storeWithAgent();
+      if (Object.keys(settings).length > 0) {
+        expectStatus(await call(t.app, 'PATCH', `/api/v1/stores/${store.domain}`, { token: store.token, body: settings }), 200);
+      }
+      const ids = { productId: product(), variantId: variant() };
+      const emails: string[] = [];
+      const subscriptions: string[] = [];
+      for (let i = 0; i < count; i++) {
+        const email = uniqueEmail(`delivered${i}`);
+        const res = expectStatus(await call(t.app, 'POST', SUBSCRIBE, { token: store.token, body: { ...ids, email, shop: store.domain } }), 200);
+        emails.push(email);
+        subscriptions.push(res.subscriptionId);
+      }
+      return { store, ...ids, emails, subscriptions };
+    }
+
+    const report = (store: StoreAgent, items: Array<Record<string, unknown>>) =>
+      call(t.app, 'POST', `/api/v1/stores/${store.domain}/inventory`, { token: store.token, body: { items } });
+    const statusOf = async (id: string) =>
+      (await t.database.db.selectFrom('subscriptions').select('status').where('id', '=', id).executeTakeFirstOrThrow()).status;
+    const ledger = (store: StoreAgent) =>
+      t.database.db.selectFrom('notifications').selectAll().where('store_domain', '=', store.domain).orderBy('position').execute();
+    /** The one-click unsubscribe a mail client makes (RFC 8058): a POST without cookies or login. */
+    const oneClick = (url: string) =>
+      t.app.inject({ method: 'POST', url: new URL(url).pathname, payload: 'List-Unsubscribe=One-Click', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+
+    it('an alert arrives as sent: its headers, MIME parts and a non-ASCII product name, the link and one-click unsubscribe working from the mailbox', async () => {
+      const w = await storeWithWaiting(2);
+      const title = `Crème brûlée — 日本 ${serial}`;
+      const image = 'https://cdn.example.com/creme.png';
+      const url = `https://${w.store.domain}/products/creme`;
+      expectStatus(
+        await report(w.store, [{ productId: w.productId, variantId: w.variantId, available: 5, productTitle: `${title} <Deluxe>`, variantTitle: 'Bleu / M', imageUrl: image, productUrl: url }]),
+        200,
+      );
+      await t.runWorker();
+      const [first, second] = await Promise.all(w.emails.map((to) => mail.waitForMessage(to)));
+      const rows = await ledger(w.store);
+
+      for (const [i, got] of [first!, second!].entries()) {
+        const to = w.emails[i]!;
+        // What Postfix added: the envelope and its trace; nothing it wrote replaces a field of ours.
+        assert.equal(got.deliveredTo, to);
+        assert.equal(got.header('return-path'), '<alerts@restock.localhost>');
+        assert.match(got.header('received') ?? '', /by mail\.restock\.test \(Postfix\) with ESMTP /);
+        for (const name of ['from', 'to', 'subject', 'date', 'message-id', 'mime-version', 'list-unsubscribe', 'list-unsubscribe-post', 'x-restock-alert']) {
+          assert.equal(got.headers[name]?.length, 1, `one ${name} field`);
+        }
+        assert.equal(got.header('from'), 'Restock <alerts@restock.localhost>');
+        assert.equal(got.headers.sender, undefined, 'the From address sends it: no Sender field');
+        assert.equal(got.header('to'), to);
+        assert.equal(got.subject, `${title} <Deluxe> is back in stock`);
+        // Ours, not one Postfix made up for a mail without it (those end @mail.restock.test).
+        assert.match(got.header('message-id')!, /^<[^<>@\s]+@restock\.localhost>$/);
+        assert.ok(Math.abs(Date.parse(got.header('date')!) - Date.now()) < 10 * 60_000, got.header('date'));
+        assert.equal(got.header('x-restock-alert'), rows.find((row) => row.email === to)!.id);
+        assert.equal(got.header('list-unsubscribe-post'), 'List-Unsubscribe=One-Click');
+        assert.match(got.header('list-unsubscribe')!, /^<http:\/\/restock\.test\/unsubscribe\/[^>\s]+>$/);
+
+        assert.equal(got.structure, 'multipart/alternative(text/plain,text/html)');
+        assert.ok(got.parts.every((part) => part.charset === 'utf-8'), JSON.stringify(got.parts.map((p) => p.charset)));
+        assert.ok(got.text?.includes(`${title} <Deluxe>`), got.text);
+        assert.match(got.text!, /Bleu \/ M/);
+        assert.ok(got.html?.includes(`${title} &lt;Deluxe&gt;`), 'titles are escaped in HTML');
+        assert.ok(got.html?.includes(image));
+        const head = got.raw.slice(0, got.raw.indexOf('\r\n\r\n'));
+        assert.match(head, /^[\x20-\x7e\r\n\t]*$/, 'the header is ASCII: the title travels as encoded words, no SMTPUTF8 needed');
+        assert.ok(got.raw.split('\r\n').every((line) => line.length <= 998), 'no line over the 998 characters RFC 5322 allows');
+      }
+      assert.notEqual(first!.header('message-id'), second!.header('message-id'));
+
+      // The product link is ours: it records the click and lands on the product with UTM parameters.
+      const productLink = new RegExp(`http://restock\\.test/r/${w.store.domain.replace(/\./g, '\\.')}/[^\\s]+`).exec(first!.text!)?.[0];
+      assert.ok(productLink, first!.text);
+      const landed = await t.app.inject({ method: 'GET', url: new URL(productLink).pathname, headers: { 'user-agent': 'Mozilla/5.0' } });
+      assert.equal(landed.statusCode, 302, landed.body);
+      assert.equal(landed.headers.location, `${url}?variant=${w.variantId.split('/').pop()}&utm_source=restock&utm_medium=email&utm_campaign=back-in-stock`);
+
+      const link = /^<([^>]+)>$/.exec(first!.header('list-unsubscribe')!)![1]!;
+      assert.ok(first!.text!.includes(link), 'the text offers the same link');
+      assert.equal((await oneClick(link)).statusCode, 200);
+      // Already alerted: the alert stays sent, and the subscription ends, so no reminder follows it.
+      assert.equal(await statusOf(w.subscriptions[0]!), 'unsubscribed');
+      assert.equal(await statusOf(w.subscriptions[1]!), 'notified');
+
+      // A shopper still waiting who uses the same one-click address is never mailed.
+      const third = uniqueEmail('one-click');
+      const waiting = expectStatus(await call(t.app, 'POST', SUBSCRIBE, { token: w.store.token, body: { productId: w.productId, variantId: w.variantId, email: third, shop: w.store.domain } }), 200);
+      const fourth = uniqueEmail('stays');
+      expectStatus(await call(t.app, 'POST', SUBSCRIBE, { token: w.store.token, body: { productId: w.productId, variantId: w.variantId, email: fourth, shop: w.store.domain } }), 200);
+      const read = expectStatus(await call(t.app, 'GET', `/api/v1/alerts/${waiting.subscriptionId}`, { token: w.store.token }), 200);
+      assert.equal((await oneClick(read.unsubscribeUrl)).statusCode, 200);
+
+      expectStatus(await report(w.store, [{ productId: w.productId, variantId: w.variantId, available: 0 }]), 200);
+      expectStatus(await report(w.store, [{ productId: w.productId, variantId: w.variantId, available: 5 }]), 200);
+      await t.runWorker();
+      await mail.waitForMessage(fourth);
+      const sent = (await ledger(w.store)).filter((row) => row.status === 'sent').map((row) => row.email);
+      assert.deepEqual(sent.sort(), [...w.emails, fourth].sort(), 'the next restock mails the shopper still waiting, and no one twice');
+      assert.equal(await statusOf(waiting.subscriptionId), 'unsubscribed');
+      assert.deepEqual(await mail.messages(third), []);
+    });
+
+    it('keeps what a real mailbox needs of an alert: From, Date and Message-ID of our own, and RFC 8058 one-click unsubscribe', async () => {
+      // Postfix fills in From, Date and Message-ID for a loopback client that leaves them out,
+      // and a mailbox offers one-click unsubscribe only with both List-Unsubscribe fields.
+      const w = await storeWithWaiting(1);
+      expectStatus(await report(w.store, [{ productId: w.productId, variantId: w.variantId, available: 1, productTitle: `Needs ${serial}` }]), 200);
+      await t.runWorker();
+      const got = await mail.waitForMessage(w.emails[0]!);
+      const fields = (name: string) => got.headers[name] ?? [];
+      assert.deepEqual(fields('from'), ['Restock <alerts@restock.localhost>']);
+      assert.equal(fields('date').length, 1);
+      assert.doesNotMatch(got.raw, /^Date: .*\r\n(?:.*\r\n)*?Date: /m);
+      assert.match(fields('message-id')[0] ?? '', /@restock\.localhost>$/, 'the Message-ID is ours, not one Postfix added');
+      assert.match(fields('list-unsubscribe')[0] ?? '', /^<http:\/\/restock\.test\/unsubscribe\/[^>]+>$/);
+      assert.deepEqual(fields('list-unsubscribe-post'), ['List-Unsubscribe=One-Click']);
+      assert.equal(fields('mime-version')[0], '1.0');
+    });
+
+    it("uses the store's locale, own template and sender name, encoded so a mailbox reads them back", async () => {
+      const w = await storeWithWaiting(1, { locale: 'fr', senderName: 'Crème & Co — Boutique', template: { subject: 'Enfin ! {{product_title}} pour {{email}}' } });
+      const title = `Brûlée ${serial}`;
+      expectStatus(await report(w.store, [{ productId: w.productId, variantId: w.variantId, available: 1, productTitle: title }]), 200);
+      await t.runWorker();
+      const got = await mail.waitForMessage(w.emails[0]!);
+      assert.equal(got.subject, `Enfin ! ${title} pour ${w.emails[0]}`);
+      assert.match(got.text!, /est de nouveau en stock/);
+      assert.match(got.header('from')!, /^"?Crème & Co — Boutique"? <alerts@restock\.localhost>$/);
+      assert.match(got.raw, /^From: =\?UTF-8\?/m, 'the name travels as an encoded word');
+    });
+  });
+
+  describe(`alerts over submission (STARTTLS and a login) on ${dialect}`, { skip: dialectSkip(dialect) ?? mailSystemSkipReason() }, () => {
+    let mail: MailSystem;
+    before(async () => {
+      mail = await startMailSystem();
+    });
+
+    /**
+     * A service sending through `smtpUrl`, a store with `count` shoppers waiting and a restock
+     * reported; no agent, so no claim code has to get through a server that may refuse it.
+     */
+    async function restockThrough(env: Record<string, string>, count: number, use: (t: TestApp, shop: string, emails: string[]) => Promise<void>) {
+      const t = await startTestApp(dialect, { FREQUENCY_CAP_MINUTES: '0', BATCH_INTERVAL_SECONDS: '0', BATCH_MULTIPLIER: '1', DISPATCH_RETRY_BASE_MS: '20', ...env });
+      try {
+        const shop = uniqueDomain('submission');
+        await createStore(t.database, shop, uniqueEmail('submission-owner'));
+        const ids = { productId: product(), variantId: variant() };
+        const emails = Array.from({ length: count }, (_, i) => uniqueEmail(`submission${i}`));
+        for (const email of emails) await t.app.restock.alerts.subscribeShopper({ shop, ...ids, email });
+        await t.app.restock.inventory.reportStock(shop, [{ ...ids, available: count, productTitle: `Submitted ${serial}` }], { kind: 'shopify-webhook', ref: 'test', verified: true });
+        await use(t, shop, emails);
+      } finally {
+        await t.close();
+      }
+    }
+
+    const ledgerOf = (t: TestApp, shop: string) => t.database.db.selectFrom('notifications').selectAll().where('store_domain', '=', shop).execute();
+    const suppressionsOf = (t: TestApp, shop: string) => t.database.db.selectFrom('suppressions').select('email').where('store_domain', '=', shop).execute();
+
+    it('sends through submission: STARTTLS to a server of SMTP_CA_FILE, then logged in', async () => {
+      await restockThrough({ SMTP_URL: mail.submissionUrl, SMTP_CA_FILE: mail.caFile }, 1, async (t, shop, [email]) => {
+        await t.runWorker();
+        const got = await mail.waitForMessage(email!);
+        // RFC 3848: ESMTPSA is ESMTP with TLS (S) and a login (A).
+        assert.match(got.header('received') ?? '', /\bwith ESMTPSA\b/);
+        assert.equal(got.header('list-unsubscribe-post'), 'List-Unsubscribe=One-Click');
+        assert.deepEqual((await ledgerOf(t, shop)).map((row) => row.status), ['sent']);
+      });
+    });
+
+    it('a wrong password loses no alert: queued again with the reason, retried, and no shopper suppressed', async () => {
+      await restockThrough({ SMTP_URL: mail.submissionUrlWithWrongPassword, SMTP_CA_FILE: mail.caFile }, 2, async (t, shop, emails) => {
+        await t.app.restock.worker.turn();
+        let rows = await ledgerOf(t, shop);
+        assert.equal(rows.length, 2);
+        for (const row of rows) {
+          assert.equal(row.status, 'queued', "a refused login is the sender's to fix: retried, not given up");
+          assert.equal(row.attempts, 1);
+          assert.match(row.outcome ?? '', /refused the login \(reply code 535\)/);
+        }
+        await untilRetriesDue(rows);
+        await t.app.restock.worker.turn();
+        rows = await ledgerOf(t, shop);
+        assert.ok(rows.every((row) => row.status === 'queued' && row.attempts === 2), 'retried on the service\'s backoff');
+        assert.deepEqual(await suppressionsOf(t, shop), [], 'the shoppers did nothing wrong');
+        for (const email of emails) assert.deepEqual(await mail.messages(email), [], 'Postfix never took it, so nothing can arrive later');
+      });
+    });
+
+    it("without a login, Postfix refuses each recipient with 554 5.7.1: the alerts are retried, no shopper suppressed", async () => {
+      const noLogin = mail.submissionUrl.replace(/\/\/[^@]+@/, '//');
+      await restockThrough({ SMTP_URL: noLogin, SMTP_CA_FILE: mail.caFile }, 2, async (t, shop) => {
+        await t.app.restock.worker.turn();
+        const rows = await ledgerOf(t, shop);
+        assert.equal(rows.length, 2);
+        for (const row of rows) {
+          assert.equal(row.status, 'queued', 'a policy refusal at RCPT TO is not a bounce');
+          assert.match(row.outcome ?? '', /refused the recipient for a policy or login reason \(reply code 554\)/);
+        }
+        assert.deepEqual(await suppressionsOf(t, shop), []);
+      });
+    });
+
+    it('without SMTP_CA_FILE the test CA is not trusted: nothing is sent, the alert waits with the reason', async () => {
+      await restockThrough({ SMTP_URL: mail.submissionUrl }, 1, async (t, shop, [email]) => {
+        await t.app.restock.worker.turn();
+        const [row] = await ledgerOf(t, shop);
+        assert.equal(row!.status, 'queued');
+        assert.match(row!.outcome ?? '', /secure \(TLS\) connection to the mail server failed/);
+        assert.deepEqual(await mail.messages(email!), []);
+      });
     });
   });
 

@@ -1,13 +1,20 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from './fixtures/suites.ts';
+import { ConfigError, loadConfig } from '../src/config.ts';
 import { Database } from '../src/core/db/database.ts';
 import { MailOutboxRepository } from '../src/core/mail/outbox-repository.ts';
 import { parseSmtpUrl, SmtpUrlError } from '../src/core/mail/smtp-url.ts';
 import { MailDeliveryError, openMailTransport, type MailMessage, type MailTransport } from '../src/core/mail/transport.ts';
 import { createTestDatabase, dialectSkip, testConfig, testDialects, type TestDatabase } from './fixtures/app.ts';
+import { makeCertificates } from './fixtures/certificates.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { freePort, startSilentServer } from './fixtures/network.ts';
+import { mailSystemSkipReason, startMailSystem, type MailSystem } from './fixtures/mail-system.ts';
 import { startSmtpSink, type SmtpSink } from './fixtures/smtp-sink.ts';
+import { uniqueEmail } from './fixtures/agents.ts';
 
 failOnLeakedHandles();
 
@@ -126,34 +133,6 @@ describe('mail over SMTP', () => {
     assert.equal(transport.kind, 'smtp');
   });
 
-  it('delivers subject, text, html, custom headers and the From address', async () => {
-    // Long enough, and non-ASCII, so the text travels quoted-printable with soft line breaks.
-    const text = `Bonjour, here is your claim code for the agent café-bot: 482915. It expires in ten minutes; ignore this mail if you did not ask.`;
-    await transport.send(
-      message({
-        to: 'shopper@example.com',
-        subject: 'Your claim code — Restock',
-        text,
-        html: '<p>Your code is <b>482915</b>.</p>',
-        headers: { 'List-Unsubscribe': '<https://restock.test/unsubscribe/t1>', 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' },
-      }),
-    );
-    // send() resolved, so the server has already accepted the mail.
-    const got = sink.messages.find((m) => m.recipients.includes('shopper@example.com'));
-    assert.ok(got, 'the sink has the mail once send resolves');
-    assert.deepEqual(got.recipients, ['shopper@example.com']);
-    assert.equal(got.envelopeFrom, 'alerts@restock.test');
-    assert.equal(got.headers.from, FROM);
-    assert.equal(got.headers.to, 'shopper@example.com');
-    assert.equal(got.subject, 'Your claim code — Restock');
-    assert.equal(got.headers['list-unsubscribe'], '<https://restock.test/unsubscribe/t1>');
-    assert.equal(got.headers['list-unsubscribe-post'], 'List-Unsubscribe=One-Click');
-    assert.equal(got.text.trim(), text);
-    assert.match(got.text, /\b482915\b/);
-    assert.equal(got.html?.trim(), '<p>Your code is <b>482915</b>.</p>');
-    assert.match(got.raw, /^Content-Transfer-Encoding: quoted-printable$/m, 'the case the sink has to decode');
-  });
-
   it('many mails at once all arrive over the pool', async () => {
     const to = Array.from({ length: 20 }, (_, i) => `many-${i}@example.com`);
     await Promise.all(to.map((address) => transport.send(message({ to: address }))));
@@ -198,6 +177,109 @@ describe('mail over SMTP', () => {
   });
 });
 
+describe('mail through a real mail system (Postfix, Dovecot)', { skip: mailSystemSkipReason() }, () => {
+  let mail: MailSystem;
+  const transports: MailTransport[] = [];
+  const open = (smtpUrl: string, ca?: string) => {
+    const transport = openMailTransport({ smtpUrl, from: FROM, database: unusedDatabase, ca });
+    transports.push(transport);
+    return transport;
+  };
+  before(async () => {
+    mail = await startMailSystem();
+  });
+  after(async () => {
+    for (const transport of transports) await transport.close();
+  });
+
+  async function sendError(transport: MailTransport, to: string): Promise<MailDeliveryError> {
+    const err = await transport.send(message({ to })).then(
+      () => assert.fail('send resolved'),
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof MailDeliveryError, String(err));
+    return err;
+  }
+
+  it('delivers subject, text, html, custom headers and the From address as a mailbox reads them', async () => {
+    const to = uniqueEmail('delivered');
+    // Long enough, and non-ASCII, so the text travels quoted-printable with soft line breaks.
+    const text = `Bonjour, here is your claim code for the agent café-bot: 482915. It expires in ten minutes; ignore this mail if you did not ask.`;
+    await open(mail.smtpUrl).send(
+      message({
+        to,
+        subject: 'Your claim code — Crème brûlée — 日本',
+        text,
+        html: '<p>Your code is <b>482915</b>.</p>',
+        headers: { 'List-Unsubscribe': '<https://restock.test/unsubscribe/t1>', 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' },
+      }),
+    );
+    const got = await mail.waitForMessage(to);
+    assert.equal(got.deliveredTo, to);
+    assert.equal(got.header('return-path'), '<alerts@restock.test>', 'the envelope sender is the From address');
+    assert.equal(got.header('from'), FROM);
+    assert.equal(got.header('to'), to);
+    assert.equal(got.subject, 'Your claim code — Crème brûlée — 日本');
+    assert.equal(got.header('list-unsubscribe'), '<https://restock.test/unsubscribe/t1>');
+    assert.equal(got.header('list-unsubscribe-post'), 'List-Unsubscribe=One-Click');
+    assert.equal(got.structure, 'multipart/alternative(text/plain,text/html)');
+    assert.equal(got.text?.trim(), text);
+    assert.equal(got.html?.trim(), '<p>Your code is <b>482915</b>.</p>');
+    assert.equal(got.parts[0]!.encoding, 'quoted-printable');
+    assert.ok(got.parts.every((part) => part.charset === 'utf-8'));
+    const head = got.raw.slice(0, got.raw.indexOf('\r\n\r\n'));
+    assert.match(head, /^[\x20-\x7e\r\n\t]*$/, 'the header is ASCII: the subject travels as encoded words, no SMTPUTF8 needed');
+    assert.match(got.header('received') ?? '', /\bwith ESMTP\b/, 'Postfix took it over plain SMTP');
+  });
+
+  it('over submission, upgrades with STARTTLS to a server of the given CA and logs in', async () => {
+    const to = uniqueEmail('submission');
+    await open(mail.submissionUrl, mail.caPem).send(message({ to, text: 'Your code is 551177.' }));
+    const got = await mail.waitForMessage(to);
+    assert.match(got.text ?? '', /\b551177\b/);
+    // RFC 3848: ESMTPSA is ESMTP with TLS (S) and a login (A).
+    assert.match(got.header('received') ?? '', /\bwith ESMTPSA\b/);
+  });
+
+  it('over submission, a wrong password is refused with 535 and says nothing of the recipient', async () => {
+    const to = uniqueEmail('wrong-password');
+    const err = await sendError(open(mail.submissionUrlWithWrongPassword, mail.caPem), to);
+    assert.equal(err.responseCode, 535);
+    assert.equal(err.recipientRefused, false);
+    assert.match(err.message, /refused the login \(reply code 535\)/);
+    assert.deepEqual(await mail.messages(to), [], 'never accepted, so nothing can arrive later');
+  });
+
+  it('over submission without a login, Postfix refuses each recipient with 554 5.7.1, which is not the recipient\'s fault', async () => {
+    const to = uniqueEmail('no-login');
+    const err = await sendError(open(mail.submissionUrl.replace(/\/\/[^@]+@/, '//'), mail.caPem), to);
+    assert.equal(err.responseCode, 554);
+    assert.equal(err.recipientRefused, false, 'a refused client must not suppress the shopper');
+    assert.match(err.message, /for a policy or login reason/);
+  });
+
+  it('over submission without the CA, the certificate is not trusted and nothing is sent', async () => {
+    const to = uniqueEmail('untrusted');
+    const err = await sendError(open(mail.submissionUrl), to);
+    assert.match(err.message, /secure \(TLS\) connection to the mail server failed/);
+    assert.deepEqual(await mail.messages(to), []);
+  });
+
+  it('with a CA, a server that offers no STARTTLS gets no login and no mail', async () => {
+    const plain = await startSmtpSink({ auth: { user: 'shop', pass: 'secret' } });
+    const transport = openMailTransport({ smtpUrl: plain.url, from: FROM, database: unusedDatabase, ca: mail.caPem });
+    try {
+      const err = await sendError(transport, uniqueEmail('no-starttls'));
+      assert.match(err.message, /TLS/);
+      assert.deepEqual(plain.refusedLogins, [], 'no AUTH was tried in clear text');
+      assert.deepEqual(plain.messages, []);
+    } finally {
+      await transport.close();
+      await plain.close();
+    }
+  });
+});
+
 describe('SMTP URLs are read into typed settings', () => {
   it('reads host, port, credentials and timeouts, with defaults', () => {
     assert.deepEqual(parseSmtpUrl('smtp://mail.example.com'), {
@@ -239,6 +321,25 @@ describe('SMTP URLs are read into typed settings', () => {
     ];
     for (const url of refused) {
       assert.throws(() => parseSmtpUrl(url), (err: Error) => err instanceof SmtpUrlError && !err.message.includes('secret'), url);
+    }
+  });
+
+  it('SMTP_CA_FILE is read at start: a missing file or one without a certificate stops the service', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'restock-smtp-ca-'));
+    try {
+      const certificates = makeCertificates();
+      try {
+        assert.equal(loadConfig({ SMTP_CA_FILE: certificates.server.certFile }).smtpCa, certificates.server.cert);
+      } finally {
+        certificates.remove();
+      }
+      assert.equal(loadConfig({}).smtpCa, undefined);
+      assert.throws(() => loadConfig({ SMTP_CA_FILE: path.join(dir, 'missing.pem') }), (err: Error) => err instanceof ConfigError && /SMTP_CA_FILE: cannot read .*missing\.pem \(ENOENT\)/.test(err.message));
+      const notPem = path.join(dir, 'not.pem');
+      writeFileSync(notPem, 'not a certificate');
+      assert.throws(() => loadConfig({ SMTP_CA_FILE: notPem }), (err: Error) => err instanceof ConfigError && /SMTP_CA_FILE: .* holds no PEM certificate/.test(err.message));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 

@@ -31,6 +31,13 @@ export interface SmtpTransportOptions {
    * every connection is checked against this policy (no loopback, private or metadata address).
    */
   tenant?: OutboundPolicy;
+  /**
+   * The operator's private CA(s), PEM (SMTP_CA_FILE): the server's certificate must chain to
+   * them instead of the system's authorities. A connection that is not TLS is then refused, as
+   * whoever names a CA expects: the library would otherwise send the login in clear text to a
+   * server (or a man in the middle) that does not offer STARTTLS.
+   */
+  ca?: string;
 }
 
 /** Sends through an SMTP server over a small pool of reused connections. */
@@ -72,7 +79,7 @@ export class SmtpTransport implements MailTransport {
       throw new MailDeliveryError(`SMTP server did not take the mail: ${summarise(err, code)}`, {
         cause: err,
         ...(code !== undefined && { responseCode: code }),
-        recipientRefused: command === 'RCPT TO' && code !== undefined && code >= 500 && code < 600,
+        recipientRefused: command === 'RCPT TO' && code !== undefined && code >= 500 && code < 600 && !refusedByPolicy(err),
       });
     } finally {
       this.inFlight.delete(sending);
@@ -89,6 +96,33 @@ export class SmtpTransport implements MailTransport {
 }
 
 /**
+ * A 5xx to RCPT TO whose enhanced status code is of class 7 (security or policy, RFC 3463) is about
+ * the sender: Postfix refuses each recipient with `554 5.7.1 … Client host rejected` to a client
+ * that did not log in where a login is required, and `5.7.1 Relay access denied` where the
+ * sender may not relay. Neither says anything of the shopper's address, which must not be
+ * suppressed for it.
+ */
+function refusedByPolicy(err: unknown): boolean {
+  const { response } = err as { response?: unknown };
+  return typeof response === 'string' && /^5\d\d[ -]5\.7\.\d{1,3}\b/.test(response);
+}
+
+function refusedStep(err: unknown): string {
+  const { code, command } = err as { code?: unknown; command?: unknown };
+  if (command === 'RCPT TO') return refusedByPolicy(err) ? 'the recipient for a policy or login reason' : 'the recipient';
+  if (command === 'MAIL FROM') return 'the sender';
+  if (code === 'EAUTH') return 'the login';
+  if (code === 'ETLS') return 'to start TLS';
+  return 'the message';
+}
+
+/** The library reports a certificate it could not verify as a socket error (ESOCKET), by Node's message. */
+function tlsRefused(err: unknown): boolean {
+  const { code, message } = err as { code?: unknown; message?: unknown };
+  return code === 'ESOCKET' && typeof message === 'string' && /certificate|self[- ]signed|\bSSL\b|\bTLS\b/i.test(message);
+}
+
+/**
  * What went wrong, in our words: what a remote server answered, or which of our internal ports
  * refused a connection, is never repeated to whoever reads the outcome (a store's own server is
  * the store's choice, and its banner or error text would turn the setting into a port scanner).
@@ -98,12 +132,11 @@ function summarise(err: unknown, responseCode: number | undefined): string {
   if (err instanceof ForbiddenDestination) return 'the mail server is on an internal network address, which is refused';
   const { code, command } = err as { code?: unknown; command?: unknown };
   if (responseCode !== undefined) {
-    const step = command === 'RCPT TO' ? 'the recipient' : command === 'MAIL FROM' ? 'the sender' : code === 'EAUTH' ? 'the login' : 'the message';
-    return `the mail server refused ${step} (reply code ${responseCode})`;
+    return `the mail server refused ${refusedStep(err)} (reply code ${responseCode})`;
   }
   if (code === 'EAUTH') return 'the mail server refused the login';
   if (code === 'ETIMEDOUT') return 'the mail server did not answer in time';
-  if (code === 'ETLS') return 'the secure (TLS) connection to the mail server failed';
+  if (code === 'ETLS' || tlsRefused(err)) return 'the secure (TLS) connection to the mail server failed';
   if (code === 'EDNS') return 'the mail server host name could not be resolved';
   if (code === 'ECONNECTION' || code === 'ESOCKET') return 'the mail server could not be reached';
   if (code === 'EPROTOCOL') return 'the mail server does not speak SMTP as expected';
@@ -150,7 +183,7 @@ function guardedSocket(policy: OutboundPolicy) {
 
 /** Every option spelled out from typed values: nothing of the URL reaches the library as text. */
 function poolOptions(server: SmtpServer, options: SmtpTransportOptions): SMTPPool.Options {
-  const { poolSize, tenant } = options;
+  const { poolSize, tenant, ca } = options;
   const getSocket = tenant ? guardedSocket(tenant) : !server.secure ? socketWithoutDelay : undefined;
   return {
     pool: true,
@@ -164,5 +197,6 @@ function poolOptions(server: SmtpServer, options: SmtpTransportOptions): SMTPPoo
     greetingTimeout: server.greetingTimeoutMs,
     socketTimeout: server.socketTimeoutMs,
     ...(getSocket && { getSocket: getSocket as SMTPPool.Options['getSocket'] }),
+    ...(ca !== undefined && { tls: { ca }, requireTLS: true }),
   };
 }

@@ -39,11 +39,12 @@ export interface MailTransport {
 }
 
 /**
- * The SMTP server at `smtpUrl` when one is configured; otherwise the local outbox, so an
- * embedded install needs no mail server and its mail can still be read back.
+ * The SMTP server at `smtpUrl` when one is configured (its certificate checked against `ca`
+ * when given, SMTP_CA_FILE's); otherwise the local outbox, so an embedded install needs no mail
+ * server and its mail can still be read back.
  */
-export function openMailTransport(options: { smtpUrl: string | undefined; from: string; database: Database; poolSize?: number }): MailTransport {
-  if (options.smtpUrl) return new SmtpTransport(options.smtpUrl, options.from, { poolSize: options.poolSize });
+export function openMailTransport(options: { smtpUrl: string | undefined; from: string; database: Database; poolSize?: number; ca?: string | undefined }): MailTransport {
+  if (options.smtpUrl) return new SmtpTransport(options.smtpUrl, options.from, { poolSize: options.poolSize, ...(options.ca !== undefined && { ca: options.ca }) });
   return new OutboxTransport(new MailOutboxRepository(options.database));
 }
 
