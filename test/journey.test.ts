@@ -7,6 +7,12 @@
  * also saved as the screenshots in docs/.
  *
  * On SQLite only: browsers are slow, and storage is covered on both databases elsewhere.
+ *
+ * The journey's API calls go through Stoplight Prism (`prism proxy --errors`), which checks each
+ * request and answer against the service's own /openapi.json: the widget's availability and
+ * subscribe calls from the browser (routed there by Playwright), and the calls the test makes
+ * itself. In scope is exactly what the document describes (method and path); pages, assets,
+ * form posts and the mail's links are not in it, so they go to the service directly.
  */
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
@@ -16,6 +22,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { browserSkipReason, launchBrowser, seriousAccessibilityViolations, startPageServer } from './fixtures/browser.ts';
 import { startListeningTestApp, type TestApp } from './fixtures/app.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
+import { prismSkipReason, startPrismProxy, type PrismProxy } from './fixtures/prism.ts';
 import { startSmtpSink, type SmtpSink } from './fixtures/smtp-sink.ts';
 
 failOnLeakedHandles();
@@ -29,6 +36,7 @@ const SHOPPER = 'ada@shoppers.test';
 const screenshots = process.env.RESTOCK_SCREENSHOTS;
 
 const skip = browserSkipReason();
+const prismSkip = skip ?? prismSkipReason();
 
 describe('shopper and merchant journey in a browser', { skip }, () => {
   let t: TestApp;
@@ -36,10 +44,12 @@ describe('shopper and merchant journey in a browser', { skip }, () => {
   let store: Awaited<ReturnType<typeof startPageServer>>;
   let browser: Browser;
   let base: string;
+  let prism: PrismProxy | undefined;
 
   before(async () => {
     sink = await startSmtpSink();
     ({ t, base } = await startListeningTestApp('sqlite', { SMTP_URL: sink.url }));
+    if (!prismSkip) prism = await startPrismProxy((await t.app.inject({ method: 'GET', url: '/openapi.json' })).json(), base);
     await t.app.restock.stores.createStore(SHOP, OWNER);
     // One alert per unit in stock, batches a second apart: the worker runs only when a test says,
     // so a restock mails its first batch, and the next one once a test runs the worker again.
@@ -56,9 +66,29 @@ describe('shopper and merchant journey in a browser', { skip }, () => {
   after(async () => {
     await browser?.close();
     await store?.close();
+    await prism?.close();
     await t?.close();
     await sink?.close();
   });
+  /**
+   * A step of the journey, checked for what Prism found during it. Its finding is reported over
+   * the step's own failure, since it is the cause: a widget given Prism's problem instead of the
+   * answer then fails to show.
+   */
+  function checked(step: () => Promise<void>): () => Promise<void> {
+    return async () => {
+      try {
+        await step();
+      } finally {
+        assert.deepEqual(prism?.takeViolations() ?? [], [], 'Prism found the API and its document at odds');
+      }
+    };
+  }
+
+  /** One of the journey's own API calls: through Prism when it runs. */
+  function api(pathAndQuery: string, init?: RequestInit): Promise<Response> {
+    return prism ? prism.fetch(pathAndQuery, init) : fetch(`${base}${pathAndQuery}`, init);
+  }
 
   function reportStock(variants: Array<{ variantId: string; variantTitle: string; available: number }>) {
     const reports = variants.map((variant) => ({
@@ -72,6 +102,20 @@ describe('shopper and merchant journey in a browser', { skip }, () => {
 
   async function freshPage(): Promise<{ context: BrowserContext; page: Page }> {
     const context = await browser.newContext({ viewport: { width: 1100, height: 800 } });
+    const proxy = prism;
+    if (proxy) {
+      await context.route(
+        (url) => url.origin === base,
+        async (route) => {
+          const request = route.request();
+          const url = new URL(request.url());
+          if (!proxy.describes(request.method(), url.pathname)) return route.continue();
+          const response = await route.fetch({ url: `${proxy.url}${url.pathname}${url.search}` });
+          proxy.check(request.method(), `${url.pathname}${url.search}`, response.status(), response.headers(), await response.text());
+          await route.fulfill({ response });
+        },
+      );
+    }
     const page = await context.newPage();
     page.setDefaultTimeout(5000);
     return { context, page };
@@ -108,7 +152,7 @@ describe('shopper and merchant journey in a browser', { skip }, () => {
     await ownerContext.context?.close();
   });
 
-  it('the shopper subscribes through the widget on a sold-out variant, with the keyboard only', async () => {
+  it('the shopper subscribes through the widget on a sold-out variant, with the keyboard only', checked(async () => {
     const { context, page } = await freshPage();
     Object.assign(shopperContext, { context, page });
     await page.goto(`${store.url}/products/linen-shirt?variant=8001`);
@@ -132,12 +176,12 @@ describe('shopper and merchant journey in a browser', { skip }, () => {
     assert.equal(rows[0]!.store_domain, SHOP);
     assert.equal(rows[0]!.variant_id, SMALL);
     assert.equal(rows[0]!.status, 'active');
-  });
+  }));
 
-  it('the owner signs in with the link mailed to them and sees the waiting subscriber', async () => {
+  it('the owner signs in with the link mailed to them and sees the waiting subscriber', checked(async () => {
     // A few more shoppers, so the demand table and chart have something to compare.
     for (const i of [0, 1, 2]) {
-      const res = await fetch(`${base}/storefront/v1/subscribe`, {
+      const res = await api('/storefront/v1/subscribe', {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ shop: SHOP, productId: SHIRT, variantId: SMALL, email: `shopper${i}@shoppers.test` }),
@@ -167,9 +211,9 @@ describe('shopper and merchant journey in a browser', { skip }, () => {
     const smallRow = page.locator('tr', { hasText: 'Small' });
     assert.match(await smallRow.innerText(), /Linen shirt\s+Small\s+4/, 'four shoppers wait for the small shirt');
     await expectAccessible(page, 'demand page');
-  });
+  }));
 
-  it('a restock mails the shopper through SMTP, and the owner sees the sent alert and why', async () => {
+  it('a restock mails the shopper through SMTP, and the owner sees the sent alert and why', checked(async () => {
     await reportStock([{ variantId: SMALL, variantTitle: 'Small', available: 2 }]);
     await t.runWorker();
     const alert = await sink.waitFor((m) => m.recipients.includes(SHOPPER));
@@ -209,9 +253,9 @@ describe('shopper and merchant journey in a browser', { skip }, () => {
       await page.getByRole('heading', { name: label, level: 1 }).waitFor();
       await expectAccessible(page, `${name} page`);
     }
-  });
+  }));
 
-  it('the unsubscribe link in the alert works in the browser', async () => {
+  it('the unsubscribe link in the alert works in the browser', checked(async () => {
     const alert = sink.messages.find((m) => m.recipients.includes(SHOPPER))!;
     const link = /https?:\/\/\S+\/unsubscribe\/[A-Za-z0-9_.-]+/.exec(alert.text)?.[0];
     assert.ok(link, `no unsubscribe link in: ${alert.text}`);
@@ -222,9 +266,9 @@ describe('shopper and merchant journey in a browser', { skip }, () => {
     assert.equal(await page.getByRole('button', { name: 'Unsubscribe' }).count(), 0);
     assert.match(await page.locator('main').innerText(), new RegExp(SHOPPER));
     await expectAccessible(page, 'unsubscribed page');
-  });
+  }));
 
-  it('a waiting shopper who unsubscribes shows up in the dashboard, and is not mailed', async () => {
+  it('a waiting shopper who unsubscribes shows up in the dashboard, and is not mailed', checked(async () => {
     const waiting = await t.database.db.selectFrom('subscriptions').selectAll().where('email', '=', 'shopper2@shoppers.test').executeTakeFirstOrThrow();
     assert.equal(waiting.status, 'active');
     const page = shopperContext.page!;
@@ -248,9 +292,9 @@ describe('shopper and merchant journey in a browser', { skip }, () => {
     await t.runWorker();
     await sink.waitFor(stillWaiting);
     assert.equal(sink.messages.filter((m) => m.recipients.includes('shopper2@shoppers.test')).length, 0, 'the unsubscribed shopper is not mailed');
-  });
+  }));
 
-  it('the front door and the API reference are accessible pages', async () => {
+  it('the front door and the API reference are accessible pages', checked(async () => {
     const page = ownerContext.page!;
     for (const [path, heading] of [
       ['/', 'Restock'],
@@ -261,10 +305,10 @@ describe('shopper and merchant journey in a browser', { skip }, () => {
       await expectAccessible(page, `${path}`);
     }
     await shoot(page, 'api-reference');
-  });
+  }));
 
-  it('the agent claim and local checkout pages are accessible and look like the rest', async () => {
-    const registered = await fetch(`${base}/api/agent/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"type":"anonymous"}' });
+  it('the agent claim and local checkout pages are accessible and look like the rest', checked(async () => {
+    const registered = await api('/api/agent/register', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"type":"anonymous"}' });
     const { claim_url: claimUrl } = (await registered.json()) as { claim_url: string };
     const page = ownerContext.page!;
     await page.goto(claimUrl);
@@ -281,7 +325,21 @@ describe('shopper and merchant journey in a browser', { skip }, () => {
     await page.getByRole('heading', { name: 'Your plan is active' }).waitFor();
     await page.goto(`${base}/dashboard/plan`);
     assert.match(await page.locator('main').innerText(), /Growth[\s\S]*Current plan/);
-  });
+  }));
+
+  it("sent the journey's API calls through Prism, which found them all as the document says", { skip: prismSkip }, checked(async () => {
+    // The widget's availability revalidated with its ETag, as a browser's cache or a CDN does:
+    // routing turns the browser's cache off, so the test asks itself. The 304 is in the document.
+    const availability = `/storefront/v1/availability?${new URLSearchParams({ shop: SHOP, productId: SHIRT })}`;
+    const fresh = await api(availability);
+    assert.equal(fresh.status, 200);
+    assert.equal((await api(availability, { headers: { 'if-none-match': fresh.headers.get('etag')! } })).status, 304);
+
+    const operations = new Set(prism!.seen.map((exchange) => exchange.replace(/ → \d+$/, '')));
+    for (const expected of ['GET /storefront/v1/availability', 'POST /storefront/v1/subscribe', 'POST /api/agent/register']) {
+      assert.ok(operations.has(expected), `${expected} did not go through Prism: ${[...operations].join(', ')}`);
+    }
+  }));
 });
 
 /** The merchant's product page: a Shopify-like variant picker and the one tag the merchant pastes. */

@@ -2,17 +2,19 @@
 // retries, disabling, the outbound guard at every hop, tenancy) over both databases.
 /**
  * Outgoing webhooks end to end: endpoints registered through the API, events announced through
- * the domain's sink, the worker's job delivering to real HTTP receivers on loopback, each
- * delivery verified with the Standard Webhooks library's own `verify`. Loopback stands for the
- * internet where the app's allow-list says so (127.0.0.1/32 only); a second app runs with the
- * strict policy production has.
+ * the domain's sink, the worker's job delivering to real HTTP receivers on loopback. Each
+ * receiver verifies every delivery it gets with the Standard Webhooks library, with svix's
+ * `Webhook` and with the specification's HMAC (test/fixtures/webhook-receiver.ts); one that fails
+ * any of them fails the test it arrived in. Loopback stands for the internet where the app's
+ * allow-list says so (127.0.0.1/32 only); a second app runs with the strict policy production has.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
+import { Webhook as SvixWebhook } from 'svix';
 import type { StoreEvent } from '../src/core/events.ts';
 import { WebhookRepository } from '../src/webhooks/repository.ts';
-import { after, before, describe, it } from './fixtures/suites.ts';
+import { after, afterEach, before, describe, it } from './fixtures/suites.ts';
 import {
   call,
   codeIn,
@@ -102,7 +104,7 @@ for (const dialect of testDialects()) {
 
     before(async () => {
       sink = await startSmtpSink();
-      receiver = await startWebhookReceiver();
+      receiver = await startWebhookReceiver({ verifySignatures: true });
       t = await startTestApp(dialect, {
         SMTP_URL: sink.url,
         RESTOCK_ENCRYPTION_KEY: ENCRYPTION_KEY,
@@ -118,6 +120,14 @@ for (const dialect of testDialects()) {
       await receiver.close();
       await sink.close();
     });
+    afterEach(() => assert.deepEqual(receiver.takeRefusals(), [], 'every delivery verifies'));
+
+    /** Registers the receiver's `path`, whose deliveries must then verify with the secret handed out. */
+    async function registerAt(store: StoreAgent, path: string, eventTypes?: string[]): Promise<{ endpointId: string; secret: string }> {
+      const created = await register(t, store, receiver.url(path), eventTypes);
+      receiver.expectSignedWith(path, created.secret);
+      return created;
+    }
 
     /** A store and an agent its owner claimed for it, the claim code read at the SMTP sink. */
     async function storeWithAgent(name: string): Promise<StoreAgent> {
@@ -133,7 +143,7 @@ for (const dialect of testDialects()) {
 
     it('delivers each event signed per Standard Webhooks, with a secret shown once and kept sealed', async () => {
       const store = await storeWithAgent('signed');
-      const created = await register(t, store, receiver.url('/signed'));
+      const created = await registerAt(store, '/signed');
       assert.match(created.secret, /^whsec_[A-Za-z0-9+/]+=*$/);
       assert.ok(Buffer.from(created.secret.slice('whsec_'.length), 'base64').length >= 24, 'at least 24 random bytes');
       assert.equal((await endpoint(t, store, created.endpointId)).secret, undefined, 'never shown again');
@@ -147,6 +157,24 @@ for (const dialect of testDialects()) {
       assert.equal(hit.headers['webhook-id'], announced.id);
       assert.equal(hit.headers['content-type'], 'application/json');
       assert.throws(() => new Webhook(`whsec_${randomBytes(32).toString('base64')}`).verify(hit.body, hit.headers), 'another secret does not verify it');
+      // svix takes the secret as handed out (whsec_ and base64) and reads the same payload.
+      assert.deepEqual(new SvixWebhook(created.secret).verify(hit.body, hit.headers), verified(created.secret, hit));
+      assert.equal(hit.refused, undefined);
+
+      // The receiver's check is not vacuous: the same delivery with one signature byte changed is
+      // refused by each of its three verifiers.
+      const [version, signature] = hit.headers['webhook-signature']!.split(',');
+      const bytes = Buffer.from(signature!, 'base64');
+      bytes[0]! ^= 1;
+      const forged = await fetch(receiver.url('/signed'), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'webhook-id': hit.headers['webhook-id']!, 'webhook-timestamp': hit.headers['webhook-timestamp']!, 'webhook-signature': `${version},${bytes.toString('base64')}` },
+        body: hit.body,
+      });
+      assert.equal(forged.status, 401);
+      const [refusal, ...more] = receiver.takeRefusals();
+      assert.deepEqual(more, []);
+      assert.match(refusal!, /standardwebhooks: .*; svix: .*; the specification: no v1 signature/);
       const [delivery] = await deliveries(t, store, created.endpointId);
       assert.equal(delivery!.status, 'delivered');
       assert.deepEqual(delivery!.log.map(({ attempt, statusCode, error }) => ({ attempt, statusCode, error })), [{ attempt: 1, statusCode: 200, error: null }]);
@@ -160,8 +188,8 @@ for (const dialect of testDialects()) {
 
     it('makes one delivery of an event announced twice, and none to an endpoint that does not take its type', async () => {
       const store = await storeWithAgent('twice');
-      const all = await register(t, store, receiver.url('/twice'));
-      const ordersOnly = await register(t, store, receiver.url('/orders-only'), ['order.attributed']);
+      const all = await registerAt(store, '/twice');
+      const ordersOnly = await registerAt(store, '/orders-only', ['order.attributed']);
       const announced = event(store.domain, { type: 'subscription.created' });
       await Promise.all([t.app.restock.events.announce(announced), t.app.restock.events.announce(announced)]);
       await t.app.restock.events.announce(announced);
@@ -176,7 +204,7 @@ for (const dialect of testDialects()) {
     it('retries a failing endpoint on the schedule, then disables it after the threshold and mails the owner', async () => {
       const store = await storeWithAgent('failing');
       receiver.answer('/failing', (_req, res) => res.writeHead(500).end('down'));
-      const created = await register(t, store, receiver.url('/failing'));
+      const created = await registerAt(store, '/failing');
       await t.app.restock.events.announce(event(store.domain));
       await t.runWorker();
 
@@ -228,7 +256,7 @@ for (const dialect of testDialects()) {
       const store = await storeWithAgent('recovering');
       let failures = 2;
       receiver.answer('/recovering', (_req, res) => res.writeHead(failures-- > 0 ? 503 : 204).end());
-      const created = await register(t, store, receiver.url('/recovering'));
+      const created = await registerAt(store, '/recovering');
       await t.app.restock.events.announce(event(store.domain));
       await t.runWorker();
       await makeDue(t, (await deliveries(t, store, created.endpointId))[0]!.deliveryId);
@@ -258,7 +286,7 @@ for (const dialect of testDialects()) {
     it('disables an endpoint that answers 410 Gone at once', async () => {
       const store = await storeWithAgent('gone');
       receiver.answer('/gone', (_req, res) => res.writeHead(410).end());
-      const created = await register(t, store, receiver.url('/gone'));
+      const created = await registerAt(store, '/gone');
       await t.app.restock.events.announce(event(store.domain));
       await t.runWorker();
       const state = await endpoint(t, store, created.endpointId);
@@ -268,15 +296,16 @@ for (const dialect of testDialects()) {
     });
 
     it('follows a redirect to an allowed address, and not one to an internal address, recording the attempt as failed', async () => {
-      const internal = await startWebhookReceiver('127.0.0.2');
+      const internal = await startWebhookReceiver({ host: '127.0.0.2', verifySignatures: true });
       try {
         const store = await storeWithAgent('redirect');
         receiver.answer('/moved', (_req, res) => res.writeHead(307, { location: '/moved-here' }).end());
-        const moved = await register(t, store, receiver.url('/moved'));
+        const moved = await registerAt(store, '/moved');
+        receiver.expectSignedWith('/moved-here', moved.secret);
         receiver.answer('/escape', (_req, res) => res.writeHead(302, { location: internal.url('/stolen') }).end());
-        const escaping = await register(t, store, receiver.url('/escape'));
+        const escaping = await registerAt(store, '/escape');
         receiver.answer('/metadata', (_req, res) => res.writeHead(301, { location: 'http://169.254.169.254/latest/meta-data/' }).end());
-        const metadata = await register(t, store, receiver.url('/metadata'));
+        const metadata = await registerAt(store, '/metadata');
         await t.app.restock.events.announce(event(store.domain));
         await t.runWorker();
 
@@ -289,6 +318,7 @@ for (const dialect of testDialects()) {
           assert.match(delivery!.log[0]!.error!, /^redirected to a URL that must not be a loopback, private, link-local or otherwise internal address; not followed$/);
         }
         assert.equal(internal.received.length, 0, 'nothing reached the internal address');
+        assert.deepEqual(internal.takeRefusals(), []);
       } finally {
         await internal.close();
       }
@@ -298,9 +328,9 @@ for (const dialect of testDialects()) {
       const store = await storeWithAgent('bounded');
       const sent = { bytes: 0, closed: false };
       receiver.answer('/endless', endlessBody(sent));
-      const endless = await register(t, store, receiver.url('/endless'));
+      const endless = await registerAt(store, '/endless');
       receiver.answer('/silent', neverAnswer);
-      const silent = await register(t, store, receiver.url('/silent'));
+      const silent = await registerAt(store, '/silent');
       await t.app.restock.events.announce(event(store.domain));
       await t.runWorker();
 
@@ -317,7 +347,7 @@ for (const dialect of testDialects()) {
     it("keeps a store's endpoints from another store's agent, changing nothing", async () => {
       const a = await storeWithAgent('tenant-a');
       const b = await storeWithAgent('tenant-b');
-      const created = await register(t, b, receiver.url('/tenant-b'));
+      const created = await registerAt(b, '/tenant-b');
       await t.app.restock.events.announce(event(b.domain));
       const before = await t.tableDigests();
       const path = `${hooks(b)}/${created.endpointId}`;
@@ -341,18 +371,18 @@ for (const dialect of testDialects()) {
 
     it('holds at most 10 endpoints per store', async () => {
       const store = await storeWithAgent('crowded');
-      for (let i = 0; i < 10; i++) await register(t, store, receiver.url(`/crowded-${i}`));
+      for (let i = 0; i < 10; i++) await registerAt(store, `/crowded-${i}`);
       const before = await t.tableDigests();
       expectProblem(await call(t.app, 'POST', hooks(store), { token: store.token, body: { url: receiver.url('/crowded-10') } }), 409, 'conflict');
       assert.deepEqual(await t.tableDigests(), before);
       const [first] = expectStatus(await call(t.app, 'GET', hooks(store), { token: store.token }), 200).items;
       assert.equal((await call(t.app, 'DELETE', `${hooks(store)}/${first.endpointId}`, { token: store.token })).statusCode, 204);
-      await register(t, store, receiver.url('/crowded-10'));
+      await registerAt(store, '/crowded-10');
     });
 
     it('keeps the delivery log bounded: finished deliveries past 30 days, or beyond the newest per endpoint, are dropped', async () => {
       const store = await storeWithAgent('pruned');
-      const created = await register(t, store, receiver.url('/pruned'));
+      const created = await registerAt(store, '/pruned');
       for (let i = 0; i < 4; i++) await t.app.restock.events.announce(event(store.domain));
       await t.runWorker();
       const ids = (await deliveries(t, store, created.endpointId)).map((delivery) => delivery.deliveryId);
@@ -371,13 +401,14 @@ for (const dialect of testDialects()) {
     let t: TestApp;
     let receiver: WebhookReceiver;
     before(async () => {
-      receiver = await startWebhookReceiver();
+      receiver = await startWebhookReceiver({ verifySignatures: true });
       t = await startTestApp(dialect, { TENANT_OUTBOUND_ALLOW: '', RESTOCK_ENCRYPTION_KEY: ENCRYPTION_KEY, WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS) });
     });
     after(async () => {
       await t.close();
       await receiver.close();
     });
+    afterEach(() => assert.deepEqual(receiver.takeRefusals(), [], 'nothing reaches the receiver unsigned'));
 
     it('refuses an internal, credentialed or non-HTTP URL at registration, storing nothing', async () => {
       const store = await storeWithOutboxAgent(t.app, t.database, 'strict');

@@ -5,7 +5,12 @@ import { jsonSchemaTransform } from 'fastify-type-provider-zod';
 export const API_VERSION = '1.0.0';
 
 type OpenApiDocument = Record<string, unknown> & { paths?: Record<string, Record<string, OperationObject>> };
-type OperationObject = { operationId?: string; responses?: Record<string, { content?: Record<string, unknown> }>; 'x-payment-info'?: unknown };
+type OperationObject = {
+  operationId?: string;
+  responses?: Record<string, { content?: Record<string, unknown> }>;
+  security?: Array<Record<string, string[]>>;
+  'x-payment-info'?: unknown;
+};
 
 /**
  * Registers the OpenAPI 3.1 generator (the discovery feature's `openapi` plugin, loaded before any
@@ -50,7 +55,7 @@ export async function registerOpenApi(app: FastifyInstance, baseUrl: string, pai
     transform: jsonSchemaTransform,
     transformObject: (documentObject) => {
       const document = (documentObject as { openapiObject: OpenApiDocument }).openapiObject;
-      return withServiceInfo(withPaymentInfo(withProblemMediaType(document), paid, paymentInfo), baseUrl) as never;
+      return withServiceInfo(withPaymentInfo(withPublicSecurity(withClosedRecords(withProblemMediaType(document))), paid, paymentInfo), baseUrl) as never;
     },
   });
 }
@@ -65,6 +70,48 @@ function withProblemMediaType(document: OpenApiDocument): OpenApiDocument {
       }
     }
   }
+  return document;
+}
+
+/**
+ * `security: []` on every operation the identity gate does not guard (it writes the requirement
+ * of those that name a scope): without it a reader cannot tell "public" from "forgot to say", and
+ * linters and client generators take the latter.
+ */
+function withPublicSecurity(document: OpenApiDocument): OpenApiDocument {
+  for (const operations of Object.values(document.paths ?? {})) {
+    for (const operation of Object.values(operations)) operation.security ??= [];
+  }
+  return document;
+}
+
+type JsonSchema = { [keyword: string]: unknown };
+
+/**
+ * A zod record keyed by an enum has every key (zod v4 requires each), which the generator writes
+ * as `propertyNames` + `required` with no `properties`: valid JSON Schema, but readers (linters,
+ * client generators) see required properties that are not defined and make a map. Written as the
+ * closed object it is, each key is a typed field.
+ */
+function withClosedRecords(document: OpenApiDocument): OpenApiDocument {
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) return node.forEach(visit);
+    if (node === null || typeof node !== 'object') return;
+    const schema = node as JsonSchema;
+    const keys = (schema.propertyNames as JsonSchema | undefined)?.enum;
+    const values = schema.additionalProperties;
+    if (schema.type === 'object' && Array.isArray(keys) && !schema.properties && values && typeof values === 'object' && Array.isArray(schema.required)) {
+      const required = new Set(schema.required as string[]);
+      if (keys.every((key) => typeof key === 'string' && required.has(key))) {
+        delete schema.propertyNames;
+        schema.properties = Object.fromEntries((keys as string[]).map((key) => [key, structuredClone(values)]));
+        schema.additionalProperties = false;
+      }
+    }
+    Object.values(schema).forEach(visit);
+  };
+  visit(document.paths);
+  visit(document.components);
   return document;
 }
 

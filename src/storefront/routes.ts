@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
 import { problemResponses } from '../core/http/openapi-responses.ts';
 import { availabilityQuery, availabilityResponse, shopperSubscribeBody, shopperSubscribeResponse } from './schemas.ts';
 import type { OutboundPolicy } from '../core/net/outbound-guard.ts';
@@ -29,14 +30,14 @@ export function storefrontRoutes(service: StorefrontService, scripts: Record<Ser
         summary: "Whether a product's variants are sold out (for the storefront widget)",
         tags: ['storefront'],
         querystring: availabilityQuery,
-        response: { 200: availabilityResponse, ...problemResponses(400, 429, 503) },
+        response: { 200: availabilityResponse, 304: z.null().describe('Not modified: If-None-Match names the current ETag'), ...problemResponses(400, 429, 503) },
       },
       handler: async (request, reply) => {
         const { body, etag } = await service.availabilityAnswer(request.query.shop, request.query.productId);
         // Short: a restock should show on product pages within a minute. Set only on success,
         // so a refusal is never kept by a cache. A CDN or the browser revalidates with the ETag.
         reply.header('cache-control', 'public, max-age=30').header('etag', etag);
-        // Not in the typed responses: a 304 has no body, and clients (CDNs, browsers) send If-None-Match themselves.
+        // Listed in the document although no client asks for it by name: CDNs and browsers revalidate on their own.
         if (matchesIfNoneMatch(request.headers['if-none-match'], etag)) return (reply as FastifyReply).code(304).send();
         // Already JSON, built when the answer was kept.
         return reply.type('application/json; charset=utf-8').serializer(String).send(body as never);
