@@ -315,6 +315,8 @@ for (const dialect of testDialects()) {
       await t.app.restock.conversions.recordRefund({ storeDomain: shop, orderId, refundId: `re_${unique()}`, refundedAt: new Date().toISOString(), lines: [{ lineId: 'l2', quantity: 1, amount: money(1500), shopAmount: money(1500) }] });
       await assertFiguresMatch(t.database, 'after a refund of one line');
       await t.app.restock.conversions.recordCancellation({ storeDomain: shop, orderId, cancelledAt: new Date().toISOString() });
+      const nets = await t.database.db.selectFrom('order_attributions').select(['net_minor', 'net_shop_minor']).where('order_id', '=', orderId).execute();
+      assert.deepEqual(nets.map((row) => [Number(row.net_minor), Number(row.net_shop_minor)]), [[0, 0], [0, 0]], 'a cancelled order, refunded in part before, is worth nothing');
       await assertFiguresMatch(t.database, 'after the order was cancelled');
 
       // Changes no path of the service makes today, each moving a row between kept figures.

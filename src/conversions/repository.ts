@@ -82,7 +82,9 @@ export class ConversionRepository {
       const order = await trx.selectFrom('orders').selectAll().where('store_domain', '=', storeDomain).where('order_id', '=', orderId).executeTakeFirst();
       if (!order) return undefined;
       if (!(await change(trx))) return undefined;
-      const stored = await readStoredOrder(trx, order);
+      // Read again: the change may be to the order itself (a cancellation), which the net depends on.
+      const changed = await trx.selectFrom('orders').selectAll().where('store_domain', '=', storeDomain).where('order_id', '=', orderId).executeTakeFirstOrThrow();
+      const stored = await readStoredOrder(trx, changed);
       for (const line of recompute(stored)) {
         await trx
           .updateTable('order_attributions')
