@@ -8,14 +8,15 @@
  *   RESTOCK_TEST_DIALECTS=sqlite npm test      narrow to one dialect (refused under RESTOCK_REQUIRE_SERVICES=1)
  *   npm test -- test/alerts.test.ts            some files only
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { Database } from '../src/core/db/database.ts';
 import { PG_ADMIN_URL, pgAdmin, pgUrlFor, postgresReachable, redisReachable } from './fixtures/services.ts';
 
 const required = process.env.RESTOCK_REQUIRE_SERVICES === '1';
+const VENDURE_PLUGIN = 'extensions/vendure-plugin';
 const env: NodeJS.ProcessEnv = { ...process.env };
 const dialects = (env.RESTOCK_TEST_DIALECTS ?? 'sqlite,postgres').split(',').map((d) => d.trim());
 
@@ -55,8 +56,9 @@ if (postgresRuns) {
   env.RESTOCK_TEST_RUN_ID = runId;
 }
 
+buildVendurePlugin();
 const args = process.argv.slice(2);
-const files = args.length > 0 ? args : findTests('test');
+const files = args.length > 0 ? args : [...findTests('test'), ...findTests(path.join(VENDURE_PLUGIN, 'test'), '.test.mjs')];
 // A hang guard per file, not a speed check (speed is measured under bench/): the property file
 // walks every route on both databases and takes about 150 s on the 2-core machine.
 const FILE_TIMEOUT_MS = 300_000;
@@ -70,14 +72,32 @@ if (postgresRuns) await dropRunDatabases();
 process.exit(code);
 
 /** The project's test files, never walking into node_modules (test/conformance installs packages of its own). */
-function findTests(dir: string): string[] {
+function findTests(dir: string, suffix = '.test.ts'): string[] {
   const found: string[] = [];
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const file = path.join(dir, entry.name);
-    if (entry.isDirectory() && entry.name !== 'node_modules') found.push(...findTests(file));
-    else if (entry.isFile() && entry.name.endsWith('.test.ts')) found.push(file);
+    if (entry.isDirectory() && entry.name !== 'node_modules') found.push(...findTests(file, suffix));
+    else if (entry.isFile() && entry.name.endsWith(suffix)) found.push(file);
   }
   return found.sort();
+}
+
+/**
+ * The Vendure plugin's tests and the Vendure end-to-end test use its built files (what `npm pack`
+ * ships): built again here when a source is newer, so a changed plugin is never tested stale.
+ * Where its install is missing (`npm ci --prefix extensions/vendure-plugin`) the Vendure tests
+ * say so themselves, skipping loudly or failing under RESTOCK_REQUIRE_SERVICES=1.
+ */
+function buildVendurePlugin(): void {
+  if (!existsSync(path.join(VENDURE_PLUGIN, 'node_modules/typescript'))) return;
+  const built = path.join(VENDURE_PLUGIN, 'dist/index.js');
+  const sources = readdirSync(path.join(VENDURE_PLUGIN, 'src')).map((name) => statSync(path.join(VENDURE_PLUGIN, 'src', name)).mtimeMs);
+  if (existsSync(built) && statSync(built).mtimeMs >= Math.max(...sources)) return;
+  const tsc = spawnSync(process.execPath, [path.join(VENDURE_PLUGIN, 'node_modules/typescript/bin/tsc'), '-p', path.join(VENDURE_PLUGIN, 'tsconfig.json')], { stdio: 'inherit' });
+  if (tsc.status !== 0) {
+    loud('FAIL: the Vendure plugin does not build (extensions/vendure-plugin).');
+    process.exit(1);
+  }
 }
 
 /** Drops the template and any database a crashed test file left behind. */

@@ -65,6 +65,10 @@ export class Deliveries {
         return;
       }
       await this.wait(RETRY_DELAYS_MS[attempt]!);
+      if (this.stopped) {
+        this.log.error(`Restock: ${message.type} was not delivered (the server stopped before it could be tried again)`);
+        return;
+      }
     }
   }
 
