@@ -100,7 +100,7 @@ for (const dialect of testDialects()) {
       assert.equal(ok.isError, undefined);
       await assert.rejects(
         client.callTool({ name: 'subscribe_alert', arguments: { productId: 'gid://shopify/Product/1', email: uniqueEmail('x') } }),
-        (err: unknown) => err instanceof InsufficientScopeError && err.requiredScope === 'api:write' && String(err.resourceMetadataUrl).endsWith('/.well-known/oauth-protected-resource'),
+        (err: unknown) => err instanceof InsufficientScopeError && err.requiredScope === 'api:write' && String(err.resourceMetadataUrl).endsWith('/.well-known/oauth-protected-resource/mcp'),
       );
       const writerClient = await connect(writer, true);
       await assert.rejects(
@@ -116,7 +116,7 @@ for (const dialect of testDialects()) {
         body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_health', arguments: {} } }),
       });
       assert.equal(res.status, 401);
-      assert.match(res.headers.get('www-authenticate') ?? '', /^Bearer .*resource_metadata="http:\/\/127\.0\.0\.1:\d+\/\.well-known\/oauth-protected-resource"/);
+      assert.match(res.headers.get('www-authenticate') ?? '', /^Bearer .*resource_metadata="http:\/\/127\.0\.0\.1:\d+\/\.well-known\/oauth-protected-resource\/mcp"/);
       await res.arrayBuffer();
       // The official client without a token: it may list the tools (the paid ones are for it)...
       const anonymous = await connect(undefined, true);
@@ -134,8 +134,10 @@ for (const dialect of testDialects()) {
       assert.deepEqual(index.mcp, { url: `${service.baseUrl}/mcp`, transport: 'streamable-http', authorization: `${service.baseUrl}/.well-known/oauth-protected-resource` });
       const doc = expectStatus(await service.app.inject({ method: 'GET', url: '/openapi.json' }), 200);
       assert.equal(doc['x-service-info'].mcp.url, `${service.baseUrl}/mcp`);
+      // The endpoint is a resource of its own (RFC 9728 §3.3), protected as the API is.
       const root = expectStatus(await service.app.inject({ method: 'GET', url: '/.well-known/oauth-protected-resource' }), 200);
-      assert.deepEqual(expectStatus(await service.app.inject({ method: 'GET', url: '/.well-known/oauth-protected-resource/mcp' }), 200), root);
+      const own = expectStatus(await service.app.inject({ method: 'GET', url: '/.well-known/oauth-protected-resource/mcp' }), 200);
+      assert.deepEqual(own, { ...root, resource: `${service.baseUrl}/mcp`, resource_name: `${root.resource_name} MCP server` });
     });
 
     it('accepts only tokens issued for this API', async () => {

@@ -202,18 +202,46 @@ for (const dialect of testDialects()) {
         assert.equal(rs.jwks_uri, as.jwks_uri);
       });
 
-      // RFC 9728 §3.3: the document at `/.well-known/oauth-protected-resource/mcp` must name the
-      // resource `{BASE_URL}/mcp`, or a client must not use it. It names BASE_URL (the root's
-      // document), so oauth4webapi refuses it; MCP clients that follow the 401's
-      // resource_metadata (the root's) are not affected. Fixing it changes what the agents module
-      // serves there and what test/mcp.test.ts expects (docs/testing.md, "Third-party checks").
-      it("serves at the MCP endpoint's own metadata path a document for that resource", { todo: 'the document names BASE_URL, not BASE_URL/mcp' }, async () => {
+      // RFC 9728 §3.3: a document found at `/.well-known/oauth-protected-resource/mcp`, or through
+      // the MCP endpoint's 401, must name the URL the client called, or the client must not use it.
+      it("serves at the MCP endpoint's own metadata path a document for that resource, which the endpoint's 401 links to", async () => {
         const resource = new URL('/mcp', s.baseUrl);
         const response = await resourceDiscoveryRequest(resource, insecure);
         assert.equal(response.url, `${s.baseUrl}/.well-known/oauth-protected-resource/mcp`);
         const rs = await processResourceDiscoveryResponse(resource, response);
         assert.equal(rs.resource, resource.href);
         assert.ok(rs.authorization_servers?.includes(as.issuer));
+        assert.deepEqual(rs.scopes_supported, as.scopes_supported);
+        assert.equal(rs.jwks_uri, as.jwks_uri);
+
+        const refused = await fetch(resource, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_health', arguments: {} } }),
+        });
+        assert.equal(refused.status, 401);
+        await refused.body?.cancel();
+        assert.equal(bearerChallenge(refused.headers.get('www-authenticate') ?? undefined).resource_metadata, response.url);
+      });
+
+      it('a token asked for the MCP resource (RFC 8707) is issued for the API and accepted at /mcp', async () => {
+        const resource = new URL('/mcp', s.baseUrl);
+        const response = await genericTokenEndpointRequest(as, client, None(), JWT_BEARER_GRANT, { assertion: await s.idp.mint({ sub: `user-${randomUUID()}` }), resource: resource.href }, insecure);
+        const token = await processGenericTokenEndpointResponse(as, client, response);
+        assert.equal(decodeJwt(token.access_token).aud, s.baseUrl);
+        const called = await protectedResourceRequest(
+          token.access_token,
+          'POST',
+          resource,
+          new Headers({ 'content-type': 'application/json', accept: 'application/json, text/event-stream' }),
+          JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_health', arguments: {} } }),
+          insecure,
+        );
+        assert.equal(called.status, 200);
+        const answer = (await called.json()) as { result?: { isError?: boolean } };
+        assert.ok(answer.result, JSON.stringify(answer));
+        assert.equal(answer.result.isError, undefined, JSON.stringify(answer));
+        assert.equal((await api(token.access_token)).status, 200, 'and on the HTTP API');
       });
 
       it('a 401 from the API points to that same resource metadata', async () => {

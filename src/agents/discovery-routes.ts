@@ -1,6 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import { ID_JAG_TOKEN_TYPE } from './identity-assertions.ts';
-import { authorizationServerMetadata, openidConfiguration, protectedResourceMetadata, type MetadataOptions } from './metadata.ts';
+import {
+  MCP_RESOURCE_PATH,
+  PROTECTED_RESOURCE_METADATA_PATH,
+  authorizationServerMetadata,
+  openidConfiguration,
+  protectedResourceMetadata,
+  type MetadataOptions,
+} from './metadata.ts';
 import { scopeDescriptions } from '../core/scopes.ts';
 import type { SigningKeys } from './signing-keys.ts';
 
@@ -14,10 +21,11 @@ export function agentDiscoveryRoutes(options: MetadataOptions, keys: SigningKeys
       app.get(path, { schema: { hide: true } }, async (_request, reply) =>
         reply.header('cache-control', `public, max-age=${maxAge}`).header('access-control-allow-origin', '*').send(await build()),
       );
-    document('/.well-known/oauth-protected-resource', () => protectedResourceMetadata(options));
-    // MCP clients look for the metadata at the endpoint's own path first (RFC 9728 §3.1); /mcp is
-    // part of this one resource, so it is the same document.
-    document('/.well-known/oauth-protected-resource/mcp', () => protectedResourceMetadata(options));
+    document(PROTECTED_RESOURCE_METADATA_PATH, () => protectedResourceMetadata(options));
+    // MCP clients look for the metadata at the endpoint's own path first (RFC 9728 §3.1), and the
+    // MCP endpoint's 401 links here: a client checks that the `resource` it finds is the URL it
+    // called (§3.3), so this document names {BASE_URL}/mcp, not the root's resource.
+    document(`${PROTECTED_RESOURCE_METADATA_PATH}${MCP_RESOURCE_PATH}`, () => protectedResourceMetadata(options, MCP_RESOURCE_PATH, `${options.serviceName} MCP server`));
     document('/.well-known/oauth-authorization-server', () => authorizationServerMetadata(options));
     document('/.well-known/openid-configuration', () => openidConfiguration(options));
     // Read afresh each time (a few rows): a key another process just rotated in is published at once.

@@ -103,3 +103,6 @@ export function unbindFormerOwnersAgents(database: Database, changes: ChangeBus)
     return unbound > 0 ? `${unbound} agent(s) bound by a former owner are no longer bound to it` : undefined;
   };
 }
+
+/** What the MCP endpoint links in its challenges: the metadata document of its own resource. */
+export { MCP_RESOURCE_PATH, protectedResourceMetadataUrl } from './metadata.ts';

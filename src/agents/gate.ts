@@ -29,6 +29,11 @@ const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 export interface BearerGate {
   /** The caller of a request with a valid token; with `scope`, only if the token holds it. */
   callerOf(request: FastifyRequest, scope?: Scope): Promise<Caller>;
+  /**
+   * The same check, its challenges linking to another resource's metadata: an endpoint that is a
+   * resource of its own (RFC 9728 §3.3 has a client match the document to the URL it called).
+   */
+  withResourceMetadata(resourceMetadataUrl: string): BearerGate;
 }
 
 export function bearerGate(service: AgentService, resourceMetadataUrl: string): BearerGate {
@@ -42,6 +47,7 @@ export function bearerGate(service: AgentService, resourceMetadataUrl: string): 
     return `Bearer ${params.join(', ')}`;
   };
   return {
+    withResourceMetadata: (url) => bearerGate(service, url),
     async callerOf(request, scope) {
       const header = request.headers.authorization;
       if (!header || !/^bearer(\s|$)/i.test(header)) {

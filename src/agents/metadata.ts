@@ -13,14 +13,30 @@ export interface MetadataOptions {
 
 export const JWT_BEARER_GRANT = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
 
+export const PROTECTED_RESOURCE_METADATA_PATH = '/.well-known/oauth-protected-resource';
+/** The MCP endpoint's path: a resource of its own, with its own metadata document. */
+export const MCP_RESOURCE_PATH = '/mcp';
+
 /**
- * RFC 9728 protected resource metadata. The resource identifier is the base URL itself, since
- * the document sits at the origin's `/.well-known/oauth-protected-resource`.
+ * Where the metadata of the resource `{baseUrl}{resourcePath}` is: RFC 9728 §3.1 puts the
+ * well-known segment between the origin and the resource's path, and §3.3 has a client refuse a
+ * document found there whose `resource` is not that identifier.
  */
-export function protectedResourceMetadata(o: MetadataOptions) {
+export function protectedResourceMetadataUrl(baseUrl: string, resourcePath = ''): string {
+  return `${baseUrl}${PROTECTED_RESOURCE_METADATA_PATH}${resourcePath}`;
+}
+
+/**
+ * RFC 9728 protected resource metadata for `{baseUrl}{resourcePath}`: the API is the base URL
+ * itself, an endpoint with a path of its own (the MCP endpoint) is named with it. Access tokens
+ * are issued for the base URL whatever `resource` a client asked for (RFC 8707 lets the
+ * authorization server widen it), and that audience covers every path below it, so both
+ * documents name the same authorization server and the same tokens serve both.
+ */
+export function protectedResourceMetadata(o: MetadataOptions, resourcePath = '', name = o.serviceName) {
   return {
-    resource: o.baseUrl,
-    resource_name: o.serviceName,
+    resource: `${o.baseUrl}${resourcePath}`,
+    resource_name: name,
     authorization_servers: [o.baseUrl],
     scopes_supported: allScopes,
     bearer_methods_supported: ['header'],

@@ -1,12 +1,13 @@
 import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
 import type { AuthInfo } from '@modelcontextprotocol/server';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { MCP_RESOURCE_PATH, protectedResourceMetadataUrl } from '../agents/feature.ts';
 import type { BearerGate } from '../agents/service.ts';
 import type { Operation } from '../core/operations.ts';
 import { SERVER_CARD_PATHS, serverCard } from './server-card.ts';
 import { mcpServerFor, paidToolNames, restockTools, type McpPayments } from './tools.ts';
 
-export const MCP_PATH = '/mcp';
+export const MCP_PATH = MCP_RESOURCE_PATH;
 
 export interface McpOptions {
   gate: BearerGate;
@@ -14,6 +15,7 @@ export interface McpOptions {
   operations: Operation[];
   serviceName: string;
   baseUrl: string;
+  /** The endpoint's own protected resource metadata, which its 401 and 403 challenges link to. */
   resourceMetadataUrl: string;
   payments: McpPayments;
 }
@@ -70,7 +72,8 @@ export function mcpRoutes(options: McpOptions) {
           token: caller.tokenId,
           clientId: caller.agentId,
           scopes: [...caller.scopes],
-          resource: new URL(options.baseUrl),
+          // The MCP resource's identifier; the token's audience, the base URL, covers it.
+          resource: new URL(`${options.baseUrl}${MCP_PATH}`),
           resourceMetadataUrl: options.resourceMetadataUrl,
         };
         const server = mcpServerFor(tools, caller, options.serviceName, options.payments);
@@ -103,7 +106,9 @@ export function mcpRoutes(options: McpOptions) {
           serviceName: options.serviceName,
           baseUrl: options.baseUrl,
           endpoint: `${options.baseUrl}${MCP_PATH}`,
-          resourceMetadataUrl: options.resourceMetadataUrl,
+          // The API's document, as the API index and the A2A card link it: it names the API, whose
+          // tokens this endpoint accepts. A client talking to the endpoint follows its 401 instead.
+          resourceMetadataUrl: protectedResourceMetadataUrl(options.baseUrl),
           payments: options.payments,
         }).catch((err: unknown) => {
           card = undefined;
