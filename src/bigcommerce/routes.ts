@@ -1,10 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { isUnavailableError } from '../core/db/dialect.ts';
-import { rawBodyOf, takeRawBodies } from '../core/http/raw-body.ts';
+import { deliveryRoute } from '../core/connectors/delivery-route.ts';
 import { html, page } from '../core/html.ts';
-import { NotConfigured, ServiceUnavailable } from '../core/problems.ts';
+import { NotConfigured } from '../core/problems.ts';
 import { storeInput } from '../stores/schemas.ts';
 import { authCallbackSchema, CALLBACK_PATHS, WEBHOOK_PATH, type BigCommerceService } from './service.ts';
 
@@ -58,25 +57,16 @@ export function bigCommerceRoutes(service: BigCommerceService, baseUrl: string) 
   };
 }
 
-/** `POST /webhooks/bigcommerce/{store}`: checked, then the product read back and reported. */
+/** `POST /webhooks/bigcommerce/{store}`: checked, then the product read back and reported; BigCommerce delivers again after a 503. */
 export function webhookRoutes(service: BigCommerceService, baseUrl: string) {
-  return async function (app: FastifyInstance) {
-    takeRawBodies(app, { bodyLimit: WEBHOOK_BODY_LIMIT, baseUrl, sender: 'BigCommerce' });
-    app.post(`${WEBHOOK_PATH}/:shop`, {
-      bodyLimit: WEBHOOK_BODY_LIMIT,
-      schema: { hide: true, params: storeInput },
-      handler: async (request, reply) => {
-        const { shop } = storeInput.parse(request.params);
-        try {
-          return reply.code(200).send(await service.receiveWebhook(shop, request.headers, rawBodyOf(request)));
-        } catch (err) {
-          // BigCommerce delivers again when the answer is not a 2xx.
-          if (isUnavailableError(err)) throw new ServiceUnavailable('The webhook could not be stored.');
-          throw err;
-        }
-      },
-    });
-  };
+  return deliveryRoute({
+    path: WEBHOOK_PATH,
+    bodyLimit: WEBHOOK_BODY_LIMIT,
+    baseUrl,
+    sender: 'BigCommerce',
+    params: storeInput,
+    receive: (shop, headers, raw) => service.receiveWebhook(shop, headers, raw),
+  });
 }
 
 export const NOT_CONFIGURED = 'The BigCommerce app is not configured: set BIGCOMMERCE_CLIENT_ID and BIGCOMMERCE_CLIENT_SECRET (and RESTOCK_ENCRYPTION_KEY, which seals the stores\' tokens).';

@@ -6,6 +6,7 @@
  */
 import type { Caller } from './http/caller.ts';
 import { html, type SafeHtml } from './html.ts';
+import { NotFound, Problem, ValidationFailed } from './problems.ts';
 
 /** The signed-in owner a panel serves, and the caller they are to the platform's service. */
 export interface PanelOwner {
@@ -45,4 +46,25 @@ export function when(iso: string | null): string {
 /** A cookie session's forms prove they are ours with its CSRF token; inside the admin the session token does. */
 export function csrfField(csrf: string | undefined): SafeHtml {
   return csrf === undefined ? html`` : html`<input type="hidden" name="csrf" value="${csrf}">`;
+}
+
+/**
+ * A refusal a connection form can show: bad fields or credentials the platform refused (400, the
+ * service's pointers into the API's body named as the form's fields), or a platform that could
+ * not be reached (502, said above the form). Anything else is not the owner's to mend.
+ */
+export function formRefusal(err: unknown): { status: number; errors: FieldErrors } | undefined {
+  if (err instanceof ValidationFailed) return { status: 400, errors: err.errors.map((error) => ({ pointer: error.pointer.replace(/^\/body(?=\/)/, ''), message: error.message })) };
+  if (err instanceof Problem && err.slug === 'upstream-failed') return { status: err.status, errors: [{ pointer: '/', message: err.detail }] };
+  return undefined;
+}
+
+/** What `read` finds, or null where it finds nothing (a store never connected). */
+export async function foundOrNull<T>(read: () => Promise<T>): Promise<T | null> {
+  try {
+    return await read();
+  } catch (err) {
+    if (err instanceof NotFound) return null;
+    throw err;
+  }
 }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { csrfField, when, type DashboardPanel, type FieldErrors, type PanelAnswer, type PanelOwner } from '../core/dashboard-panel.ts';
+import { csrfField, formRefusal, foundOrNull, when, type DashboardPanel, type FieldErrors, type PanelAnswer, type PanelOwner } from '../core/dashboard-panel.ts';
 import { html, type SafeHtml } from '../core/html.ts';
-import { NotFound, Problem, ValidationFailed } from '../core/problems.ts';
+import { NotFound, ValidationFailed } from '../core/problems.ts';
 import type { NewVendureConnection, VendureConnection, VendureService } from './service.ts';
 
 const FIELDS = ['adminApiUrl', 'apiKey', 'productUrl'] as const;
@@ -30,7 +30,7 @@ const pageQuery = z.object({ done: z.enum(['disconnected']).optional() });
  */
 export function vendurePanel(connections: VendureService, baseUrl: string): DashboardPanel {
   const shown = async (owner: PanelOwner, view: View = {}, status = 200): Promise<PanelAnswer> => ({
-    page: connectionPage(view.made ?? (await connectionOf(connections, owner)), owner, view, baseUrl),
+    page: connectionPage(view.made ?? (await foundOrNull(() => connections.connectionFor(owner.caller, owner.shop))), owner, view, baseUrl),
     status,
   });
 
@@ -41,7 +41,7 @@ export function vendurePanel(connections: VendureService, baseUrl: string): Dash
       try {
         return await shown(owner, { made: await connections.connect(owner.caller, owner.shop, input) });
       } catch (err) {
-        const refusal = refusalOf(err);
+        const refusal = formRefusal(err);
         if (!refusal) throw err;
         return shown(owner, { errors: refusal.errors, typed: { adminApiUrl: input.adminApiUrl, productUrl: input.productUrl } }, refusal.status);
       }
@@ -67,22 +67,6 @@ export function vendurePanel(connections: VendureService, baseUrl: string): Dash
       return act(owner, fields);
     },
   };
-}
-
-async function connectionOf(connections: VendureService, owner: PanelOwner): Promise<VendureConnection | null> {
-  try {
-    return await connections.connectionFor(owner.caller, owner.shop);
-  } catch (err) {
-    if (err instanceof NotFound) return null;
-    throw err;
-  }
-}
-
-/** Bad fields or a refused key (400), or a server that could not be reached (502, said above the form). */
-function refusalOf(err: unknown): { status: number; errors: FieldErrors } | undefined {
-  if (err instanceof ValidationFailed) return { status: 400, errors: err.errors.map((error) => ({ pointer: error.pointer.replace(/^\/body(?=\/)/, ''), message: error.message })) };
-  if (err instanceof Problem && err.slug === 'upstream-failed') return { status: err.status, errors: [{ pointer: '/', message: err.detail }] };
-  return undefined;
 }
 
 function stateOf(connection: VendureConnection | null): SafeHtml {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { csrfField, when, type DashboardPanel, type FieldErrors, type PanelAnswer, type PanelOwner } from '../core/dashboard-panel.ts';
+import { csrfField, formRefusal, foundOrNull, when, type DashboardPanel, type FieldErrors, type PanelAnswer, type PanelOwner } from '../core/dashboard-panel.ts';
 import { html, type SafeHtml } from '../core/html.ts';
-import { NotFound, Problem, ValidationFailed } from '../core/problems.ts';
+import { NotFound, ValidationFailed } from '../core/problems.ts';
 import type { WooCommerceConnection, WooCommerceService } from './service.ts';
 
 const FIELDS = ['siteUrl', 'consumerKey', 'consumerSecret'] as const;
@@ -28,13 +28,13 @@ const pageQuery = z.object({ done: z.enum(['connected', 'disconnected']).optiona
  */
 export function wooCommercePanel(connections: WooCommerceService): DashboardPanel {
   const shown = async (owner: PanelOwner, view: View = {}, status = 200): Promise<PanelAnswer> => ({
-    page: connectionPage(await connectionOf(connections, owner), owner.csrfToken, view),
+    page: connectionPage(await foundOrNull(() => connections.connectionFor(owner.caller, owner.shop)), owner.csrfToken, view),
     status,
   });
 
   /** The form's refusal shown beside what was typed; anything not the owner's to mend is thrown on. */
   const refused = (owner: PanelOwner, fields: Record<string, string | undefined>, err: unknown) => {
-    const refusal = refusalOf(err);
+    const refusal = formRefusal(err);
     if (!refusal) throw err;
     return shown(owner, { errors: refusal.errors, typed: { siteUrl: fields.siteUrl ?? '', consumerKey: fields.consumerKey ?? '' } }, refusal.status);
   };
@@ -81,27 +81,6 @@ export function wooCommercePanel(connections: WooCommerceService): DashboardPane
       return act(owner, fields);
     },
   };
-}
-
-/** The store's connection, or null when it was never connected. */
-async function connectionOf(connections: WooCommerceService, owner: PanelOwner): Promise<WooCommerceConnection | null> {
-  try {
-    return await connections.connectionFor(owner.caller, owner.shop);
-  } catch (err) {
-    if (err instanceof NotFound) return null;
-    throw err;
-  }
-}
-
-/**
- * A refusal the form can show: bad fields or keys the site refused (400, the service's pointers
- * into the API's body named as the form's fields), or a site that could not be reached (502,
- * said above the form).
- */
-function refusalOf(err: unknown): { status: number; errors: FieldErrors } | undefined {
-  if (err instanceof ValidationFailed) return { status: 400, errors: err.errors.map((error) => ({ pointer: error.pointer.replace(/^\/body(?=\/)/, ''), message: error.message })) };
-  if (err instanceof Problem && err.slug === 'upstream-failed') return { status: err.status, errors: [{ pointer: '/', message: err.detail }] };
-  return undefined;
 }
 
 function stateOf(connection: WooCommerceConnection | null): SafeHtml {

@@ -1,10 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { isUnavailableError } from '../core/db/dialect.ts';
-import { rawBodyOf, takeRawBodies } from '../core/http/raw-body.ts';
+import { deliveryRoute } from '../core/connectors/delivery-route.ts';
 import { html, page } from '../core/html.ts';
-import { ServiceUnavailable } from '../core/problems.ts';
 import { storeInput } from '../stores/schemas.ts';
 import { keysCallbackSchema, type WooCommerceService } from './service.ts';
 
@@ -45,23 +43,18 @@ export function wooCommerceRoutes(service: WooCommerceService, baseUrl: string) 
   };
 }
 
-/** `POST /webhooks/woocommerce/{store}`: the raw bytes the site signed, checked, then reported. */
+/**
+ * `POST /webhooks/woocommerce/{store}`: the raw bytes the site signed, checked, then reported. A
+ * delivery not stored is a 503: the site does not deliver again, but the next reconciliation
+ * reads the product.
+ */
 export function deliveryRoutes(service: WooCommerceService, baseUrl: string) {
-  return async function (app: FastifyInstance) {
-    takeRawBodies(app, { bodyLimit: DELIVERY_BODY_LIMIT, baseUrl, sender: 'WooCommerce' });
-    app.post(`${DELIVERY_PATH}/:shop`, {
-      bodyLimit: DELIVERY_BODY_LIMIT,
-      schema: { hide: true, params: storeInput },
-      handler: async (request, reply) => {
-        const { shop } = storeInput.parse(request.params);
-        try {
-          return reply.code(200).send(await service.receiveDelivery(shop, request.headers, rawBodyOf(request)));
-        } catch (err) {
-          // Not stored: the site does not deliver again, but the next reconciliation reads the product.
-          if (isUnavailableError(err)) throw new ServiceUnavailable('The delivery could not be stored.');
-          throw err;
-        }
-      },
-    });
-  };
+  return deliveryRoute({
+    path: DELIVERY_PATH,
+    bodyLimit: DELIVERY_BODY_LIMIT,
+    baseUrl,
+    sender: 'WooCommerce',
+    params: storeInput,
+    receive: (shop, headers, raw) => service.receiveDelivery(shop, headers, raw),
+  });
 }
