@@ -263,5 +263,17 @@ for (const dialect of testDialects()) {
       await t.runWorker();
       await mail.waitForMessage(shopper);
     });
+
+    it('the guide’s uninstall command ends the connection; the plugin’s later deliveries are refused', async () => {
+      const ran = await shop.run('npx', ['--no-install', 'restock-vendure-disconnect'], { ...settings });
+      assert.equal(ran.status, 0, ran.output);
+      const row = await t.database.db.selectFrom('store_connections').select(['status', 'disconnect_reason', 'credentials_sealed']).where('store_domain', '=', domain).executeTakeFirstOrThrow();
+      assert.equal(row.status, 'disconnected');
+      assert.match(row.disconnect_reason ?? '', /uninstalled/);
+      assert.equal(row.credentials_sealed, null, 'the API key is forgotten');
+      const again = await shop.run('npx', ['--no-install', 'restock-vendure-disconnect'], { ...settings });
+      assert.notEqual(again.status, 0, 'a second uninstall is refused: the store is no longer connected');
+      assert.match(again.output, /404/);
+    });
   });
 }
