@@ -1,7 +1,6 @@
-import net from 'node:net';
-import { checkDestination } from '../core/net/destination.ts';
+import { checkDestination, checkTenantApiAddress } from '../core/net/destination.ts';
 import { describeFailure, exchange } from '../core/net/http-post.ts';
-import { ForbiddenDestination, isAllowedDestination, type OutboundPolicy } from '../core/net/outbound-guard.ts';
+import { ForbiddenDestination, type OutboundPolicy } from '../core/net/outbound-guard.ts';
 import { jsonOf } from '../core/json.ts';
 
 /** A page of 100 variants with their stock levels is a few hundred KB at most. */
@@ -36,14 +35,7 @@ export class VendureError extends Error {
  * query or fragment.
  */
 export function parseAdminApiUrl(text: string, policy: OutboundPolicy): URL | string {
-  const checked = checkDestination(text, policy);
-  if ('refused' in checked) return checked.refused;
-  const { url, host } = checked;
-  if (url.search !== '' || url.hash !== '') return 'must be the Admin API’s address, without a query or fragment';
-  const allowedPlain = net.isIP(host) !== 0 && policy.allowed !== undefined && isAllowedDestination(host, policy);
-  if (url.protocol !== 'https:' && !allowedPlain) return 'must be an https:// address: the API key travels with every request';
-  url.pathname = url.pathname.replace(/\/+$/, '');
-  return url;
+  return checkTenantApiAddress(text, policy, { what: 'the Admin API’s address', tls: 'the API key travels with every request' });
 }
 
 /**

@@ -1,8 +1,7 @@
-import { checkDestination } from '../core/net/destination.ts';
+import { checkDestination, checkTenantApiAddress } from '../core/net/destination.ts';
 import { jsonOf } from '../core/json.ts';
 import { describeFailure, exchange, type HopRequest } from '../core/net/http-post.ts';
-import { ForbiddenDestination, isAllowedDestination, type OutboundPolicy } from '../core/net/outbound-guard.ts';
-import net from 'node:net';
+import { ForbiddenDestination, type OutboundPolicy } from '../core/net/outbound-guard.ts';
 
 /** A page of products is at most 100 (WordPress's limit), each a few KB. */
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
@@ -48,14 +47,7 @@ export class WooCommerceError extends Error {
  * credentials, query or fragment; a path is kept (WordPress under /shop).
  */
 export function parseSiteUrl(text: string, policy: OutboundPolicy): URL | string {
-  const checked = checkDestination(text, policy);
-  if ('refused' in checked) return checked.refused;
-  const { url, host } = checked;
-  if (url.search !== '' || url.hash !== '') return 'must be the site’s address, without a query or fragment';
-  const allowedPlain = net.isIP(host) !== 0 && policy.allowed !== undefined && isAllowedDestination(host, policy);
-  if (url.protocol !== 'https:' && !allowedPlain) return 'must be an https:// address: WooCommerce takes API keys only over TLS';
-  url.pathname = url.pathname.replace(/\/+$/, '');
-  return url;
+  return checkTenantApiAddress(text, policy, { what: 'the site’s address', tls: 'WooCommerce takes API keys only over TLS' });
 }
 
 /**

@@ -39,3 +39,21 @@ export function checkNewDestination(text: string, policy: OutboundPolicy): Desti
   if (isObviouslyInternalHost(checked.host, policy)) return { refused: 'must name a host on the internet: loopback, private, link-local and internal hosts are refused' };
   return checked;
 }
+
+/**
+ * The address of a tenant's own API (a WooCommerce site, a Vendure Admin API), as its owner gives
+ * it: https, or http to an IP address the operator allowed (a local server in development),
+ * since the credentials travel with every request; no credentials, query or fragment; a path is
+ * kept, without its trailing slash. A refusal is said in the owner's words (`what` is the thing
+ * the address must be, `tls` why it must be https).
+ */
+export function checkTenantApiAddress(text: string, policy: OutboundPolicy, words: { what: string; tls: string }): URL | string {
+  const checked = checkDestination(text, policy);
+  if ('refused' in checked) return checked.refused;
+  const { url, host } = checked;
+  if (url.search !== '' || url.hash !== '') return `must be ${words.what}, without a query or fragment`;
+  const allowedPlain = net.isIP(host) !== 0 && policy.allowed !== undefined && isAllowedDestination(host, policy);
+  if (url.protocol !== 'https:' && !allowedPlain) return `must be an https:// address: ${words.tls}`;
+  url.pathname = url.pathname.replace(/\/+$/, '');
+  return url;
+}
