@@ -6,8 +6,8 @@
  *   npm run test:mutations                 all of them (exit 1 if one is missed)
  *   npm run test:mutations -- shopify      only those whose name contains "shopify"
  *
- * The copies run on SQLite only: these bugs live at the boundary with Shopify and Stripe, not in
- * the storage, and the suite runs every dialect anyway.
+ * The copies run on SQLite only: these bugs live at the boundary with Shopify and Stripe, or in
+ * what is computed from what is stored, not in the storage, and the suite runs every dialect anyway.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -54,6 +54,12 @@ const MUTATIONS: Mutation[] = [
       { file: 'src/billing/stripe-billing.ts', find: 'const end = item?.current_period_end ?? legacy.current_period_end;', replace: 'const end = legacy.current_period_end;' },
     ],
     tests: ['test/plans.test.ts'],
+  },
+  {
+    name: 'cancelled-order-revenue',
+    what: "an order's revision recomputing its net from the row as it was before the change (a cancellation kept the revenue)",
+    edits: [{ file: 'src/conversions/repository.ts', find: 'const stored = await readStoredOrder(trx, changed);', replace: 'const stored = await readStoredOrder(trx, order);' }],
+    tests: ['test/ledger-figures.test.ts'],
   },
 ];
 
