@@ -60,6 +60,21 @@ for (const dialect of testDialects()) {
       assert.deepEqual(info.x402.accepts, required.accepts, "/openapi.json's x-payment-info holds the same requirement");
     });
 
+    it("each 402's detail names only the ways that answer carries: checkoutPlan's card session, with no x402 and no test network it does not offer", async () => {
+      for (const [path, body] of [['/api/v1/plans/checkout', { plan: 'starter' }], ['/api/v1/alerts/subscribe', { productId: 'gid://shopify/Product/1', email: 'buyer@example.com' }], ['/api', undefined]] as const) {
+        const res = await fetch(`${service.baseUrl}${path}`, body ? { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) } : {});
+        assert.equal(res.status, 402, path);
+        const problem = await res.json();
+        const x402 = problem.accepts.length > 0;
+        const methods = [...(res.headers.get('www-authenticate') ?? '').matchAll(/method="([a-z0-9-]+)"/g)].map((match) => match[1]!);
+        const named = (word: RegExp) => word.test(problem.detail);
+        assert.equal(named(/x402/), x402, `${path}: x402 named ${named(/x402/)}, carried ${x402}: ${problem.detail}`);
+        assert.equal(named(/MPP/), methods.length > 0, `${path}: MPP named, carried ${methods}: ${problem.detail}`);
+        for (const method of ['stripe', 'tempo', 'card']) assert.equal(named(new RegExp(`\\b${method}\\b`)), methods.includes(method), `${path}: ${method} named in ${problem.detail}, challenges ${methods}`);
+        for (const gap of problem.unavailable ?? []) assert.doesNotMatch(gap.reason, /pay with/i, `${path}: a gap sends the payer elsewhere: ${gap.reason}`);
+      }
+    });
+
     it('the official client pays it: the amount reaches the service’s own address and the ledger records it', async () => {
       const before = await chain.usdcBalance(wallet);
       const res = await x402PayingFetch(chain)(`${service.baseUrl}/api`);

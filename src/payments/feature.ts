@@ -11,7 +11,7 @@ import { paymentGate } from './gate.ts';
 import { bindOperations, type PriceSheet } from '../core/operations.ts';
 import { offerAvailability, PriceList } from './offers.ts';
 import { paymentOperations } from './operations.ts';
-import { PaymentService, RECONCILE_EVERY_MS, type PaymentEngines } from './service.ts';
+import { PaymentService, RECONCILE_EVERY_MS, type CarriedOffers, type PaymentEngines } from './service.ts';
 import { PaymentRepository } from './repository.ts';
 
 export interface PaymentsFeature extends Feature<PaymentService> {
@@ -35,10 +35,15 @@ async function paymentsInForce(config: Config, database: Database): Promise<Paym
   };
 }
 
-/** What every 402, `/api` and the front door say of test-network payments; undefined for real ones. */
-export function testNetworkNotice(payments: PaymentsConfig): string | undefined {
+/**
+ * What `/api`, the front door and the 402s say of test-network payments; undefined for real ones.
+ * A 402 says it of the ways it carries (`carried`): none of them on a test network, nothing.
+ */
+export function testNetworkNotice(payments: PaymentsConfig, carried: CarriedOffers = { x402: true, mpp: ['tempo'] }): string | undefined {
   if (!payments.testNetwork) return undefined;
-  return `Payments on this deployment are on test networks only (x402 on ${payments.testNetwork.x402.network}, MPP tempo on Tempo's testnet), paid to the service's own test wallet: they move test tokens, not money. Its operator sets X402_PAY_TO (and the MPP settings) to take real payments.`;
+  const networks = [carried.x402 && `x402 on ${payments.testNetwork.x402.network}`, carried.mpp.includes('tempo') && "MPP tempo on Tempo's testnet"].filter((part): part is string => typeof part === 'string');
+  if (networks.length === 0) return undefined;
+  return `Payments on this deployment are on test networks only (${networks.join(', ')}), paid to the service's own test wallet: they move test tokens, not money. Its operator sets X402_PAY_TO (and the MPP settings) to take real payments.`;
 }
 
 /**
@@ -71,7 +76,7 @@ export function buildPayments({ config, database, serviceSecret, log, prices: sh
       return { x402: new X402Acceptance(payments.x402, payments.settleTimeoutMs, prices), mpp: new MppAcceptance(payments, mppSecret, realm, stripe, prices) };
     }));
   const gaps = offerAvailability(config.payments, stripe !== undefined).unavailable;
-  const service = new PaymentService(prices, new PaymentRepository(database), loadEngines, gaps, mppSecret, testNetworkNotice(config.payments));
+  const service = new PaymentService(prices, new PaymentRepository(database), loadEngines, gaps, mppSecret, (carried) => testNetworkNotice(config.payments, carried));
   if (gaps.length > 0) {
     log.warn({ unavailable: gaps }, `pay-per-request: some offers cannot be taken: ${gaps.map((g) => g.reason).join(' ')}`);
   }

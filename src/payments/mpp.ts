@@ -321,7 +321,7 @@ function assertSourceSigned(credential: Credential.Credential): void {
 function belowStripeMinimum(cents: number): Problem {
   return new Problem(
     'payment-method-unavailable',
-    `Stripe cannot charge USD ${usdDecimal(cents)}: its minimum charge is USD ${usdDecimal(STRIPE_MINIMUM_USD_CENTS)}. Nothing was charged; pay with tempo or x402, or use an access token.`,
+    `Stripe cannot charge USD ${usdDecimal(cents)}: its minimum charge is USD ${usdDecimal(STRIPE_MINIMUM_USD_CENTS)}. Nothing was charged; pay with another way the 402 offers, or use an access token.`,
     { extensions: { method: 'stripe', reason: 'amount_below_minimum', minimumAmount: String(STRIPE_MINIMUM_USD_CENTS), currency: 'usd' } },
   );
 }
@@ -329,7 +329,7 @@ function belowStripeMinimum(cents: number): Problem {
 function cardProcessorMissing(): Problem {
   return new Problem(
     'payment-method-unavailable',
-    'Card checkout sessions need a card processor to charge the network token, and none is configured. Nothing was charged; pay with stripe or x402.',
+    'Card checkout sessions need a card processor to charge the network token, and none is configured. Nothing was charged; pay with another way the 402 offers, or use an access token.',
     { extensions: { method: 'card', reason: 'no_processor' } },
   );
 }

@@ -103,6 +103,6 @@ export function offerAvailability(config: PaymentsConfig, stripe: boolean): { mp
   // Card sessions carry an encrypted network token that only a card processor can charge, and
   // the one SDK for it is not open source: offered as the seed lists it, refused when used.
   mpp.add('card/session');
-  unavailable.push({ protocol: 'mpp', method: 'card', intent: 'session', reason: 'Card checkout sessions need a card processor; none is configured. Pay with stripe or x402.' });
+  unavailable.push({ protocol: 'mpp', method: 'card', intent: 'session', reason: 'Card checkout sessions need a card processor; none is configured.' });
   return { mpp, unavailable };
 }

@@ -94,6 +94,12 @@ export const RECONCILE_EVERY_MS = 60_000;
 /** A settlement left unknown is asked again at the next reconciliation. */
 const PENDING_RETRY_AFTER_SECONDS = RECONCILE_EVERY_MS / 1000;
 
+/** The ways one 402 carries: x402 requirements, and its MPP challenges' methods. */
+export interface CarriedOffers {
+  x402: boolean;
+  mpp: readonly string[];
+}
+
 /**
  * Pay per request, over both protocols at once, on proofs its transports decoded: the offers of
  * a 402, the acceptance of a proof (claimed in the ledger before anything runs, so one proof pays
@@ -122,7 +128,8 @@ export class PaymentService {
     gaps: Unavailable[],
     private readonly mppSecret: string,
     /** Said wherever payment is asked for when payments are on test networks (PAYMENTS_TEST_NETWORK). */
-    readonly testNetworkNotice: string | undefined = undefined,
+    /** What is said of test-network payments: of every way (no argument), or of those a 402 carries; undefined for real ones. */
+    private readonly noticeFor: (carried?: CarriedOffers) => string | undefined = () => undefined,
   ) {
     this.gaps = gaps;
   }
@@ -146,6 +153,11 @@ export class PaymentService {
     return this.gaps;
   }
 
+  /** What `/api` and the front door say of test-network payments (every way the service takes). */
+  get testNetworkNotice(): string | undefined {
+    return this.noticeFor();
+  }
+
   /**
    * Every offer for the resource: x402 requirements and one fresh MPP challenge per offer.
    * `refusal` (a 402) replaces the plain "payment required" when a proof was refused.
@@ -154,7 +166,7 @@ export class PaymentService {
     const engines = await this.engines();
     const x402 = refusal ? engines.x402.paymentRequired(resource.operation, resource.url, refusal.detail) : this.plainX402(engines.x402, resource);
     const challenges = await engines.mpp.challenges(resource.operation);
-    const reason = refusal ?? this.howToPay(resource.operation, x402.accepts.length + challenges.length > 0);
+    const reason = refusal ?? this.howToPay(resource.operation, { x402: x402.accepts.length > 0, mpp: [...new Set(challenges.map((challenge) => challenge.method))] });
     return { kind: 'payment-required', x402, challenges, unavailable: this.gaps, reason };
   }
 
@@ -233,14 +245,20 @@ export class PaymentService {
     return required;
   }
 
-  private howToPay(operation: PaidOperation, anyOffer: boolean): Problem {
-    const key = `${operation} ${anyOffer}`;
+  /**
+   * The 402's detail, naming only the ways this answer carries (its x402 requirements, its MPP
+   * challenges' methods): a client told of a protocol the answer does not offer would look for it.
+   */
+  private howToPay(operation: PaidOperation, carried: CarriedOffers): Problem {
+    const key = `${operation} ${carried.x402} ${carried.mpp.join(',')}`;
     let reason = this.howTo.get(key);
     if (!reason) {
       const sheet = this.prices.of(operation);
-      const howTo = `${sheet.description}: USD ${(sheet.usdCents / 100).toFixed(2)}. Pay with x402 (PAYMENT-SIGNATURE) or MPP (Authorization: Payment), or call with an access token from /api/agent/register.`;
-      const notice = this.testNetworkNotice ? ` ${this.testNetworkNotice}` : '';
-      reason = new Problem('payment-required', anyOffer ? `${howTo}${notice}` : `${howTo} No payment method is configured on this deployment: ${this.gaps.map((g) => g.reason).join(' ')}`);
+      const ways = [carried.x402 && 'x402 (PAYMENT-SIGNATURE)', carried.mpp.length > 0 && `MPP (Authorization: Payment; ${carried.mpp.join(', ')})`].filter((way): way is string => typeof way === 'string');
+      const price = `${sheet.description}: USD ${(sheet.usdCents / 100).toFixed(2)}.`;
+      const howTo = ways.length > 0 ? `${price} Pay with ${ways.join(' or ')}, or call with an access token from /api/agent/register.` : `${price} Call with an access token from /api/agent/register.`;
+      const notice = this.noticeFor(carried);
+      reason = new Problem('payment-required', ways.length > 0 ? `${howTo}${notice ? ` ${notice}` : ''}` : `${howTo} No payment method is configured on this deployment: ${this.gaps.map((g) => g.reason).join(' ')}`);
       this.howTo.set(key, reason);
     }
     return reason;
