@@ -127,7 +127,6 @@ export class PaymentService {
     private readonly engines: () => Promise<PaymentEngines>,
     gaps: Unavailable[],
     private readonly mppSecret: string,
-    /** Said wherever payment is asked for when payments are on test networks (PAYMENTS_TEST_NETWORK). */
     /** What is said of test-network payments: of every way (no argument), or of those a 402 carries; undefined for real ones. */
     private readonly noticeFor: (carried?: CarriedOffers) => string | undefined = () => undefined,
   ) {
