@@ -339,7 +339,7 @@ describe('agent readiness of the front door', () => {
     assert.ok(capabilities.tools, 'capabilities.tools');
     const authorization = card.authorization as { protectedResourceMetadata: string; payPerCall: string[] };
     const metadata = await getJson(authorization.protectedResourceMetadata);
-    assert.equal(metadata.resource, base, 'RFC 9728 metadata of this API');
+    assert.equal(metadata.resource, `${base}/mcp`, "RFC 9728 metadata of the endpoint the card describes");
     assert.ok((metadata.authorization_servers as string[]).length > 0);
 
     // Without a token: initialize and tools/list are open to anyone (src/mcp/routes.ts).

@@ -1,7 +1,7 @@
 import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
 import type { AuthInfo } from '@modelcontextprotocol/server';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { MCP_RESOURCE_PATH, protectedResourceMetadataUrl } from '../agents/feature.ts';
+import { MCP_RESOURCE_PATH } from '../agents/feature.ts';
 import type { BearerGate } from '../agents/service.ts';
 import type { Operation } from '../core/operations.ts';
 import { SERVER_CARD_PATHS, serverCard } from './server-card.ts';
@@ -106,9 +106,9 @@ export function mcpRoutes(options: McpOptions) {
           serviceName: options.serviceName,
           baseUrl: options.baseUrl,
           endpoint: `${options.baseUrl}${MCP_PATH}`,
-          // The API's document, as the API index and the A2A card link it: it names the API, whose
-          // tokens this endpoint accepts. A client talking to the endpoint follows its 401 instead.
-          resourceMetadataUrl: protectedResourceMetadataUrl(options.baseUrl),
+          // The endpoint's own document, as its 401 links it: a client checks that the resource it
+          // names is the endpoint it calls (RFC 9728 §3.3).
+          resourceMetadataUrl: options.resourceMetadataUrl,
           payments: options.payments,
         }).catch((err: unknown) => {
           card = undefined;
