@@ -12,6 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from './fixtures/suites.ts';
 import { dialectSkip, startListeningTestApp, testDialects, type TestApp } from './fixtures/app.ts';
 import { agentOfMailed, call, createStore, uniqueEmail } from './fixtures/agents.ts';
+import { eventually } from './fixtures/network.ts';
 import { browserSkipReason, launchBrowser, startPageServer } from './fixtures/browser.ts';
 import { csrfOf, getPage, postForm, SIGN_IN, sessionCookie } from './fixtures/dashboard.ts';
 import { mailSystemSkipReason, startMailSystem, type MailSystem } from './fixtures/mail-system.ts';
@@ -20,15 +21,14 @@ import type { VendureService } from '../src/vendure/service.ts';
 
 const skip = vendureSkipReason() ?? browserSkipReason() ?? mailSystemSkipReason();
 
-/** Waits for what the plugin delivers in the background: it posts after Vendure's transaction commits. */
-async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const found = await probe();
-    if (found !== undefined) return found;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+/**
+ * What `probe` finds once it finds something, polled with the project's `eventually`: the plugin
+ * delivers in the background, after Vendure's transaction commits.
+ */
+async function found<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
+  let value: T | undefined;
+  await eventually(async () => (value = await probe()) !== undefined, what, 20_000);
+  return value as T;
 }
 
 for (const dialect of testDialects()) {
@@ -114,7 +114,7 @@ for (const dialect of testDialects()) {
     it('a variant made at stock 0 is read back as sold out; a shopper signs up on the storefront page; a restock in Vendure alerts them; their click lands on the product; their order counts', async () => {
       const boots = await variantAt(0, 'Crème Boots');
       // No stock movement for a variant made at 0: the variant's own event, read back.
-      const known = await eventually('the new variant read back', async () => (await stockOf(boots.variantId)) ?? undefined);
+      const known = await found('the new variant read back', async () => (await stockOf(boots.variantId)) ?? undefined);
       assert.equal(known.available, 0);
       assert.equal(known.product_url, `${storefront.url}/products/${boots.slug}`);
 
@@ -138,7 +138,7 @@ for (const dialect of testDialects()) {
 
       // The merchant restocks in Vendure; the plugin tells of a change, and Restock reads 5 back.
       await setStock(boots.variantId, 5);
-      await eventually('the restock read back', async () => ((await stockOf(boots.variantId))?.available === 5 ? true : undefined));
+      await found('the restock read back', async () => ((await stockOf(boots.variantId))?.available === 5 ? true : undefined));
       await t.runWorker();
       // Through Postfix, read back from Dovecot over IMAP.
       const alert = await mail.waitForMessage(shopper);
@@ -163,11 +163,11 @@ for (const dialect of testDialects()) {
       assert.equal(paid.addPaymentToOrder.state, 'PaymentSettled', JSON.stringify(paid));
       const lineTotal = paid.addPaymentToOrder.lines[0].proratedLinePriceWithTax as number;
       // The order holds two of the five (allocated): Vendure sells three more, and so Restock reads.
-      await eventually('the allocation read back', async () => ((await stockOf(boots.variantId))?.available === 3 ? true : undefined));
+      await found('the allocation read back', async () => ((await stockOf(boots.variantId))?.available === 3 ? true : undefined));
 
       // The owner's inbox also holds their dashboard sign-in links: the claim code is the other mail.
       const agent = await agentOfMailed(t.app, { waitFor: (match) => mail.waitForMessage({ to: owner, where: (m) => !(m.text ?? '').includes('/dashboard/sign-in/') && match({ recipients: [owner], text: m.text ?? '' }) }).then((m) => ({ text: m.text ?? '' })) }, domain, owner);
-      const performance: { orders: { direct: number }; revenue: unknown } = await eventually('the order counted', async () => {
+      const performance: { orders: { direct: number }; revenue: unknown } = await found('the order counted', async () => {
         const res = await call(t.app, 'GET', `/api/v1/stores/${domain}/performance`, { token: agent.token });
         assert.equal(res.statusCode, 200, res.body);
         return res.json().orders.total === 1 ? res.json() : undefined;
@@ -189,14 +189,14 @@ for (const dialect of testDialects()) {
       // The test's payment method refunds by hand, as a bank transfer would: the merchant marks it settled.
       const settled = await shop.admin(`mutation ($id: ID!) { settleRefund(input: { id: $id, transactionId: "bank-1" }) { ... on Refund { state } ... on ErrorResult { message } } }`, { id: refunded.refundOrder.id });
       assert.equal(settled.settleRefund.state, 'Settled', JSON.stringify(settled));
-      await eventually('the refund counted', async () => {
+      await found('the refund counted', async () => {
         const res = await call(t.app, 'GET', `/api/v1/stores/${domain}/performance`, { token: agent.token });
         return res.json().revenue[0]?.minor === lineTotal / 2 ? true : undefined;
       });
       // Cancelled, the order keeps its credit and its revenue is 0.
       const cancelled = await shop.admin(`mutation ($id: ID!) { cancelOrder(input: { orderId: $id, reason: "changed mind", cancelShipping: true }) { ... on Order { state } ... on ErrorResult { message } } }`, { id: order.id });
       assert.equal(cancelled.cancelOrder.state, 'Cancelled', JSON.stringify(cancelled));
-      await eventually('the cancellation counted', async () => {
+      await found('the cancellation counted', async () => {
         const res = await call(t.app, 'GET', `/api/v1/stores/${domain}/performance`, { token: agent.token });
         const figures = res.json();
         return figures.orders.total === 1 && (figures.revenue[0]?.minor ?? 0) === 0 ? true : undefined;
@@ -223,7 +223,7 @@ for (const dialect of testDialects()) {
           input: [{ productId: product.createProduct.id, sku: slug, price: 1000, translations: [{ languageCode: 'en', name }], ...input }],
         });
         const variantId = made.createProductVariants[0].id as string;
-        const read = await eventually(`${name} read back`, () =>
+        const read = await found(`${name} read back`, () =>
           t.database.db.selectFrom('inventory_variants').select(['available', 'published', 'purchasable_without_stock']).where('store_domain', '=', domain).where('variant_id', '=', `gid://vendure/ProductVariant/${variantId}`).executeTakeFirst(),
         );
         const soldOutForRestock = read.published === 0 || (read.purchasable_without_stock === 0 && read.available === 0);
@@ -246,11 +246,22 @@ for (const dialect of testDialects()) {
       assert.equal(forged.status, 401);
       assert.match(forged.headers.get('content-type') ?? '', /^application\/problem\+json/);
       assert.deepEqual(await t.tableDigests(), before);
+
+      // Signed with the store's own secret, but ten minutes old: a replay, refused as well.
+      const { Webhook } = await import('standardwebhooks');
+      const then = new Date(Date.now() - 10 * 60_000);
+      const stale = await fetch(`${base}/webhooks/vendure/${domain}`, {
+        method: 'POST',
+        body,
+        headers: { 'content-type': 'application/json', 'webhook-id': 'msg_replayed', 'webhook-timestamp': String(Math.floor(then.getTime() / 1000)), 'webhook-signature': new Webhook(settings.RESTOCK_SIGNING_SECRET).sign('msg_replayed', then, body) },
+      });
+      assert.equal(stale.status, 401);
+      assert.match((await stale.json()).detail, /webhook-timestamp/);
     });
 
     it('a restock made while the plugin is stopped is caught by reconciliation', async () => {
       const scarf = await variantAt(0, 'Scarf');
-      await eventually('the new variant read back', async () => (await stockOf(scarf.variantId)) ?? undefined);
+      await found('the new variant read back', async () => (await stockOf(scarf.variantId)) ?? undefined);
       const shopper = uniqueEmail('vendure-late');
       const signed = await t.post('/api/v1/alerts/subscribe', { shop: domain, productId: `gid://vendure/Product/${scarf.productId}`, variantId: `gid://vendure/ProductVariant/${scarf.variantId}`, email: shopper });
       assert.equal(signed.statusCode, 200, signed.body);
