@@ -227,6 +227,12 @@ export interface PaymentsConfig {
   stripe: { secretKey: string | undefined; apiUrl: string; networkId: string | undefined };
   tempo: { recipient: string | undefined; rpcUrl: string | undefined; currency: string | undefined; testnet?: boolean };
   /**
+   * MPP's card checkout session. With the hosted test checkout (`CHECKOUT_PROVIDER=local`) it is
+   * taken in test mode: no card is charged, and what the session buys is completed on that page.
+   * Otherwise it is offered as the seed lists it and refused, for want of a card processor.
+   */
+  card: { testCheckout: boolean };
+  /**
    * Set when payments are taken on test networks (PAYMENTS_TEST_NETWORK): the x402 offer's network
    * and asset, and Tempo's testnet; both pay the wallet the service generates, so `x402.payTo` and
    * `tempo.recipient` are unset until the payments feature fills them from it.
@@ -364,6 +370,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       },
       stripe: { secretKey: e.STRIPE_SECRET_KEY, apiUrl: e.STRIPE_API_URL, networkId: e.STRIPE_NETWORK_ID },
       tempo: { recipient: e.MPP_TEMPO_RECIPIENT, rpcUrl: e.MPP_TEMPO_RPC_URL, currency: e.MPP_TEMPO_CURRENCY },
+      card: { testCheckout: e.CHECKOUT_PROVIDER === 'local' },
       testNetwork: testNetworkConfig(e),
       settleTimeoutMs: e.PAYMENT_SETTLE_TIMEOUT_MS,
       limitPerAddressPerMinute: e.PAYMENT_LIMIT_PER_MINUTE,

@@ -288,7 +288,7 @@ for (const dialect of testDialects()) {
       await assertOnlyRefusalRecorded(before, /consumed/);
     });
 
-    it('says plainly that Stripe cannot charge USD 0.05 and that card sessions have no processor, charging nothing', async () => {
+    it('says plainly that Stripe cannot charge USD 0.05, charging nothing', async () => {
       // The official mppx client: it picks the stripe offer and pays it with a token it was given.
       const spt = granted({ maxAmount: 5 });
       const client = MppxClient.create({
@@ -304,13 +304,8 @@ for (const dialect of testDialects()) {
       assert.equal(small.json().reason, 'amount_below_minimum');
       assert.equal(small.json().minimumAmount, '50');
       assert.equal(stripe.paymentIntentsWith(spt).length, 0);
-
-      const cardChallenge = challengesOf(await unpaid('POST', CHECKOUT, { plan: 'starter', shop: uniqueDomain() })).find((c) => c.method === 'card')!;
-      const card = await unpaid('POST', CHECKOUT, { plan: 'starter', shop: uniqueDomain() }, { authorization: paymentHeader(cardChallenge, { token: 'eyJhbGciOiJub25lIn0.e30.' }) });
-      expectStatus(card, 402);
-      assert.equal(card.json().reason, 'no_processor');
-      // Each refusal is kept in the ledger; nothing else changes.
-      assertOnlyGrew(counts, await t.tableDigests(), 'payments', 2);
+      // The refusal is kept in the ledger; nothing else changes.
+      assertOnlyGrew(counts, await t.tableDigests(), 'payments', 1);
     });
 
     it('answers 503 when Stripe or the Tempo RPC cannot be reached, and serves nothing', async () => {
@@ -451,6 +446,29 @@ describe('payment settings', () => {
         }
         assert.ok(challengesOf(res).some((c) => c.method === 'stripe'), `${url} offers stripe`);
       }
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('beside a real checkout (Stripe), a card session is offered as the seed lists it and refused for want of a processor, charging nothing', async () => {
+    const t = await startTestApp(testDialects()[0]!, { CHECKOUT_PROVIDER: 'stripe', STRIPE_SECRET_KEY: 'sk_test_card', STRIPE_WEBHOOK_SECRET: 'whsec_card' });
+    try {
+      const shop = uniqueDomain();
+      const offered = await t.app.inject({ method: 'POST', url: CHECKOUT, headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ plan: 'starter', shop }) });
+      assert.doesNotMatch(offered.json().detail, /test mode/, 'no test-mode card is promised beside a real checkout');
+      assert.ok(offered.json().unavailable.some((gap: { method: string }) => gap.method === 'card'), 'the card gap is named');
+      const cardChallenge = challengesOf(offered).find((c) => c.method === 'card')!;
+      const counts = await t.tableDigests();
+      const card = await t.app.inject({
+        method: 'POST',
+        url: CHECKOUT,
+        headers: { 'content-type': 'application/json', authorization: paymentHeader(cardChallenge, { token: 'eyJhbGciOiJub25lIn0.e30.' }) },
+        payload: JSON.stringify({ plan: 'starter', shop }),
+      });
+      expectStatus(card, 402);
+      assert.equal(card.json().reason, 'no_processor');
+      assertOnlyGrew(counts, await t.tableDigests(), 'payments', 1);
     } finally {
       await t.close();
     }

@@ -296,7 +296,7 @@ describe('MPP refusals, by error type', () => {
 
   /** MPP acceptance with Stripe configured over `create`, the only Stripe call mppx's charge makes. */
   function stripeAcceptance(create: () => Promise<unknown>, list = prices) {
-    const config = { stripe: { secretKey: 'sk_test_pipeline', networkId: 'profile_pipeline' }, tempo: {}, x402: {}, settleTimeoutMs: 500 } as unknown as PaymentsConfig;
+    const config = { stripe: { secretKey: 'sk_test_pipeline', networkId: 'profile_pipeline' }, tempo: {}, card: { testCheckout: false }, x402: {}, settleTimeoutMs: 500 } as unknown as PaymentsConfig;
     const stripe = { paymentIntents: { create } } as unknown as Stripe;
     return new MppAcceptance(config, 'k'.repeat(64), 'restock.test', stripe, list);
   }

@@ -230,6 +230,9 @@ for (const dialect of testDialects()) {
         MPP_TEMPO_RECIPIENT: '0x2222222222222222222222222222222222222222',
         MPP_TEMPO_RPC_URL: 'http://127.0.0.1:9',
         PAYMENT_SETTLE_TIMEOUT_MS: '500',
+        // A real checkout, so that the card session is refused (beside the hosted test page it is taken in test mode).
+        CHECKOUT_PROVIDER: 'stripe',
+        STRIPE_WEBHOOK_SECRET: 'whsec_property',
       });
     });
     after(() => t.close());

@@ -7,6 +7,9 @@
  */
 import assert from 'node:assert/strict';
 import { decodePaymentRequiredHeader } from '@x402/core/http';
+import { Challenge, Credential, Receipt } from 'mppx';
+import { createStore, uniqueDomain, uniqueEmail } from './fixtures/agents.ts';
+import { browserSkipReason, launchBrowser } from './fixtures/browser.ts';
 import { after, before, describe, it } from './fixtures/suites.ts';
 import { dialectSkip, testDialects } from './fixtures/app.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
@@ -84,6 +87,61 @@ for (const dialect of testDialects()) {
       const [row] = await service.database.db.selectFrom('payments').selectAll().where('operation', '=', 'getApiIndex').execute();
       assert.equal(row?.status, 'settled');
       assert.equal(row?.protocol, 'x402');
+    });
+
+    it("checkoutPlan's card session is the hosted test checkout: a test token opens it, no money moves, and the owner completes it there in Chromium", { skip: browserSkipReason() }, async () => {
+      const shop = uniqueDomain('card');
+      const owner = uniqueEmail('card-owner');
+      await createStore(service.database, shop, owner);
+      const checkout = (headers: Record<string, string> = {}) =>
+        fetch(`${service.baseUrl}/api/v1/plans/checkout`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ plan: 'starter', shop }) });
+
+      const offered = await checkout();
+      assert.equal(offered.status, 402);
+      const card = Challenge.fromResponseList(offered.clone()).find((challenge) => challenge.method === 'card');
+      assert.equal(card?.intent, 'session');
+      const problem = await offered.json();
+      assert.match(problem.detail, /MPP card is this deployment's hosted test checkout, in test mode: no card is charged/);
+      assert.equal((problem.unavailable ?? []).some((gap: { method: string }) => gap.method === 'card'), false, 'the card session is not named missing');
+
+      const credential = Credential.serialize(Credential.from({ challenge: card!, payload: { token: 'tok_test_visa' } }));
+      const paid = await checkout({ authorization: credential });
+      assert.equal(paid.status, 200, await paid.clone().text());
+      const receipt = Receipt.deserialize(paid.headers.get('payment-receipt')!);
+      assert.equal(receipt.method, 'card');
+      assert.match(receipt.reference, /^test_card_/);
+      const { checkoutUrl, sessionId } = await paid.json();
+      assert.equal(checkoutUrl, `${service.baseUrl}/checkout/${sessionId}`, 'the payer gets the page, never the owner’s key');
+
+      // A card session moved no money: the checkout it opened is a plain one at the hosted page,
+      // a proposal its owner completes there, not a purchase already paid for.
+      const session = await service.database.db.selectFrom('checkout_sessions').selectAll().where('id', '=', sessionId).executeTakeFirstOrThrow();
+      assert.equal(session.provider, 'local');
+      assert.equal(session.status, 'awaiting_owner');
+      const ledger = await service.database.db.selectFrom('payments').selectAll().where('result_ref', '=', sessionId).execute();
+      assert.deepEqual(ledger.map((row) => [row.protocol, row.method, row.intent, row.status, row.amount]), [['mpp', 'card', 'session', 'settled', '999']]);
+      assert.match(ledger[0]!.reference ?? '', /^test_card_/);
+      const replayed = await checkout({ authorization: credential });
+      assert.equal(replayed.status, 402, 'one challenge opens one session');
+
+      const mail = await service.database.db.selectFrom('mail_outbox').selectAll().where('recipient', '=', owner).where('purpose', '=', 'plan-confirmation').executeTakeFirstOrThrow();
+      assert.doesNotMatch(mail.text_body, /has paid/, 'the owner is not told that anything was paid');
+      const link = new RegExp(`(https?://\\S+/checkout/${sessionId}\\?owner_key=[A-Za-z0-9_-]{43})`).exec(mail.text_body)![1]!;
+
+      const browser = await launchBrowser();
+      try {
+        const page = await browser.newPage();
+        await page.goto(link.replace(/^https?:\/\/[^/]+/, service.baseUrl));
+        await page.getByRole('button', { name: 'Accept and continue to payment' }).click();
+        await page.getByRole('button', { name: 'Complete test purchase' }).click();
+        await page.waitForLoadState();
+      } finally {
+        await browser.close();
+      }
+      const plan = await service.database.db.selectFrom('store_plans').selectAll().where('shop', '=', shop).executeTakeFirstOrThrow();
+      assert.deepEqual([plan.plan, plan.status], ['starter', 'active']);
+      const completed = await service.database.db.selectFrom('checkout_sessions').select('status').where('id', '=', sessionId).executeTakeFirstOrThrow();
+      assert.equal(completed.status, 'completed');
     });
 
     it('another process over the same database offers the same address', async () => {

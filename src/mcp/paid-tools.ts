@@ -44,7 +44,7 @@ export async function payForToolCall(
   payments: PaymentService,
   rateLimitPerMinute: number,
   call: PaidToolCall,
-  run: (caller: Caller, paidWith: 'x402' | 'mpp') => Promise<Record<string, unknown>>,
+  run: (caller: Caller, paidWith: 'x402' | 'mpp' | undefined) => Promise<Record<string, unknown>>,
   asError: (err: Problem) => ToolResult,
   metrics?: Metrics,
 ): Promise<ToolResult> {

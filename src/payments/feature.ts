@@ -36,10 +36,20 @@ async function paymentsInForce(config: Config, database: Database): Promise<Paym
 }
 
 /**
- * What `/api`, the front door and the 402s say of test-network payments; undefined for real ones.
- * A 402 says it of the ways it carries (`carried`): none of them on a test network, nothing.
+ * What `/api`, the front door and the 402s say of payments that move no money: test networks, and
+ * the card session beside the hosted test checkout; undefined for real ones. A 402 says it of the
+ * ways it carries (`carried`); `/api` and the front door of the networks.
  */
-export function testNetworkNotice(payments: PaymentsConfig, carried: CarriedOffers = { x402: true, mpp: ['tempo'] }): string | undefined {
+export function testModeNotice(payments: PaymentsConfig, carried: CarriedOffers = { x402: true, mpp: ['tempo'] }): string | undefined {
+  const notices = [testNetworksNotice(payments, carried), carried.mpp.includes('card') && payments.card.testCheckout && TEST_CARD_NOTICE];
+  const said = notices.filter((notice): notice is string => typeof notice === 'string');
+  return said.length > 0 ? said.join(' ') : undefined;
+}
+
+const TEST_CARD_NOTICE =
+  "MPP card is this deployment's hosted test checkout, in test mode: no card is charged, and the plan it opens is completed on that page (by the store's owner; anyone else's is a proposal the owner accepts there).";
+
+function testNetworksNotice(payments: PaymentsConfig, carried: CarriedOffers): string | undefined {
   if (!payments.testNetwork) return undefined;
   const networks = [carried.x402 && `x402 on ${payments.testNetwork.x402.network}`, carried.mpp.includes('tempo') && "MPP tempo on Tempo's testnet"].filter((part): part is string => typeof part === 'string');
   if (networks.length === 0) return undefined;
@@ -76,7 +86,7 @@ export function buildPayments({ config, database, serviceSecret, log, prices: sh
       return { x402: new X402Acceptance(payments.x402, payments.settleTimeoutMs, prices), mpp: new MppAcceptance(payments, mppSecret, realm, stripe, prices) };
     }));
   const gaps = offerAvailability(config.payments, stripe !== undefined).unavailable;
-  const service = new PaymentService(prices, new PaymentRepository(database), loadEngines, gaps, mppSecret, (carried) => testNetworkNotice(config.payments, carried));
+  const service = new PaymentService(prices, new PaymentRepository(database), loadEngines, gaps, mppSecret, (carried) => testModeNotice(config.payments, carried));
   if (gaps.length > 0) {
     log.warn({ unavailable: gaps }, `pay-per-request: some offers cannot be taken: ${gaps.map((g) => g.reason).join(' ')}`);
   }

@@ -8,7 +8,7 @@ import { problemResponses } from '../core/http/openapi-responses.ts';
 import type { Metrics } from '../core/metrics.ts';
 import { Problem, problemTypeUri } from '../core/problems.ts';
 import { PaymentPipeline, limitPayers, payerAgentId, unreadableCredential, unreadableX402Payment, type Accepted, type PaidCall, type Taken, type TransportProof } from './pipeline.ts';
-import type { AcceptedPayment, PaidResource, PaymentRequired, PaymentService } from './service.ts';
+import { paidWithOf, type AcceptedPayment, type PaidResource, type PaymentRequired, type PaymentService } from './service.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -107,7 +107,8 @@ function installGate(app: FastifyInstance, { payments, baseUrl, rateLimitPerMinu
     if (decision.kind === 'refused') throw decision.problem;
     accepted.set(request, decision);
     request.payment = decision.payment;
-    request.paidWith = decision.payment.protocol;
+    const paidWith = paidWithOf(decision.payment);
+    if (paidWith) request.paidWith = paidWith;
     request.caller = decision.caller;
   };
 

@@ -10,7 +10,7 @@ import { Transaction as TempoTransaction } from 'viem/tempo';
 import type { PaymentsConfig } from '../config.ts';
 import { Problem, type ProblemSlug } from '../core/problems.ts';
 import { usdDecimal, type MppMethod, type MppOffer } from '../core/operations.ts';
-import { offerAvailability, type PaidOperation, type PriceList, type Unavailable } from './offers.ts';
+import { offerAvailability, TEST_CARD_REFERENCE_PREFIX, type PaidOperation, type PriceList, type Unavailable } from './offers.ts';
 
 /** Stripe's smallest charge in USD cents (docs.stripe.com/currencies#minimum-and-maximum-charge-amounts). */
 const STRIPE_MINIMUM_USD_CENTS = 50;
@@ -87,8 +87,7 @@ export class MppAcceptance {
       methods.push(this.stripeCharge(stripe, config.stripe.networkId!), this.stripeSession(stripe));
     }
     if (config.tempo.recipient) methods.push(this.tempoCharge(config.tempo.recipient));
-    // Offered as the seed lists it, refused when used (offerAvailability says why).
-    methods.push(Method.toServer(sessionMethod('card'), { verify: async () => { throw cardProcessorMissing(); } }));
+    methods.push(config.card.testCheckout ? testCardSession() : Method.toServer(sessionMethod('card'), { verify: async () => { throw cardProcessorMissing(); } }));
     this.mppx = Mppx.create({ methods: methods as never, secretKey, realm });
   }
 
@@ -324,6 +323,22 @@ function belowStripeMinimum(cents: number): Problem {
     `Stripe cannot charge USD ${usdDecimal(cents)}: its minimum charge is USD ${usdDecimal(STRIPE_MINIMUM_USD_CENTS)}. Nothing was charged; pay with another way the 402 offers, or use an access token.`,
     { extensions: { method: 'stripe', reason: 'amount_below_minimum', minimumAmount: String(STRIPE_MINIMUM_USD_CENTS), currency: 'usd' } },
   );
+}
+
+/**
+ * The card checkout session beside the hosted test checkout: the network token is not charged
+ * (there is no processor, and nothing may be charged in test mode), so any token the challenge
+ * is paid with is taken, once; what the session buys is completed on the hosted page.
+ */
+function testCardSession() {
+  return Method.toServer(sessionMethod('card'), {
+    defaults: { currency: 'usd', decimals: 2 },
+    verify: async ({ credential }) => {
+      const token = (credential.payload as { token?: string }).token;
+      if (!token) throw new Errors.InvalidPayloadError();
+      return { method: 'card', status: 'success', timestamp: new Date().toISOString(), reference: `${TEST_CARD_REFERENCE_PREFIX}${credential.challenge.id}` };
+    },
+  });
 }
 
 function cardProcessorMissing(): Problem {

@@ -69,6 +69,9 @@ export function paymentInfo(sheet: PriceSheet, accepts: unknown[]) {
   };
 }
 
+/** The reference a card session taken in test mode leaves in the ledger and its receipt: nothing was charged. */
+export const TEST_CARD_REFERENCE_PREFIX = 'test_card_';
+
 /** An offer this deployment cannot take, and the settings that would make it available. */
 export interface Unavailable {
   protocol: 'x402' | 'mpp';
@@ -101,8 +104,12 @@ export function offerAvailability(config: PaymentsConfig, stripe: boolean): { mp
   if (config.tempo.recipient || config.testNetwork) mpp.add('tempo/charge');
   else unavailable.push({ protocol: 'mpp', method: 'tempo', missing: ['MPP_TEMPO_RECIPIENT'], reason: 'Tempo payments need the address to pay (MPP_TEMPO_RECIPIENT) and a Tempo RPC.' });
   // Card sessions carry an encrypted network token that only a card processor can charge, and
-  // the one SDK for it is not open source: offered as the seed lists it, refused when used.
+  // the one SDK for it is not open source. Beside the hosted test checkout the card session is
+  // that page's, in test mode; beside a real checkout it is offered as the seed lists it and
+  // refused when used.
   mpp.add('card/session');
-  unavailable.push({ protocol: 'mpp', method: 'card', intent: 'session', reason: 'Card checkout sessions need a card processor; none is configured.' });
+  if (!config.card.testCheckout) {
+    unavailable.push({ protocol: 'mpp', method: 'card', intent: 'session', reason: 'Card checkout sessions need a card processor; none is configured.' });
+  }
   return { mpp, unavailable };
 }

@@ -2,7 +2,7 @@ import type { Caller } from '../core/http/caller.ts';
 import { noMetrics, type Metrics, type PaymentOutcome, type PaymentProtocolLabel } from '../core/metrics.ts';
 import { Problem, ValidationFailed } from '../core/problems.ts';
 import type { BoundPaidTerms } from '../core/operations.ts';
-import type { AcceptedPayment, PaidRequest, PaidResource, PayerLimit, PaymentProof, PaymentRequired, PaymentService, Settlement } from './service.ts';
+import { paidWithOf, type AcceptedPayment, type PaidRequest, type PaidResource, type PayerLimit, type PaymentProof, type PaymentRequired, type PaymentService, type Settlement } from './service.ts';
 
 /** A call to a paid operation, whatever transport carried it. */
 export interface PaidCall extends PaidResource {
@@ -115,7 +115,7 @@ export class PaymentPipeline {
   }
 
   /** The whole lifecycle around `handler`, for a transport that runs the handler itself. A handler's failure is thrown once the payment is undone. */
-  async pay<T>(call: PaidCall, proof: TransportProof | undefined, handler: (payer: Caller, paidWith: AcceptedPayment['protocol']) => Promise<T>): Promise<Served<T> | PaymentRequired | Refused> {
+  async pay<T>(call: PaidCall, proof: TransportProof | undefined, handler: (payer: Caller, paidWith: AcceptedPayment['protocol'] | undefined) => Promise<T>): Promise<Served<T> | PaymentRequired | Refused> {
     // The input is at hand before any offer here: a call no payment could buy is told so first.
     if (!proof) {
       const refused = await this.refusedBeforeCharge(call);
@@ -125,7 +125,7 @@ export class PaymentPipeline {
     if (accepted.kind !== 'accepted') return accepted;
     let result: T;
     try {
-      result = await handler(accepted.caller, accepted.payment.protocol);
+      result = await handler(accepted.caller, paidWithOf(accepted.payment));
     } catch (err) {
       await this.finish(accepted, { succeeded: false });
       throw err;

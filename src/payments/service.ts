@@ -7,7 +7,7 @@ import { ownStore, type Caller } from '../core/http/caller.ts';
 import { newId } from '../core/ids.ts';
 import { Problem } from '../core/problems.ts';
 import type { IssuedChallenge, MppAcceptance, MppPayment } from './mpp.ts';
-import { paymentInfo, type PaidOperation, type PriceList, type Unavailable } from './offers.ts';
+import { paymentInfo, TEST_CARD_REFERENCE_PREFIX, type PaidOperation, type PriceList, type Unavailable } from './offers.ts';
 import type { PaymentRow, PaymentRepository } from './repository.ts';
 import type { X402Acceptance, X402Check, X402Payment } from './x402.ts';
 
@@ -41,6 +41,18 @@ export type PaymentProof = { kind: 'x402'; payload: PaymentPayload } | { kind: '
 export type AcceptedPayment =
   | { protocol: 'x402'; id: string; payer: string; x402: X402Payment }
   | { protocol: 'mpp'; id: string; payer: string; mpp: MppPayment };
+
+/**
+ * What the operation is told it was paid with: nothing for a card session taken in test mode
+ * (no money moved, so a checkout it opens is a plain one, completed on the hosted test page).
+ */
+export function paidWithOf(payment: AcceptedPayment): AcceptedPayment['protocol'] | undefined {
+  return payment.protocol === 'mpp' && isTestCardSession(payment.mpp) ? undefined : payment.protocol;
+}
+
+function isTestCardSession(payment: MppPayment): boolean {
+  return payment.method === 'card' && (payment.receipt.reference ?? '').startsWith(TEST_CARD_REFERENCE_PREFIX);
+}
 
 /** A refusal: its problem says why (402: pay again; 400: not a method offered; 503: a network down). */
 export interface Refused {
