@@ -265,6 +265,28 @@ for (const dialect of testDialects()) {
     });
   });
 
+  describe(`migration 0028 (overage) on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
+    const empty = emptyDatabaseForSuite(dialect);
+
+    it('gives every store that held a plan before it a ceiling of 0, so none is charged beyond its plan until its owner says so', async () => {
+      const { database } = empty();
+      await migrateBefore(database, '0028_overage');
+      const at = new Date(Date.UTC(2026, 0, 2)).toISOString();
+      const plan = (shop: string, status: StorePlanStatus, provider: string) => ({ shop, plan: 'growth', status, checkout_session_id: null, activated_at: at, updated_at: at, provider, external_id: null, period_start: null, period_end: null, event_at: null });
+      await database.db.insertInto('store_plans').values([plan('held.myshopify.com', 'active', 'local'), plan('ended.myshopify.com', 'cancelled', 'stripe')]).execute();
+      await database.db.insertInto('plan_usage').values({ shop: 'held.myshopify.com', period_start: at, used: 7, notified_at: null } as never).execute();
+
+      assert.equal((await database.migrate())[0], '0028_overage');
+      const ceilings = await database.db.selectFrom('overage_ceilings').select(['shop', 'ceiling_cents']).orderBy('shop').execute();
+      assert.deepEqual(ceilings, [{ shop: 'ended.myshopify.com', ceiling_cents: 0 }, { shop: 'held.myshopify.com', ceiling_cents: 0 }]);
+      const usage = await database.db.selectFrom('plan_usage').selectAll().executeTakeFirstOrThrow();
+      assert.deepEqual([usage.used, usage.overage, usage.warned_at], [7, 0, null], 'the period so far counted, none of it beyond the allowance');
+      const billing = new BillingRepository(database);
+      assert.equal(await billing.overageCeiling('held.myshopify.com'), 0);
+      assert.equal(await billing.overageCeiling('new.myshopify.com'), undefined, 'a store with no plan before takes the default when it buys one');
+    });
+  });
+
   describe(`migration 0025 (contact point details) on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
     const empty = emptyDatabaseForSuite(dialect);
 

@@ -220,7 +220,17 @@ for (const dialect of testDialects()) {
       assert.equal((await t.database.db.selectFrom('mail_outbox').selectAll().where('recipient', '=', w.store.owner).where('purpose', '=', 'plan-notice').execute()).length, 1);
       // The store's usage is readable by its owner's agent.
       const store = expectStatus(await call(t.app, 'GET', `/api/v1/stores/${w.store.domain}`, { token: w.store.token }), 200);
-      assert.deepEqual(store.plan, { plan: 'free', status: 'none', monthlyAlertQuota: 3, used: 3, periodStart: store.plan.periodStart, periodEnd: store.plan.periodEnd, requiresOwnMailProvider: false });
+      assert.deepEqual(store.plan, {
+        plan: 'free',
+        status: 'none',
+        monthlyAlertQuota: 3,
+        used: 3,
+        periodStart: store.plan.periodStart,
+        periodEnd: store.plan.periodEnd,
+        requiresOwnMailProvider: false,
+        // No plan, nobody to bill: nothing goes beyond the free allowance.
+        overage: { billed: false, pricePerAlert: 0, ceiling: 0, alerts: 0, amount: 0, currency: 'USD' },
+      });
     });
 
     it('a plan bought lifts the wait; starter sends only through the store’s own provider', async () => {

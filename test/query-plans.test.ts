@@ -631,7 +631,7 @@ const CASES: PlanCase[] = [
   },
   {
     name: "billing: the period's usage is read, and locked on PostgreSQL, by its key",
-    run: ({ billing }) => billing.reserveUsage('shop-1.myshopify.com', '2026-02-01T00:00:00.000Z', 1000, 1),
+    run: ({ billing }) => billing.reserveUsage('shop-1.myshopify.com', '2026-02-01T00:00:00.000Z', 1000, 1000, 1),
     statement: 1,
     sql: {
       sqlite: 'select "used" from "plan_usage" where "shop" = ? and "period_start" = ?',

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { defineOperation, usdDecimal } from '../core/operations.ts';
-import { checkoutPlanAnswer, checkoutPlanBody, checkoutPlanResponse, checkoutSessionParams, checkoutSessionSchema, planListSchema } from './schemas.ts';
+import { storeInput, storeSchema } from '../stores/schemas.ts';
+import { checkoutPlanAnswer, checkoutPlanBody, checkoutPlanResponse, checkoutSessionParams, checkoutSessionSchema, overageCeilingBody, planListSchema } from './schemas.ts';
 import type { BillingService } from './service.ts';
 
 const STARTER_PLAN_CENTS = 999;
@@ -82,5 +83,22 @@ export const billingOperations = [
     tenancy: { refusal: 404 },
     example: { sessionId: 'cs_0123456789' },
     run: (billing: BillingService, { sessionId }, { caller }) => billing.getCheckoutSession(sessionId, caller),
+  }),
+  defineOperation({
+    id: 'setOverageCeiling',
+    method: 'PATCH',
+    path: '/api/v1/stores/:shop/plan',
+    summary: "Set the most a period's alerts beyond the plan's allowance may cost (the store's owner's side only)",
+    description:
+      "Beyond the allowance, alerts go out at the plan's published price each (`overagePerAlert`), up to this ceiling a period; past it they wait for the next period, and the owner is warned before. Applies from the next alert. Answers the plan in force with this period's usage.",
+    tag: 'plans',
+    scope: 'inventory:alerts',
+    idempotent: true,
+    input: storeInput.extend(overageCeilingBody.shape).strict(),
+    output: storeSchema.shape.plan,
+    errors: [400, 404, 415, 503],
+    tenancy: { refusal: 404 },
+    example: { shop: 'my-store.myshopify.com', overageCeiling: 25 },
+    run: (billing: BillingService, { shop, overageCeiling }, { caller }) => billing.setOverageCeiling(caller, shop, Math.round(overageCeiling * 100)),
   }),
 ];

@@ -12,6 +12,10 @@ export interface Plan {
   monthlyAlertQuota: number;
   /** Alerts go out only through the store's own e-mail provider (bring your own key). */
   requiresOwnMailProvider: boolean;
+  /** The published price of each alert beyond the allowance, in cents. */
+  overageCentsPerAlert: number;
+  /** The most a period's alerts beyond the allowance cost a store whose owner set no ceiling: one month's price. */
+  defaultOverageCeilingCents: number;
   includes: string[];
 }
 
@@ -31,9 +35,15 @@ export interface PlanSettings {
   starterAlertsPerMonth: number;
   growthAlertsPerMonth: number;
   growthPriceCents: number;
+  overageCentsPerAlert: number;
 }
 
-export const DEFAULT_PLAN_SETTINGS: PlanSettings = { starterAlertsPerMonth: 2_000, growthAlertsPerMonth: 20_000, growthPriceCents: 2_999 };
+export const DEFAULT_PLAN_SETTINGS: PlanSettings = { starterAlertsPerMonth: 2_000, growthAlertsPerMonth: 20_000, growthPriceCents: 2_999, overageCentsPerAlert: 1 };
+
+/** What the catalogue says of alerts beyond the allowance. */
+function overageTerms(settings: PlanSettings, ceilingCents: number): string {
+  return `beyond it, ${formatPrice(settings.overageCentsPerAlert, 'USD')} an alert, up to a ceiling you set (${formatPrice(ceilingCents, 'USD')} a month unless you change it)`;
+}
 
 export function planCatalogue(settings: PlanSettings = DEFAULT_PLAN_SETTINGS): PlanCatalogue {
   return {
@@ -45,7 +55,9 @@ export function planCatalogue(settings: PlanSettings = DEFAULT_PLAN_SETTINGS): P
       interval: 'month',
       monthlyAlertQuota: settings.starterAlertsPerMonth,
       requiresOwnMailProvider: true,
-      includes: ['back-in-stock alerts through your own SMTP provider', `${settings.starterAlertsPerMonth} alerts a month`, 'batch policy, templates, demand per product'],
+      overageCentsPerAlert: settings.overageCentsPerAlert,
+      defaultOverageCeilingCents: 999,
+      includes: ['back-in-stock alerts through your own SMTP provider', `${settings.starterAlertsPerMonth} alerts a month`, overageTerms(settings, 999), 'batch policy, templates, demand per product'],
     },
     growth: {
       name: 'Growth',
@@ -55,7 +67,9 @@ export function planCatalogue(settings: PlanSettings = DEFAULT_PLAN_SETTINGS): P
       interval: 'month',
       monthlyAlertQuota: settings.growthAlertsPerMonth,
       requiresOwnMailProvider: false,
-      includes: ['managed sending (or your own SMTP provider)', `${settings.growthAlertsPerMonth} alerts a month`, 'batch policy, templates, demand per product'],
+      overageCentsPerAlert: settings.overageCentsPerAlert,
+      defaultOverageCeilingCents: settings.growthPriceCents,
+      includes: ['managed sending (or your own SMTP provider)', `${settings.growthAlertsPerMonth} alerts a month`, overageTerms(settings, settings.growthPriceCents), 'batch policy, templates, demand per product'],
     },
   };
 }

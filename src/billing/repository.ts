@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Database, Trx } from '../core/db/database.ts';
 import { lockRows } from '../core/db/locking.ts';
 import { nextPlanState, type PlanEvent } from './plan-state.ts';
@@ -192,20 +193,51 @@ export class BillingRepository {
   }
 
   /**
-   * Takes up to `wanted` alerts from a store's allowance for a period, atomically: concurrent
-   * workers together never take more than `quota`. Returns how many were granted.
+   * Takes up to `wanted` alerts for a period, atomically, up to `room` (the allowance and what the
+   * overage ceiling pays for): concurrent workers together never take more. Those beyond `quota`
+   * are the period's overage. Returns how many were granted, and the period's count after it.
    */
-  reserveUsage(shop: string, periodStart: string, quota: number, wanted: number): Promise<number> {
+  reserveUsage(shop: string, periodStart: string, quota: number, room: number, wanted: number): Promise<{ granted: number; used: number }> {
     return this.database.write(async (trx) => {
       await this.ensureUsage(trx, shop, periodStart);
       const query = trx.selectFrom('plan_usage').select('used').where('shop', '=', shop).where('period_start', '=', periodStart);
       const { used } = await lockRows(this.database, query).executeTakeFirstOrThrow();
-      const granted = Math.max(0, Math.min(wanted, quota - used));
+      const granted = Math.max(0, Math.min(wanted, room - used));
       if (granted > 0) {
-        await trx.updateTable('plan_usage').set({ used: used + granted }).where('shop', '=', shop).where('period_start', '=', periodStart).execute();
+        const overage = Math.max(0, used + granted - Math.max(quota, used));
+        await trx
+          .updateTable('plan_usage')
+          .set((eb) => ({ used: used + granted, overage: eb('overage', '+', overage) }))
+          .where('shop', '=', shop)
+          .where('period_start', '=', periodStart)
+          .execute();
       }
-      return granted;
+      return { granted, used: used + granted };
     });
+  }
+
+  /** Marks the period's warning to the merchant as sent; true only for the first to mark it. */
+  markWarned(shop: string, periodStart: string, now: string): Promise<boolean> {
+    return this.database.write(async (trx) => {
+      const marked = await trx.updateTable('plan_usage').set({ warned_at: now }).where('shop', '=', shop).where('period_start', '=', periodStart).where('warned_at', 'is', null).executeTakeFirst();
+      return Number(marked.numUpdatedRows) === 1;
+    });
+  }
+
+  /** The owner's overage ceiling in cents; undefined when they set none (the plan's default applies). */
+  async overageCeiling(shop: string): Promise<number | undefined> {
+    const row = await this.database.db.selectFrom('overage_ceilings').select('ceiling_cents').where('shop', '=', shop).executeTakeFirst();
+    return row?.ceiling_cents;
+  }
+
+  setOverageCeiling(shop: string, ceilingCents: number, now: string): Promise<unknown> {
+    return this.database.write((trx) =>
+      trx
+        .insertInto('overage_ceilings')
+        .values({ shop, ceiling_cents: ceilingCents, updated_at: now })
+        .onConflict((oc) => oc.column('shop').doUpdateSet({ ceiling_cents: ceilingCents, updated_at: now }))
+        .execute(),
+    );
   }
 
   /** Marks the period's notice to the merchant as sent; true only for the first to mark it. */
@@ -224,15 +256,15 @@ export class BillingRepository {
   }
 
   private async ensureUsage(trx: Trx, shop: string, periodStart: string): Promise<void> {
-    await trx.insertInto('plan_usage').values({ shop, period_start: periodStart, used: 0, notified_at: null }).onConflict((oc) => oc.doNothing()).execute();
+    await trx.insertInto('plan_usage').values({ shop, period_start: periodStart, used: 0, notified_at: null, overage: 0, warned_at: null }).onConflict((oc) => oc.doNothing()).execute();
   }
 
-  /** Gives back alerts reserved but not sent (a failure that will be retried, or given up). */
+  /** Gives back alerts reserved but not sent (a failure that will be retried, or given up): the last taken, so the overage first. */
   releaseUsage(shop: string, periodStart: string, count: number): Promise<unknown> {
     return this.database.write((trx) =>
       trx
         .updateTable('plan_usage')
-        .set((eb) => ({ used: eb('used', '-', count) }))
+        .set((eb) => ({ used: eb('used', '-', count), overage: sql<number>`case when overage > ${count} then overage - ${count} else 0 end` }))
         .where('shop', '=', shop)
         .where('period_start', '=', periodStart)
         .where('used', '>=', count)
@@ -240,14 +272,10 @@ export class BillingRepository {
     );
   }
 
-  usage(shop: string, periodStart: string): Promise<number> {
-    return this.database.db
-      .selectFrom('plan_usage')
-      .select('used')
-      .where('shop', '=', shop)
-      .where('period_start', '=', periodStart)
-      .executeTakeFirst()
-      .then((row) => row?.used ?? 0);
+  /** The period's count, and how many of it went beyond the allowance. */
+  async usage(shop: string, periodStart: string): Promise<{ used: number; overage: number }> {
+    const row = await this.database.db.selectFrom('plan_usage').select(['used', 'overage']).where('shop', '=', shop).where('period_start', '=', periodStart).executeTakeFirst();
+    return { used: row?.used ?? 0, overage: row?.overage ?? 0 };
   }
 
   private async applyWithin(trx: Trx, event: PlanEvent, now: string): Promise<string> {

@@ -50,8 +50,21 @@ export const planSchema = z.object({
   interval: z.literal('month'),
   monthlyAlertQuota: z.number().int(),
   requiresOwnMailProvider: z.boolean().describe('Alerts go out only through the store’s own SMTP provider'),
+  overagePerAlert: z.number().describe('USD per alert beyond the allowance, billed up to the ceiling the store’s owner sets'),
+  defaultOverageCeiling: z.number().describe('The overage ceiling, in USD a period, of a store whose owner set none'),
   includes: z.array(z.string()),
 });
+
+export const overageCeilingBody = z
+  .object({
+    overageCeiling: z
+      .number()
+      .min(0)
+      .max(10_000)
+      .refine((usd) => Math.abs(usd * 100 - Math.round(usd * 100)) < 1e-6, 'must have at most two decimals')
+      .describe('The most alerts beyond the allowance may cost a period, in USD; 0 sends nothing beyond it'),
+  })
+  .describe("The store's overage ceiling");
 
 export const planListSchema = z.object({ plans: z.array(planSchema) }).describe('The plans on sale');
 

@@ -83,7 +83,21 @@ export interface Entitlement {
   requiresOwnMailProvider: boolean;
   periodStart: string;
   periodEnd: string;
+  /** Each alert beyond the allowance, in cents; 0 where none is billed (no plan, or a provider that bills none). */
+  overageCentsPerAlert: number;
+  /** The most the period's alerts beyond the allowance may cost, in cents (0: none go beyond it). */
+  overageCeilingCents: number;
 }
+
+/**
+ * Where alerts beyond the allowance are billed: the hosted test page records them (test mode).
+ * Stripe metered usage and Shopify usage charges are not reported yet, so a store that pays
+ * there gets no overage (its alerts wait at the allowance, as they always did) rather than
+ * alerts it would be billed for later without having seen the charge.
+ */
+const OVERAGE_BILLED_AT: readonly string[] = ['local'];
+/** The share of the period's room (allowance and ceiling) after which the owner is warned, before anything is held. */
+const WARN_AT_SHARE = 0.8;
 
 /** The answer to "may these alerts go out now?": the first `granted` may; the rest wait until `retryAt`. */
 export interface QuotaGrant {
@@ -93,6 +107,12 @@ export interface QuotaGrant {
   /** Why the rest wait, for the alert ledger. */
   reason?: string;
 }
+
+/** A store's plan, its allowance and what the period used of it (`GET /api/v1/stores/{shop}`'s `plan`). */
+export type PlanUsage = Omit<Entitlement, 'overageCentsPerAlert' | 'overageCeilingCents'> & {
+  used: number;
+  overage: { billed: boolean; pricePerAlert: number; ceiling: number; alerts: number; amount: number; currency: 'USD' };
+};
 
 /** A quota refusal is looked at again after this long: a plan bought meanwhile lifts it. */
 const RECHECK_MS = 3600_000;
@@ -149,6 +169,8 @@ export class BillingService {
         interval: p.interval,
         monthlyAlertQuota: p.monthlyAlertQuota,
         requiresOwnMailProvider: p.requiresOwnMailProvider,
+        overagePerAlert: p.overageCentsPerAlert / 100,
+        defaultOverageCeiling: p.defaultOverageCeilingCents / 100,
         includes: p.includes,
       };
     });
@@ -403,15 +425,27 @@ export class BillingService {
     if (row && (row.status === 'active' || row.status === 'past_due') && Object.hasOwn(this.options.catalogue, row.plan)) {
       const plan = this.plan(row.plan as PlanId);
       const period = billingPeriod(row.period_start, row.period_end, now);
-      return { plan: row.plan as PlanId, status: row.status, monthlyAlertQuota: plan.monthlyAlertQuota, requiresOwnMailProvider: plan.requiresOwnMailProvider, ...period };
+      const billed = OVERAGE_BILLED_AT.includes(row.provider);
+      const ceiling = billed ? ((await this.options.store.overageCeiling(shop)) ?? plan.defaultOverageCeilingCents) : 0;
+      return {
+        plan: row.plan as PlanId,
+        status: row.status,
+        monthlyAlertQuota: plan.monthlyAlertQuota,
+        requiresOwnMailProvider: plan.requiresOwnMailProvider,
+        ...period,
+        overageCentsPerAlert: billed ? plan.overageCentsPerAlert : 0,
+        overageCeilingCents: ceiling,
+      };
     }
-    return { plan: 'free', status: 'none', monthlyAlertQuota: this.options.freeAlertsPerMonth, requiresOwnMailProvider: false, ...calendarMonth(now) };
+    // No plan, nobody to bill: the free allowance is all there is.
+    return { plan: 'free', status: 'none', monthlyAlertQuota: this.options.freeAlertsPerMonth, requiresOwnMailProvider: false, ...calendarMonth(now), overageCentsPerAlert: 0, overageCeilingCents: 0 };
   }
 
   /**
-   * Takes up to `wanted` alerts from the store's allowance. None go out for a plan that sends
-   * only through the store's own provider while it has none; past the quota the rest wait. The
-   * merchant is told once per period.
+   * Takes up to `wanted` alerts from the store's allowance, then beyond it at the plan's price per
+   * alert up to the owner's ceiling. None go out for a plan that sends only through the store's
+   * own provider while it has none; past the ceiling the rest wait. The owner is warned once per
+   * period when the room is running out, before anything waits, and told once when alerts wait.
    */
   async reserveNotifications(shop: string, wanted: number, ownMailProvider: boolean, now = new Date()): Promise<QuotaGrant> {
     const entitlement = await this.entitlement(shop, now);
@@ -421,21 +455,77 @@ export class BillingService {
       await this.tell(shop, entitlement.periodStart, 'Restock: alerts are waiting for your e-mail provider', `${reason}.\nYour shoppers' alerts are kept and go out as soon as it is set.`, now);
       return { granted: 0, periodStart: entitlement.periodStart, retryAt, reason };
     }
-    const granted = await this.options.store.reserveUsage(shop, entitlement.periodStart, entitlement.monthlyAlertQuota, wanted);
-    if (granted === wanted) return { granted, periodStart: entitlement.periodStart, retryAt };
-    const reason = `waiting: the ${entitlement.plan} allowance of ${entitlement.monthlyAlertQuota} alerts is used up until ${entitlement.periodEnd}`;
-    await this.tell(shop, entitlement.periodStart, 'Restock: your monthly alert quota is used up', `${reason}.\nAlerts beyond it are kept, not dropped: they go out when the next period starts, or at once if you choose a larger plan.`, now);
+    const room = entitlement.monthlyAlertQuota + overageRoom(entitlement);
+    const { granted, used } = await this.options.store.reserveUsage(shop, entitlement.periodStart, entitlement.monthlyAlertQuota, room, wanted);
+    if (granted === wanted) {
+      if (used >= room * WARN_AT_SHARE) await this.warn(shop, entitlement, used, room, now);
+      return { granted, periodStart: entitlement.periodStart, retryAt };
+    }
+    const reason = overageRoom(entitlement) > 0
+      ? `waiting: the ${entitlement.plan} allowance of ${entitlement.monthlyAlertQuota} alerts and the overage ceiling of ${formatPrice(entitlement.overageCeilingCents, 'USD')} are used up until ${entitlement.periodEnd}`
+      : `waiting: the ${entitlement.plan} allowance of ${entitlement.monthlyAlertQuota} alerts is used up until ${entitlement.periodEnd}`;
+    const remedy = entitlement.overageCentsPerAlert > 0 ? 'raise the overage ceiling (dashboard, Plan), or choose a larger plan' : 'choose a plan with a larger allowance';
+    await this.tell(shop, entitlement.periodStart, 'Restock: your alerts are waiting', `${reason}.\nAlerts beyond it are kept, not dropped: they go out when the next period starts, or at once if you ${remedy}.`, now);
     return { granted, periodStart: entitlement.periodStart, retryAt, reason };
+  }
+
+  /** Warns the owner, once per period, that the period's room is running out: what is left, and what lifts it. */
+  private async warn(shop: string, entitlement: Entitlement, used: number, room: number, now: Date): Promise<void> {
+    if (!(await this.options.store.markWarned(shop, entitlement.periodStart, now.toISOString()))) return;
+    const billed = entitlement.overageCentsPerAlert > 0;
+    const terms = billed
+      ? `Beyond your allowance of ${entitlement.monthlyAlertQuota}, alerts cost ${formatPrice(entitlement.overageCentsPerAlert, 'USD')} each, up to your ceiling of ${formatPrice(entitlement.overageCeilingCents, 'USD')} this period.`
+      : `Your allowance is ${entitlement.monthlyAlertQuota} alerts this period.`;
+    const remedy = billed ? 'Raise the overage ceiling (dashboard, Plan) or choose a larger plan' : 'Choose a plan';
+    await this.sendNotice(
+      shop,
+      'Restock: your alerts this period are running out',
+      `${used} of the ${room} alerts ${shop} can send until ${entitlement.periodEnd} are used. ${terms}\n${remedy} before your shoppers' alerts have to wait.`,
+    );
   }
 
   releaseNotifications(shop: string, periodStart: string, count: number): Promise<unknown> {
     return this.options.store.releaseUsage(shop, periodStart, count);
   }
 
-  /** The plan in force, its allowance and the alerts counted against it in the current period. */
-  async planUsage(shop: string, now = new Date()) {
-    const entitlement = await this.entitlement(shop, now);
-    return { ...entitlement, used: await this.options.store.usage(shop, entitlement.periodStart) };
+  /** The plan in force, its allowance, the alerts counted against it in the current period and what those beyond it cost. */
+  async planUsage(shop: string, now = new Date()): Promise<PlanUsage> {
+    const { overageCentsPerAlert, overageCeilingCents, ...entitlement } = await this.entitlement(shop, now);
+    const { used, overage } = await this.options.store.usage(shop, entitlement.periodStart);
+    return {
+      ...entitlement,
+      used,
+      overage: {
+        billed: overageCentsPerAlert > 0,
+        pricePerAlert: overageCentsPerAlert / 100,
+        ceiling: overageCeilingCents / 100,
+        alerts: overage,
+        amount: (overage * overageCentsPerAlert) / 100,
+        currency: 'USD',
+      },
+    };
+  }
+
+  /** What sending `alerts` more would cost this period, and how many of them would wait: the dashboard's "next restock". */
+  async costOfNext(caller: Caller, shop: string, alerts: number, now = new Date()): Promise<{ alerts: number; beyondAllowance: number; amount: number; held: number; currency: 'USD' }> {
+    const entitlement = await this.entitlement(ownStore(caller, shop), now);
+    const { used } = await this.options.store.usage(shop.toLowerCase(), entitlement.periodStart);
+    const allowanceLeft = Math.max(0, entitlement.monthlyAlertQuota - used);
+    const roomLeft = Math.max(0, entitlement.monthlyAlertQuota + overageRoom(entitlement) - used);
+    const sent = Math.min(alerts, roomLeft);
+    const beyondAllowance = Math.max(0, sent - allowanceLeft);
+    return { alerts, beyondAllowance, amount: (beyondAllowance * entitlement.overageCentsPerAlert) / 100, held: alerts - sent, currency: 'USD' };
+  }
+
+  /**
+   * The most a period's alerts beyond the allowance may cost the store, set by its owner's side
+   * (an agent bound to the store, the owner in the dashboard). It applies from the next alert;
+   * lowered below what the period has already spent, nothing more goes beyond the allowance.
+   */
+  async setOverageCeiling(caller: Caller, shop: string, ceilingCents: number): Promise<PlanUsage> {
+    const own = ownStore(caller, shop);
+    await this.options.store.setOverageCeiling(own, ceilingCents, nowIso());
+    return this.planUsage(own);
   }
 
   /** `planUsage`, for a caller bound to the store. */
@@ -585,6 +675,11 @@ export class BillingService {
       completedAt: row.completed_at,
     };
   }
+}
+
+/** Alerts the period may send beyond the allowance: as many whole alerts as the ceiling pays for. */
+function overageRoom(entitlement: Entitlement): number {
+  return entitlement.overageCentsPerAlert > 0 ? Math.floor(entitlement.overageCeilingCents / entitlement.overageCentsPerAlert) : 0;
 }
 
 /** A proposal paid per request: the payment is the purchase, given back unless the owner accepts. */

@@ -24,6 +24,13 @@ const COOKIE = 'restock_dashboard';
 const DEVICE_COOKIE = 'restock_device';
 const DEVICE_COOKIE_SECONDS = 365 * 24 * 3600;
 const tokenParams = z.object({ token: z.string().regex(/^[A-Za-z0-9_-]{20,100}$/, 'must be a sign-in link') });
+/** The ceiling as the plan page's form sends it: USD with at most two decimals, in cents. */
+const overageCeilingField = z
+  .string()
+  .trim()
+  .regex(/^\d{1,5}(\.\d{1,2})?$/)
+  .transform((usd) => Math.round(Number(usd) * 100))
+  .pipe(z.number().int().max(1_000_000));
 const idParams = z.object({ id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be an id') });
 const form = z
   .record(z.string(), z.string().max(4096))
@@ -308,6 +315,21 @@ export function dashboardRoutes(service: DashboardService, signIn: DashboardSign
       handler: async (request, reply) => {
         const owner = request.owner!;
         return show(reply, request, 'Plan', '/dashboard/plan', views.planBody(await service.planUsage(owner.caller, owner.shop), service.plans(), owner.csrfToken));
+      },
+    });
+
+    pages.post('/dashboard/plan/overage-ceiling', {
+      ...owned,
+      schema: { hide: true, body: form },
+      handler: async (request, reply) => {
+        const owner = request.owner!;
+        const ceiling = overageCeilingField.safeParse(request.body.overageCeiling);
+        if (!ceiling.success) {
+          const errors = [{ pointer: '/overageCeiling', message: 'must be an amount in USD from 0 to 10000, with at most two decimals' }];
+          return show(reply, request, 'Plan', '/dashboard/plan', views.planBody(await service.planUsage(owner.caller, owner.shop), service.plans(), owner.csrfToken, errors), 400);
+        }
+        await service.setOverageCeiling(owner.caller, owner.shop, ceiling.data);
+        return reply.redirect(adminFrames.nextPage(owner, '/dashboard/plan'), 303);
       },
     });
 

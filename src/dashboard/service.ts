@@ -31,7 +31,7 @@ export interface DashboardDeps {
     DispatchService,
     'ledgerCounts' | 'heldByPlan' | 'listNotifications' | 'auditNotification' | 'listRestocks' | 'listOutbox' | 'outboxMessage' | 'countSuppressions' | 'suppressionsOf' | 'suppressAddress' | 'unsuppressAddress'
   >;
-  billing: Pick<BillingService, 'listPlans' | 'planUsageFor' | 'checkoutPlan'>;
+  billing: Pick<BillingService, 'listPlans' | 'planUsageFor' | 'checkoutPlan' | 'costOfNext' | 'setOverageCeiling'>;
   conversions: Pick<ConversionService, 'performance' | 'alertOutcome' | 'exportCsv'>;
   webhooks: WebhookService;
   /** True when mail goes to the local outbox (no SMTP_URL): the dashboard then shows it. */
@@ -102,10 +102,13 @@ export class DashboardService {
       dispatch.countSuppressions(caller, shop),
       conversions.performance(caller, shop, CHART_DAYS, now),
     ]);
+    // What the plan makes of a restock of the most wanted product: its waiting list, alerted at once.
+    const nextRestock = demand[0] ? { product: demand[0], ...(await billing.costOfNext(caller, shop, demand[0].waiting, now)) } : undefined;
     return {
       titles: await this.titlesOf(caller, shop, [...recent, ...restocks]),
       store,
       plan,
+      nextRestock,
       ledger: { queued: 0, sending: 0, sent: 0, skipped: 0, failed: 0, ...ledger },
       heldByPlan,
       waiting: subscriptions.active ?? 0,
@@ -116,6 +119,11 @@ export class DashboardService {
       restocks,
       performance,
     };
+  }
+
+  /** The most the store's alerts beyond its allowance may cost a period, in cents. */
+  setOverageCeiling(caller: Caller, shop: string, ceilingCents: number) {
+    return this.deps.billing.setOverageCeiling(caller, shop, ceilingCents);
   }
 
   /** What alerts did over the last 30 days, per product (the performance page). */

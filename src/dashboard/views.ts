@@ -4,7 +4,7 @@ import { LANGUAGES } from '../core/languages.ts';
 import { STOREFRONT_OFFERS, type ContactChannel, type StorefrontOffer } from '../channels.ts';
 import type { SubscriptionRow } from '../alerts/service.ts';
 import { formatPrice } from '../billing/service.ts';
-import type { BillingService, Entitlement } from '../billing/service.ts';
+import type { BillingService, PlanUsage } from '../billing/service.ts';
 import { html, page, SafeHtml, type AppBridgePage } from '../core/html.ts';
 import type { OutboxMessage } from '../core/mail/outbox-repository.ts';
 import type { NotificationRow, RestockRow, SuppressionRow } from '../dispatch/service.ts';
@@ -36,7 +36,6 @@ export interface OptionalSections {
 }
 
 type Overview = Awaited<ReturnType<DashboardService['overview']>>;
-type PlanUsage = Entitlement & { used: number };
 type PlanOffer = ReturnType<BillingService['listPlans']>[number];
 
 /** Who a page is for: the store, and the CSRF token of a cookie session (none inside the Shopify admin). */
@@ -88,8 +87,11 @@ ${planSummary(o.plan)}
 ${o.heldByPlan > 0
   ? o.plan.requiresOwnMailProvider && !o.store.ownSmtp
     ? html`<p class="error">${o.heldByPlan} alerts are waiting because the ${o.plan.plan} plan sends only through your own e-mail provider, and none is set. <a href="/dashboard/settings">Set your SMTP server</a> or <a href="/dashboard/plan">change plan</a>.</p>`
-    : html`<p class="error">${o.heldByPlan} alerts are waiting because this period's allowance of ${quota} is used up. <a href="/dashboard/plan">Change plan</a>.</p>`
+    : o.plan.overage.billed
+      ? html`<p class="error">${o.heldByPlan} alerts are waiting because this period's allowance of ${quota} and your ceiling of ${usd(o.plan.overage.ceiling)} beyond it are used up. <a href="/dashboard/plan">Raise the ceiling or change plan</a>.</p>`
+      : html`<p class="error">${o.heldByPlan} alerts are waiting because this period's allowance of ${quota} is used up. <a href="/dashboard/plan">Change plan</a>.</p>`
   : ''}
+${o.nextRestock ? nextRestockLine(o.nextRestock) : ''}
 <h2>Most wanted</h2>
 ${o.demand.length ? demandTable(o.demand, 'Products with the most waiting subscribers') : html`<p>No one is waiting for a product yet.</p>`}
 <p><a href="/dashboard/demand">All demand</a></p>
@@ -199,7 +201,7 @@ ${emailError ? html`<p id="suppress-error" class="error">${emailError.message}</
 </form>`;
 }
 
-export function planBody(usage: PlanUsage, plans: PlanOffer[], csrf: string | undefined): SafeHtml {
+export function planBody(usage: PlanUsage, plans: PlanOffer[], csrf: string | undefined, errors: FieldErrors = []): SafeHtml {
   const offers = plans.map(
     (plan) => html`<tr><td><strong>${plan.name}</strong><br><span class="muted">${plan.description}</span></td>
 <td>${formatPrice(Math.round(plan.amount * 100), plan.currency)} / ${plan.interval}</td><td class="num">${plan.monthlyAlertQuota}</td>
@@ -207,18 +209,48 @@ export function planBody(usage: PlanUsage, plans: PlanOffer[], csrf: string | un
   );
   return html`<h1>Plan and quota</h1>
 ${planSummary(usage)}
+${usage.overage.billed ? overageCeilingForm(usage, csrf, errors) : ''}
 <h2>Plans</h2>
 <div class="table-scroll"><table><caption class="visually-hidden">Plans</caption><thead><tr><th scope="col">Plan</th><th scope="col">Price</th><th scope="col" class="num">Alerts per month</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead><tbody>${offers}</tbody></table></div>`;
 }
 
 function planSummary(usage: PlanUsage): SafeHtml {
-  const left = Math.max(0, usage.monthlyAlertQuota - usage.used);
+  const inAllowance = Math.min(usage.used, usage.monthlyAlertQuota);
+  const left = usage.monthlyAlertQuota - inAllowance;
+  const { overage } = usage;
   return html`<dl>
 <dt>Plan</dt><dd>${usage.plan}${usage.status === 'past_due' ? html` <span class="error">(payment past due)</span>` : ''}</dd>
 <dt>This period</dt><dd>${usage.periodStart.slice(0, 10)} to ${usage.periodEnd.slice(0, 10)}</dd>
-<dt><label for="quota-meter" style="margin:0;font-weight:normal">Alerts used</label></dt><dd><meter id="quota-meter" min="0" max="${usage.monthlyAlertQuota}" low="${Math.round(usage.monthlyAlertQuota * 0.8)}" high="${Math.round(usage.monthlyAlertQuota * 0.95)}" optimum="0" value="${usage.used}">${usage.used} of ${usage.monthlyAlertQuota}</meter><br>${usage.used} of ${usage.monthlyAlertQuota} (${left} left)</dd>
+<dt><label for="quota-meter" style="margin:0;font-weight:normal">Alerts used</label></dt><dd><meter id="quota-meter" min="0" max="${usage.monthlyAlertQuota}" low="${Math.round(usage.monthlyAlertQuota * 0.8)}" high="${Math.round(usage.monthlyAlertQuota * 0.95)}" optimum="0" value="${inAllowance}">${inAllowance} of ${usage.monthlyAlertQuota}</meter><br>${inAllowance} of ${usage.monthlyAlertQuota} (${left} left)</dd>
+${overage.billed
+  ? html`<dt>Beyond the allowance</dt><dd>${overage.alerts} alerts at ${usd(overage.pricePerAlert)}: ${usd(overage.amount)} of your ${usd(overage.ceiling)} ceiling</dd>`
+  : ''}
 ${usage.requiresOwnMailProvider ? html`<dt>Sending</dt><dd>Through your own mail provider (set it under Settings)</dd>` : ''}
 </dl>`;
+}
+
+function usd(amount: number): string {
+  return formatPrice(Math.round(amount * 100), 'USD');
+}
+
+/** What a restock of the most wanted product would send now, cost beyond the allowance, and leave waiting. */
+function nextRestockLine(next: NonNullable<Overview['nextRestock']>): SafeHtml {
+  const cost = next.beyondAllowance > 0 ? html`${next.beyondAllowance} of them beyond your allowance, costing ${usd(next.amount)}` : html`all within your allowance, at no extra cost`;
+  const held = next.held > 0 ? html` <span class="error">${next.held} would wait until the next period: <a href="/dashboard/plan">raise your ceiling or change plan</a>.</span>` : '';
+  return html`<p>The next restock of <strong>${next.product.title}</strong> would alert its ${next.alerts} waiting shoppers: ${cost}.${held}</p>`;
+}
+
+/** The owner's ceiling on what alerts beyond the allowance may cost a period. */
+function overageCeilingForm(usage: PlanUsage, csrf: string | undefined, errors: FieldErrors): SafeHtml {
+  const problem = errors.find((e) => e.pointer === '/overageCeiling');
+  return html`<h2>Beyond the allowance</h2>
+<p>Alerts beyond your allowance go out at ${usd(usage.overage.pricePerAlert)} each, up to this ceiling a period; past it they wait for the next period.</p>
+<form method="post" action="/dashboard/plan/overage-ceiling">${csrfField(csrf)}
+<label for="f-overageCeiling">Ceiling a period (USD)</label>
+<input id="f-overageCeiling" name="overageCeiling" type="number" min="0" max="10000" step="0.01" value="${usage.overage.ceiling.toFixed(2)}" aria-describedby="h-overageCeiling${problem ? ' e-overageCeiling' : ''}"${problem ? html` aria-invalid="true"` : ''}>
+<p id="h-overageCeiling" class="muted">0 sends nothing beyond the allowance.</p>
+${problem ? html`<p id="e-overageCeiling" class="error">${problem.message}</p>` : ''}
+<button type="submit">Save the ceiling</button></form>`;
 }
 
 /** How to put the form on the store's product pages, with the store filled in. */

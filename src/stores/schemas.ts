@@ -94,6 +94,16 @@ export const storeSchema = z
         periodStart: z.string(),
         periodEnd: z.string(),
         requiresOwnMailProvider: z.boolean(),
+        overage: z
+          .object({
+            billed: z.boolean().describe('Whether alerts beyond the allowance go out, billed per alert (a paid plan whose provider bills them); false: they wait for the next period'),
+            pricePerAlert: z.number().describe('USD per alert beyond the allowance'),
+            ceiling: z.number().describe('The most alerts beyond the allowance may cost this period, in USD, as the owner set it (or the plan’s default); past it they wait'),
+            alerts: z.number().int().describe('Alerts sent beyond the allowance this period'),
+            amount: z.number().describe('What they cost, in USD'),
+            currency: z.literal('USD'),
+          })
+          .describe('Alerts beyond the allowance: billed per alert up to the ceiling, never held before it'),
       })
       .describe('The plan in force and its allowance'),
   })

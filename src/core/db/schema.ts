@@ -24,6 +24,8 @@ export interface Tables {
   billing_events: BillingEventsTable;
   /** billing */
   plan_usage: PlanUsageTable;
+  /** billing */
+  overage_ceilings: OverageCeilingsTable;
   /** dashboard */
   dashboard_sign_in_links: DashboardSignInLinksTable;
   /** dashboard */
@@ -362,9 +364,21 @@ export interface PlanUsageTable {
   shop: string;
   /** The billing period the count belongs to (ISO time of its start). */
   period_start: string;
+  /** Alerts counted in the period, those beyond the allowance included. */
   used: number;
-  /** When the merchant was told this period's allowance ran out (told once per period). */
+  /** When the merchant was told this period's alerts are held (told once per period). */
   notified_at: string | null;
+  /** Of `used`, the alerts beyond the plan's allowance, billed per alert. */
+  overage: number;
+  /** When the merchant was warned that the period's room (allowance and ceiling) is running out. */
+  warned_at: string | null;
+}
+
+/** The most a store's owner agreed to pay a period for alerts beyond the allowance (no row: the plan's default). */
+export interface OverageCeilingsTable {
+  shop: string;
+  ceiling_cents: number;
+  updated_at: string;
 }
 
 export interface IdempotencyKeysTable {

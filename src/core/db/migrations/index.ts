@@ -25,6 +25,7 @@ import { contactPointsPerAddress } from './0022_contact_points_per_address.ts';
 import { cancelledSubscriptions } from './0023_cancelled_subscriptions.ts';
 import { shopifyConnections } from './0024_shopify_connections.ts';
 import { contactPointDetails } from './0025_contact_point_details.ts';
+import { overage } from './0028_overage.ts';
 
 export interface DialectMigration {
   up(db: Kysely<any>, dialect: Dialect): Promise<void>;
@@ -57,4 +58,5 @@ export const migrations: Record<string, DialectMigration> = {
   '0023_cancelled_subscriptions': cancelledSubscriptions,
   '0024_shopify_connections': shopifyConnections,
   '0025_contact_point_details': contactPointDetails,
+  '0028_overage': overage,
 };
