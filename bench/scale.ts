@@ -139,9 +139,9 @@ async function seedRange(db: Kysely<any>, dialect: Dialect, n: number, from: num
 async function seedFixed(db: Kysely<any>, dialect: Dialect, nowS: number): Promise<{ endpointId: string; checkoutId: string }> {
   const { source, at } = generator(dialect, 0, PRODUCTS);
   const now = at(sql.lit(nowS));
-  await sql`insert into inventory_variants (store_domain, product_id, variant_id, inventory_item_id, available, published, product_title, variant_title, image_url, product_url, source_updated_at, updated_at)
+  await sql`insert into inventory_variants (store_domain, product_id, variant_id, inventory_item_id, available, published, product_title, variant_title, image_url, product_url, price_minor, price_currency, source_updated_at, updated_at)
     select ${SHOP}, 'gid://shopify/Product/' || (1000000 + i), 'gid://shopify/ProductVariant/' || (2000000 + i), 'item_' || i, 0, 1,
-      'Linen shirt ' || i, 'Medium', null, null, ${now}, ${now}
+      'Linen shirt ' || i, 'Medium', null, null, 2500 + i % 7 * 100, 'USD', ${now}, ${now}
     from ${source}`.execute(db);
   const iso = new Date(nowS * 1000).toISOString();
   const endpointId = 'whe_scale';
@@ -278,6 +278,9 @@ function targets(seeded: Seeded): Target[] {
     api(`${store}/stock`, '/api/v1/stores/{domain}/stock'),
     api(`${store}/stock?productId=gid://shopify/Product/1000006`, '/api/v1/stores/{domain}/stock'),
     api(`${store}/performance`, '/api/v1/stores/{domain}/performance'),
+    api(`${store}/purchasing`, '/api/v1/stores/{domain}/purchasing'),
+    api(`${store}/purchasing?limit=500`, '/api/v1/stores/{domain}/purchasing'),
+    api(`${store}/purchasing.csv`, '/api/v1/stores/{domain}/purchasing.csv', { csv: true }),
     api(`${store}/payments`, '/api/v1/stores/{domain}/payments'),
     api(`${store}/webhooks`, '/api/v1/stores/{domain}/webhooks'),
     api(`${store}/webhooks/${seeded.endpointId}`, '/api/v1/stores/{domain}/webhooks/{endpointId}'),

@@ -28,6 +28,7 @@ import type { PlatformFeature } from './platform.ts';
 import { PLATFORMS, STORE_DOMAINS, STOREFRONT_PROXIES } from './platforms.ts';
 import { buildPayments } from './payments/feature.ts';
 import type { PaymentService } from './payments/service.ts';
+import { buildPurchasing } from './purchasing/feature.ts';
 import { storefrontService } from './storefront/feature.ts';
 import type { StorefrontService } from './storefront/service.ts';
 import { buildChannelFeatures } from './channels.ts';
@@ -56,7 +57,7 @@ export interface Domain {
 export interface DomainFeatures {
   domain: Domain;
   /** Each feature by name, for the web to place its own among them. */
-  built: Record<'stores' | 'inventory' | 'dispatch' | 'alerts' | 'payments' | 'billing' | 'worker' | 'webhooks' | 'conversions' | 'notices', Feature<unknown>>;
+  built: Record<'stores' | 'inventory' | 'dispatch' | 'alerts' | 'payments' | 'billing' | 'worker' | 'webhooks' | 'conversions' | 'purchasing' | 'notices', Feature<unknown>>;
   /** Each channel's feature beside e-mail, in the order the channel registry lists them. */
   channels: Feature<unknown>[];
   /** All of them, in the order their routes register. */
@@ -126,6 +127,7 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
     events: webhooks.service,
     log,
   });
+  const purchasing = buildPurchasing({ alerts: alertsAlone.service, inventory: inventory.service });
   const notices = buildNotices({
     config,
     database,
@@ -181,7 +183,7 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
     }),
   );
   // In the order their routes register (the API index lists operations so).
-  const served = { stores, webhooks, inventory, dispatch, conversions, notices, alerts, payments, billing };
+  const served = { stores, webhooks, inventory, dispatch, conversions, purchasing, notices, alerts, payments, billing };
 
   const worker = buildDispatchWorker({
     config,

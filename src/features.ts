@@ -68,6 +68,7 @@ export async function buildWebFeatures(config: Config, database: Database, mail:
       built.inventory,
       built.dispatch,
       built.conversions,
+      built.purchasing,
       ...Object.values(domain.platforms),
       built.alerts,
       ...channels,

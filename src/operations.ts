@@ -8,6 +8,7 @@ import { dispatchOperations } from './dispatch/operations.ts';
 import { healthOperations } from './health/operations.ts';
 import { inventoryOperations } from './inventory/operations.ts';
 import { paymentOperations } from './payments/operations.ts';
+import { purchasingOperations } from './purchasing/operations.ts';
 import { storeOperations } from './stores/operations.ts';
 import { webhookOperations } from './webhooks/operations.ts';
 import { PLATFORMS } from './platforms.ts';
@@ -27,6 +28,7 @@ export const declaredOperations: ReadonlyArray<OperationDeclaration<never>> = [
   ...inventoryOperations,
   ...dispatchOperations,
   ...conversionOperations,
+  ...purchasingOperations,
   ...PLATFORMS.flatMap((platform) => platform.operations ?? []),
   ...alertOperations,
   ...paymentOperations,

@@ -214,7 +214,7 @@ function assertShape(res: LightMyRequestResponse, what: string) {
 // ---------------------------------------------------------------------------------------------
 
 /** The columns of a variant's stored stock that a report decides. */
-type KnownStock = Omit<InventoryVariantsTable, 'store_domain' | 'product_id' | 'variant_id' | 'inventory_item_id' | 'updated_at' | 'purchasable_without_stock'>;
+type KnownStock = Omit<InventoryVariantsTable, 'store_domain' | 'product_id' | 'variant_id' | 'inventory_item_id' | 'updated_at' | 'purchasable_without_stock' | 'price_minor' | 'price_currency'>;
 
 const stockKey = (productId: string, variantId: string | null | undefined) => `${productId}|${variantId ?? ''}`;
 const MIN_STOCK = 1;

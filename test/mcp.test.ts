@@ -14,7 +14,7 @@ import { registerAgent, startListeningApp, storedSigningKeys, type ListeningApp 
 
 failOnLeakedHandles();
 
-const TOOLS = ['cancel_subscription', 'checkout_plan', 'get_alert_queue', 'get_health', 'get_performance', 'get_stock_status', 'get_subscription', 'report_inventory', 'subscribe_alert'];
+const TOOLS = ['cancel_subscription', 'checkout_plan', 'get_alert_queue', 'get_health', 'get_performance', 'get_purchasing_view', 'get_stock_status', 'get_subscription', 'report_inventory', 'subscribe_alert'];
 
 for (const dialect of testDialects()) {
   describe(`MCP on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
@@ -167,6 +167,7 @@ for (const dialect of testDialects()) {
         { name: 'get_stock_status', scope: 'api:read', good: { shop }, bad: [{}, { shop: 'evil_example.com' }, { shop: 7 }] },
         { name: 'get_alert_queue', scope: 'api:read', good: { shop }, bad: [{}, { shop: '' }, { shop: ['a'] }] },
         { name: 'get_performance', scope: 'api:read', good: { shop, days: 7 }, bad: [{}, { shop, days: 0 }, { shop, days: 'week' }] },
+        { name: 'get_purchasing_view', scope: 'api:read', good: { shop, limit: 10 }, bad: [{}, { shop, limit: 0 }, { shop, cursor: 'not a cursor' }] },
         {
           name: 'report_inventory',
           scope: 'inventory:alerts',

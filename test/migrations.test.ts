@@ -351,6 +351,48 @@ for (const dialect of testDialects()) {
     });
   });
 
+  describe(`migration 0026 (purchasing) on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
+    const empty = emptyDatabaseForSuite(dialect);
+
+    it("fills each waitlist's sum of sign-up times from its waiting subscriptions, and its triggers keep it", async () => {
+      const { database } = empty();
+      await migrateBefore(database, '0026_purchasing');
+      const db = database.db as never as Kysely<any>;
+      const subscription = (id: string, variantId: string | null, status: string, createdAt: string) => ({
+        id,
+        product_id: 'gid://shopify/Product/1',
+        variant_id: variantId,
+        email: `${id}@example.com`,
+        email_key: `${id}@example.com`,
+        status,
+        store_domain: 'shop.myshopify.com',
+        created_at: createdAt,
+        updated_at: createdAt,
+      });
+      await db
+        .insertInto('subscriptions')
+        .values([
+          subscription('sub_1', 'gid://shopify/ProductVariant/2', 'active', '2026-01-01T00:00:10.900Z'),
+          subscription('sub_2', 'gid://shopify/ProductVariant/2', 'active', '2026-01-02T00:00:00.000Z'),
+          subscription('sub_3', 'gid://shopify/ProductVariant/2', 'notified', '2026-01-03T00:00:00.000Z'),
+          subscription('sub_4', null, 'active', '2026-01-04T00:00:00.000Z'),
+        ])
+        .execute();
+      const seconds = (iso: string) => Math.floor(Date.parse(iso) / 1000);
+      const sums = async () =>
+        Object.fromEntries((await db.selectFrom('waitlists').select(['variant_key', 'waiting', 'waiting_since_sum']).execute()).map((row) => [row.variant_key, [Number(row.waiting), Number(row.waiting_since_sum)]]));
+
+      assert.equal((await database.migrate())[0], '0026_purchasing');
+      const variant = 'gid://shopify/ProductVariant/2';
+      assert.deepEqual(await sums(), { [variant]: [2, seconds('2026-01-01T00:00:10Z') + seconds('2026-01-02T00:00:00Z')], '': [1, seconds('2026-01-04T00:00:00Z')] }, 'the waiting ones only, in whole seconds');
+
+      await db.insertInto('subscriptions').values(subscription('sub_5', variant, 'active', '2026-01-05T00:00:00.000Z')).execute();
+      await db.updateTable('subscriptions').set({ status: 'notified' }).where('id', '=', 'sub_1').execute();
+      await db.deleteFrom('subscriptions').where('id', '=', 'sub_4').execute();
+      assert.deepEqual(await sums(), { [variant]: [2, seconds('2026-01-02T00:00:00Z') + seconds('2026-01-05T00:00:00Z')] }, 'a sign-up adds its time, one notified and one deleted take theirs away');
+    });
+  });
+
   describe(`migration 0024 (Shopify connections) on ${dialect}`, { skip: dialectSkip(dialect) }, () => {
     const empty = emptyDatabaseForSuite(dialect);
 

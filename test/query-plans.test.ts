@@ -62,7 +62,8 @@ async function planOf(database: Database, statement: Statement, inIndexOrder = f
   return database.db.transaction().execute(async (trx) => {
     // Can the index serve the query (and in its order)? On tables this small a scan (or a
     // bitmap of row positions and a sort) costs less, and the planner would rightly pick it.
-    for (const method of inIndexOrder ? ['seqscan', 'bitmapscan', 'sort'] : ['seqscan']) {
+    // An incremental sort is a sort too: an index on a prefix of the order would otherwise pass for one on all of it.
+    for (const method of inIndexOrder ? ['seqscan', 'bitmapscan', 'sort', 'incremental_sort'] : ['seqscan']) {
       await sql`set local ${sql.raw(`enable_${method}`)} = off`.execute(trx);
     }
     const { rows } = await trx.executeQuery<{ 'QUERY PLAN': string }>(explain('explain'));
@@ -439,6 +440,38 @@ const CASES: PlanCase[] = [
       postgres: `select "product_id", nullif(variant_key, '') as "variant_id", "waiting" from "waitlists" where "store_domain" = $1 order by "waiting" desc, "product_id", "variant_key" limit $2`,
     },
     indexes: both('waitlists_most_wanted'),
+    inIndexOrder: true,
+  },
+  {
+    name: "purchasing: a store's first page of ranked waitlists comes from waitlists_purchasing in its order",
+    run: ({ waiting }) => waiting.rankedWaitlists('shop-1.myshopify.com', null, 100),
+    sql: {
+      sqlite: `select "product_id", "variant_key", "waiting", "waiting_since_sum" from "waitlists" where "store_domain" = ? order by "waiting" desc, "waiting_since_sum", "product_id", "variant_key" limit ?`,
+      postgres: `select "product_id", "variant_key", "waiting", "waiting_since_sum" from "waitlists" where "store_domain" = $1 order by "waiting" desc, "waiting_since_sum", "product_id", "variant_key" limit $2`,
+    },
+    indexes: both('waitlists_purchasing'),
+    inIndexOrder: true,
+  },
+  {
+    name: 'purchasing: a later page seeks the rest of its waiting count in waitlists_purchasing',
+    run: ({ waiting }) => waiting.rankedWaitlists('shop-1.myshopify.com', { waiting: 2, waitingSinceSum: 3_000_000_000, productId: 'prod_1', variantKey: '' }, 100),
+    statement: 0,
+    sql: {
+      sqlite: `select "product_id", "variant_key", "waiting", "waiting_since_sum" from "waitlists" where "store_domain" = ? and "waiting" = ? and ("waiting_since_sum", "product_id", "variant_key") > (?, ?, ?) order by "waiting" desc, "waiting_since_sum", "product_id", "variant_key" limit ?`,
+      postgres: `select "product_id", "variant_key", "waiting", "waiting_since_sum" from "waitlists" where "store_domain" = $1 and "waiting" = $2 and ("waiting_since_sum", "product_id", "variant_key") > ($3, $4, $5) order by "waiting" desc, "waiting_since_sum", "product_id", "variant_key" limit $6`,
+    },
+    indexes: both('waitlists_purchasing'),
+    inIndexOrder: true,
+  },
+  {
+    name: 'purchasing: a later page then seeks the smaller waiting counts in waitlists_purchasing',
+    run: ({ waiting }) => waiting.rankedWaitlists('shop-1.myshopify.com', { waiting: 2, waitingSinceSum: 3_000_000_000, productId: 'prod_1', variantKey: '' }, 100),
+    statement: 1,
+    sql: {
+      sqlite: `select "product_id", "variant_key", "waiting", "waiting_since_sum" from "waitlists" where "store_domain" = ? and "waiting" < ? order by "waiting" desc, "waiting_since_sum", "product_id", "variant_key" limit ?`,
+      postgres: `select "product_id", "variant_key", "waiting", "waiting_since_sum" from "waitlists" where "store_domain" = $1 and "waiting" < $2 order by "waiting" desc, "waiting_since_sum", "product_id", "variant_key" limit $3`,
+    },
+    indexes: both('waitlists_purchasing'),
     inIndexOrder: true,
   },
   {

@@ -51,7 +51,7 @@ const ROUTES_WITHOUT_TENANT: Record<string, string> = {
   getPushPublicKey: "the service's VAPID public key, the same for every store (test/push.test.ts)",
 };
 /** Routes outside the registry that name a store (a CSV stream), walked by hand with these inputs. */
-const ROUTES_WALKED: Record<string, Record<string, unknown>> = { exportCsv: { shop: 'any', kind: 'orders' } };
+const ROUTES_WALKED: Record<string, Record<string, unknown>> = { exportCsv: { shop: 'any', kind: 'orders' }, exportPurchasingCsv: { shop: 'any' } };
 
 /** B's value for each field an operation's input may name; any other field keeps its example's value. */
 function valuesOfB(b: TenantB): Record<string, unknown> {

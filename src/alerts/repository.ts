@@ -2,7 +2,7 @@
 // indexes are chosen together.
 import { sql } from 'kysely';
 import type { Database, Db, Trx } from '../core/db/database.ts';
-import type { SubscriptionsTable } from '../core/db/schema.ts';
+import type { SubscriptionsTable, WaitlistsTable } from '../core/db/schema.ts';
 import { chunks } from '../core/chunks.ts';
 import { isUniqueViolation } from '../core/db/dialect.ts';
 import { addressKey } from '../core/email.ts';
@@ -226,6 +226,19 @@ export interface FulfilledAddress {
 /** `product`: stable for readers paging through; `most-wanted`: the largest groups first (the dashboard). */
 export type WaitingOrder = 'product' | 'most-wanted';
 
+/** A waitlist as the purchasing view ranks it; also its keyset cursor. */
+export interface RankedWaitlistKey {
+  waiting: number;
+  waitingSinceSum: number;
+  productId: string;
+  variantKey: string;
+}
+
+export type RankedWaitlistRow = Pick<WaitlistsTable, 'product_id' | 'variant_key' | 'waiting' | 'waiting_since_sum'>;
+
+/** PostgreSQL's bigint arrives as a number through the pool's parsers, SQLite's integer as one already; counts too. */
+const numbers = (row: RankedWaitlistRow): RankedWaitlistRow => ({ ...row, waiting: Number(row.waiting), waiting_since_sum: Number(row.waiting_since_sum) });
+
 /** Queries the dispatch feature needs, still confined to the `subscriptions` table. */
 export class WaitingRepository {
   constructor(private readonly database: Database) {}
@@ -333,6 +346,40 @@ export class WaitingRepository {
     // variants on both databases, so the first rows are read and nothing is sorted.
     if (order === 'most-wanted') return query.orderBy('waiting', 'desc').orderBy('product_id').orderBy('variant_key').limit(limit).execute();
     return query.orderBy('product_id').orderBy(variantId).limit(limit).execute();
+  }
+
+  /**
+   * One page of a store's waitlists in the purchasing view's rank: most waiting, then longest
+   * waited (for equal `waiting`, the smallest sum of sign-up times), then product and variant;
+   * after `after`, the last row of the page before. Read in waitlists_purchasing's order (0026) as
+   * two seeks, the rest of `after`'s `waiting` and then the smaller ones, so a deep page costs what
+   * the first does: one comparison of mixed directions would be a filter, not a seek.
+   */
+  async rankedWaitlists(storeDomain: string, after: RankedWaitlistKey | null, limit: number): Promise<RankedWaitlistRow[]> {
+    const ranked = () =>
+      this.database.db
+        .selectFrom('waitlists')
+        .select(['product_id', 'variant_key', 'waiting', 'waiting_since_sum'])
+        .where('store_domain', '=', storeDomain)
+        .orderBy('waiting', 'desc')
+        .orderBy('waiting_since_sum')
+        .orderBy('product_id')
+        .orderBy('variant_key');
+    const rows: RankedWaitlistRow[] = [];
+    if (after) {
+      rows.push(
+        ...(await ranked()
+          .where('waiting', '=', after.waiting)
+          .where((eb) => eb(eb.refTuple('waiting_since_sum', 'product_id', 'variant_key'), '>', eb.tuple(after.waitingSinceSum, after.productId, after.variantKey)))
+          .limit(limit)
+          .execute()),
+      );
+      if (rows.length === limit) return rows.map(numbers);
+    }
+    let rest = ranked();
+    if (after) rest = rest.where('waiting', '<', after.waiting);
+    rows.push(...(await rest.limit(limit - rows.length).execute()));
+    return rows.map(numbers);
   }
 
   /** Waiting subscribers of these products, per product and variant, from `waitlists`. */

@@ -23,6 +23,7 @@ import {
   type FulfilledAddress,
   type SubscriptionRepository,
   type SubscriptionRow,
+  type RankedWaitlistKey,
   type WaitingOrder,
   type WaitingQuery,
   type WaitingRepository,
@@ -30,7 +31,7 @@ import {
 } from './repository.ts';
 
 /** What other modules read of subscriptions and their contact points. */
-export type { SubscriptionRow, WaitingSubscriber } from './repository.ts';
+export type { RankedWaitlistKey, SubscriptionRow, WaitingSubscriber } from './repository.ts';
 export type { ContactPointRow } from './contact-points.ts';
 
 const UNSUBSCRIBE = 'unsubscribe';
@@ -83,6 +84,12 @@ export interface ShopperSubscription {
  * store is not limited (the store vouches for it), nor is the storefront (limited per client).
  */
 export const THIRD_PARTY_LIMIT_PER_STORE = 50;
+
+/** A waitlist as the purchasing view ranks it. */
+export interface RankedWaitlist extends WaitingCount {
+  /** The waiting shoppers' sign-up times summed, in epoch seconds. */
+  waitingSinceSum: number;
+}
 
 /** Subscribers waiting for one product (or variant) of a store. */
 export interface WaitingCount {
@@ -459,6 +466,16 @@ export class SubscriptionService {
     const cursor = after && { productId: after.productId, variantKey: after.variantId ?? '' };
     const rows = await this.waitingStore.waitingAtLeast(storeDomain, threshold, cursor, limit);
     return rows.map((row) => ({ productId: row.product_id, variantId: row.variant_id, waiting: Number(row.waiting) }));
+  }
+
+  /**
+   * A page of the store's waitlists ranked by shoppers waiting, then time waited (the purchasing
+   * view), after `after`; for a caller bound to the store. `waitingSinceSum` is the waiting
+   * shoppers' sign-up times summed in epoch seconds: time waited in all is waiting × now − it.
+   */
+  async rankedWaitlists(caller: Caller, domain: string, after: RankedWaitlistKey | null, limit: number): Promise<RankedWaitlist[]> {
+    const rows = await this.waitingStore.rankedWaitlists(ownStore(caller, domain), after, limit);
+    return rows.map((row) => ({ productId: row.product_id, variantId: row.variant_key === '' ? null : row.variant_key, waiting: row.waiting, waitingSinceSum: row.waiting_since_sum }));
   }
 
   /** The demand (`waitingCounts`), for a caller bound to the store. */

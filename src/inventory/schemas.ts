@@ -6,6 +6,14 @@ const webUrl = z
   .max(2048)
   .describe('An http(s) URL');
 
+/** A price as the purchasing view reads it: whole minor units, so sums stay exact. */
+export const priceSchema = z
+  .object({
+    minor: z.int().min(0).max(1_000_000_000_000).describe("Amount in the currency's minor unit (cents; yen have none)"),
+    currency: z.string().regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as EUR').describe('ISO 4217 currency code'),
+  })
+  .strict();
+
 export const stockReportSchema = z
   .object({
     productId: productIdSchema,
@@ -16,6 +24,7 @@ export const stockReportSchema = z
     variantTitle: z.string().min(1).max(255).nullish(),
     imageUrl: webUrl.nullish().describe('Product image for the alert e-mail'),
     productUrl: webUrl.nullish().describe('Where the alert e-mail links to'),
+    price: priceSchema.nullish().describe("The current price, for the purchasing view's revenue; null: not known. Default: as last reported"),
     updatedAt: z.iso.datetime({ offset: true }).optional().describe('Time of this state at the source; reports older than the last one taken are ignored'),
   })
   .strict();

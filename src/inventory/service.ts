@@ -209,6 +209,30 @@ export class InventoryService {
     return (await this.store.ofProducts(ownStore(caller, domain), productIds)).map(describe);
   }
 
+  /**
+   * Titles and current prices of these waitlists' products and variants, for a caller bound to the
+   * store (the purchasing view). A whole product's (variantId null) is its own row's when a
+   * platform counts stock per product, else its variants' lowest price when they share one
+   * currency: the least a shopper waiting for any of them spends.
+   */
+  async catalogEntries(caller: Caller, domain: string, keys: Array<{ productId: string; variantId: string | null }>): Promise<CatalogEntry[]> {
+    const rows = await this.store.ofProducts(ownStore(caller, domain), [...new Set(keys.map((key) => key.productId))]);
+    const byProduct = new Map<string, VariantStockRow[]>();
+    for (const row of rows) byProduct.set(row.product_id, [...(byProduct.get(row.product_id) ?? []), row]);
+    return keys.map(({ productId, variantId }) => {
+      const known = byProduct.get(productId) ?? [];
+      const exact = known.find((row) => row.variant_id === (variantId ?? ''));
+      const titled = exact ?? known.find((row) => row.product_title !== null);
+      return {
+        productId,
+        variantId,
+        productTitle: titled?.product_title ?? null,
+        variantTitle: exact && variantId !== null ? exact.variant_title : null,
+        price: exact ? priceOf(exact) : variantId === null ? lowestPrice(known) : null,
+      };
+    });
+  }
+
   /** getStockStatus: a store's variants, optionally of one product, for a caller bound to the store. */
   async stockStatus(caller: Caller, domain: string, productId?: string, limit = 1000): Promise<StockStatus[]> {
     const store = ownStore(caller, domain);
@@ -267,6 +291,28 @@ function rowKey(productId: string, variantKey: string): string {
   return `${productId}\n${variantKey}`;
 }
 
+/** A product or variant as the purchasing view names and prices it. */
+export interface CatalogEntry {
+  productId: string;
+  variantId: string | null;
+  productTitle: string | null;
+  variantTitle: string | null;
+  /** The current price; null while unknown. */
+  price: { minor: number; currency: string } | null;
+}
+
+function priceOf(row: VariantStockRow): { minor: number; currency: string } | null {
+  return row.price_minor === null || row.price_currency === null ? null : { minor: Number(row.price_minor), currency: row.price_currency };
+}
+
+function lowestPrice(rows: VariantStockRow[]): { minor: number; currency: string } | null {
+  const prices = rows.map(priceOf);
+  if (prices.length === 0 || prices.some((price) => price === null)) return null;
+  const known = prices as Array<{ minor: number; currency: string }>;
+  if (new Set(known.map((price) => price.currency)).size !== 1) return null;
+  return known.reduce((low, price) => (price.minor < low.minor ? price : low));
+}
+
 /** What a restock sends against: the stock, and whether stock limits it at all. */
 export interface RestockStock {
   available: number;
@@ -305,9 +351,15 @@ function mergedRow(storeDomain: string, report: StockReport, known: VariantStock
     variant_title: pick(report.variantTitle, known?.variant_title),
     image_url: pick(report.imageUrl, known?.image_url),
     product_url: pick(report.productUrl, known?.product_url),
+    ...priceColumns(report.price, known),
     source_updated_at: report.updatedAt ?? known?.source_updated_at ?? null,
     updated_at: nowIso(),
   };
+}
+
+function priceColumns(given: StockReport['price'], known: VariantStockRow | undefined): Pick<VariantStockRow, 'price_minor' | 'price_currency'> {
+  if (given === undefined) return { price_minor: known?.price_minor ?? null, price_currency: known?.price_currency ?? null };
+  return { price_minor: given?.minor ?? null, price_currency: given?.currency ?? null };
 }
 
 function flag(given: boolean | undefined, known: number): number {

@@ -20,6 +20,8 @@ const variantState = z.object({
   title: z.string().nullish(),
   inventoryPolicy: z.enum(['CONTINUE', 'DENY']),
   sellableOnlineQuantity: z.number().int(),
+  /** Money: a decimal string in the shop's currency ("19.99"). */
+  price: z.string(),
   inventoryItem: z.object({ id: z.string(), tracked: z.boolean() }),
   sellingPlanGroupsCount: z.object({ count: z.number().int() }).nullish(),
 });
@@ -37,11 +39,14 @@ const productState = z.object({
 
 export type VariantState = z.infer<typeof variantState>;
 
-/** A product as Shopify has it now, and, per country asked about, whether it is on sale there. */
-export type ProductState = z.infer<typeof productState> & { publishedIn: Record<string, boolean> };
+/**
+ * A product as Shopify has it now, per country asked about whether it is on sale there, and the
+ * shop's currency, which its variants' prices are in.
+ */
+export type ProductState = z.infer<typeof productState> & { publishedIn: Record<string, boolean>; currency: string };
 
 // A deleted product is null; an id of another type comes back as an empty object.
-const nodesAnswer = z.object({ nodes: z.array(z.record(z.string(), z.unknown()).nullable()) });
+const nodesAnswer = z.object({ shop: z.object({ currencyCode: z.string() }), nodes: z.array(z.record(z.string(), z.unknown()).nullable()) });
 
 const itemAnswer = z.object({
   inventoryItem: z.object({ variants: z.object({ nodes: z.array(z.object({ product: z.object({ id: z.string() }) })) }).nullish() }).nullish(),
@@ -59,6 +64,7 @@ const ITEM_PRODUCT = `query RestockInventoryItem($id: ID!) {
 function productsQuery(countries: string[]): string {
   const declared = countries.map((_, i) => `, $c${i}: CountryCode!`).join('');
   const markets = countries.map((_, i) => ` m${i}: publishedInContext(context: { country: $c${i} })`).join('');
+  // The shop's currency rides along: a variant's price names none, and a query of its own would cost a call per read.
   return `query RestockProductStates($ids: [ID!]!${declared}) {
   nodes(ids: $ids) {
     ... on Product {
@@ -66,10 +72,11 @@ function productsQuery(countries: string[]): string {
       featuredMedia { preview { image { url } } }
       sellingPlanGroups(first: ${SELLING_PLANS_PER_PRODUCT}) { nodes { sellingPlans(first: ${SELLING_PLANS_PER_PRODUCT}) { nodes { category } } } }
       variants(first: 100) {
-        nodes { id title inventoryPolicy sellableOnlineQuantity inventoryItem { id tracked } sellingPlanGroupsCount { count } }
+        nodes { id title inventoryPolicy sellableOnlineQuantity inventoryItem { id tracked } sellingPlanGroupsCount { count } price }
       }
     }
   }
+  shop { currencyCode }
 }`;
 }
 
@@ -88,7 +95,7 @@ export async function readProductStates(admin: AdminApi, shop: string, accessTok
     if (!parsed.success) throw new UpstreamError(`Reading products: Shopify's answer lacks ${parsed.error.issues[0]?.path.join('.')}`);
     const publishedIn: Record<string, boolean> = {};
     countries.forEach((country, i) => (publishedIn[country] = node[`m${i}`] === true));
-    products.push({ ...parsed.data, publishedIn });
+    products.push({ ...parsed.data, publishedIn, currency: data.shop.currencyCode });
   }
   return products;
 }

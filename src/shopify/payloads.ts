@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { StockReport } from '../core/connectors/stock-report.ts';
+import { toMinorUnits } from '../conversions/service.ts';
 import { onSaleOnline, purchasableWithoutStock, type ProductState } from './catalog.ts';
 
 /** Topics as the library names them (`products/update` → `PRODUCTS_UPDATE`). */
@@ -121,7 +122,17 @@ export function productStateReports(shop: string, product: ProductState, asOf: s
     available: variant.sellableOnlineQuantity,
     purchasableWithoutStock: purchasableWithoutStock(product, variant),
     variantTitle: variantTitle(variant.title),
+    price: priceOf(variant.price, product.currency),
   }));
+}
+
+/** A Money decimal in the shop's currency as minor units; one the currency cannot hold exactly is not known. */
+function priceOf(decimal: string, currency: string): { minor: number; currency: string } | null {
+  try {
+    return { minor: toMinorUnits(decimal, currency), currency };
+  } catch {
+    return null;
+  }
 }
 
 /** The countries asked about where the product is not on sale. */

@@ -19,6 +19,11 @@ export interface StockReport {
   variantTitle?: string | null;
   imageUrl?: string | null;
   productUrl?: string | null;
+  /**
+   * The current price, in the currency's minor unit; null: not known (forgets a known one); absent
+   * leaves it as it is. Only sources that carry it in the read they make anyway set it.
+   */
+  price?: { minor: number; currency: string } | null;
   /** The source's time of this state; a report older than the last one taken is stale and ignored. */
   updatedAt?: string | null;
 }

@@ -168,6 +168,8 @@ export interface WaitlistsTable {
   product_id: string;
   variant_key: string;
   waiting: number;
+  /** The waiting subscriptions' `created_at` summed, in epoch seconds (migration 0026): time waited without a scan. */
+  waiting_since_sum: number;
 }
 
 /** A store's alerts in one ledger status. */
@@ -513,6 +515,10 @@ export interface InventoryVariantsTable {
   variant_title: string | null;
   image_url: string | null;
   product_url: string | null;
+  /** The current price in the currency's minor unit (migration 0026); null while unknown. */
+  price_minor: number | null;
+  /** ISO 4217 code of `price_minor`; null exactly when it is. */
+  price_currency: string | null;
   /** The source's own time of the last report taken; older reports are stale. */
   source_updated_at: string | null;
   updated_at: string;
