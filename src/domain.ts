@@ -113,6 +113,7 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
     events: webhooks.service,
     settingsOf: (shop) => stores.service.settingsOf(shop),
     requireStorePlatform: (shop, ids) => stores.service.requireStorePlatform(shop, ids),
+    callbacks: webhooks.service.callbacks,
   });
   const dispatch = buildDispatch({ database, alerts: alertsAlone.service });
   const inventory = buildInventory({ database, changes, stores: stores.service, restocks: dispatch.service });

@@ -78,7 +78,7 @@ export async function buildWebFeatures(config: Config, database: Database, mail:
       dashboard,
       buildShoppers({ alerts: domain.alerts, dispatch: domain.dispatch, conversions: domain.conversions, inventory: domain.inventory, stores: domain.stores }),
       buildMcp({ config, operations: served, payments: domain.payments, gate: agents.gate, metrics }),
-      buildA2a({ config, operations: served, payments: domain.payments, gate: agents.gate, metrics }),
+      buildA2a({ config, operations: served, payments: domain.payments, gate: agents.gate, metrics, callbacks: domain.events.callbacks }),
       discovery,
       built.worker,
     ],

@@ -30,9 +30,11 @@ Commands:
              The wallet test-network payments are paid to (PAYMENTS_TEST_NETWORK): its
              address (show), its private key (export, to standard output), or a private
              key read from standard input put in its place (import).
-  keys rotate
+  keys rotate [--http-signatures]
              Make a new access-token signing key; older keys keep verifying the tokens
-             they signed until those expire.
+             they signed until those expire. With --http-signatures, a new key for the
+             signatures on outgoing deliveries instead; the former one stays in the key
+             directory for a week.
   help       Show this help
 
 Configuration comes from environment variables; see README.md or .env.example.
@@ -176,11 +178,18 @@ async function dashboardCommand(args: string[]): Promise<number> {
 }
 
 async function keysCommand(args: string[]): Promise<number> {
-  if (args[0] !== 'rotate') {
-    process.stderr.write('Usage: restock keys rotate\n');
+  const httpSignatures = args[1] === '--http-signatures';
+  if (args[0] !== 'rotate' || args.length > (httpSignatures ? 2 : 1)) {
+    process.stderr.write('Usage: restock keys rotate [--http-signatures]\n');
     return 2;
   }
   const config = loadConfig();
+  if (httpSignatures) {
+    const { rotateMessageSigningKey } = await import('./webhooks/feature.ts');
+    const keyid = await withDatabase(config, (database) => rotateMessageSigningKey(config, database));
+    console.log(`New HTTP message signing key ${keyid}. Running processes sign with it within a minute.`);
+    return 0;
+  }
   const { rotateSigningKey } = await import('./agents/feature.ts');
   const kid = await withDatabase(config, (database) => rotateSigningKey(config, database));
   console.log(`New signing key ${kid}. Running processes pick it up within a minute.`);

@@ -29,6 +29,8 @@ export interface AgentCardOptions {
   operations: Map<string, OperationDescription>;
   /** Where the skill-input extension is explained (its URI). */
   skillInputUri: string;
+  /** Whether subscribeAlert's task can be pushed its news (docs/a2a.md#push-notifications). */
+  pushNotifications?: boolean;
 }
 
 /**
@@ -62,7 +64,7 @@ export function agentCard(o: AgentCardOptions): AgentCard {
     documentationUrl: `${o.baseUrl}/docs`,
     capabilities: {
       streaming: false,
-      pushNotifications: false,
+      pushNotifications: o.pushNotifications ?? false,
       extendedAgentCard: false,
       extensions: [skillInputExtension(o, skills), ...(payable.length > 0 ? [x402Extension(payable)] : [])],
     },

@@ -10,6 +10,8 @@ import { Problem, problemTypeUri } from '../core/problems.ts';
 import { PaymentPipeline, type PaidCall } from '../payments/service.ts';
 import type { PaymentService } from '../payments/service.ts';
 import { X402_EXTENSION_URI } from './agent-card.ts';
+import type { SubscriptionCallbacks } from '../core/events.ts';
+import { pushRequest, pushTemplate, type DurablePushStore } from './push.ts';
 import { isRecord, readSkillCall, type Skill } from './skills.ts';
 import { clientPayment, completedMetadata, failedMetadata, paymentRequiredMetadata, X402_STATUS } from './x402.ts';
 
@@ -50,6 +52,15 @@ export function taskHolderOf(context: ServerCallContext): string {
 const STORED_SKILL = 'org.restock/skill';
 const STORED_INPUT = 'org.restock/input';
 
+/** Push notifications for the subscribe skill: the configurations given with a message, and where they are kept. */
+export interface A2aPush {
+  store: DurablePushStore;
+  callbacks: SubscriptionCallbacks;
+}
+
+/** The skill whose task may wait for news: its subscription's product back in stock. */
+const NEWS_SKILL = 'subscribeAlert';
+
 export interface A2aPayments {
   service: PaymentService;
   rateLimitPerMinute: number;
@@ -71,6 +82,7 @@ export class RestockExecutor implements AgentExecutor {
     private readonly skills: Map<string, Skill>,
     private readonly baseUrl: string,
     payments: A2aPayments,
+    private readonly push?: A2aPush,
   ) {
     this.pipeline = new PaymentPipeline(payments.service, payments.rateLimitPerMinute, payments.metrics);
   }
@@ -105,7 +117,28 @@ export class RestockExecutor implements AgentExecutor {
     if (request.task) return this.task(request, this.refusal(new Problem('malformed-request', 'A task is answered only with its payment; with an access token, send a new message.'), facts));
     // The endpoint checked the scope already (the gate's 403); a message never runs without it.
     if (skill.scope && !caller.scopes.has(skill.scope)) return this.task(request, this.refusal(new InsufficientScope(skill.scope), facts));
-    return this.completed(request, skill, await skill.run(input, caller));
+    const result = await skill.run(input, caller);
+    const pushes = skill.id === NEWS_SKILL ? this.push?.store.configsOf(request.taskId, caller.agentId) : undefined;
+    if (pushes && this.push) return this.awaitingNews(request, skill, result, pushes, caller, this.push);
+    return this.completed(request, skill, result);
+  }
+
+  /**
+   * A subscription made with push notifications asked for: the task stays `working` with the
+   * subscription's answer, and completes (pushed, with a `news` artifact) when the product is
+   * back in stock for it. What will be pushed is written now, in the wire version the client spoke.
+   */
+  private async awaitingNews(request: RequestContext, skill: Skill, result: unknown, pushes: NonNullable<ReturnType<DurablePushStore['configsOf']>>, caller: Caller, push: A2aPush): Promise<Task> {
+    const done = this.completed(request, skill, result);
+    done.status!.message!.parts = [text(`${skill.id}: the product is back in stock for this subscription.`)];
+    const subscriptionId = (skill.output.parse(result) as { subscriptionId: string }).subscriptionId;
+    const template = pushTemplate(done, pushes.wire);
+    for (const config of pushes.configs) await push.callbacks.attachA2aPush(caller.agentId, { ...pushRequest(config, request.taskId, subscriptionId), task: template });
+    return this.task(request, {
+      state: TaskState.TASK_STATE_WORKING,
+      parts: [text(`${skill.id}: subscribed; this task completes, pushed to your push notification URL, when the product is back in stock for the subscription.`)],
+      artifacts: done.artifacts,
+    });
   }
 
   /** The call a message makes: its own data part, or, answering a task that asked for payment, the call that task is for. */

@@ -7,7 +7,9 @@ import type { BearerGate } from '../agents/service.ts';
 import { clientAddress } from '../core/http/rate-limit.ts';
 import { Problem, problemTypeUri } from '../core/problems.ts';
 import { agentCard, cardJson, legacyCardJson, X402_EXTENSION_URI, type OperationDescription } from './agent-card.ts';
+import type { SubscriptionCallbacks } from '../core/events.ts';
 import { CallerUser, dataParts, REQUEST_FACTS, RestockExecutor, taskHolderOf, type A2aPayments, type RequestFacts } from './executor.ts';
+import { DurablePushStore, queuedPushSender } from './push.ts';
 import { isRecord, namedSkill, readSkillCall, type Skill } from './skills.ts';
 import { ExpiringTaskStore } from './task-store.ts';
 import { clientPayment, X402_STATUS } from './x402.ts';
@@ -22,6 +24,8 @@ export interface A2aOptions {
   serviceName: string;
   baseUrl: string;
   payments: A2aPayments;
+  /** Where a subscription's news is pushed from (the outgoing-webhooks queue); without it the card offers no push notifications. */
+  callbacks?: SubscriptionCallbacks;
 }
 
 const SEND = new Set(['SendMessage', 'message/send']);
@@ -74,9 +78,11 @@ export function a2aRoutes(options: A2aOptions) {
         skills: options.skills,
         operations: operationsOf(app.swagger() as unknown as OpenApiDocument),
         skillInputUri: `${options.baseUrl}/docs#a2a`,
+        pushNotifications: options.callbacks !== undefined,
       });
-      const executor = new RestockExecutor(skills, options.baseUrl, options.payments);
-      const handler = new RestockRequestHandler(card, new ExpiringTaskStore(taskHolderOf), executor, skills, options.baseUrl);
+      const push = options.callbacks ? { store: new DurablePushStore(options.callbacks), callbacks: options.callbacks } : undefined;
+      const executor = new RestockExecutor(skills, options.baseUrl, options.payments, push);
+      const handler = new RestockRequestHandler(card, new ExpiringTaskStore(taskHolderOf), executor, skills, options.baseUrl, push?.store);
       served = {
         card,
         json: JSON.stringify(cardJson(card)),
@@ -183,9 +189,11 @@ class RestockRequestHandler extends DefaultRequestHandler {
     executor: RestockExecutor,
     private readonly skills: Map<string, Skill>,
     private readonly baseUrl: string,
+    pushStore?: DurablePushStore,
   ) {
-    // No task is left running, and a task waiting for payment needs no live event bus.
-    super(card, store, executor, undefined, undefined, undefined, undefined, undefined, { keepBusAliveStates: [] });
+    // No task is left running, and a task waiting for payment needs no live event bus. Pushes go
+    // through the outgoing-webhooks queue (its guard, signatures, retries), never the SDK's fetch.
+    super(card, store, executor, undefined, pushStore, pushStore ? queuedPushSender : undefined, undefined, undefined, { keepBusAliveStates: [] });
   }
 
   override async sendMessage(params: SendMessageRequest, context: ServerCallContext): Promise<Message | Task> {

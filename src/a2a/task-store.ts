@@ -120,5 +120,6 @@ function keyOf(taskId: string, context: ServerCallContext): string {
 function isKept(task: Task, context: ServerCallContext): boolean {
   const state = task.status?.state;
   if (state === TaskState.TASK_STATE_INPUT_REQUIRED) return true;
-  return state === TaskState.TASK_STATE_COMPLETED && context.user?.isAuthenticated === true;
+  // A working task is a subscription waiting for its news (push notifications): read again, or given another push configuration.
+  return (state === TaskState.TASK_STATE_COMPLETED || state === TaskState.TASK_STATE_WORKING) && context.user?.isAuthenticated === true;
 }

@@ -1,7 +1,7 @@
 import type { Config } from '../config.ts';
 import type { ContactChannel } from '../channels.ts';
 import type { Database } from '../core/db/database.ts';
-import type { EventSink } from '../core/events.ts';
+import type { EventSink, SubscriptionCallbacks } from '../core/events.ts';
 import type { Feature } from '../core/feature.ts';
 import type { WorkerJob } from '../core/jobs.ts';
 import { bindOperations } from '../core/operations.ts';
@@ -30,6 +30,8 @@ export interface AlertsDeps {
   settingsOf(storeDomain: string): Promise<EffectiveSettings>;
   /** Refuses ids of another platform than the store's (the stores service). */
   requireStorePlatform(storeDomain: string, ids: PointedIds): Promise<void>;
+  /** Agents' callbacks, attached by subscribeAlert (the outgoing-webhooks feature). */
+  callbacks?: SubscriptionCallbacks;
 }
 
 /**
@@ -37,9 +39,9 @@ export interface AlertsDeps {
  * background work needs features built on this one (inventory, SMS): `alertJobs` makes it once
  * they are.
  */
-export function buildAlerts({ config, database, signer, events, settingsOf, requireStorePlatform }: AlertsDeps): Feature<SubscriptionService> {
+export function buildAlerts({ config, database, signer, events, settingsOf, requireStorePlatform, callbacks }: AlertsDeps): Feature<SubscriptionService> {
   const contactPoints = new ContactPointRepository(database);
-  const service = new SubscriptionService(new SubscriptionRepository(database), new WaitingRepository(database), signer, config.baseUrl, events, { contactPoints, settingsOf, requireStorePlatform });
+  const service = new SubscriptionService(new SubscriptionRepository(database), new WaitingRepository(database), signer, config.baseUrl, events, { contactPoints, settingsOf, requireStorePlatform }, callbacks);
   return {
     service,
     operations: bindOperations(alertOperations, service),

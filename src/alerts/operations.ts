@@ -1,9 +1,16 @@
 import { z } from 'zod';
+import type { SubscriptionCallbacks } from '../core/events.ts';
 import { defineOperation, perRequestCharges } from '../core/operations.ts';
+import { NotConfigured } from '../core/problems.ts';
 import { subscribeAlertBody, subscribeAlertResponse, subscriptionIdSchema, subscriptionSchema } from './schemas.ts';
 import type { SubscriptionService } from './service.ts';
 
 const EXAMPLE_SUBSCRIPTION = 'sub_0123456789abcdefghijklmnop';
+
+function callbacksOf(alerts: SubscriptionService): SubscriptionCallbacks {
+  if (!alerts.callbacks) throw new NotConfigured('Callbacks are not served by this process.');
+  return alerts.callbacks;
+}
 const subscriptionInput = z.object({ subscriptionId: subscriptionIdSchema });
 
 /** subscribeAlert and its reads: the seed's alert subscription API under /api/v1/alerts. */
@@ -16,13 +23,14 @@ export const alertOperations = [
     description:
       'Creates a subscription that sends one e-mail when the product (or the given variant) is back in stock. ' +
       'Subscribing the same product, variant and e-mail again returns the existing active subscription. ' +
+      'With `callbackUrl`, the subscription\'s news (back in stock, alert sent, clicked, order credited) is posted there, signed. ' +
       'Without an access token, the request is paid per request (x402 or MPP, USD 0.05).',
     tag: 'alerts',
     scope: 'api:write',
     idempotent: true,
     input: subscribeAlertBody,
     output: subscribeAlertResponse,
-    errors: [400, 403, 409, 413, 415, 422, 503],
+    errors: [400, 403, 409, 413, 415, 422, 501, 503],
     tenancy: { refusal: 403 },
     example: { productId: 'gid://shopify/Product/123', variantId: 'gid://shopify/ProductVariant/456', email: 'shopper@example.com', shop: 'my-store.myshopify.com' },
     tool: {
@@ -36,8 +44,12 @@ export const alertOperations = [
       resultReference: (result) => result.subscriptionId,
     },
     run: async (alerts: SubscriptionService, input, { caller }) => {
+      // Checked before the subscription is stored: a refused callback leaves nothing behind.
+      const callbackUrl = input.callbackUrl === undefined ? undefined : callbacksOf(alerts).checkUrl(input.callbackUrl, '/body/callbackUrl');
       const { subscriptionId, status } = await alerts.subscribeAlert(input, caller);
-      return { subscriptionId, status };
+      if (callbackUrl === undefined) return { subscriptionId, status };
+      const { callbackSecret } = await callbacksOf(alerts).attachCallback(caller.agentId, subscriptionId, callbackUrl);
+      return { subscriptionId, status, ...(callbackSecret === undefined ? {} : { callbackSecret }) };
     },
   }),
   defineOperation({

@@ -42,6 +42,13 @@ export const subscribeAlertBody = z
       .optional()
       .describe("The merchant's store the product belongs to; an agent bound to a store subscribes for that store"),
     country: countrySchema.optional(),
+    callbackUrl: z
+      .string()
+      .max(2048)
+      .optional()
+      .describe(
+        "Where to tell the agent of this subscription's news (the product back in stock, the alert sent, clicked, an order credited to it): an https URL, posted signed per Standard Webhooks and HTTP Message Signatures; again with another URL replaces it (docs/agents.md#callbacks)",
+      ),
     // Each channel's fields beside e-mail (the channel registry's).
     ...signUpFields('agent', STRICT_OUTBOUND),
   })
@@ -55,6 +62,10 @@ export const subscribeAlertResponse = z
   .object({
     subscriptionId: subscriptionIdSchema,
     status: subscriptionStatusSchema.describe('`active` for a created subscription; `pending` when the store asks shoppers to confirm (double opt-in): the shopper is e-mailed a confirmation link, and the subscription is alerted only once confirmed'),
+    callbackSecret: z
+      .string()
+      .optional()
+      .describe("The agent's `whsec_` secret that signs its callbacks (Standard Webhooks), given once: in the answer that first gave a callbackUrl"),
   })
   .describe('The created (or already existing) subscription');
 

@@ -2,7 +2,7 @@
 import { idsAt, type PointedIds } from '../core/platforms.ts';
 import { nowIso } from '../core/clock.ts';
 import { newOpaqueId } from '../core/ids.ts';
-import { eventId, type EventSink } from '../core/events.ts';
+import { eventId, type EventSink, type SubscriptionCallbacks } from '../core/events.ts';
 import { inPages } from '../core/db/pages.ts';
 import type { Trx } from '../core/db/database.ts';
 import { addressKey, normaliseEmail } from '../core/email.ts';
@@ -111,6 +111,8 @@ export class SubscriptionService {
     private readonly baseUrl: string,
     private readonly events: EventSink,
     private readonly channels: ChannelDeps,
+    /** Where the subscriptions' news goes for the agents that ask (the outgoing-webhooks feature); subscribeAlert attaches it. */
+    readonly callbacks?: SubscriptionCallbacks,
   ) {}
 
   /**

@@ -39,3 +39,44 @@ export interface EventSink {
 export function eventId(type: StoreEventType, ...key: string[]): string {
   return `evt_${createHash('sha256').update([type, ...key].join('\n')).digest('base64url').slice(0, 32)}`;
 }
+
+/**
+ * What an agent hears of a subscription it made (docs/agents.md#callbacks): the product back for
+ * it (its first alert sent), each alert sent, the alert's click, and an order credited to it.
+ */
+export const agentNewsTypes = ['subscription.restocked', 'alert.sent', 'alert.clicked', 'order.attributed'] as const;
+
+export type AgentNewsType = (typeof agentNewsTypes)[number];
+
+export interface AgentNews {
+  type: AgentNewsType;
+  subscriptionId: string;
+  shop: string;
+  occurredAt: string;
+  data: Record<string, unknown>;
+}
+
+/** An A2A push configuration given with the message whose task made a subscription. */
+export interface A2aPushRequest {
+  subscriptionId: string;
+  taskId: string;
+  url: string;
+  token?: string;
+  authentication?: { scheme: string; credentials: string };
+  /** The completed task to push, as the client's wire version writes it (`StoredA2aTask`). */
+  task: { wire: '1.0' | '0.3'; body: Record<string, unknown> };
+}
+
+/**
+ * Where an agent's subscriptions send their news: the outgoing-webhooks feature keeps them, the
+ * operations that make subscriptions (subscribeAlert over HTTP, MCP and A2A) attach them.
+ */
+export interface SubscriptionCallbacks {
+  /** The callback URL checked before anything is stored; throws the problem naming `pointer`. */
+  checkUrl(text: string, pointer: string): URL;
+  /** Points the subscription's callback at `url`; the agent's signing secret comes back the first time only. */
+  attachCallback(agentId: string, subscriptionId: string, url: URL): Promise<{ callbackSecret?: string }>;
+  attachA2aPush(agentId: string, request: A2aPushRequest): Promise<void>;
+  subscriptionOfTask(agentId: string, taskId: string): Promise<{ subscriptionId: string; task: A2aPushRequest['task'] } | undefined>;
+  callbacksOf(agentId: string, subscriptionId: string): Promise<Array<{ kind: 'callback' | 'a2a-push'; url: string; enabled: boolean }>>;
+}

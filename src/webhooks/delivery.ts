@@ -6,6 +6,8 @@ import type { OutboundPolicy } from '../core/net/outbound-guard.ts';
 import type { SecretBox } from '../core/sealed-secrets.ts';
 import type { WorkerJob } from '../core/jobs.ts';
 import type { ClaimedDelivery, FailureRun, SettledAttempt, WebhookRepository } from './repository.ts';
+import { A2A_TOKEN_HEADER } from './callbacks.ts';
+import type { MessageSigner } from './message-signatures.ts';
 import type { WebhookConfig } from './settings.ts';
 
 /** Deliveries one run takes; they are sent in parallel, so a run lasts about one timeout at most. */
@@ -24,6 +26,8 @@ export interface DelivererDeps {
   repository: WebhookRepository;
   secrets: SecretBox;
   policy: OutboundPolicy;
+  /** Signs each request per RFC 9421 with the keys of our directory. */
+  signer: MessageSigner;
   config: WebhookConfig;
   log: FastifyBaseLogger;
   /** Tells the store's owner (by e-mail) that an endpoint was disabled. */
@@ -61,8 +65,10 @@ async function attemptDelivery(deps: DelivererDeps, { delivery, endpoint }: Clai
     return;
   }
   const attemptedAt = new Date();
-  const secret = await deps.secrets.open(endpoint.secret_sealed);
-  const outcome = await postToTenant(endpoint.url, delivery.payload, signedHeaders(secret, delivery.event_id, attemptedAt, delivery.payload), {
+  const opened = await deps.secrets.open(endpoint.secret_sealed);
+  const headers = endpoint.kind === 'a2a-push' ? a2aPushHeaders(opened, delivery.event_id) : signedHeaders(opened, delivery.event_id, attemptedAt, delivery.payload);
+  await deps.signer.refresh();
+  const outcome = await postToTenant(endpoint.url, delivery.payload, (target) => deps.signer.signRequest('POST', target, headers, delivery.payload, attemptedAt), {
     policy: deps.policy,
     timeoutMs: deps.config.timeoutMs,
   });
@@ -83,7 +89,13 @@ async function attemptDelivery(deps: DelivererDeps, { delivery, endpoint }: Clai
   if (run === undefined || delivered) return;
   deps.log.info({ shop: delivery.store_domain, endpoint: endpoint.id, delivery: delivery.id, attempt: delivery.attempts, error: outcome.error }, 'webhook delivery attempt failed');
   const reason = disablingReason(deps.config, run, outcome, attemptedAt);
-  if (reason !== undefined) await disable(deps, delivery.store_domain, endpoint, reason);
+  if (reason === undefined) return;
+  // An agent's endpoint has no owner to mail; the agent sees it stopped when it reads its subscription.
+  if (endpoint.agent_id !== null) {
+    if (await deps.repository.disableEndpoint(endpoint.id, reason, nowIso())) deps.log.warn({ agent: endpoint.agent_id, endpoint: endpoint.id, reason }, 'agent callback disabled');
+    return;
+  }
+  await disable(deps, delivery.store_domain, endpoint, reason);
 }
 
 /** The Standard Webhooks headers, signed by the library over `{id}.{timestamp}.{body}`. */
@@ -95,6 +107,16 @@ function signedHeaders(secret: string, eventId: string, at: Date, payload: strin
     'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
     'webhook-signature': new Webhook(secret).sign(eventId, at, payload),
   };
+}
+
+/**
+ * An A2A push: the task as JSON, with the client's own token or credentials as its push
+ * configuration gave them (kept sealed); `webhook-id` lets the RFC 9421 signature name the event.
+ */
+function a2aPushHeaders(sealedHeaders: string, eventId: string): Record<string, string> {
+  const { headers } = JSON.parse(sealedHeaders) as { headers: Record<string, string> };
+  const allowed = Object.fromEntries(Object.entries(headers).filter(([name]) => name === 'authorization' || name === A2A_TOKEN_HEADER.toLowerCase()));
+  return { ...allowed, 'content-type': headers['content-type'] ?? 'application/json', 'user-agent': 'Restock-Webhooks/1.0', 'webhook-id': eventId };
 }
 
 /** Delivered, given up after the last attempt, or due again after the schedule's delay for this attempt. */

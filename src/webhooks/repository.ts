@@ -4,13 +4,14 @@ import { lockRows } from '../core/db/locking.ts';
 import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEndpointsTable } from '../core/db/schema.ts';
 
 export type EndpointRow = WebhookEndpointsTable;
+/** A subscription's callback with what routing needs of its endpoint. */
 export type DeliveryRow = WebhookDeliveriesTable;
 export type AttemptRow = WebhookAttemptsTable;
 
 /** A delivery as a worker claimed it, with what it needs of its endpoint (absent: deleted since). */
 export interface ClaimedDelivery {
   delivery: DeliveryRow;
-  endpoint: Pick<EndpointRow, 'id' | 'url' | 'secret_sealed' | 'enabled'> | undefined;
+  endpoint: Pick<EndpointRow, 'id' | 'url' | 'secret_sealed' | 'enabled' | 'kind' | 'agent_id'> | undefined;
 }
 
 /** How a claimed delivery's attempt ended, as the delivery will record it. */
@@ -40,11 +41,11 @@ export class WebhookRepository {
   constructor(private readonly database: Database) {}
 
   listEndpoints(storeDomain: string): Promise<EndpointRow[]> {
-    return this.database.db.selectFrom('webhook_endpoints').selectAll().where('store_domain', '=', storeDomain).orderBy('created_at').orderBy('id').execute();
+    return this.database.db.selectFrom('webhook_endpoints').selectAll().where('kind', '=', 'store').where('store_domain', '=', storeDomain).orderBy('created_at').orderBy('id').execute();
   }
 
   findEndpoint(storeDomain: string, id: string): Promise<EndpointRow | undefined> {
-    return this.database.db.selectFrom('webhook_endpoints').selectAll().where('store_domain', '=', storeDomain).where('id', '=', id).executeTakeFirst();
+    return this.database.db.selectFrom('webhook_endpoints').selectAll().where('kind', '=', 'store').where('store_domain', '=', storeDomain).where('id', '=', id).executeTakeFirst();
   }
 
   /** Inserts the endpoint unless the store already has `limit`; false when it has. */
@@ -55,6 +56,7 @@ export class WebhookRepository {
       const { n } = await trx
         .selectFrom('webhook_endpoints')
         .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('kind', '=', 'store')
         .where('store_domain', '=', row.store_domain)
         .executeTakeFirstOrThrow();
       if (Number(n) >= limit) return false;
@@ -65,7 +67,7 @@ export class WebhookRepository {
 
   async updateEndpoint(storeDomain: string, id: string, changes: Partial<EndpointRow>): Promise<EndpointRow | undefined> {
     return this.database.writeStatement((db) =>
-      db.updateTable('webhook_endpoints').set(changes).where('store_domain', '=', storeDomain).where('id', '=', id).returningAll().executeTakeFirst(),
+      db.updateTable('webhook_endpoints').set(changes).where('kind', '=', 'store').where('store_domain', '=', storeDomain).where('id', '=', id).returningAll().executeTakeFirst(),
     );
   }
 
@@ -89,7 +91,7 @@ export class WebhookRepository {
   /** The endpoint, its deliveries and their log, in one write; false when there was no such endpoint. */
   deleteEndpoint(storeDomain: string, id: string): Promise<boolean> {
     return this.database.write(async (trx) => {
-      const deleted = await trx.deleteFrom('webhook_endpoints').where('store_domain', '=', storeDomain).where('id', '=', id).executeTakeFirst();
+      const deleted = await trx.deleteFrom('webhook_endpoints').where('kind', '=', 'store').where('store_domain', '=', storeDomain).where('id', '=', id).executeTakeFirst();
       if (Number(deleted.numDeletedRows) === 0) return false;
       await trx.deleteFrom('webhook_attempts').where('endpoint_id', '=', id).execute();
       await trx.deleteFrom('webhook_deliveries').where('endpoint_id', '=', id).execute();
@@ -99,7 +101,7 @@ export class WebhookRepository {
 
   /** The store's endpoints that take events now, with the types each takes. */
   enabledEndpoints(storeDomain: string): Promise<Array<Pick<EndpointRow, 'id' | 'event_types'>>> {
-    return this.database.db.selectFrom('webhook_endpoints').select(['id', 'event_types']).where('store_domain', '=', storeDomain).where('enabled', '=', 1).execute();
+    return this.database.db.selectFrom('webhook_endpoints').select(['id', 'event_types']).where('kind', '=', 'store').where('store_domain', '=', storeDomain).where('enabled', '=', 1).execute();
   }
 
   /** New deliveries in one statement; one already made for an (endpoint, event) stays as it is. */
@@ -140,7 +142,7 @@ export class WebhookRepository {
         .execute();
       const endpoints = await trx
         .selectFrom('webhook_endpoints')
-        .select(['id', 'url', 'secret_sealed', 'enabled'])
+        .select(['id', 'url', 'secret_sealed', 'enabled', 'kind', 'agent_id'])
         .where('id', 'in', [...new Set(deliveries.map((row) => row.endpoint_id))])
         .execute();
       const byId = new Map(endpoints.map((endpoint) => [endpoint.id, endpoint]));

@@ -9,6 +9,7 @@ import { checkNewDestination } from '../core/net/destination.ts';
 import type { OutboundPolicy } from '../core/net/outbound-guard.ts';
 import { Conflict, NotFound, Problem } from '../core/problems.ts';
 import type { SecretBox } from '../core/sealed-secrets.ts';
+import type { AgentCallbacks } from './callbacks.ts';
 import type { AttemptRow, DeliveryRow, EndpointRow, WebhookRepository } from './repository.ts';
 import {
   MAX_ENDPOINTS_PER_STORE,
@@ -34,6 +35,8 @@ export interface WebhookServiceDeps {
   secrets: SecretBox;
   /** Where tenants' endpoints may be (config TENANT_OUTBOUND_ALLOW). */
   policy: OutboundPolicy;
+  /** Agents' callbacks, which hear of their own subscriptions' events. */
+  callbacks: AgentCallbacks;
 }
 
 /**
@@ -42,7 +45,12 @@ export interface WebhookServiceDeps {
  * the delivery job (delivery.ts) signs and sends them.
  */
 export class WebhookService implements EventSink {
-  constructor(private readonly deps: WebhookServiceDeps) {}
+  /** Agents' callbacks and A2A pushes (callbacks.ts), for the operations that make subscriptions. */
+  readonly callbacks: AgentCallbacks;
+
+  constructor(private readonly deps: WebhookServiceDeps) {
+    this.callbacks = deps.callbacks;
+  }
 
   /**
    * Stores one delivery per enabled endpoint of the event's store that takes its type, reading
@@ -62,6 +70,7 @@ export class WebhookService implements EventSink {
       }
     }
     for (const chunk of chunks(rows, 200)) await this.deps.repository.insertDeliveries(chunk);
+    await this.deps.callbacks.route(events);
   }
 
   async listEndpoints(caller: Caller, domain: string): Promise<Endpoint[]> {
@@ -92,6 +101,8 @@ export class WebhookService implements EventSink {
       failing_since: null,
       created_at: now,
       updated_at: now,
+      kind: 'store',
+      agent_id: null,
     };
     if (!(await this.deps.repository.insertEndpoint(row, MAX_ENDPOINTS_PER_STORE))) {
       throw new Conflict(`${store} already has ${MAX_ENDPOINTS_PER_STORE} webhook endpoints, the most a store may have; delete one first.`);

@@ -77,6 +77,12 @@ export interface Tables {
   webhook_deliveries: WebhookDeliveriesTable;
   /** webhooks (the delivery log) */
   webhook_attempts: WebhookAttemptsTable;
+  /** webhooks: agents' callbacks and A2A pushes per subscription (migration 0027) */
+  subscription_callbacks: SubscriptionCallbacksTable;
+  /** webhooks: the alerts sent for subscriptions with callbacks, so their clicks and orders follow (migration 0027) */
+  callback_alerts: CallbackAlertsTable;
+  /** webhooks: each agent's Standard Webhooks secret for its callbacks (migration 0027) */
+  agent_callback_secrets: AgentCallbackSecretsTable;
   /** conversions */
   alert_clicks: AlertClicksTable;
   /** conversions: kept by triggers on alert_clicks (migration 0018) */
@@ -849,6 +855,37 @@ export interface WebhookEndpointsTable {
   failing_since: string | null;
   created_at: string;
   updated_at: string;
+  /** `store`: a store's endpoint; `callback`: an agent's callback URL; `a2a-push`: an A2A push notification config (migration 0027). */
+  kind: WebhookEndpointKind;
+  /** The agent an agent's endpoint belongs to; null for a store's. */
+  agent_id: string | null;
+}
+
+export type WebhookEndpointKind = 'store' | 'callback' | 'a2a-push';
+
+/** Which agent endpoint hears of which subscription. */
+export interface SubscriptionCallbacksTable {
+  subscription_id: string;
+  endpoint_id: string;
+  agent_id: string;
+  kind: Exclude<WebhookEndpointKind, 'store'>;
+  a2a_task_id: string | null;
+  /** JSON: the A2A task the push updates. */
+  a2a_task: string | null;
+  created_at: string;
+}
+
+export interface CallbackAlertsTable {
+  alert_id: string;
+  subscription_id: string;
+  created_at: string;
+}
+
+export interface AgentCallbackSecretsTable {
+  agent_id: string;
+  /** The agent's `whsec_` secret, sealed (core/sealed-secrets.ts). */
+  secret_sealed: string;
+  created_at: string;
 }
 
 export type WebhookDeliveryStatus = 'pending' | 'delivered' | 'failed' | 'cancelled';

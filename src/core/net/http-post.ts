@@ -57,7 +57,7 @@ class ExchangeTimeout extends Error {
  * addresses checked as it resolves, the connected peer checked again), no connection reuse, one
  * deadline for the whole exchange, a bounded read of each answer, and redirects followed by hand.
  */
-export async function postToTenant(url: string, body: string | Buffer, headers: Record<string, string>, options: PostOptions): Promise<PostOutcome> {
+export async function postToTenant(url: string, body: string | Buffer, headers: Record<string, string> | ((target: URL) => Record<string, string>), options: PostOptions): Promise<PostOutcome> {
   const started = Date.now();
   const deadline = started + options.timeoutMs;
   const maxRedirects = Math.min(options.maxRedirects ?? MAX_REDIRECTS, MAX_REDIRECTS);
@@ -71,7 +71,9 @@ export async function postToTenant(url: string, body: string | Buffer, headers: 
     }
     let answer: Hop;
     try {
-      answer = await exchange(destination.url, destination.host, { method: 'POST', body, headers }, options.policy, deadline);
+      // Headers may sign the URL they are sent to (RFC 9421's @target-uri): made again for each hop.
+      const sent = typeof headers === 'function' ? headers(destination.url) : headers;
+      answer = await exchange(destination.url, destination.host, { method: 'POST', body, headers: sent }, options.policy, deadline);
     } catch (err) {
       return outcome(lastStatus, describeFailure(err, options.timeoutMs, hop > 0), err instanceof ForbiddenDestination);
     }

@@ -26,6 +26,7 @@ import { cancelledSubscriptions } from './0023_cancelled_subscriptions.ts';
 import { shopifyConnections } from './0024_shopify_connections.ts';
 import { contactPointDetails } from './0025_contact_point_details.ts';
 import { overage } from './0028_overage.ts';
+import { agentCallbacks } from './0027_agent_callbacks.ts';
 import { purchasing } from './0026_purchasing.ts';
 
 export interface DialectMigration {
@@ -60,5 +61,6 @@ export const migrations: Record<string, DialectMigration> = {
   '0024_shopify_connections': shopifyConnections,
   '0025_contact_point_details': contactPointDetails,
   '0026_purchasing': purchasing,
+  '0027_agent_callbacks': agentCallbacks,
   '0028_overage': overage,
 };
