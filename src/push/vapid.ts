@@ -3,6 +3,7 @@ import webpush from 'web-push';
 import { z } from 'zod';
 import type { Database } from '../core/db/database.ts';
 import { keepServiceSecret } from '../core/secrets.ts';
+import { jsonOf } from '../core/json.ts';
 
 /**
  * The service's VAPID key pair (RFC 8292): browsers bind each push subscription to its public
@@ -45,13 +46,7 @@ export async function loadVapidKeys(database: Database): Promise<VapidKeys & { m
 
 /** A stored pair that does not parse, or whose halves do not belong together, stops start-up rather than signing with it. */
 function readStoredKeys(value: string): VapidKeys {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(value);
-  } catch {
-    parsed = undefined;
-  }
-  const keys = storedKeys.safeParse(parsed);
+  const keys = storedKeys.safeParse(jsonOf(value));
   if (!keys.success || !halvesMatch(keys.data)) {
     throw new Error(`The VAPID key pair in service_secrets ('${SECRET_NAME}') is damaged. Browsers' push subscriptions are bound to it; restore it from a backup.`);
   }

@@ -2,13 +2,13 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import net from 'node:net';
 import { nowIso } from '../core/clock.ts';
 import type { AgentNews, AgentNewsType, A2aPushRequest, StoreEvent, SubscriptionCallbacks } from '../core/events.ts';
-import { newId, newOpaqueId } from '../core/ids.ts';
+import { newOpaqueId } from '../core/ids.ts';
 import { checkNewDestination } from '../core/net/destination.ts';
 import { isAllowedDestination, type OutboundPolicy } from '../core/net/outbound-guard.ts';
 import { Conflict, NotConfigured } from '../core/problems.ts';
 import type { SecretBox } from '../core/sealed-secrets.ts';
 import type { CallbackRepository, SubscriptionCallbackRow } from './callback-repository.ts';
-import type { DeliveryRow, EndpointRow, WebhookRepository } from './repository.ts';
+import { pendingDelivery, type DeliveryRow, type EndpointRow, type WebhookRepository } from './repository.ts';
 import { ForbiddenWebhookDestination } from './service.ts';
 
 /** A2A's push notification token header, as the protocol's SDK sends it. */
@@ -153,20 +153,7 @@ export class AgentCallbacks implements SubscriptionCallbacks {
       for (const target of bySubscription.get(item.subscriptionId) ?? []) {
         const payload = target.kind === 'callback' ? callbackPayload(item) : item.type === 'subscription.restocked' ? a2aPayload(target, item) : undefined;
         if (payload === undefined) continue;
-        rows.push({
-          id: newId('whd'),
-          endpoint_id: target.endpoint_id,
-          store_domain: event.storeDomain.toLowerCase(),
-          event_id: agentEventId(item.type, item.subscriptionId, event.id),
-          event_type: item.type,
-          payload,
-          status: 'pending',
-          attempts: 0,
-          next_attempt_at: now,
-          last_error: null,
-          created_at: now,
-          finished_at: null,
-        });
+        rows.push(pendingDelivery({ endpoint_id: target.endpoint_id, store_domain: event.storeDomain.toLowerCase(), event_id: agentEventId(item.type, item.subscriptionId, event.id), event_type: item.type, payload }, now));
       }
     }
     await this.deps.repository.insertDeliveries(rows);

@@ -2,6 +2,7 @@ import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sig
 import { calculateJwkThumbprint, type JWK } from 'jose';
 import { z } from 'zod';
 import type { Database } from '../core/db/database.ts';
+import { jsonOf } from '../core/json.ts';
 import { keepServiceSecret, replaceServiceSecret } from '../core/secrets.ts';
 
 /**
@@ -171,13 +172,7 @@ function freshKey(): StoredKeys['keys'][number] {
 /** The keys in the database, the first made by whichever process asks first; damaged keys stop the start rather than sign. */
 async function readKeys(database: Database): Promise<StoredKeys> {
   const { value } = await keepServiceSecret(database, SECRET_NAME, () => JSON.stringify({ keys: [freshKey()] } satisfies StoredKeys));
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(value);
-  } catch {
-    parsed = undefined;
-  }
-  const keys = storedKeys.safeParse(parsed);
+  const keys = storedKeys.safeParse(jsonOf(value));
   if (!keys.success) throw new Error(`The HTTP message signing keys in service_secrets ('${SECRET_NAME}') are damaged; restore them from a backup or delete the row to start a new key.`);
   return keys.data;
 }

@@ -1,12 +1,18 @@
 import { sql } from 'kysely';
 import type { Database, Trx } from '../core/db/database.ts';
 import { lockRows } from '../core/db/locking.ts';
+import { newId } from '../core/ids.ts';
 import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEndpointsTable } from '../core/db/schema.ts';
 
 export type EndpointRow = WebhookEndpointsTable;
 /** A subscription's callback with what routing needs of its endpoint. */
 export type DeliveryRow = WebhookDeliveriesTable;
 export type AttemptRow = WebhookAttemptsTable;
+
+/** A delivery of `payload` to an endpoint, queued now and due at once. */
+export function pendingDelivery(delivery: Pick<DeliveryRow, 'endpoint_id' | 'store_domain' | 'event_id' | 'event_type' | 'payload'>, now: string): DeliveryRow {
+  return { id: newId('whd'), ...delivery, status: 'pending', attempts: 0, next_attempt_at: now, last_error: null, created_at: now, finished_at: null };
+}
 
 /** A delivery as a worker claimed it, with what it needs of its endpoint (absent: deleted since). */
 export interface ClaimedDelivery {

@@ -4,13 +4,13 @@ import { nowIso } from '../core/clock.ts';
 import type { EventSink, StoreEvent, StoreEventType } from '../core/events.ts';
 import { storeEventTypes } from '../core/events.ts';
 import { ownStore, type Caller } from '../core/http/caller.ts';
-import { newId, newOpaqueId } from '../core/ids.ts';
+import { newOpaqueId } from '../core/ids.ts';
 import { checkNewDestination } from '../core/net/destination.ts';
 import type { OutboundPolicy } from '../core/net/outbound-guard.ts';
 import { Conflict, NotFound, Problem } from '../core/problems.ts';
 import type { SecretBox } from '../core/sealed-secrets.ts';
 import type { AgentCallbacks } from './callbacks.ts';
-import type { AttemptRow, DeliveryRow, EndpointRow, WebhookRepository } from './repository.ts';
+import { pendingDelivery, type AttemptRow, type DeliveryRow, type EndpointRow, type WebhookRepository } from './repository.ts';
 import {
   MAX_ENDPOINTS_PER_STORE,
   type CreatedEndpoint,
@@ -154,20 +154,7 @@ export class WebhookService implements EventSink {
 /** One pending delivery of the event per endpoint, each the same signed-later payload. */
 function deliveriesOf(event: StoreEvent, storeDomain: string, endpoints: Array<Pick<EndpointRow, 'id'>>, now: string): DeliveryRow[] {
   const payload = JSON.stringify({ type: event.type, timestamp: event.occurredAt, data: event.data });
-  return endpoints.map((endpoint) => ({
-    id: newId('whd'),
-    endpoint_id: endpoint.id,
-    store_domain: storeDomain,
-    event_id: event.id,
-    event_type: event.type,
-    payload,
-    status: 'pending',
-    attempts: 0,
-    next_attempt_at: now,
-    last_error: null,
-    created_at: now,
-    finished_at: null,
-  }));
+  return endpoints.map((endpoint) => pendingDelivery({ endpoint_id: endpoint.id, store_domain: storeDomain, event_id: event.id, event_type: event.type, payload }, now));
 }
 
 function eventTypesOf(endpoint: Pick<EndpointRow, 'event_types'>): StoreEventType[] {
