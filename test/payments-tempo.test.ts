@@ -8,10 +8,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from './fixtures/suites.ts';
 import { Challenge, Credential, Receipt } from 'mppx';
+import { Mppx as MppxClient, tempo as tempoClient } from 'mppx/client';
+import { Mppx as MppxServer, Store as MppxStore, tempo as tempoServer } from 'mppx/server';
+import { Subscription as TempoSubscription } from 'mppx/tempo';
+import { toHex } from 'viem';
 import { uniqueEmail } from './fixtures/agents.ts';
 import { assertOnlyGrew, dialectSkip, startListeningTestApp, testDialects, type TestApp } from './fixtures/app.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
-import { startTempoRpc, tempoChargeClient, tempoPayingClient, type TempoRpc } from './fixtures/tempo-rpc.ts';
+import { startTempoRpc, tempoChargeClient, tempoPayingClient, tempoRpcClient, type TempoRpc } from './fixtures/tempo-rpc.ts';
 
 failOnLeakedHandles();
 
@@ -265,5 +269,101 @@ for (const dialect of testDialects()) {
         assert.deepEqual(await balances(), start, mode);
       }
     });
+
+    it('does not offer the subscription intent: mppx signs a TIP-1053 witness, which this chain cannot decode', async () => {
+      // With Tempo configured, where it would be offered, neither the plan's 402 nor the discovery document names it.
+      const res = await fetch(`${base}/api/v1/plans/checkout`, { method: 'POST', headers: json, body: JSON.stringify({ plan: 'starter', shop: 'my-store.myshopify.com' }) });
+      assert.equal(res.status, 402);
+      assert.deepEqual(Challenge.fromResponseList(res).filter((c) => c.intent === 'subscription'), []);
+      assert.doesNotMatch(JSON.stringify(await res.json()), /subscription intent|tempo\/subscription/i);
+      const doc = (await (await fetch(`${base}/openapi.json`)).json()) as { paths: Record<string, Record<string, { 'x-payment-info'?: { offers: { intent: string }[] } }>> };
+      const offered = Object.values(doc.paths).flatMap((item) => Object.values(item).flatMap((operation) => operation['x-payment-info']?.offers ?? []));
+      assert.ok(offered.length > 0);
+      assert.deepEqual(offered.filter((offer) => offer.intent === 'subscription'), []);
+      // No storage is involved below; it shares this suite's chain rather than start another beside it.
+      await subscriptionCannotActivate(rpc);
+    });
   });
+}
+
+/**
+ * Why `checkoutPlan` does not offer MPP's `tempo/subscription` (docs/payments.md, "The
+ * subscription intent"): mppx 0.11.0's own server and client, with nothing of the service
+ * between them, against the stand-in chain. Every key authorization mppx signs for a
+ * subscription carries a TIP-1053 witness (the challenge id), and the newest anvil that can be
+ * installed here (1.7.1, Tempo rules up to T4) cannot decode a transaction carrying one, so no
+ * subscription can be activated on it. This shows that, and nothing moving; the day it fails
+ * because the payment went through, the chain can take the intent and the offer can be built.
+ */
+async function subscriptionCannotActivate(rpc: TempoRpc): Promise<void> {
+  const getClient = () => tempoRpcClient(rpc);
+  const server = MppxServer.create({
+    secretKey: 'a test secret of at least 32 bytes, for mppx',
+    realm: 'restock.test',
+    methods: [
+      tempoServer.subscription({
+        recipient: rpc.recipient.address,
+        currency: rpc.token,
+        chainId: rpc.chainId,
+        getClient,
+        store: MppxStore.memory(),
+        // The monthly plan as the intent can say it: its units are day and week (and dev_second).
+        amount: '9.99',
+        periodCount: 30,
+        periodUnit: 'day',
+        subscriptionExpires: new Date(Math.floor(Date.now() / 1000 + 365 * 86400) * 1000),
+        resolve: async () => ({ key: 'store:my-store.myshopify.com' }),
+        requireCredential: true,
+      }),
+    ],
+  });
+  const challenge = await server.challenge.tempo.subscription({});
+  const request = subscriptionRequest(challenge.request);
+  assert.deepEqual([challenge.intent, request.amount, request.periodCount, request.periodUnit], ['subscription', '9990000', '30', 'day']);
+  const accessKey = request.methodDetails?.accessKey;
+  assert.ok(accessKey, 'the server hands out an access key of its own for the payer to authorise');
+
+  const client = MppxClient.create({ polyfill: false, methods: [tempoClient.subscription({ account: rpc.payer.account, getClient })] });
+  const serialized = await client.createCredential(new Response(null, { status: 402, headers: { 'www-authenticate': Challenge.serialize(challenge) } }));
+  const credential = Credential.deserialize<{ signature: `0x${string}`; type: 'keyAuthorization' }>(serialized);
+  // The credential is sound by mppx's own reading: signed by the payer, for this challenge.
+  const { authorization, source } = TempoSubscription.verifySubscriptionKeyAuthorization({
+    accessKey,
+    challengeId: challenge.id,
+    chainId: rpc.chainId,
+    payload: credential.payload,
+    request: request as never,
+  });
+  assert.equal(source.address.toLowerCase(), rpc.payer.address.toLowerCase());
+  assert.equal(authorization.witness, toHex(Buffer.from(challenge.id, 'base64url')), 'the TIP-1053 witness is the challenge id');
+  assert.equal(authorization.limits?.[0]?.period, 30 * 86400, 'one pull of the amount per 30 days');
+
+  const start = await rpc.balanceOf(rpc.recipient.address);
+  const mark = rpc.calls.length;
+  await assert.rejects(server.broadcastCredential(serialized), (error: unknown) => {
+    assert.match(describeError(error), /Failed to decode transaction/);
+    return true;
+  });
+  assert.ok(rpc.calls.slice(mark).some(isBroadcast), 'the activation was sent to the chain');
+  assert.equal(await rpc.balanceOf(rpc.recipient.address), start, 'nothing moved');
+}
+
+interface SubscriptionRequest {
+  amount: string;
+  periodCount: string;
+  periodUnit: string;
+  methodDetails?: { accessKey?: { accessKeyAddress: `0x${string}`; keyType: 'secp256k1' | 'p256' | 'webAuthn' } };
+}
+
+function subscriptionRequest(request: unknown): SubscriptionRequest {
+  return request as SubscriptionRequest;
+}
+
+/** An error with its causes and details, as one string: mppx wraps the node's answer. */
+function describeError(error: unknown): string {
+  const parts: string[] = [];
+  for (let e = error as { message?: string; details?: string; cause?: unknown } | undefined, depth = 0; e && depth < 6; e = e.cause as typeof e, depth++) {
+    parts.push(String(e.message ?? e), String(e.details ?? ''));
+  }
+  return parts.join(' | ');
 }
