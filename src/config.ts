@@ -37,6 +37,7 @@ const envSchema = z.object({
   STRIPE_WEBHOOK_SECRET: z.string().optional().describe("Verifies Stripe's events at `POST /webhooks/stripe`, through which paid plans become active"),
   STRIPE_API_URL: z.url().default('https://api.stripe.com').describe('Where the Stripe SDK calls; only changed to reach a stand-in in tests'),
   STRIPE_NETWORK_ID: z.string().optional().describe('The Stripe profile (`networkId`) MPP `stripe` offers name, shown on the Shared Payment Token; with `STRIPE_SECRET_KEY`, enables those offers'),
+  KLAVIYO_API_URL: z.url().default('https://a.klaviyo.com').describe("Klaviyo's API origin, where stores' events go (docs/klaviyo.md); only changed to reach a stand-in in tests, and reached through the outbound guard like a tenant's host"),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('`fatal` … `trace`, or `silent`; logs are JSON lines'),
   SERVICE_NAME: z.string().min(1).default('Restock back-in-stock alerts').describe('Name reported by `getHealth`'),
   RESTOCK_SECRET: z.string().min(32).optional().describe('Signs links sent to people, such as unsubscribe links (32+ characters); unset: generated once and kept in the database'),
@@ -176,6 +177,8 @@ export interface Config {
   smtpCa: string | undefined;
   /** Where the service may connect on a store's behalf (docs/security.md). */
   tenantOutbound: OutboundPolicy;
+  /** Klaviyo's API origin (docs/klaviyo.md). */
+  klaviyo: { apiUrl: string };
   agents: AgentConfig;
   dashboard: DashboardConfig;
   tls: { port: number; certFile: string; keyFile: string } | undefined;
@@ -317,6 +320,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     smtpUrl: e.SMTP_URL,
     smtpCa: smtpCa(e.SMTP_CA_FILE),
     tenantOutbound: tenantOutbound(e.TENANT_OUTBOUND_ALLOW),
+    klaviyo: { apiUrl: e.KLAVIYO_API_URL.replace(/\/+$/, '') },
     agents: {
       accessTokenTtlSeconds: e.ACCESS_TOKEN_TTL_SECONDS,
       credentialTtlSeconds: e.AGENT_CREDENTIAL_TTL_SECONDS,

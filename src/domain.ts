@@ -8,6 +8,7 @@ import type { Config } from './config.ts';
 import type { ChangeBus } from './core/changes/bus.ts';
 import { openChangeBus } from './core/changes/open.ts';
 import type { Database } from './core/db/database.ts';
+import { eventSinks } from './core/events.ts';
 import { channelPart, type Feature } from './core/feature.ts';
 import type { MailTransport } from './core/mail/transport.ts';
 import { noMetrics, type Metrics } from './core/metrics.ts';
@@ -21,6 +22,7 @@ import { buildDispatch, buildDispatchWorker } from './dispatch/feature.ts';
 import type { DispatchService } from './dispatch/service.ts';
 import type { DispatchWorker } from './dispatch/worker.ts';
 import { buildInventory } from './inventory/feature.ts';
+import { buildKlaviyo } from './klaviyo/feature.ts';
 import type { InventoryService } from './inventory/service.ts';
 import { buildNotices } from './notices/feature.ts';
 import { declaredPrices } from './operations.ts';
@@ -57,7 +59,7 @@ export interface Domain {
 export interface DomainFeatures {
   domain: Domain;
   /** Each feature by name, for the web to place its own among them. */
-  built: Record<'stores' | 'inventory' | 'dispatch' | 'alerts' | 'payments' | 'billing' | 'worker' | 'webhooks' | 'conversions' | 'purchasing' | 'notices', Feature<unknown>>;
+  built: Record<'stores' | 'inventory' | 'dispatch' | 'alerts' | 'payments' | 'billing' | 'worker' | 'webhooks' | 'klaviyo' | 'conversions' | 'purchasing' | 'notices', Feature<unknown>>;
   /** Each channel's feature beside e-mail, in the order the channel registry lists them. */
   channels: Feature<unknown>[];
   /** All of them, in the order their routes register. */
@@ -91,9 +93,12 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
   const payments = buildPayments({ config, database, serviceSecret, log, prices: declaredPrices(), ...(stripe ? { stripe } : {}), metrics });
   const storesAlone = buildStores({ config, database, changes, onOwnerChange: formerOwnerAccess(database, changes), storeDomains: STORE_DOMAINS });
   const webhooks = buildWebhooks({ config, database, mail, log, stores: storesAlone.service });
+  const klaviyo = buildKlaviyo({ config, database, log });
   // Each platform's clients, before billing, which takes a platform's own billing of its apps.
   const opened = await Promise.all(PLATFORMS.map((platform) => platform.open({ config, database, log, stores: storesAlone.service })));
   const appBilling = opened.find((platform) => platform.appBilling)?.appBilling;
+  // What features announce a store's events to: its webhooks, then its integrations (Klaviyo, a platform's own: Shopify Flow).
+  const events = eventSinks(webhooks.service, klaviyo.service, ...opened.flatMap((platform) => platform.events ?? []));
   const billing = buildBilling({
     config,
     database,
@@ -110,13 +115,13 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
     config,
     database,
     signer,
-    events: webhooks.service,
+    events,
     settingsOf: (shop) => stores.service.settingsOf(shop),
     requireStorePlatform: (shop, ids) => stores.service.requireStorePlatform(shop, ids),
     callbacks: webhooks.service.callbacks,
   });
   const dispatch = buildDispatch({ database, alerts: alertsAlone.service });
-  const inventory = buildInventory({ database, changes, stores: stores.service, restocks: dispatch.service });
+  const inventory = buildInventory({ database, changes, stores: stores.service, restocks: dispatch.service, events });
   const conversions = buildConversions({
     config,
     database,
@@ -125,7 +130,7 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
     dispatch: dispatch.service,
     inventory: inventory.service,
     stores: stores.service,
-    events: webhooks.service,
+    events,
     log,
   });
   const purchasing = buildPurchasing({ alerts: alertsAlone.service, inventory: inventory.service });
@@ -135,7 +140,7 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
     mail,
     stores: stores.service,
     alerts: alertsAlone.service,
-    events: webhooks.service,
+    events,
     figures: (shop, from, to) => conversions.service.digestFigures(shop, from, to),
     titles: (shop, productId, variantId) => inventory.service.describeProduct(shop, productId, variantId),
   });
@@ -184,7 +189,7 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
     }),
   );
   // In the order their routes register (the API index lists operations so).
-  const served = { stores, webhooks, inventory, dispatch, conversions, purchasing, notices, alerts, payments, billing };
+  const served = { stores, webhooks, klaviyo, inventory, dispatch, conversions, purchasing, notices, alerts, payments, billing };
 
   const worker = buildDispatchWorker({
     config,
@@ -197,8 +202,10 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
     stores: stores.service,
     quota: billing.service,
     followUp: conversions.service,
-    events: webhooks.service,
+    events,
     channels: channelPart(channels, 'sending'),
+    // Each platform's way to hold a unit for a shopper, where it has one, by the platform's name.
+    unitHolds: Object.fromEntries(PLATFORMS.flatMap((platform, i) => (platforms[i]!.holds ? [[platform.name, platforms[i]!.holds!] as const] : []))),
     jobs: [...Object.values(served), ...channels, ...platforms].flatMap((feature: Feature<unknown>) => feature.jobs ?? []),
   });
   const built = { ...served, worker };

@@ -65,6 +65,7 @@ export async function buildWebFeatures(config: Config, database: Database, mail:
       agents,
       built.stores,
       built.webhooks,
+      built.klaviyo,
       built.inventory,
       built.dispatch,
       built.conversions,

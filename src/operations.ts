@@ -7,6 +7,7 @@ import { discoveryOperations } from './discovery/operations.ts';
 import { dispatchOperations } from './dispatch/operations.ts';
 import { healthOperations } from './health/operations.ts';
 import { inventoryOperations } from './inventory/operations.ts';
+import { klaviyoOperations } from './klaviyo/operations.ts';
 import { paymentOperations } from './payments/operations.ts';
 import { purchasingOperations } from './purchasing/operations.ts';
 import { storeOperations } from './stores/operations.ts';
@@ -25,6 +26,7 @@ export const declaredOperations: ReadonlyArray<OperationDeclaration<never>> = [
   ...agentOperations,
   ...storeOperations,
   ...webhookOperations,
+  ...klaviyoOperations,
   ...inventoryOperations,
   ...dispatchOperations,
   ...conversionOperations,

@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
+import type { EventSink } from './core/events.ts';
 import type { SubscriptionService } from './alerts/service.ts';
 import type { AppBilling } from './billing/service.ts';
 import type { BillingService } from './billing/service.ts';
@@ -13,7 +14,7 @@ import type { TokenSigner } from './core/signed-token.ts';
 import type { PlatformLoans } from './dashboard/feature.ts';
 import type { DashboardPanel } from './core/dashboard-panel.ts';
 import type { AnySlice } from './core/settings-slice.ts';
-import type { DispatchService } from './dispatch/service.ts';
+import type { DispatchService, UnitHolds } from './dispatch/service.ts';
 import type { InventoryService } from './inventory/service.ts';
 import type { StorefrontService } from './storefront/service.ts';
 import type { StoreService } from './stores/service.ts';
@@ -65,6 +66,8 @@ export interface PlatformOpenNeeds {
 export interface OpenedPlatform {
   /** The platform's own billing of its apps' merchants, when its app store requires it (Shopify Billing). */
   readonly appBilling?: AppBilling;
+  /** Where the platform hears of its stores' events (Shopify Flow triggers), told with the other sinks before any feature announces. */
+  readonly events?: EventSink;
   build(needs: PlatformNeeds): PlatformFeature;
 }
 
@@ -88,4 +91,6 @@ export interface PlatformFeature extends Feature<unknown> {
   /** The platform's page in the dashboard, shown to its stores only (a WooCommerce store's connection). */
   dashboardPanel?: DashboardPanel;
   dashboard?: PlatformLoans;
+  /** Holding a unit for one shopper until a time, where the platform can (Shopify's draft orders); see docs/dispatch.md, "Reserved units". */
+  holds?: UnitHolds;
 }

@@ -508,6 +508,7 @@ for (const dialect of testDialects()) {
             utm: { source: 'restock', medium: 'email', campaign: 'back-in-stock' },
             attributionWindowDays: 7,
             reminderDelayHours: null,
+            reserveUnitsMinutes: 0,
             waitlistThreshold: null,
             weeklyDigest: false,
             doubleOptIn: 'auto',

@@ -8,12 +8,13 @@
  * No storage: nothing here runs per database.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { parse } from 'smol-toml';
+import { FLOW_TRIGGERS } from '../src/shopify/flow.ts';
 import { z } from 'zod';
 import { loadConfig } from '../src/config.ts';
 import { APP_PROXY_PATH } from '../src/shopify/platform.ts';
@@ -281,6 +282,37 @@ describe('shopify.app.toml', () => {
   it('puts the app proxy where the theme block calls it', () => {
     const block = readFileSync(path.join(EXTENSION, 'blocks/notify-me.liquid'), 'utf8');
     assert.match(block, new RegExp(`data-proxy="/${config.app_proxy!.prefix}/${config.app_proxy!.subpath}"`));
+  });
+});
+
+describe('the Flow trigger extensions', () => {
+  // The trigger reference's rules (https://shopify.dev/docs/apps/build/flow/triggers/reference):
+  // name and type required, type flow_trigger, a handle of at most 30 letters, digits and hyphens,
+  // unique among the app's extensions; fields of the listed reference and custom types, a custom one with a key.
+  const FIELD_TYPES = new Set(['customer_reference', 'order_reference', 'product_reference', 'single_line_text_field', 'number_decimal', 'email', 'url', 'boolean']);
+  const flowExtensions = readdirSync(path.join(ROOT, 'extensions'), { withFileTypes: true })
+    .filter((entry) => entry.isDirectory() && existsSync(path.join(ROOT, 'extensions', entry.name, 'shopify.extension.toml')))
+    .map((entry) => ({ dir: entry.name, toml: readToml(path.join(ROOT, 'extensions', entry.name, 'shopify.extension.toml')) as { extensions?: Array<Record<string, unknown>>; settings?: { fields?: Array<Record<string, unknown>> } } }))
+    .filter(({ toml }) => toml.extensions?.some((extension) => extension.type === 'flow_trigger'));
+
+  it('declares the four triggers the service fires, each as the reference defines it', () => {
+    const handles = flowExtensions.map(({ dir, toml }) => {
+      assert.equal(toml.extensions!.length, 1, `${dir}: one extension per folder`);
+      const extension = toml.extensions![0]!;
+      assert.equal(typeof extension.name, 'string', `${dir}: name`);
+      assert.match(String(extension.name), /^[A-Z][a-z0-9 ]+$/, `${dir}: sentence case, no punctuation`);
+      assert.match(String(extension.handle), /^[A-Za-z0-9-]{1,30}$/, `${dir}: handle`);
+      assert.equal(extension.handle, dir, `${dir}: the folder is named after the handle`);
+      assert.equal(typeof extension.description, 'string', `${dir}: description`);
+      const fields = toml.settings?.fields ?? [];
+      assert.ok(fields.length > 0, `${dir}: fields`);
+      for (const field of fields) {
+        assert.ok(FIELD_TYPES.has(String(field.type)), `${dir}: field type ${String(field.type)}`);
+        if (!String(field.type).endsWith('_reference')) assert.equal(typeof field.key, 'string', `${dir}: a custom field has a key`);
+      }
+      return String(extension.handle);
+    });
+    assert.deepEqual(handles.sort(), Object.values(FLOW_TRIGGERS).map((trigger) => trigger!.handle).sort());
   });
 });
 

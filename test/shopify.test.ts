@@ -105,9 +105,9 @@ for (const dialect of testDialects()) {
       await shopify.close();
     });
 
-    it('runs the webhook queue, and reconciliation unless its interval is 0', () => {
+    it("runs the webhook queue, Flow's trigger queue, and reconciliation unless its interval is 0", () => {
       const jobs = t.app.restock.platforms.shopify!.jobs ?? [];
-      assert.deepEqual(jobs.map((job) => job.name), ['shopify-webhooks', 'shopify-reconcile']);
+      assert.deepEqual(jobs.map((job) => job.name), ['shopify-webhooks', 'shopify-reconcile', 'shopify-flow-triggers']);
       assert.equal(jobs[0]!.everyMs, undefined, 'the queue is looked at on every turn');
       assert.equal(jobs[1]!.everyMs, 60_000, 'due stores are looked for every minute');
       const { stores, inventory, alerts, dispatch, billing, conversions } = t.app.restock;
@@ -115,7 +115,7 @@ for (const dialect of testDialects()) {
       const storefront = storefrontService({ stores, inventory, alerts });
       const deps = { database: t.database, log: t.app.log, mail, stores, inventory, alerts, dispatch, billing, storefront, orders: conversions };
       const never = buildShopify({ ...deps, config: { ...t.config, dispatch: { ...t.config.dispatch, reconcileIntervalMinutes: 0 } } });
-      assert.deepEqual(never.jobs.map((job) => job.name), ['shopify-webhooks']);
+      assert.deepEqual(never.jobs.map((job) => job.name), ['shopify-webhooks', 'shopify-flow-triggers']);
       assert.deepEqual(buildShopify({ ...deps, config: { ...t.config, platforms: { ...t.config.platforms, shopify: undefined } } }).jobs, []);
     });
 

@@ -192,7 +192,7 @@ export class SubscriptionService {
       type: 'subscription.created',
       id: eventId('subscription.created', row.id),
       occurredAt: row.created_at,
-      data: { subscriptionId: row.id, productId: row.product_id, variantId: row.variant_id, email: row.email, madeBy: row.agent_id ?? 'storefront', thirdParty: row.third_party === 1 },
+      data: { subscriptionId: row.id, productId: row.product_id, variantId: row.variant_id, email: row.email, madeBy: row.agent_id ?? 'storefront', thirdParty: row.third_party === 1, consentMethod: row.consent_method, confirmedAt: row.confirmed_at },
     });
   }
 

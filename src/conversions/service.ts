@@ -35,6 +35,8 @@ const DAY_MS = 86_400_000;
 /** What this feature reads of the alert ledger (the dispatch service). */
 export interface SentNotifications {
   sentNotification(id: string): Promise<NotificationRow | undefined>;
+  /** The checkout of the unit held for the alert while the hold lasts (docs/dispatch.md, "Reserved units"). */
+  heldCheckoutUrl?(alertId: string): Promise<string | undefined>;
   sentToAddressFor(storeDomain: string, email: string, productIds: string[]): Promise<SentNotificationRow[]>;
   sentBetween(storeDomain: string, from: string, to: string): Promise<number>;
   sentDaily(caller: Caller, domain: string, fromDay: string): Promise<Array<{ day: string; channel: string; kind: string; n: number }>>;
@@ -132,7 +134,9 @@ export class ConversionService implements OrderSink {
     if (!store || !alert || alert.store_domain !== store) return home;
     const utm = utmFor(alert.channel ?? 'email', (await this.deps.stores.settingsOf(store)).utm);
     const product = await this.deps.products.describeProduct(store, alert.product_id, alert.variant_id);
-    const landing = landingUrl(product?.productUrl ?? null, alert.variant_id, utm) ?? withUtm(new URL(home), utm).href;
+    // A unit held for the shopper: the link checks that unit out, the click counted like any other.
+    const held = await this.deps.alerts.heldCheckoutUrl?.(alert.id);
+    const landing = held ?? landingUrl(product?.productUrl ?? null, alert.variant_id, utm) ?? withUtm(new URL(home), utm).href;
     // The shopper lands whatever happens to the record: a failed write costs a click in the figures, not the visit.
     if (visit.counts) await this.recordClick(alert).catch((err) => this.deps.log.error({ err, alertId: alert.id }, 'recording a click failed'));
     return landing;

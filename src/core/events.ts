@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
  * through an `EventSink`; the outgoing-webhooks feature is the sink, delivering each event to
  * the endpoints the store registered for its type.
  */
-export const storeEventTypes = ['subscription.created', 'alert.sent', 'alert.clicked', 'order.attributed', 'waitlist.threshold'] as const;
+export const storeEventTypes = ['subscription.created', 'alert.sent', 'alert.clicked', 'order.attributed', 'waitlist.threshold', 'product.restocked'] as const;
 
 export type StoreEventType = (typeof storeEventTypes)[number];
 
@@ -29,6 +29,20 @@ export interface EventSink {
    * once stored. Several at once (a settled group of alerts) read each store's endpoints once.
    */
   announce(...events: StoreEvent[]): Promise<void>;
+}
+
+/**
+ * One sink of several (the outgoing webhooks, a store's integrations), told each announcement in
+ * turn: the kernel names none of them, the assembly lists them. Each keeps its own durable queue,
+ * so one whose write fails does not undo what another stored; the failure reaches the announcer,
+ * as a lone sink's would.
+ */
+export function eventSinks(...sinks: EventSink[]): EventSink {
+  return {
+    async announce(...events: StoreEvent[]): Promise<void> {
+      for (const sink of sinks) await sink.announce(...events);
+    },
+  };
 }
 
 /**

@@ -4,6 +4,7 @@ import type { StoreClaim } from './context.ts';
 import { productKey } from './rules.ts';
 import type { NotificationRow } from './repository.ts';
 import { notificationTitle, renderNotification, stopLabel } from './templates.ts';
+import type { HoldKeeper } from './holds.ts';
 
 /** A leased alert, checked, counted against the plan and written: ready to go by its channel. */
 export interface Outgoing {
@@ -33,47 +34,65 @@ export interface NotificationLinks {
 }
 
 /** The alert as its channel carries it: an e-mail, or handed to its contact channel (a text, a browser notification). */
-export function composeNotification(row: NotificationRow, claim: StoreClaim, links: NotificationLinks, quotaPeriod: string): Outgoing {
+export function composeNotification(row: NotificationRow, claim: StoreClaim, links: NotificationLinks, quotaPeriod: string, holds?: Pick<HoldKeeper, 'holdFor'>): Outgoing {
   const common = { row, quotaPeriod, reminderDelayHours: row.kind === 'alert' ? claim.settings.reminderDelayHours : null };
-  return { ...common, deliver: row.channel === 'email' ? mailDelivery(row, claim, links) : contactDelivery(row, claim, links) };
+  // The unit the batch planned for this shopper is held only now, once the alert may go out.
+  // Only a first batch of a store that holds units can have one: every other alert is sent
+  // without a lookup before it, so the sends of a group start in queue order.
+  const mayHold = row.kind === 'alert' && row.batch === 1 && claim.settings.reserveUnitsMinutes > 0 && holds !== undefined;
+  const held = async () => (mayHold ? holds!.holdFor(row) : undefined);
+  return { ...common, deliver: row.channel === 'email' ? mailDelivery(row, claim, links, held) : contactDelivery(row, claim, links, held) };
 }
 
+type HeldUnit = () => Promise<{ checkoutUrl: string; until: string } | undefined>;
+
 /** The mail: the store's template or locale, its sender name, one-click unsubscribe and the shopper's page. */
-function mailDelivery(row: NotificationRow, claim: StoreClaim, links: NotificationLinks): Outgoing['deliver'] {
+function mailDelivery(row: NotificationRow, claim: StoreClaim, links: NotificationLinks, held: HeldUnit): Outgoing['deliver'] {
   const product = claim.products.get(productKey(row))!;
   const { unsubscribeUrl, manageUrl } = links.mail(row);
-  const content = renderNotification(
-    {
-      shop: claim.storeDomain,
-      productTitle: product.title,
-      variantTitle: product.variantTitle,
-      // Our redirect, which records the click and lands on the product page with the store's UTM parameters.
-      productUrl: links.click(row),
-      imageUrl: product.imageUrl,
-      unsubscribeUrl,
-      manageUrl,
-      email: row.email,
-    },
-    { template: claim.settings.template, locale: notificationLocale(row.locale, claim.settings.locale) },
-    row.kind,
-  );
-  const message = {
-    to: row.email,
-    ...content,
-    ...(claim.from && { from: claim.from }),
-    // RFC 8058: mail clients offer one-click unsubscribe, POSTing to the link without cookies.
-    headers: {
-      'List-Unsubscribe': `<${unsubscribeUrl}>`,
-      'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
-      'X-Restock-Alert': row.id,
-    },
-    purpose: 'restock-alert',
-    storeDomain: claim.storeDomain,
+  const locale = notificationLocale(row.locale, claim.settings.locale);
+  const message = (reservedUntil: string | null) => {
+    const content = renderNotification(
+      {
+        shop: claim.storeDomain,
+        productTitle: product.title,
+        variantTitle: product.variantTitle,
+        // Our redirect, which records the click and lands on the product page with the store's UTM parameters.
+        productUrl: links.click(row),
+        imageUrl: product.imageUrl,
+        unsubscribeUrl,
+        manageUrl,
+        email: row.email,
+        // The link above lands on the held unit's checkout while the hold lasts (the click redirect asks).
+        reservedUntil,
+      },
+      { template: claim.settings.template, locale },
+      row.kind,
+    );
+    return {
+      to: row.email,
+      ...content,
+      ...(claim.from && { from: claim.from }),
+      // RFC 8058: mail clients offer one-click unsubscribe, POSTing to the link without cookies.
+      headers: {
+        'List-Unsubscribe': `<${unsubscribeUrl}>`,
+        'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+        'X-Restock-Alert': row.id,
+      },
+      purpose: 'restock-alert',
+      storeDomain: claim.storeDomain,
+    };
   };
   return async () => {
-    await claim.transport.send(message);
+    const unit = await held();
+    await claim.transport.send(message(unit ? reservedTime(unit.until, locale, claim.settings.timeZone) : null));
     return {};
   };
+}
+
+/** When the hold ends, in the alert's language and the store's time zone, with the zone named. */
+export function reservedTime(until: string, locale: EffectiveSettings['locale'], timeZone: string): string {
+  return new Intl.DateTimeFormat(locale, { day: 'numeric', month: 'long', hour: '2-digit', minute: '2-digit', hourCycle: 'h23', timeZone, timeZoneName: 'short' }).format(new Date(until));
 }
 
 /**
@@ -81,7 +100,7 @@ function mailDelivery(row: NotificationRow, claim: StoreClaim, links: Notificati
  * the product, our redirect, and the way to stop that contact point alone (a link is a
  * capability, and a phone or browser proves only itself).
  */
-function contactDelivery(row: NotificationRow, claim: StoreClaim, links: NotificationLinks): Outgoing['deliver'] {
+function contactDelivery(row: NotificationRow, claim: StoreClaim, links: NotificationLinks, held: HeldUnit): Outgoing['deliver'] {
   const contact = row.contact_point_id ? claim.contacts.get(row.contact_point_id) : undefined;
   const sending = contact ? claim.sending.get(contact.channel) : undefined;
   const product = claim.products.get(productKey(row))!;
@@ -89,6 +108,8 @@ function contactDelivery(row: NotificationRow, claim: StoreClaim, links: Notific
   return async () => {
     // The rules checked the channel before the plan was charged; a change in between fails the send, which is retried.
     if (!contact || !sending || contact.channel !== row.channel) throw new Error(`${channelNamed(row.channel).words}: no longer set up for this store or contact point`);
+    // A shopper reached by phone or browser alone still gets the held unit: the link lands on its checkout.
+    await held();
     return sending.deliver({
       id: row.id,
       restockId: row.restock_id,

@@ -18,6 +18,7 @@ import { QueueReadings } from './queue-readings.ts';
 import { NotificationSenders } from './senders.ts';
 import { DispatchService } from './service.ts';
 import { DispatchRepository } from './repository.ts';
+import { HoldKeeper, releaseExpiredHoldsJob, UnitHoldRepository, type UnitHolds } from './holds.ts';
 import { DispatchWorker, type NotificationFollowUp, type NotificationQuota } from './worker.ts';
 
 export type { QueueReadings } from './queue-readings.ts';
@@ -31,10 +32,11 @@ export interface DispatchDeps {
  * Restocks, the notification ledger and suppressions. Built before the features that report
  * restocks (inventory) and that hand it background work, so its worker is built apart, last.
  */
-export function buildDispatch({ database, alerts }: DispatchDeps): Feature<DispatchService> & { store: DispatchRepository } {
+export function buildDispatch({ database, alerts }: DispatchDeps): Feature<DispatchService> & { store: DispatchRepository; holds: UnitHoldRepository } {
   const store = new DispatchRepository(database);
-  const service = new DispatchService(store, { waiting: alerts, outbox: new MailOutboxRepository(database) });
-  return { service, store, operations: bindOperations(dispatchOperations, service) };
+  const holds = new UnitHoldRepository(database);
+  const service = new DispatchService(store, { waiting: alerts, outbox: new MailOutboxRepository(database), holds });
+  return { service, store, holds, operations: bindOperations(dispatchOperations, service) };
 }
 
 /** The send queue's size, for metrics read when scraped. */
@@ -61,12 +63,16 @@ export interface WorkerDeps {
   jobs: WorkerJob[];
   /** Each contact channel's sending, by the channel's name (the SMS and push features'). */
   channels: Partial<Record<ContactChannel, ChannelSending>>;
+  /** Each platform's way to hold a unit for a shopper, by the platform's name, where it has one. */
+  unitHolds?: Readonly<Record<string, UnitHolds>>;
 }
 
 /** The dispatch worker with the stores' own mail transports; `close` stops it after the alerts in flight. */
 export function buildDispatchWorker(deps: WorkerDeps): Feature<DispatchWorker> {
   const senders = new NotificationSenders(deps.mail, deps.config.mailFrom, deps.config.dispatch.smtpPoolSize, deps.config.tenantOutbound);
+  const unitHolds = deps.unitHolds ?? {};
   const worker = new DispatchWorker({
+    holds: new HoldKeeper(deps.dispatch.holds, unitHolds, deps.log),
     quota: deps.quota,
     followUp: deps.followUp,
     events: deps.events,
@@ -79,7 +85,7 @@ export function buildDispatchWorker(deps: WorkerDeps): Feature<DispatchWorker> {
     config: deps.config.dispatch,
     log: deps.log,
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
-    jobs: deps.jobs,
+    jobs: [...deps.jobs, releaseExpiredHoldsJob(deps.dispatch.holds, unitHolds, deps.log)],
     channels: deps.channels,
   });
   return {

@@ -8,6 +8,7 @@ import type { WaitingSubscriber } from '../alerts/service.ts';
 import { CHANNELS } from '../channels.ts';
 import type { Channel } from '../channels.ts';
 import type { WorkerDeps } from './worker.ts';
+import { plannedHold, type UnitHoldRow } from './holds.ts';
 
 interface PlannedChannel {
   channel: Channel;
@@ -28,7 +29,7 @@ const RESTOCKS_PER_TURN = 10;
  */
 export const PLAN_PAGE_SIZE = 2000;
 
-export type PlannerDeps = Pick<WorkerDeps, 'store' | 'inventory' | 'stores' | 'alerts' | 'config' | 'log'>;
+export type PlannerDeps = Pick<WorkerDeps, 'store' | 'inventory' | 'stores' | 'alerts' | 'config' | 'log' | 'holds'>;
 
 export interface PlannerOptions {
   /** Subscribers per page (a test seam; PLAN_PAGE_SIZE otherwise). */
@@ -47,6 +48,8 @@ interface BatchInProgress {
   settings: EffectiveSettings;
   exceptCountries: string[];
   nextBatchAt: string;
+  /** Minutes a unit is held for each shopper of this batch; 0: no holds. */
+  holdMinutes: number;
 }
 
 /**
@@ -129,20 +132,47 @@ export class BatchPlanner {
     const stock = sending ? await inventory.stockOf(restock.store_domain, restock.product_id, restock.variant_id) : { available: 0, published: false, unlimited: false };
     const verdict = planVerdict(sending, stock, settings);
     if (verdict.kind === 'stop') return this.stop(restock, now, verdict.status, verdict.reason);
+    const exceptCountries = await inventory.unlistedCountries(restock.store_domain, restock.product_id);
+    const holdMinutes = await this.holdMinutes(restock, stock, settings, exceptCountries);
+    // With held units the batch is one shopper per unit, and the next waits until the holds end
+    // (the worker's release of an unclaimed hold makes it due at once).
     await this.planPage(
       {
         restock,
         batch: restock.batches + 1,
-        size: verdict.size,
+        size: holdMinutes > 0 ? Math.max(1, Math.min(verdict.size, stock.available)) : verdict.size,
         taken: 0,
         available: stock.available,
         settings,
-        exceptCountries: await inventory.unlistedCountries(restock.store_domain, restock.product_id),
-        nextBatchAt: new Date(now.getTime() + settings.batchIntervalSeconds * 1000).toISOString(),
+        exceptCountries,
+        nextBatchAt: new Date(now.getTime() + Math.max(settings.batchIntervalSeconds, holdMinutes * 60) * 1000).toISOString(),
+        holdMinutes,
       },
       now,
     );
     return 1;
+  }
+
+  /**
+   * Minutes each shopper of this batch has a unit held for: the store's setting, for the first
+   * batch of a restock smaller than its waiting list, on a platform that can hold stock; else 0.
+   */
+  private async holdMinutes(restock: RestockRow, stock: { available: number; unlimited: boolean }, settings: EffectiveSettings, exceptCountries: string[]): Promise<number> {
+    const minutes = settings.reserveUnitsMinutes;
+    if (!(minutes > 0) || restock.batches > 0 || stock.unlimited || stock.available < 1 || !this.deps.holds?.canHold(restock.product_id)) return 0;
+    const query = {
+      storeDomain: restock.store_domain,
+      includeUnowned: restock.include_unowned === 1,
+      productId: restock.product_id,
+      variantId: restock.variant_id,
+      exceptCountries,
+      after: null,
+    };
+    // More waiting than units: one more than the stock is enough to know.
+    const wanted = stock.available + 1;
+    const own = await this.deps.alerts.waitingSubscribers({ ...query, thirdParty: false, limit: wanted });
+    const others = own.length < wanted ? await this.deps.alerts.waitingSubscribers({ ...query, thirdParty: true, limit: wanted - own.length }) : [];
+    return own.length + others.length > stock.available ? minutes : 0;
   }
 
   /** Queues the batch's next page: the store's own waiting subscribers first, then third parties. */
@@ -176,12 +206,18 @@ export class BatchPlanner {
     const nowIso = now.toISOString();
     const channels = await this.channelsOf(waiting);
     const rows: NotificationRow[] = [];
+    const holds: UnitHoldRow[] = [];
     waiting.forEach((subscriber, i) => {
       const position = restock.planned + i;
       const third = i >= own.length;
-      for (const channel of channels(subscriber)) {
+      for (const [c, channel] of channels(subscriber).entries()) {
+        const id = newId('ntf');
+        // One unit per shopper, carried by the shopper's first message (e-mail unless muted).
+        if (progress.holdMinutes > 0 && c === 0) {
+          holds.push(plannedHold({ notification_id: id, restock_id: restock.id, store_domain: restock.store_domain, subscription_id: subscriber.id, product_id: restock.product_id, variant_id: restock.variant_id, minutes: progress.holdMinutes }, nowIso));
+        }
         rows.push({
-          id: newId('ntf'),
+          id,
           restock_id: restock.id,
           subscription_id: subscriber.id,
           store_domain: restock.store_domain,
@@ -192,7 +228,7 @@ export class BatchPlanner {
           batch,
           position,
           status: 'queued',
-          reason: `${CHANNELS[channel.channel].words}: ${whySent(restock, progress.available, progress.settings, size, batch, subscriber.created_at, position, third)}`,
+          reason: `${CHANNELS[channel.channel].words}: ${whySent(restock, progress.available, progress.settings, size, batch, subscriber.created_at, position, third)}${progress.holdMinutes > 0 && c === 0 ? ` One unit held for this shopper for ${progress.holdMinutes} minutes (the restock is smaller than the waiting list).` : ''}`,
           outcome: null,
           attempts: 0,
           next_attempt_at: nowIso,
@@ -231,7 +267,7 @@ export class BatchPlanner {
     };
     // Between pages the restock stays this worker's, its lease renewed with each page.
     const lease = batchComplete ? {} : { lease_owner: this.owner, lease_until: leaseEnd(this.deps.config.leaseSeconds, now) };
-    const queued = await this.deps.store.queueBatch(this.owner, restock, rows, { ...changes, ...lease });
+    const queued = await this.deps.store.queueBatch(this.owner, restock, rows, { ...changes, ...lease }, holds);
     // Not queued: the lease ran out and another worker took the restock over; its plan stands.
     if (!queued || batchComplete) {
       this.inProgress.delete(restock.id);

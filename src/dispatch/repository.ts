@@ -5,7 +5,7 @@ import type { DeliveryReport } from '../core/channels.ts';
 import { chunks } from '../core/chunks.ts';
 import type { Database, Trx } from '../core/db/database.ts';
 import { lockRows } from '../core/db/locking.ts';
-import type { NotificationsTable, RestocksTable, SuppressionsTable } from '../core/db/schema.ts';
+import type { NotificationsTable, RestocksTable, SuppressionsTable, UnitHoldsTable } from '../core/db/schema.ts';
 
 export type RestockRow = RestocksTable;
 export type NotificationRow = NotificationsTable;
@@ -88,7 +88,7 @@ export class DispatchRepository {
    * Queues a planned page of a batch and moves the restock on, in one transaction. The lease is
    * let go unless `changes` renews it (a batch with pages still to plan).
    */
-  async queueBatch(owner: string, restock: Pick<RestockRow, 'id'>, rows: NotificationRow[], changes: Partial<RestockRow>): Promise<boolean> {
+  async queueBatch(owner: string, restock: Pick<RestockRow, 'id'>, rows: NotificationRow[], changes: Partial<RestockRow>, holds: UnitHoldsTable[] = []): Promise<boolean> {
     return this.database.writeRetrying(async (trx) => {
       const still = await trx
         .updateTable('restocks')
@@ -105,6 +105,8 @@ export class DispatchRepository {
           .onConflict((oc) => oc.doNothing())
           .execute();
       }
+      // The units to hold for the batch's shoppers, with the alerts that will carry them.
+      for (const chunk of chunks(holds)) await trx.insertInto('unit_holds').values(chunk).execute();
       return true;
     });
   }

@@ -100,7 +100,7 @@ export class NotificationSender {
     const grant = await this.deps.quota.reserveNotifications(claim.storeDomain, ready.length, claim.ownMailProvider);
     const { send, held } = withinAllowance(firstPartyFirst(ready), grant);
     for (const { item, verdict } of held) settler.record(item, verdict);
-    return send.map((row) => composeNotification(row, claim, this.links, grant.periodStart));
+    return send.map((row) => composeNotification(row, claim, this.links, grant.periodStart, this.deps.holds));
   }
 
   private async sendOne(item: Outgoing, settler: Settler): Promise<void> {

@@ -10,6 +10,10 @@ import { NotFound } from '../core/problems.ts';
 import type { DetectedRestock, RestockSink } from '../inventory/service.ts';
 import type { AlertQueue } from './schemas.ts';
 import type { DispatchRepository, NotificationRow, RestockRow, SentNotificationRow, SuppressionRow } from './repository.ts';
+import type { UnitHoldRepository } from './holds.ts';
+
+// The contract a platform that can hold stock fulfils (src/platform.ts), public for the platforms' folders.
+export type { HoldRequest, UnitHold, UnitHolds } from './holds.ts';
 
 /** What other modules read of the ledger. */
 export type { NotificationRow, RestockRow, SentNotificationRow, SuppressionRow } from './repository.ts';
@@ -33,6 +37,8 @@ export interface StoreOutbox {
 export interface DispatchServiceDeps {
   waiting: WaitingDemand;
   outbox: StoreOutbox;
+  /** The units held for alerts (docs/dispatch.md, "Reserved units"). */
+  holds?: UnitHoldRepository;
 }
 
 export interface NotificationFilter {
@@ -162,6 +168,13 @@ export class DispatchService implements RestockSink {
   }
 
   /** An alert (or reminder) that went out, by id: what its click link leads to. */
+  /** Where a click on an alert lands while a unit is held for it: that unit's checkout; undefined when none is held now. */
+  async heldCheckoutUrl(alertId: string): Promise<string | undefined> {
+    const hold = await this.deps.holds?.byNotification(alertId);
+    if (hold?.status !== 'held' || !hold.checkout_url || !hold.expires_at) return undefined;
+    return Date.parse(hold.expires_at) > Date.now() ? hold.checkout_url : undefined;
+  }
+
   async sentNotification(id: string): Promise<NotificationRow | undefined> {
     const row = await this.store.notificationById(id);
     return row?.status === 'sent' ? row : undefined;

@@ -11,6 +11,8 @@ export interface NotificationContent {
   /** The shopper's page: every alert of the address at the store, its channels, its data. */
   manageUrl: string;
   email: string;
+  /** When the unit held for the shopper is let go, written for them; null or absent: no unit held. */
+  reservedUntil?: string | null;
 }
 
 interface Strings {
@@ -21,6 +23,19 @@ interface Strings {
   unsubscribe: string;
   manage: string;
 }
+
+/** The alert's words when a unit is held for the shopper: the product link then checks that unit out. */
+interface ReservedStrings {
+  reserved: string;
+  cta: string;
+}
+
+const RESERVED_STRINGS: Record<EffectiveSettings['locale'], ReservedStrings> = {
+  en: { reserved: 'One is reserved for you until {{reserved_until}}. After that it goes to the next shopper in line.', cta: 'Check out your reserved item' },
+  fr: { reserved: 'Un exemplaire vous est réservé jusqu’au {{reserved_until}}. Ensuite, il ira à la personne suivante sur la liste.', cta: 'Acheter l’article réservé' },
+  de: { reserved: 'Ein Exemplar ist bis {{reserved_until}} für Sie reserviert. Danach geht es an die nächste Person auf der Liste.', cta: 'Reservierten Artikel kaufen' },
+  es: { reserved: 'Tienes una unidad reservada hasta el {{reserved_until}}. Después pasará a la siguiente persona de la lista.', cta: 'Comprar el artículo reservado' },
+};
 
 /** The built-in alert wording per locale; a store's own template replaces any part. */
 const STRINGS: Record<EffectiveSettings['locale'], Strings> = {
@@ -149,9 +164,12 @@ export function renderNotification(
   settings: Pick<EffectiveSettings, 'locale' | 'template'>,
   kind: NotificationKind = 'alert',
 ): { subject: string; text: string; html: string } {
-  const strings = (kind === 'reminder' ? REMINDER_STRINGS : STRINGS)[settings.locale];
+  const base = (kind === 'reminder' ? REMINDER_STRINGS : STRINGS)[settings.locale];
+  const reserved = kind === 'alert' && content.reservedUntil ? RESERVED_STRINGS[settings.locale] : undefined;
+  const strings = reserved ? { ...base, intro: `${base.intro} ${reserved.reserved}`, cta: reserved.cta } : base;
   const values: Record<string, string> = {
     ...productValues(content),
+    reserved_until: content.reservedUntil ?? '',
     product_url: content.productUrl ?? `https://${content.shop}`,
     image_url: content.imageUrl ?? '',
     unsubscribe_url: content.unsubscribeUrl,

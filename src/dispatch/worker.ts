@@ -16,6 +16,7 @@ import { NotificationSender } from './sender.ts';
 import type { NotificationSenders } from './senders.ts';
 import type { DispatchService } from './service.ts';
 import type { DispatchRepository } from './repository.ts';
+import type { HoldKeeper } from './holds.ts';
 
 /** What the dispatch worker asks of the inventory: a product's stock, description and the countries it is not sold in. */
 export type WorkerInventory = Pick<InventoryService, 'stockOf' | 'describeProduct' | 'unlistedCountries'>;
@@ -59,6 +60,8 @@ export interface WorkerDeps {
   channels?: Partial<Record<ContactChannel, ChannelSending>>;
   /** Where alerts planned and settled are counted. */
   metrics?: Metrics | undefined;
+  /** Holds the units a restock's first batch announces, where the store asked for it and its platform can. */
+  holds?: HoldKeeper;
 }
 
 /** The longest pause after failed turns, however many failed in a row. */

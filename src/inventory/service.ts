@@ -1,4 +1,5 @@
 // Longer than most files on purpose: every stock source passes through one place that decides what a restock is (sellable, stale, confirmed), and splitting it would split that rule.
+import { eventId, type EventSink } from '../core/events.ts';
 import type { StockReport, StockSource } from '../core/connectors/stock-report.ts';
 import { nowIso } from '../core/clock.ts';
 import { ownStore, type Caller } from '../core/http/caller.ts';
@@ -62,6 +63,8 @@ export class InventoryService {
     private readonly store: InventoryRepository,
     private readonly stores: InventoryStores,
     private readonly restocks: RestockSink,
+    /** Where a store's restocks are announced (`product.restocked`: webhooks, Shopify Flow). */
+    private readonly events?: EventSink,
   ) {}
 
   /** reportInventory: an agent bound to the store reports its stock, cited as the agent's report. */
@@ -254,7 +257,7 @@ export class InventoryService {
 
     const outcome: StockOutcome = describeOutcome(row);
     if (startsRestock(known, row, minStock)) {
-      const { restockId } = await this.restocks.startRestock({
+      const { restockId, created } = await this.restocks.startRestock({
         storeDomain,
         productId: row.product_id,
         variantId: report.variantId,
@@ -262,6 +265,17 @@ export class InventoryService {
         source,
       });
       outcome.restockId = restockId;
+      // Once per restock: a report that finds it already started announces nothing again.
+      if (created && this.events) {
+        const occurredAt = new Date().toISOString();
+        await this.events.announce({
+          storeDomain,
+          type: 'product.restocked',
+          id: eventId('product.restocked', restockId),
+          occurredAt,
+          data: { restockId, productId: row.product_id, variantId: report.variantId, available: row.available ?? 0, ...(row.product_title ? { productTitle: row.product_title } : {}), restockedAt: occurredAt },
+        });
+      }
     }
     return outcome;
   }

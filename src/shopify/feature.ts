@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import { flowTriggerJob, flowTriggerSink } from './flow.ts';
 import type { SubscriptionService } from '../alerts/service.ts';
 import type { AppBilling } from '../billing/service.ts';
 import type { Config } from '../config.ts';
@@ -26,6 +27,8 @@ import { CALLBACK_PATH, ShopifyInstaller } from './install.ts';
 import { installRoutes } from './install-routes.ts';
 import { shopifyConnector } from './reconcile.ts';
 import { createShopifyApi } from './shopify-api.ts';
+import { shopifyHolds } from './holds.ts';
+import type { UnitHolds } from '../dispatch/service.ts';
 import { WebhookEventRepository } from './webhook-events.ts';
 import { webhookRoutes } from './webhook-routes.ts';
 import { webhookJob, type ShopifyBillingSink } from './webhook-worker.ts';
@@ -57,6 +60,8 @@ export interface ShopifyFeature extends Feature<undefined> {
   connections: ShopifyConnections;
   /** The store an App Bridge session token is for (absent when the app is not configured); throws a problem when refused. */
   shopOfSessionToken?: (token: string) => Promise<string>;
+  /** A unit held for a shopper as a draft order (absent when the app is not configured). */
+  holds?: UnitHolds;
 }
 
 export const WEBHOOK_PATH = '/webhooks/shopify';
@@ -122,11 +127,14 @@ export function buildShopify(deps: ShopifyDeps & { app?: ShopifyApp | undefined 
     }),
   ];
   jobs.push(...reconcileJobs(shopifyConnector({ connections, alerts: deps.alerts, inventory: deps.inventory, admin }), config.dispatch.reconcileIntervalMinutes, log));
+  // The Flow triggers the sink queued (flow.ts), fired with each store's token.
+  jobs.push(flowTriggerJob(deps.database, admin, log));
 
   return {
     service: undefined,
     connections,
     jobs,
+    holds: shopifyHolds(admin),
     shopOfSessionToken: (token) => installer.shopOfSessionToken(token),
     // Each in a plugin of its own: the webhook route reads raw bodies, the others do not.
     routes: [
@@ -162,7 +170,7 @@ async function notConfiguredRoutes(app: FastifyInstance): Promise<void> {
 export function openShopify(needs: PlatformOpenNeeds): OpenedPlatform {
   const app = openShopifyApp(needs);
   return {
-    ...(app ? { appBilling: app.billing } : {}),
+    ...(app ? { appBilling: app.billing, events: flowTriggerSink(needs.database) } : {}),
     build(all) {
       const feature = buildShopify({ ...all, app });
       const apiKey = all.config.platforms.shopify?.apiKey;

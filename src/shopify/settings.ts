@@ -16,7 +16,7 @@ export const shopifySettings = {
   SHOPIFY_API_KEY: z.string().optional().describe("The Shopify app's API key: set with `SHOPIFY_API_SECRET` (both or neither) and `RESTOCK_ENCRYPTION_KEY`; see docs/shopify.md"),
   SHOPIFY_API_SECRET: z.string().optional().describe("The Shopify app's API secret (with `SHOPIFY_API_KEY`)"),
   SHOPIFY_API_VERSION: z.string().default('2026-07').describe('Shopify Admin API version the app calls'),
-  SHOPIFY_SCOPES: z.string().default('read_products,read_inventory,read_publications,write_app_proxy,read_orders').describe('Access scopes the Shopify app asks for, comma-separated'),
+  SHOPIFY_SCOPES: z.string().default('read_products,read_inventory,read_publications,write_app_proxy,read_orders,write_draft_orders').describe('Access scopes the Shopify app asks for, comma-separated'),
   SHOPIFY_BILLING_TEST: z.enum(['true', 'false']).default('false').describe("`true`: every Shopify Billing charge is a test charge, no money moves (staging, review); otherwise only development stores' charges are, as Shopify reports the store"),
 };
 

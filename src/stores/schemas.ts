@@ -61,6 +61,7 @@ const effectiveSettingsSchema = z
     utm: z.object({ source: z.string(), medium: z.string(), campaign: z.string() }).describe('UTM parameters of alert links'),
     attributionWindowDays: z.number().describe('Days after an alert in which an order is credited to it'),
     reminderDelayHours: z.number().nullable().describe('Hours after an alert its reminder goes; null: no reminders'),
+    reserveUnitsMinutes: z.number().describe("Minutes a unit is held for each shopper of a restock's first batch when the restock is smaller than the waiting list (Shopify stores); 0: no holds"),
     waitlistThreshold: z.number().nullable().describe("Waiting shoppers per product or variant at which the owner is told; null: never"),
     weeklyDigest: z.boolean().describe("The owner gets a weekly digest by e-mail"),
     doubleOptIn: z.enum(['auto', 'always', 'never']).describe('Whether new e-mail subscriptions wait for the shopper’s confirmation (auto: EU/EEA, UK, CH)'),

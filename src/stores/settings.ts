@@ -80,6 +80,12 @@ export const storeSettingsSchema = z
     utm: utmSchema.optional(),
     attributionWindowDays: z.int().min(1).max(90).optional().describe('An order this many days after an alert can be credited to it (default 7)'),
     reminderDelayHours: z.int().min(1).max(30 * 24).optional().describe('Send one reminder this many hours after an alert, if the product is still sellable and the shopper has not ordered it; unset: no reminders'),
+    reserveUnitsMinutes: z
+      .int()
+      .min(0)
+      .max(7 * 24 * 60)
+      .optional()
+      .describe('When a restock is smaller than the waiting list, hold one unit for this many minutes for each shopper of its first batch, whose alert links a checkout of that unit (Shopify stores only; see docs/dispatch.md). 0 or unset: no holds'),
     waitlistThreshold: z.int().min(1).max(1_000_000).optional().describe("Tell the store's owner when a product or variant has this many shoppers waiting; unset: never"),
     weeklyDigest: z.boolean().optional().describe("Mail the store's owner a weekly digest of sign-ups, sends, clicks, orders and revenue"),
     doubleOptIn: z
@@ -115,6 +121,8 @@ interface BaseSettings extends BatchPolicy {
   attributionWindowDays: number;
   /** null: no reminders. */
   reminderDelayHours: number | null;
+  /** Minutes a unit is held for each shopper of a restock's first batch; 0: no holds. */
+  reserveUnitsMinutes: number;
   /** null: no waitlist notices. */
   waitlistThreshold: number | null;
   weeklyDigest: boolean;
@@ -136,6 +144,7 @@ export function effectiveSettings(stored: StoreSettings, defaults: BatchPolicy):
     utm: { ...DEFAULT_UTM, ...stored.utm },
     attributionWindowDays: stored.attributionWindowDays ?? DEFAULT_ATTRIBUTION_WINDOW_DAYS,
     reminderDelayHours: stored.reminderDelayHours ?? null,
+    reserveUnitsMinutes: stored.reserveUnitsMinutes ?? 0,
     waitlistThreshold: stored.waitlistThreshold ?? null,
     weeklyDigest: stored.weeklyDigest ?? false,
     doubleOptIn: stored.doubleOptIn ?? 'auto',

@@ -71,6 +71,12 @@ export interface Tables {
   suppressions: SuppressionsTable;
   /** payments */
   payments: PaymentsTable;
+  /** klaviyo (migration 0031) */
+  klaviyo_connections: KlaviyoConnectionsTable;
+  /** klaviyo: the queue of events for Klaviyo's Events API (migration 0031) */
+  klaviyo_events: KlaviyoEventsTable;
+  /** shopify: the queue of Shopify Flow triggers (migration 0031) */
+  flow_triggers: FlowTriggersTable;
   /** webhooks */
   webhook_endpoints: WebhookEndpointsTable;
   /** webhooks (the delivery queue, and what became of each) */
@@ -113,6 +119,32 @@ export interface Tables {
   sms_opt_outs: SmsOptOutsTable;
   /** notices */
   notice_digests: NoticeDigestsTable;
+  /** A unit held for an alert of a restock's first batch: dispatch (docs/dispatch.md, "Reserved units"). */
+  unit_holds: UnitHoldsTable;
+}
+
+export type UnitHoldStatus = 'planned' | 'held' | 'failed' | 'released' | 'claimed';
+
+export interface UnitHoldsTable {
+  id: string;
+  notification_id: string;
+  restock_id: string;
+  store_domain: string;
+  subscription_id: string;
+  product_id: string;
+  variant_id: string | null;
+  /** How long the unit is held, as the store's setting was when the batch was planned. */
+  minutes: number;
+  status: UnitHoldStatus;
+  /** The platform's reference to the hold (a Shopify draft order's id). */
+  hold_ref: string | null;
+  /** Where the shopper checks out the held unit (a Shopify draft order's invoice URL). */
+  checkout_url: string | null;
+  expires_at: string | null;
+  /** Why a hold failed or ended, for the merchant's audit. */
+  outcome: string | null;
+  created_at: string;
+  updated_at: string;
 }
 
 /** The API's `subscriptionStatusSchema` values (alerts/schemas.ts): the alerts store writes those into this column, so the compiler keeps them together. */
@@ -919,4 +951,60 @@ export interface WebhookAttemptsTable {
   status_code: number | null;
   error: string | null;
   duration_ms: number;
+}
+
+/** A store's Klaviyo account: its private API key, sealed; forgotten when disconnected. */
+export interface KlaviyoConnectionsTable {
+  store_domain: string;
+  status: 'connected' | 'disconnected';
+  key_sealed: string | null;
+  /** The key's last four characters, so the owner can tell which key is connected. */
+  key_hint: string | null;
+  /** The Klaviyo account the key belongs to, as GET /api/accounts answered. */
+  account_id: string | null;
+  connected_at: string;
+  disconnected_at: string | null;
+  disconnect_reason: string | null;
+  updated_at: string;
+}
+
+export type KlaviyoEventStatus = 'pending' | 'delivered' | 'failed' | 'cancelled';
+
+/** One store event as a Klaviyo event: queued until Klaviyo takes it, refuses it for good, or the store disconnects. */
+export interface KlaviyoEventsTable {
+  id: string;
+  store_domain: string;
+  /** The store event's id, also the Klaviyo `unique_id`. */
+  event_id: string;
+  event_type: string;
+  /** For `alert.sent`: the alert and the profile it went to, which its click and order are put on. */
+  alert_id: string | null;
+  email: string | null;
+  /** The JSON:API body as sent to POST /api/events. */
+  body: string;
+  status: KlaviyoEventStatus;
+  attempts: number;
+  next_attempt_at: string | null;
+  last_status_code: number | null;
+  last_error: string | null;
+  created_at: string;
+  finished_at: string | null;
+}
+
+/** One store event as a Shopify Flow trigger: queued until Shopify takes it, refuses it, or the store's token is gone. */
+export interface FlowTriggersTable {
+  id: string;
+  store_domain: string;
+  /** The store event's id: one trigger per event. */
+  event_id: string;
+  /** The Flow trigger extension's handle (extensions/<handle>/shopify.extension.toml). */
+  handle: string;
+  /** The JSON payload as sent to flowTriggerReceive. */
+  payload: string;
+  status: 'pending' | 'delivered' | 'failed' | 'cancelled';
+  attempts: number;
+  next_attempt_at: string | null;
+  last_error: string | null;
+  created_at: string;
+  finished_at: string | null;
 }

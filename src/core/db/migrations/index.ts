@@ -26,8 +26,10 @@ import { cancelledSubscriptions } from './0023_cancelled_subscriptions.ts';
 import { shopifyConnections } from './0024_shopify_connections.ts';
 import { contactPointDetails } from './0025_contact_point_details.ts';
 import { overage } from './0028_overage.ts';
-import { agentCallbacks } from './0027_agent_callbacks.ts';
 import { purchasing } from './0026_purchasing.ts';
+import { agentCallbacks } from './0027_agent_callbacks.ts';
+import { unitHolds } from './0030_unit_holds.ts';
+import { klaviyo } from './0031_klaviyo.ts';
 
 export interface DialectMigration {
   up(db: Kysely<any>, dialect: Dialect): Promise<void>;
@@ -63,4 +65,6 @@ export const migrations: Record<string, DialectMigration> = {
   '0026_purchasing': purchasing,
   '0027_agent_callbacks': agentCallbacks,
   '0028_overage': overage,
+  '0030_unit_holds': unitHolds,
+  '0031_klaviyo': klaviyo,
 };
