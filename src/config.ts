@@ -37,7 +37,11 @@ const envSchema = z.object({
   STRIPE_WEBHOOK_SECRET: z.string().optional().describe("Verifies Stripe's events at `POST /webhooks/stripe`, through which paid plans become active"),
   STRIPE_API_URL: z.url().default('https://api.stripe.com').describe('Where the Stripe SDK calls; only changed to reach a stand-in in tests'),
   STRIPE_NETWORK_ID: z.string().optional().describe('The Stripe profile (`networkId`) MPP `stripe` offers name, shown on the Shared Payment Token; with `STRIPE_SECRET_KEY`, enables those offers'),
-  KLAVIYO_API_URL: z.url().default('https://a.klaviyo.com').describe("Klaviyo's API origin, where stores' events go (docs/klaviyo.md); only changed to reach a stand-in in tests, and reached through the outbound guard like a tenant's host"),
+  KLAVIYO_API_URL: z
+    .url()
+    .refine(isBareOrigin, 'must be an origin (scheme, host and port), without credentials, path, query or fragment')
+    .default('https://a.klaviyo.com')
+    .describe("Klaviyo's API origin, where stores' events go (docs/klaviyo.md); only changed to reach a stand-in in tests, and reached through the outbound guard like a tenant's host"),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('`fatal` … `trace`, or `silent`; logs are JSON lines'),
   SERVICE_NAME: z.string().min(1).default('Restock back-in-stock alerts').describe('Name reported by `getHealth`'),
   RESTOCK_SECRET: z.string().min(32).optional().describe('Signs links sent to people, such as unsubscribe links (32+ characters); unset: generated once and kept in the database'),
@@ -320,7 +324,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     smtpUrl: e.SMTP_URL,
     smtpCa: smtpCa(e.SMTP_CA_FILE),
     tenantOutbound: tenantOutbound(e.TENANT_OUTBOUND_ALLOW),
-    klaviyo: { apiUrl: e.KLAVIYO_API_URL.replace(/\/+$/, '') },
+    klaviyo: { apiUrl: new URL(e.KLAVIYO_API_URL).origin },
     agents: {
       accessTokenTtlSeconds: e.ACCESS_TOKEN_TTL_SECONDS,
       credentialTtlSeconds: e.AGENT_CREDENTIAL_TTL_SECONDS,
@@ -394,6 +398,12 @@ function observability(e: z.infer<typeof envSchema>): ObservabilityConfig {
   } catch (err) {
     throw new ConfigError(`Invalid configuration:\n  ${(err as Error).message}`);
   }
+}
+
+/** An http(s) URL that names an origin and nothing more: a base that paths are appended to. */
+function isBareOrigin(text: string): boolean {
+  const url = new URL(text);
+  return (url.protocol === 'https:' || url.protocol === 'http:') && url.username === '' && url.password === '' && url.pathname === '/' && url.search === '' && url.hash === '';
 }
 
 function billingConfig(e: z.infer<typeof envSchema>): BillingConfig {

@@ -17,6 +17,7 @@ const URL_SETTINGS: Record<string, string> = {
   REDIS_URL: 'typed: core/service-urls.ts parseRedisUrl (no options)',
   SMTP_URL: 'typed: core/mail/smtp-url.ts (name and three timeouts only)',
   STRIPE_API_URL: 'typed: core/stripe-client.ts takes host, port and protocol',
+  KLAVIYO_API_URL: 'typed: config.ts keeps an origin only (no credentials, path, query or fragment); klaviyo/api.ts appends its paths and posts through the outbound guard; no library is given it',
   TWILIO_API_URL: 'typed: sms/settings.ts parseApiOrigin keeps the origin only (no credentials, path or query); the SDK is never given it, its HTTP client rewrites the origin',
   X402_FACILITATOR_URL: 'an HTTP endpoint the facilitator client posts to; no options',
   X402_TEST_FACILITATOR_URL: 'the same, for the test network (PAYMENTS_TEST_NETWORK)',
@@ -38,6 +39,13 @@ describe('finding 1: option injection in the operator’s URL-shaped settings', 
       assert.throws(() => loadConfig({ ...base, TWILIO_API_URL: injected }), (err: Error) => err instanceof ConfigError && err.message.includes('TWILIO_API_URL'), injected);
     }
     assert.equal(loadConfig({ ...base, TWILIO_API_URL: 'http://127.0.0.1:4010/' }).channels.sms.apiUrl, 'http://127.0.0.1:4010');
+  });
+
+  it('finding 1: KLAVIYO_API_URL is an origin and nothing more', () => {
+    for (const injected of ['https://a.klaviyo.com/?timeout=1', 'https://user:pass@a.klaviyo.com', 'https://a.klaviyo.com/api', 'ftp://a.klaviyo.com', 'https://a.klaviyo.com/#x']) {
+      assert.throws(() => loadConfig({ ...base, KLAVIYO_API_URL: injected }), (err: Error) => err instanceof ConfigError && err.message.includes('KLAVIYO_API_URL'), injected);
+    }
+    assert.equal(loadConfig({ ...base, KLAVIYO_API_URL: 'http://127.0.0.1:4020/' }).klaviyo.apiUrl, 'http://127.0.0.1:4020');
   });
 
   it('finding 1: OTEL_EXPORTER_OTLP_ENDPOINT is an http(s) base URL and nothing more', () => {
