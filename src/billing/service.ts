@@ -506,17 +506,6 @@ export class BillingService {
     };
   }
 
-  /** What sending `alerts` more would cost this period, and how many of them would wait: the dashboard's "next restock". */
-  async costOfNext(caller: Caller, shop: string, alerts: number, now = new Date()): Promise<{ alerts: number; beyondAllowance: number; amount: number; held: number; currency: 'USD' }> {
-    const entitlement = await this.entitlement(ownStore(caller, shop), now);
-    const { used } = await this.options.store.usage(shop.toLowerCase(), entitlement.periodStart);
-    const allowanceLeft = Math.max(0, entitlement.monthlyAlertQuota - used);
-    const roomLeft = Math.max(0, entitlement.monthlyAlertQuota + overageRoom(entitlement) - used);
-    const sent = Math.min(alerts, roomLeft);
-    const beyondAllowance = Math.max(0, sent - allowanceLeft);
-    return { alerts, beyondAllowance, amount: (beyondAllowance * entitlement.overageCentsPerAlert) / 100, held: alerts - sent, currency: 'USD' };
-  }
-
   /**
    * The most a period's alerts beyond the allowance may cost the store, set by its owner's side
    * (an agent bound to the store, the owner in the dashboard). It applies from the next alert;
@@ -677,8 +666,21 @@ export class BillingService {
   }
 }
 
+/**
+ * What sending `alerts` more would cost this period, and how many of them would wait (the
+ * dashboard's "next restock"): from the usage already read, with the rule `reserveNotifications` applies.
+ */
+export function costOfNextAlerts(usage: PlanUsage, alerts: number): { alerts: number; beyondAllowance: number; amount: number; held: number; currency: 'USD' } {
+  const priceCents = Math.round(usage.overage.pricePerAlert * 100);
+  const room = usage.monthlyAlertQuota + overageRoom({ overageCentsPerAlert: priceCents, overageCeilingCents: Math.round(usage.overage.ceiling * 100) });
+  const allowanceLeft = Math.max(0, usage.monthlyAlertQuota - usage.used);
+  const sent = Math.min(alerts, Math.max(0, room - usage.used));
+  const beyondAllowance = Math.max(0, sent - allowanceLeft);
+  return { alerts, beyondAllowance, amount: (beyondAllowance * priceCents) / 100, held: alerts - sent, currency: 'USD' };
+}
+
 /** Alerts the period may send beyond the allowance: as many whole alerts as the ceiling pays for. */
-function overageRoom(entitlement: Entitlement): number {
+function overageRoom(entitlement: Pick<Entitlement, 'overageCentsPerAlert' | 'overageCeilingCents'>): number {
   return entitlement.overageCentsPerAlert > 0 ? Math.floor(entitlement.overageCeilingCents / entitlement.overageCentsPerAlert) : 0;
 }
 

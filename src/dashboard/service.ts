@@ -1,7 +1,7 @@
 import { allScopes } from '../core/scopes.ts';
 import { STOREFRONT_OFFERS } from '../channels.ts';
 import type { SubscriptionService } from '../alerts/service.ts';
-import type { BillingService } from '../billing/service.ts';
+import { costOfNextAlerts, type BillingService } from '../billing/service.ts';
 import type { ExportKind } from '../conversions/service.ts';
 import type { ConversionService } from '../conversions/service.ts';
 import { storeEventTypes } from '../core/events.ts';
@@ -31,7 +31,7 @@ export interface DashboardDeps {
     DispatchService,
     'ledgerCounts' | 'heldByPlan' | 'listNotifications' | 'auditNotification' | 'listRestocks' | 'listOutbox' | 'outboxMessage' | 'countSuppressions' | 'suppressionsOf' | 'suppressAddress' | 'unsuppressAddress'
   >;
-  billing: Pick<BillingService, 'listPlans' | 'planUsageFor' | 'checkoutPlan' | 'costOfNext' | 'setOverageCeiling'>;
+  billing: Pick<BillingService, 'listPlans' | 'planUsageFor' | 'checkoutPlan' | 'setOverageCeiling'>;
   conversions: Pick<ConversionService, 'performance' | 'alertOutcome' | 'exportCsv'>;
   webhooks: WebhookService;
   /** True when mail goes to the local outbox (no SMTP_URL): the dashboard then shows it. */
@@ -103,7 +103,7 @@ export class DashboardService {
       conversions.performance(caller, shop, CHART_DAYS, now),
     ]);
     // What the plan makes of a restock of the most wanted product: its waiting list, alerted at once.
-    const nextRestock = demand[0] ? { product: demand[0], ...(await billing.costOfNext(caller, shop, demand[0].waiting, now)) } : undefined;
+    const nextRestock = demand[0] ? { product: demand[0], ...costOfNextAlerts(plan, demand[0].waiting) } : undefined;
     return {
       titles: await this.titlesOf(caller, shop, [...recent, ...restocks]),
       store,
