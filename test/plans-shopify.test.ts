@@ -183,7 +183,17 @@ for (const dialect of testDialects()) {
       assert.equal(subscription!.returnUrl, `http://restock.test/checkout/${sessionId}`);
       assert.deepEqual(
         subscription!.lineItems.map((item) => item.plan.pricingDetails),
-        [{ __typename: 'AppRecurringPricing', price: { amount: '9.99', currencyCode: 'USD' }, interval: 'EVERY_30_DAYS', discount: null }],
+        [
+          { __typename: 'AppRecurringPricing', price: { amount: '9.99', currencyCode: 'USD' }, interval: 'EVERY_30_DAYS', discount: null },
+          // Alerts beyond the allowance, capped at the plan's default ceiling (test/overage-providers.test.ts).
+          {
+            __typename: 'AppUsagePricing',
+            cappedAmount: { amount: '9.99', currencyCode: 'USD' },
+            balanceUsed: { amount: '0.0', currencyCode: 'USD' },
+            terms: 'Back-in-stock alerts beyond the 2000 a month of Starter, at $0.01 each',
+            interval: 'EVERY_30_DAYS',
+          },
+        ],
       );
 
       // The merchant is sent to Shopify's confirmation page for that charge, on their own shop.

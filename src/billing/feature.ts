@@ -15,6 +15,8 @@ import { billingWebhookRoutes } from './webhook-routes.ts';
 
 /** How often proposals paid per request that were declined or expired are looked for, to refund them. */
 const REFUND_SWEEP_EVERY_MS = 60_000;
+/** How often alerts beyond the allowance are reported to the stores' billing providers (Stripe, Shopify). */
+const OVERAGE_REPORT_EVERY_MS = 60_000;
 
 export interface BillingDeps {
   config: Config;
@@ -56,6 +58,9 @@ export function buildBilling({ config, database, mail, stores, stripe, appBillin
     service,
     operations: bindOperations(billingOperations, service),
     routes: [checkoutPages(service), billingWebhookRoutes(service, config.baseUrl)],
-    jobs: [{ name: 'plan-proposal-refunds', everyMs: REFUND_SWEEP_EVERY_MS, run: () => service.refundUndelivered() }],
+    jobs: [
+      { name: 'plan-proposal-refunds', everyMs: REFUND_SWEEP_EVERY_MS, run: () => service.refundUndelivered() },
+      { name: 'overage-reports', everyMs: OVERAGE_REPORT_EVERY_MS, run: () => service.reportOverage() },
+    ],
   };
 }

@@ -7,6 +7,17 @@ import type { CheckoutSessionsTable, StorePlansTable } from '../core/db/schema.t
 export type CheckoutSessionRow = CheckoutSessionsTable;
 export type StorePlanRow = StorePlansTable;
 
+/** A period with alerts beyond the allowance its provider has not been told of, and the plan they are billed under. */
+export interface UnreportedOverage {
+  shop: string;
+  period_start: string;
+  overage: number;
+  overage_reported: number;
+  provider: string;
+  external_id: string;
+  plan: string;
+}
+
 /** Storage of checkout sessions, the plan each store holds and the subscriptions cancelled. */
 export class BillingRepository {
   constructor(private readonly database: Database) {}
@@ -240,6 +251,70 @@ export class BillingRepository {
     );
   }
 
+  /** The capped amount `provider` holds for the store's subscription `externalId` (undefined: none known). */
+  async overageCap(shop: string, provider: string, externalId: string | null): Promise<number | undefined> {
+    if (externalId === null) return undefined;
+    const row = await this.database.db
+      .selectFrom('overage_caps')
+      .select('cap_cents')
+      .where('shop', '=', shop)
+      .where('provider', '=', provider)
+      .where('external_id', '=', externalId)
+      .executeTakeFirst();
+    return row?.cap_cents;
+  }
+
+  setOverageCap(shop: string, provider: string, externalId: string, capCents: number, now: string): Promise<unknown> {
+    const values = { provider, external_id: externalId, cap_cents: capCents, updated_at: now };
+    return this.database.write((trx) =>
+      trx.insertInto('overage_caps').values({ shop, ...values }).onConflict((oc) => oc.column('shop').doUpdateSet(values)).execute(),
+    );
+  }
+
+  /**
+   * Periods whose alerts beyond the allowance the store's provider was not yet told of all, for
+   * stores whose plan is held at one of `providers`: what to report next.
+   */
+  unreportedOverage(providers: readonly string[], limit: number): Promise<UnreportedOverage[]> {
+    if (providers.length === 0) return Promise.resolve([]);
+    return this.database.db
+      .selectFrom('plan_usage')
+      .innerJoin('store_plans', 'store_plans.shop', 'plan_usage.shop')
+      .select(['plan_usage.shop', 'plan_usage.period_start', 'plan_usage.overage', 'plan_usage.overage_reported', 'store_plans.provider', 'store_plans.external_id', 'store_plans.plan'])
+      .where('store_plans.provider', 'in', providers)
+      .where('store_plans.external_id', 'is not', null)
+      .whereRef('plan_usage.overage', '>', 'plan_usage.overage_reported')
+      .orderBy('plan_usage.period_start')
+      .limit(limit)
+      .execute() as Promise<UnreportedOverage[]>;
+  }
+
+  /**
+   * Claims the alerts from `from` to `to` of a period's overage for one report: true for the one
+   * claimant that moved the mark. Claimed before the provider is told, so two workers never bill
+   * the same alerts; a report that fails gives its claim back (`unclaimOverage`).
+   */
+  claimOverage(shop: string, periodStart: string, from: number, to: number): Promise<boolean> {
+    return this.moveReportedMark(shop, periodStart, from, to);
+  }
+
+  unclaimOverage(shop: string, periodStart: string, from: number, to: number): Promise<boolean> {
+    return this.moveReportedMark(shop, periodStart, to, from);
+  }
+
+  private moveReportedMark(shop: string, periodStart: string, from: number, to: number): Promise<boolean> {
+    return this.database.write(async (trx) => {
+      const moved = await trx
+        .updateTable('plan_usage')
+        .set({ overage_reported: to })
+        .where('shop', '=', shop)
+        .where('period_start', '=', periodStart)
+        .where('overage_reported', '=', from)
+        .executeTakeFirst();
+      return Number(moved.numUpdatedRows) === 1;
+    });
+  }
+
   /** Marks the period's notice to the merchant as sent; true only for the first to mark it. */
   markNoticeSent(shop: string, periodStart: string, now: string): Promise<boolean> {
     return this.database.write(async (trx) => {
@@ -256,7 +331,7 @@ export class BillingRepository {
   }
 
   private async ensureUsage(trx: Trx, shop: string, periodStart: string): Promise<void> {
-    await trx.insertInto('plan_usage').values({ shop, period_start: periodStart, used: 0, notified_at: null, overage: 0, warned_at: null }).onConflict((oc) => oc.doNothing()).execute();
+    await trx.insertInto('plan_usage').values({ shop, period_start: periodStart, used: 0, notified_at: null, overage: 0, warned_at: null, overage_reported: 0 }).onConflict((oc) => oc.doNothing()).execute();
   }
 
   /** Gives back alerts reserved but not sent (a failure that will be retried, or given up): the last taken, so the overage first. */

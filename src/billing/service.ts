@@ -8,11 +8,11 @@ import { Conflict, Forbidden, NotConfigured, NotFound, Problem } from '../core/p
 import type { PlanEvent } from './plan-state.ts';
 import { formatPrice, planIds, type Plan, type PlanCatalogue, type PlanId } from './plans.ts';
 import type { CheckoutSession } from './schemas.ts';
-import type { BillingRepository, CheckoutSessionRow, StorePlanRow } from './repository.ts';
+import type { BillingRepository, CheckoutSessionRow, StorePlanRow, UnreportedOverage } from './repository.ts';
 import type { StripeBilling } from './stripe-billing.ts';
 
 /** What other modules use of the plan catalogue. */
-export { formatPrice, planIds, type PlanId } from './plans.ts';
+export { formatPrice, planIds, type Plan, type PlanId } from './plans.ts';
 
 const MONTH_MS = 30 * 24 * 3600 * 1000;
 
@@ -29,8 +29,14 @@ export interface AppBilling {
   readonly label: string;
   /** Whether the store buys its plans through it (installed as the platform's app). */
   requiredFor(shop: string): Promise<boolean>;
-  /** Starts the purchase, named `appSubscriptionName(plan)`: the platform's page where the merchant approves it. */
-  createSubscription(shop: string, plan: Plan, returnUrl: string): Promise<{ externalId: string; url: string }>;
+  /**
+   * Starts the purchase, named `appSubscriptionName(plan)`: the platform's page where the merchant
+   * approves it, with usage charges for alerts beyond the allowance capped at `cappedAmountCents`
+   * a period (none when 0).
+   */
+  createSubscription(shop: string, plan: Plan, returnUrl: string, cappedAmountCents: number): Promise<{ externalId: string; url: string }>;
+  /** Bills alerts beyond the allowance under the subscription's capped amount. */
+  reportUsage(shop: string, externalId: string, usage: UsageReport): Promise<void>;
   /** The refusal of another way of paying (`how`), which says where to go instead. */
   refusal(shop: string, how: string): Problem;
 }
@@ -45,6 +51,18 @@ export interface AppSubscriptionNews {
   status: PlanEvent['status'] | undefined;
   /** When the platform says it changed. */
   at: string | undefined;
+  /** The capped amount of its usage charges, in cents (undefined: it has none). */
+  cappedAmountCents: number | undefined;
+}
+
+/** Alerts beyond the allowance, as a provider is told of them: once per `idempotencyKey`. */
+export interface UsageReport {
+  alerts: number;
+  amountCents: number;
+  currency: 'USD';
+  idempotencyKey: string;
+  /** What the merchant reads on their bill. */
+  description: string;
 }
 
 /** The name an app subscription is bought under, which tells its plan back. */
@@ -89,13 +107,8 @@ export interface Entitlement {
   overageCeilingCents: number;
 }
 
-/**
- * Where alerts beyond the allowance are billed: the hosted test page records them (test mode).
- * Stripe metered usage and Shopify usage charges are not reported yet, so a store that pays
- * there gets no overage (its alerts wait at the allowance, as they always did) rather than
- * alerts it would be billed for later without having seen the charge.
- */
-const OVERAGE_BILLED_AT: readonly string[] = ['local'];
+/** Periods reported to billing providers per run of the report job. */
+const OVERAGE_REPORTS_PER_RUN = 100;
 /** The share of the period's room (allowance and ceiling) after which the owner is warned, before anything is held. */
 const WARN_AT_SHARE = 0.8;
 
@@ -425,8 +438,8 @@ export class BillingService {
     if (row && (row.status === 'active' || row.status === 'past_due') && Object.hasOwn(this.options.catalogue, row.plan)) {
       const plan = this.plan(row.plan as PlanId);
       const period = billingPeriod(row.period_start, row.period_end, now);
-      const billed = OVERAGE_BILLED_AT.includes(row.provider);
-      const ceiling = billed ? ((await this.options.store.overageCeiling(shop)) ?? plan.defaultOverageCeilingCents) : 0;
+      const billed = this.billsOverageAt(row.provider);
+      const ceiling = billed ? await this.overageCeilingOf(row, plan) : 0;
       return {
         plan: row.plan as PlanId,
         status: row.status,
@@ -467,6 +480,61 @@ export class BillingService {
     const remedy = entitlement.overageCentsPerAlert > 0 ? 'raise the overage ceiling (dashboard, Plan), or choose a larger plan' : 'choose a plan with a larger allowance';
     await this.tell(shop, entitlement.periodStart, 'Restock: your alerts are waiting', `${reason}.\nAlerts beyond it are kept, not dropped: they go out when the next period starts, or at once if you ${remedy}.`, now);
     return { granted, periodStart: entitlement.periodStart, retryAt, reason };
+  }
+
+  /**
+   * Where alerts beyond the allowance are billed: recorded on the hosted test page (test mode),
+   * reported to Stripe as meter events, to the platform's app billing as usage charges. A plan held
+   * elsewhere (paid per request) has no overage: its alerts wait at the allowance.
+   */
+  private billsOverageAt(provider: string): boolean {
+    return provider === 'local' || (provider === 'stripe' && this.options.stripe !== undefined) || provider === this.appBilling?.provider;
+  }
+
+  /**
+   * The owner's ceiling (or the plan's default), and never more than the capped amount the merchant
+   * approved at app billing: beyond it the platform refuses to bill, so nothing goes beyond it.
+   */
+  private async overageCeilingOf(row: StorePlanRow, plan: Plan): Promise<number> {
+    const ceiling = (await this.options.store.overageCeiling(row.shop)) ?? plan.defaultOverageCeilingCents;
+    if (row.provider !== this.appBilling?.provider) return ceiling;
+    return Math.min(ceiling, (await this.options.store.overageCap(row.shop, row.provider, row.external_id)) ?? 0);
+  }
+
+  /**
+   * Tells each store's billing provider of the alerts beyond the allowance it has not been told of
+   * (the report job). Each report is claimed first, so no alert is billed twice by concurrent
+   * workers; one that fails is given back and tried at the next run, under the same idempotency
+   * key (the provider keeps it once if it did arrive). Returns how many periods were reported.
+   */
+  async reportOverage(): Promise<number> {
+    const providers = ['stripe', this.appBilling?.provider].filter((provider): provider is string => provider !== undefined && this.billsOverageAt(provider));
+    const rows = await this.options.store.unreportedOverage(providers, OVERAGE_REPORTS_PER_RUN);
+    let reported = 0;
+    for (const row of rows) if (await this.reportOverageOf(row)) reported++;
+    return reported;
+  }
+
+  private async reportOverageOf(row: UnreportedOverage): Promise<boolean> {
+    const { shop, period_start: periodStart, overage_reported: from, overage: to } = row;
+    if (!Object.hasOwn(this.options.catalogue, row.plan) || !(await this.options.store.claimOverage(shop, periodStart, from, to))) return false;
+    const cents = this.plan(row.plan as PlanId).overageCentsPerAlert;
+    const usage: UsageReport = {
+      alerts: to - from,
+      amountCents: (to - from) * cents,
+      currency: 'USD',
+      idempotencyKey: `restock-overage-${createHash('sha256').update(`${shop} ${periodStart} ${from} ${to}`).digest('base64url').slice(0, 32)}`,
+      description: `${to - from} back-in-stock alerts beyond the ${row.plan} allowance at ${formatPrice(cents, 'USD')} each (period from ${periodStart.slice(0, 10)})`,
+    };
+    try {
+      if (row.provider === 'stripe') await this.options.stripe!.reportUsage(row.external_id, usage);
+      else await this.appBilling!.reportUsage(shop, row.external_id, usage);
+      return true;
+    } catch {
+      // The provider was out of reach or refused: the alerts are reported at the next run.
+      await this.options.store.unclaimOverage(shop, periodStart, from, to);
+      return false;
+    }
   }
 
   /** Warns the owner, once per period, that the period's room is running out: what is left, and what lifts it. */
@@ -575,6 +643,7 @@ export class BillingService {
     const plan = session?.plan ?? held?.plan ?? planIds.find((id) => news.name === appSubscriptionName(this.plan(id)));
     if (!plan) return this.options.store.applyEvent(provider, eventId, news.type, undefined, now, `an app subscription not bought through Restock (${news.name ?? 'unnamed'})`);
     const at = news.at ?? now;
+    if (status === 'active' && news.cappedAmountCents !== undefined) await this.options.store.setOverageCap(shop, provider, externalId, news.cappedAmountCents, now);
     // Active means the merchant approved the charge in their own admin: the owner's choice.
     if (status === 'active' && session) await this.options.store.markCompleted(session.id, now, { approvedByOwner: true });
     const event: PlanEvent = {
@@ -623,7 +692,10 @@ export class BillingService {
     let started: { externalId: string; url: string } | undefined;
     try {
       if (row.provider === 'stripe') started = await this.options.stripe!.startCheckout(row, plan);
-      if (row.provider === this.appBilling?.provider) started = await this.appBilling.createSubscription(row.shop, plan, `${this.options.baseUrl}/checkout/${row.id}`);
+      if (row.provider === this.appBilling?.provider) {
+        const cap = (await this.options.store.overageCeiling(row.shop)) ?? plan.defaultOverageCeilingCents;
+        started = await this.appBilling.createSubscription(row.shop, plan, `${this.options.baseUrl}/checkout/${row.id}`, plan.overageCentsPerAlert > 0 ? cap : 0);
+      }
     } catch (err) {
       if (err instanceof Problem) throw err;
       throw new Problem('upstream-failed', `The checkout could not be started at ${row.provider}: ${(err as Error).message.split('\n')[0]}`);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { appSubscriptionName, type AppBilling, type AppSubscriptionNews } from '../billing/service.ts';
+import { appSubscriptionName, formatPrice, type AppBilling, type AppSubscriptionNews, type Plan } from '../billing/service.ts';
 import { Problem } from '../core/problems.ts';
 import { installedAsShopifyApp, type StoreService } from '../stores/service.ts';
 import type { AdminApi } from './admin-api.ts';
@@ -31,6 +31,37 @@ const appSubscriptionAnswer = z.object({
     .nullable(),
 });
 
+const USAGE_LINE_ITEMS = `query RestockUsageLineItem($id: ID!) {
+  node(id: $id) { ... on AppSubscription { status lineItems { id plan { pricingDetails { __typename } } } } }
+}`;
+
+const usageLineItemsAnswer = z.object({
+  node: z
+    .object({
+      status: z.string(),
+      lineItems: z.array(z.object({ id: z.string(), plan: z.object({ pricingDetails: z.object({ __typename: z.string() }) }) })),
+    })
+    .nullable(),
+});
+
+const APP_USAGE_RECORD_CREATE = `mutation RestockUsageRecord($subscriptionLineItemId: ID!, $price: MoneyInput!, $description: String!, $idempotencyKey: String) {
+  appUsageRecordCreate(subscriptionLineItemId: $subscriptionLineItemId, price: $price, description: $description, idempotencyKey: $idempotencyKey) {
+    appUsageRecord { id }
+    userErrors { field message }
+  }
+}`;
+
+const usageRecordAnswer = z.object({
+  appUsageRecordCreate: z
+    .object({ appUsageRecord: z.object({ id: z.string() }).nullish(), userErrors: z.array(z.object({ message: z.string() })) })
+    .nullable(),
+});
+
+/** What the merchant approves for usage charges: alerts beyond the plan's allowance, at its price per alert. */
+function usageTerms(plan: Plan): string {
+  return `Back-in-stock alerts beyond the ${plan.monthlyAlertQuota} a month of ${plan.name}, at ${formatPrice(plan.overageCentsPerAlert, plan.currency)} each`;
+}
+
 /**
  * Shopify Billing through the Admin API, for stores installed as the app. A charge is a real one
  * unless Shopify says, when the checkout starts, that the shop is a development store (which
@@ -45,11 +76,14 @@ export function shopifyBilling(stores: BillingStores, admin: AdminApi, alwaysTes
       const store = await stores.findStore(shop);
       return store?.status === 'active' && installedAsShopifyApp(store);
     },
-    async createSubscription(shop, plan, returnUrl) {
+    async createSubscription(shop, plan, returnUrl, cappedAmountCents) {
       const token = await admin.tokens.current(shop);
       if (!token) throw new UpstreamError(`${shop} has no Admin API access: the merchant must open Restock in their Shopify admin again`);
       const test = alwaysTestCharges || (await isDevelopmentStore(admin, shop, token));
-      const lineItems = [{ plan: { appRecurringPricingDetails: { price: { amount: plan.amountCents / 100, currencyCode: plan.currency }, interval: 'EVERY_30_DAYS' } } }];
+      const recurring = { plan: { appRecurringPricingDetails: { price: { amount: plan.amountCents / 100, currencyCode: plan.currency }, interval: 'EVERY_30_DAYS' } } };
+      // Shopify refuses a capped amount of 0: a store that allows no overage gets no usage line.
+      const usage = cappedAmountCents > 0 ? [{ plan: { appUsagePricingDetails: { terms: usageTerms(plan), cappedAmount: { amount: cappedAmountCents / 100, currencyCode: plan.currency } } } }] : [];
+      const lineItems = [recurring, ...usage];
       const variables = { name: appSubscriptionName(plan), lineItems, returnUrl, test };
       const data = await admin.query(shop, token, 'Creating the app subscription', APP_SUBSCRIPTION_CREATE, variables, appSubscriptionAnswer);
       const created = data.appSubscriptionCreate;
@@ -58,6 +92,24 @@ export function shopifyBilling(stores: BillingStores, admin: AdminApi, alwaysTes
         throw new UpstreamError(`Creating the app subscription: ${errors.map((error) => error.message).join('; ') || 'no subscription in the answer'}`);
       }
       return { externalId: created.appSubscription.id, url: created.confirmationUrl };
+    },
+    async reportUsage(shop, externalId, usage) {
+      const token = await admin.tokens.current(shop);
+      if (!token) throw new UpstreamError(`${shop} has no Admin API access: its usage charges wait until the merchant opens Restock in their Shopify admin again`);
+      const found = await admin.query(shop, token, "Reading the subscription's usage line", USAGE_LINE_ITEMS, { id: externalId }, usageLineItemsAnswer);
+      const line = found.node?.lineItems.find((item) => item.plan.pricingDetails.__typename === 'AppUsagePricing');
+      if (!line) throw new UpstreamError(`The app subscription ${externalId} of ${shop} has no usage pricing line`);
+      const variables = {
+        subscriptionLineItemId: line.id,
+        price: { amount: usage.amountCents / 100, currencyCode: usage.currency },
+        description: usage.description,
+        idempotencyKey: usage.idempotencyKey,
+      };
+      const data = await admin.query(shop, token, 'Creating a usage charge', APP_USAGE_RECORD_CREATE, variables, usageRecordAnswer);
+      const errors = data.appUsageRecordCreate?.userErrors ?? [];
+      if (!data.appUsageRecordCreate?.appUsageRecord || errors.length > 0) {
+        throw new UpstreamError(`Creating a usage charge: ${errors.map((error) => error.message).join('; ') || 'no usage record in the answer'}`);
+      }
     },
     // The Shopify App Store requires its apps to charge merchants through Shopify Billing only.
     refusal: (shop, how) =>
@@ -74,7 +126,14 @@ export function shopifyBilling(stores: BillingStores, admin: AdminApi, alwaysTes
 /** An `app_subscriptions/update` delivery, as Shopify sends it (anything else is no news). */
 const appSubscriptionUpdate = z.object({
   app_subscription: z
-    .object({ admin_graphql_api_id: z.string().optional(), name: z.string().optional(), status: z.string().optional(), updated_at: z.string().optional() })
+    .object({
+      admin_graphql_api_id: z.string().optional(),
+      name: z.string().optional(),
+      status: z.string().optional(),
+      updated_at: z.string().optional(),
+      // A Decimal as a string ("20.0"); null without a usage line.
+      capped_amount: z.string().regex(/^\d{1,9}(\.\d{1,2})?$/).nullish().catch(undefined),
+    })
     .optional(),
 });
 
@@ -89,6 +148,7 @@ export function appSubscriptionNews(body: unknown): AppSubscriptionNews {
     name: subscription?.name,
     status: subscription?.status ? subscriptionStatus(subscription.status) : undefined,
     at: updated && !Number.isNaN(updated.getTime()) ? updated.toISOString() : undefined,
+    cappedAmountCents: subscription?.capped_amount ? Math.round(Number(subscription.capped_amount) * 100) : undefined,
   };
 }
 

@@ -26,6 +26,8 @@ export interface Tables {
   plan_usage: PlanUsageTable;
   /** billing */
   overage_ceilings: OverageCeilingsTable;
+  /** billing */
+  overage_caps: OverageCapsTable;
   /** dashboard */
   dashboard_sign_in_links: DashboardSignInLinksTable;
   /** dashboard */
@@ -412,12 +414,23 @@ export interface PlanUsageTable {
   overage: number;
   /** When the merchant was warned that the period's room (allowance and ceiling) is running out. */
   warned_at: string | null;
+  /** Of `overage`, how many the store's billing provider was told of (Stripe, Shopify). */
+  overage_reported: number;
 }
 
 /** The most a store's owner agreed to pay a period for alerts beyond the allowance (no row: the plan's default). */
 export interface OverageCeilingsTable {
   shop: string;
   ceiling_cents: number;
+  updated_at: string;
+}
+
+/** The capped amount a provider holds for a subscription's usage charges (Shopify), in cents. */
+export interface OverageCapsTable {
+  shop: string;
+  provider: string;
+  external_id: string;
+  cap_cents: number;
   updated_at: string;
 }
 

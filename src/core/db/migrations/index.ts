@@ -30,6 +30,7 @@ import { purchasing } from './0026_purchasing.ts';
 import { agentCallbacks } from './0027_agent_callbacks.ts';
 import { unitHolds } from './0030_unit_holds.ts';
 import { klaviyo } from './0031_klaviyo.ts';
+import { overageReporting } from './0032_overage_reporting.ts';
 
 export interface DialectMigration {
   up(db: Kysely<any>, dialect: Dialect): Promise<void>;
@@ -67,4 +68,5 @@ export const migrations: Record<string, DialectMigration> = {
   '0028_overage': overage,
   '0030_unit_holds': unitHolds,
   '0031_klaviyo': klaviyo,
+  '0032_overage_reporting': overageReporting,
 };
