@@ -1,3 +1,5 @@
+// Longer than most files on purpose: billing's tables (checkout sessions, plans and their events, each
+// period's usage, ceilings and reports) change together in transactions, so one repository holds them.
 import { sql } from 'kysely';
 import type { Database, Trx } from '../core/db/database.ts';
 import { lockRows } from '../core/db/locking.ts';
