@@ -1,0 +1,70 @@
+#!/usr/bin/env node
+// Compiles src/ to dist/ for production (`npm run build`, run by `npm ci` through `prepare`): each
+// TypeScript module becomes one JavaScript module at the same place under dist/, with a source map,
+// so stack traces name the TypeScript lines. Nothing is bundled: relative paths read at run time
+// (`new URL('./skills/', import.meta.url)`, ../../extensions/…) stay right, and every package stays
+// an import of node_modules. Files that are not server modules (the browser scripts the service
+// minifies at start, the agent skills' Markdown) are copied beside the compiled ones.
+// Type checking is `npm run typecheck`'s job; this only transpiles (esbuild), in well under a second.
+import { build } from 'esbuild';
+import { cpSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const src = join(root, 'src');
+const dist = join(root, 'dist');
+
+/** Browser code: tsconfig.json leaves it out of the server's program, and the service reads it as text. */
+const browserFiles = new Set(JSON.parse(stripComments(readFileSync(join(root, 'tsconfig.json'), 'utf8'))).exclude);
+
+function stripComments(json) {
+  return json.replace(/^\s*\/\/.*$/gm, '');
+}
+
+function filesUnder(folder) {
+  return readdirSync(folder, { withFileTypes: true, recursive: true })
+    .filter((entry) => entry.isFile())
+    .map((entry) => join(entry.parentPath ?? entry.path, entry.name));
+}
+
+/** Whether tsconfig.json excludes the file (its patterns use `*` for one folder name). */
+function isBrowserFile(file) {
+  const path = relative(root, file);
+  return [...browserFiles].some((pattern) => new RegExp(`^${pattern.replace(/[.]/g, '\\.').replace(/\*/g, '[^/]+')}$`).test(path));
+}
+
+const files = filesUnder(src);
+const modules = files.filter((file) => file.endsWith('.ts') && !isBrowserFile(file));
+const copied = files.filter((file) => !modules.includes(file));
+
+/** Every import stays an import; a relative one to a .ts module names the .js it compiles to. */
+const keepImports = {
+  name: 'keep-imports',
+  setup(esbuild) {
+    esbuild.onResolve({ filter: /.*/ }, (args) => {
+      if (args.kind === 'entry-point') return undefined;
+      const relativeTs = args.path.startsWith('.') && args.path.endsWith('.ts');
+      return { path: relativeTs ? `${args.path.slice(0, -3)}.js` : args.path, external: true };
+    });
+  },
+};
+
+rmSync(dist, { recursive: true, force: true });
+await build({
+  entryPoints: modules,
+  outdir: dist,
+  outbase: src,
+  bundle: true,
+  plugins: [keepImports],
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  sourcemap: true,
+  logLevel: 'warning',
+});
+for (const file of copied) cpSync(file, join(dist, relative(src, file)));
+// What bin/restock.js compares with the sources' times, to notice a build older than them.
+writeFileSync(join(dist, '.built'), `${new Date().toISOString()}\n`);
+if (!existsSync(join(dist, 'main.js'))) throw new Error('the build made no dist/main.js');
+console.log(`compiled ${modules.length} modules to dist/, copied ${copied.length} other files`);

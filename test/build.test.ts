@@ -1,0 +1,91 @@
+/**
+ * The production build (README, "Start"): `npm run build` compiles every server module to dist/
+ * with a source map, `bin/restock.js` runs the build and answers from it, and falls back to the
+ * sources, saying so, when they are newer than the build.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, utimesSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, it } from './fixtures/suites.ts';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const BIN = join(ROOT, 'bin/restock.js');
+const BUILT = join(ROOT, 'dist/.built');
+const FALLBACK = /running the sources through tsx/;
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+describe('the production build', () => {
+  let dataDir: string;
+  before(() => {
+    execFileSync(process.execPath, [join(ROOT, 'bin/build.mjs')], { cwd: ROOT, stdio: 'pipe' });
+    dataDir = mkdtempSync(join(tmpdir(), 'restock-build-'));
+  });
+  after(() => rmSync(dataDir, { recursive: true, force: true }));
+
+  it('compiles each server module beside its source map, and copies what the service reads as text', () => {
+    for (const file of ['main.js', 'main.js.map', 'core/db/migrations/index.js', 'storefront/widget.ts', 'push/service-worker.ts', 'discovery/skills/register-agent/SKILL.md']) {
+      assert.ok(existsSync(join(ROOT, 'dist', file)), `dist/${file}`);
+    }
+    assert.ok(!existsSync(join(ROOT, 'dist/storefront/widget.js')), 'browser code is not compiled as a server module');
+    // Relative imports name the compiled modules; packages stay imports of node_modules.
+    const main = readFileSync(join(ROOT, 'dist/main.js'), 'utf8');
+    assert.match(main, /from "\.\/config\.js"/);
+    assert.doesNotMatch(main, /\.ts"/);
+    assert.match(main, /from "pino"/);
+  });
+
+  it('bin/restock.js serves from the build: the service answers, and nothing falls back to the sources', async () => {
+    const port = await freePort();
+    const child = spawn(process.execPath, [BIN, 'serve'], {
+      cwd: ROOT,
+      env: { ...process.env, PORT: String(port), DATA_DIR: dataDir, DATABASE_URL: '', BASE_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    try {
+      let status = 0;
+      for (let i = 0; i < 600 && status !== 200; i++) {
+        status = await fetch(`http://127.0.0.1:${port}/api/health`).then((res) => res.status, () => 0);
+        if (status !== 200) await sleep(50);
+      }
+      assert.equal(status, 200, `the compiled service answers /api/health; stderr: ${stderr}`);
+      assert.doesNotMatch(stderr, FALLBACK);
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((resolve) => child.once('exit', resolve));
+    }
+  });
+
+  it('a build older than the sources is not run: bin/restock.js runs the sources and says so', () => {
+    const built = new Date(readFileSync(BUILT, 'utf8').trim());
+    utimesSync(BUILT, new Date(1_000), new Date(1_000));
+    try {
+      const run = spawnHelp();
+      assert.match(run.stderr, FALLBACK);
+      assert.match(run.stdout, /Usage: restock <command>/);
+    } finally {
+      utimesSync(BUILT, built, built);
+    }
+    const current = spawnHelp();
+    assert.doesNotMatch(current.stderr, FALLBACK);
+    assert.match(current.stdout, /Usage: restock <command>/);
+  });
+});
+
+function spawnHelp(): { stdout: string; stderr: string } {
+  const { stdout, stderr } = spawnSync(process.execPath, [BIN, 'help'], { cwd: ROOT, encoding: 'utf8' });
+  return { stdout, stderr };
+}
