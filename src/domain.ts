@@ -8,7 +8,7 @@ import type { Config } from './config.ts';
 import type { ChangeBus } from './core/changes/bus.ts';
 import { openChangeBus } from './core/changes/open.ts';
 import type { Database } from './core/db/database.ts';
-import { eventSinks } from './core/events.ts';
+import { eventSinks, subscriptionNewsOnBus } from './core/events.ts';
 import { channelPart, type Feature } from './core/feature.ts';
 import type { MailTransport } from './core/mail/transport.ts';
 import { noMetrics, type Metrics } from './core/metrics.ts';
@@ -22,7 +22,7 @@ import { buildDispatch, buildDispatchWorker } from './dispatch/feature.ts';
 import type { DispatchService } from './dispatch/service.ts';
 import type { DispatchWorker } from './dispatch/worker.ts';
 import { buildInventory } from './inventory/feature.ts';
-import { buildKlaviyo } from './klaviyo/feature.ts';
+import { buildKlaviyo, type KlaviyoService } from './klaviyo/feature.ts';
 import type { InventoryService } from './inventory/service.ts';
 import { buildNotices } from './notices/feature.ts';
 import { declaredPrices } from './operations.ts';
@@ -52,6 +52,8 @@ export interface Domain {
   conversions: ConversionService;
   /** The sink features announce a store's events to (outgoing webhooks). */
   events: WebhookService;
+  /** Stores' Klaviyo connections, shown and changed on the dashboard's Klaviyo page. */
+  klaviyo: KlaviyoService;
   /** What the storefront widget's calls answer, directly or through a platform's proxy. */
   storefront: StorefrontService;
 }
@@ -97,8 +99,9 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
   // Each platform's clients, before billing, which takes a platform's own billing of its apps.
   const opened = await Promise.all(PLATFORMS.map((platform) => platform.open({ config, database, log, stores: storesAlone.service })));
   const appBilling = opened.find((platform) => platform.appBilling)?.appBilling;
-  // What features announce a store's events to: its webhooks, then its integrations (Klaviyo, a platform's own: Shopify Flow).
-  const events = eventSinks(webhooks.service, klaviyo.service, ...opened.flatMap((platform) => platform.events ?? []));
+  // What features announce a store's events to: its webhooks, then its integrations (Klaviyo, a platform's own: Shopify Flow),
+  // then every process's MCP sessions following a subscription's news.
+  const events = eventSinks(webhooks.service, klaviyo.service, ...opened.flatMap((platform) => platform.events ?? []), subscriptionNewsOnBus(changes));
   const billing = buildBilling({
     config,
     database,
@@ -226,6 +229,7 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
       worker: worker.service,
       conversions: conversions.service,
       events: webhooks.service,
+      klaviyo: klaviyo.service,
       storefront,
     },
   };

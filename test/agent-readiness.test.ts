@@ -35,7 +35,7 @@ const SKILL_NAME = /^[a-z0-9]+(-[a-z0-9]+)*$/;
  */
 const NOT_PLAIN_GET: Record<string, { method: 'GET' | 'POST'; status: number; reason: string }> = {
   '/api': { method: 'GET', status: 402, reason: 'the API index is paid per request without a token' },
-  '/mcp': { method: 'GET', status: 405, reason: 'stateless Streamable HTTP: JSON-RPC is POSTed, no stream to open' },
+  '/mcp': { method: 'GET', status: 405, reason: 'Streamable HTTP: a stream is opened only within a session (Mcp-Session-Id), so a GET without one has none to open' },
   '/a2a': { method: 'GET', status: 405, reason: 'A2A JSON-RPC is POSTed' },
   '/dashboard': { method: 'GET', status: 303, reason: 'merchants only: sends to the sign-in page' },
   '/api/agent/claim': { method: 'GET', status: 400, reason: 'the claim page needs the claim_token it was handed' },

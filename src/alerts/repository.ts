@@ -429,6 +429,21 @@ export class WaitingRepository {
   }
 
   /**
+   * One page, in id order after the cursor, of the subscriptions a viewer may read: a store's
+   * agent, its store's and its own of no store; any other agent, its own (tenancy's one rule,
+   * written as the query; the service applies the rule itself too). For MCP's resource list.
+   */
+  visiblePage(viewer: { agentId: string; storeDomain: string | null }, after: string | undefined, limit: number): Promise<SubscriptionRow[]> {
+    const { agentId, storeDomain } = viewer;
+    let query = this.database.db
+      .selectFrom('subscriptions')
+      .selectAll()
+      .where((eb) => (storeDomain === null ? eb('agent_id', '=', agentId) : eb.or([eb('store_domain', '=', storeDomain), eb.and([eb('agent_id', '=', agentId), eb('store_domain', 'is', null)])])));
+    if (after !== undefined) query = query.where('id', '>', after);
+    return query.orderBy('id').limit(limit).execute();
+  }
+
+  /**
    * A store's subscriptions in one status, most recently changed first. The status is spelt out
    * so that the partial index of unsubscribes (subscriptions_unsubscribed) can serve it.
    */

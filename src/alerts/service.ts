@@ -388,6 +388,16 @@ export class SubscriptionService {
     return this.present(await this.mustFind(id, caller));
   }
 
+  /**
+   * The subscriptions the caller may read (as getSubscription decides), a page of at most `limit`
+   * in id order after `after`; `next` is where the following page starts, absent after the last.
+   */
+  async listSubscriptions(caller: Caller, after: string | undefined, limit: number): Promise<{ subscriptions: Subscription[]; next?: string }> {
+    const rows = await this.waitingStore.visiblePage({ agentId: caller.agentId, storeDomain: caller.storeDomain }, after, limit);
+    const subscriptions = rows.filter((row) => canSee(caller, { agentId: row.agent_id, storeDomain: row.store_domain })).map((row) => this.present(row));
+    return rows.length === limit ? { subscriptions, next: rows.at(-1)!.id } : { subscriptions };
+  }
+
   /** Cancels through the API. Cancelling twice is harmless; an ended subscription stays ended. */
   async cancelSubscription(id: string, caller: Caller): Promise<Subscription> {
     await this.mustFind(id, caller);

@@ -279,6 +279,15 @@ export class ConversionRepository {
     return rows.map((row) => ({ ...row, orders: Number(row.orders), revenue: Number(row.revenue ?? 0) }));
   }
 
+  /** The order lines credited to these alerts (order_attributions_by_alert), oldest order first. */
+  async attributionsOf(alertIds: string[]): Promise<Array<Pick<AttributionRow, 'notification_id' | 'order_id' | 'kind' | 'placed_at'>>> {
+    const rows: Array<Pick<AttributionRow, 'notification_id' | 'order_id' | 'kind' | 'placed_at'>> = [];
+    for (const chunk of chunks(alertIds)) {
+      rows.push(...(await this.database.db.selectFrom('order_attributions').select(['notification_id', 'order_id', 'kind', 'placed_at']).where('notification_id', 'in', chunk).execute()));
+    }
+    return rows.sort((a, b) => a.placed_at.localeCompare(b.placed_at));
+  }
+
   /** What one alert led to: its click and the order lines credited to it. */
   async outcomeOf(storeDomain: string, alertId: string): Promise<{ clickedAt: string | null; attributions: AttributionRow[] }> {
     const click = await this.database.db

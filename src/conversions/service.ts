@@ -2,11 +2,12 @@
 // is credited with, refunds taking revenue back) and the figures merchants read, in one service.
 import type { Readable } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
+import type { Subscription } from '../alerts/schemas.ts';
 import type { WaitingCount } from '../alerts/service.ts';
 import { nowIso } from '../core/clock.ts';
 import { inPages } from '../core/db/pages.ts';
 import { addressKey } from '../core/email.ts';
-import { eventId, type EventSink } from '../core/events.ts';
+import { eventId, type AgentNews, type EventSink } from '../core/events.ts';
 import { ownStore, type Caller } from '../core/http/caller.ts';
 import { idsAt, type PointedIds } from '../core/platforms.ts';
 import type { TokenSigner } from '../core/signed-token.ts';
@@ -28,6 +29,8 @@ export type { AttributionRow } from './repository.ts';
 export type { ExportKind } from './exports.ts';
 
 const CLICK = 'alert-click';
+/** What a subscription's news lists at most of what was sent for it: an alert and its reminder per restock that reached it are a handful. */
+const NEWS_ALERTS_SHOWN = 20;
 /** The products a performance report lists, most revenue first. */
 const PRODUCTS_SHOWN = 200;
 const DAY_MS = 86_400_000;
@@ -38,6 +41,7 @@ export interface SentNotifications {
   /** The checkout of the unit held for the alert while the hold lasts (docs/dispatch.md, "Reserved units"). */
   heldCheckoutUrl?(alertId: string): Promise<string | undefined>;
   sentToAddressFor(storeDomain: string, email: string, productIds: string[]): Promise<SentNotificationRow[]>;
+  sentForSubscription(subscriptionId: string, limit: number): Promise<Array<SentNotificationRow & Pick<NotificationRow, 'restock_id'>>>;
   sentBetween(storeDomain: string, from: string, to: string): Promise<number>;
   sentDaily(caller: Caller, domain: string, fromDay: string): Promise<Array<{ day: string; channel: string; kind: string; n: number }>>;
   sentForProducts(caller: Caller, domain: string, fromDay: string, productIds: string[]): Promise<Array<{ product_id: string; variant_id: string | null; kind: string; n: number }>>;
@@ -51,6 +55,8 @@ export interface ConversionDeps {
     waitingFor(caller: Caller, domain: string, productIds: string[]): Promise<WaitingCount[]>;
     subscriptionCounts(caller: Caller, domain: string): Promise<Record<string, number>>;
     signupsBetween(storeDomain: string, from: string, to: string): Promise<number>;
+    /** Whether the caller may read a subscription is the subscriptions' own rule. */
+    getSubscription(id: string, caller: Caller): Promise<Subscription>;
   };
   stores: { activeStore(domain: string): Promise<string | undefined>; settingsOf(domain: string): Promise<EffectiveSettings>; requireStorePlatform(domain: string, ids: PointedIds): Promise<void> };
   products: {
@@ -442,6 +448,36 @@ export class ConversionService implements OrderSink {
       this.store.revenue(storeDomain, from, to),
     ]);
     return { signups, sent, clicks, orders: orders.direct + orders.assisted, revenue: revenue.shop };
+  }
+
+  /**
+   * A subscription's news so far, oldest first, as its callbacks tell it (docs/agents.md#callbacks):
+   * the product back for it (its first alert), each alert sent, an alert's click, an order credited
+   * to one. Only for a caller who may read the subscription.
+   */
+  async subscriptionNews(caller: Caller, subscriptionId: string): Promise<Array<Pick<AgentNews, 'type' | 'occurredAt' | 'data'>>> {
+    await this.deps.waiting.getSubscription(subscriptionId, caller);
+    const sent = await this.deps.alerts.sentForSubscription(subscriptionId, NEWS_ALERTS_SHOWN);
+    const ids = sent.map((alert) => alert.id);
+    const [clicks, credited] = await Promise.all([this.store.clicksOf(ids), this.store.attributionsOf(ids)]);
+    const news: Array<Pick<AgentNews, 'type' | 'occurredAt' | 'data'>> = [];
+    for (const alert of sent) {
+      const about = { productId: alert.product_id, variantId: alert.variant_id };
+      // A reminder is a second message about the same restock: the product came back once.
+      if (alert.kind === 'alert') news.push({ type: 'subscription.restocked', occurredAt: alert.sent_at, data: { ...about, restockId: alert.restock_id } });
+      news.push({ type: 'alert.sent', occurredAt: alert.sent_at, data: { ...about, alertId: alert.id, kind: alert.kind, channel: alert.channel, sentAt: alert.sent_at } });
+      const clickedAt = clicks.get(alert.id);
+      if (clickedAt) news.push({ type: 'alert.clicked', occurredAt: clickedAt, data: { ...about, alertId: alert.id, clickedAt } });
+    }
+    // One piece of news per order, however many of its lines the subscription's alerts are credited with.
+    const orders = new Map<string, typeof credited>();
+    for (const line of credited) orders.set(line.order_id, [...(orders.get(line.order_id) ?? []), line]);
+    for (const lines of orders.values()) {
+      const { notification_id: alertId, placed_at: placedAt } = lines[0]!;
+      const attribution = lines.some((line) => line.kind === 'direct') ? 'direct' : 'assisted';
+      news.push({ type: 'order.attributed', occurredAt: placedAt, data: { alertId, attribution, placedAt } });
+    }
+    return news.sort((a, b) => a.occurredAt.localeCompare(b.occurredAt));
   }
 
   /** What one alert led to, for its audit: when it was clicked and the order lines credited to it. */

@@ -1,4 +1,6 @@
 import { createHash } from 'node:crypto';
+import type { ChangeBus } from './changes/bus.ts';
+import { alertNewsKey, SUBSCRIPTION_NEWS, subscriptionNewsKey } from './changes/topics.ts';
 
 /**
  * What happened in a store that its own tools may want to hear about. Features announce events
@@ -68,6 +70,43 @@ export interface AgentNews {
   shop: string;
   occurredAt: string;
   data: Record<string, unknown>;
+}
+
+/**
+ * Tells every process which subscriptions have news, on the change bus (SUBSCRIPTION_NEWS), for
+ * the MCP sessions following them: the web process holds those, while the worker sends alerts.
+ * It announces the store events that carry news (an alert sent, a confirmed sign-up, a click, an
+ * order credited to an alert), whoever made the subscription; who may hear of it is decided where
+ * it is heard.
+ */
+export function subscriptionNewsOnBus(changes: ChangeBus): EventSink {
+  return {
+    async announce(...events: StoreEvent[]): Promise<void> {
+      const keys = [...new Set(events.flatMap(newsKeysOf))];
+      // Not awaited: a publication waits for every other process to confirm it, and a shopper's
+      // click or the worker's next batch must not wait for that. A lost one is a missed ping, and
+      // the bus resets its listeners when it may have lost any.
+      if (keys.length > 0) void changes.publish(SUBSCRIPTION_NEWS, keys);
+    },
+  };
+}
+
+function newsKeysOf(event: StoreEvent): string[] {
+  const { subscriptionId, alertId, lines } = event.data;
+  switch (event.type) {
+    case 'subscription.created':
+    case 'alert.sent':
+      return typeof subscriptionId === 'string' ? [subscriptionNewsKey(subscriptionId)] : [];
+    case 'alert.clicked':
+      return typeof alertId === 'string' ? [alertNewsKey(alertId)] : [];
+    case 'order.attributed':
+      return (Array.isArray(lines) ? lines : []).flatMap((line: unknown) => {
+        const id = (line as { alertId?: unknown } | null)?.alertId;
+        return typeof id === 'string' ? [alertNewsKey(id)] : [];
+      });
+    default:
+      return [];
+  }
 }
 
 /** An A2A push configuration given with the message whose task made a subscription. */

@@ -16,6 +16,7 @@ import { DashboardService } from './service.ts';
 import { DashboardSignIn } from './sign-in.ts';
 import { DashboardRepository } from './repository.ts';
 import type { DashboardPanel } from '../core/dashboard-panel.ts';
+import { klaviyoPanel, type DashboardKlaviyo } from './klaviyo-panel.ts';
 
 const SWEEP_EVERY_MS = 60_000;
 
@@ -30,6 +31,8 @@ export interface DashboardDeps {
   billing: BillingService;
   conversions: ConversionService;
   webhooks: WebhookService;
+  /** The store's Klaviyo connection, whose page every store has. */
+  klaviyo: DashboardKlaviyo;
   /** Each platform's own page, by platform (the platform registry's `dashboardPanel`s). */
   panels?: Readonly<Record<string, DashboardPanel>>;
   /** Signs the cookie that recognises a device its owner signed in from before. */
@@ -92,6 +95,7 @@ export function buildDashboard(deps: DashboardDeps): Feature<DashboardService> {
     },
     shopifyApiKey: deps.shopifyApiKey,
     panels: deps.panels ?? {},
+    integrations: [klaviyoPanel(deps.klaviyo)],
   });
   return {
     service,

@@ -43,6 +43,8 @@ export interface DashboardRouteOptions {
   storeOf(shop: string): Promise<{ platform: string; shopifyApp: boolean } | undefined>;
   /** Each platform's own page (a WooCommerce store's connection), by platform: shown to its stores only. */
   panels: Readonly<Record<string, DashboardPanel>>;
+  /** The pages of the integrations every store has (its Klaviyo connection). */
+  integrations: readonly DashboardPanel[];
   /** The Shopify app's client id, which App Bridge reads from the pages (absent without the app). */
   shopifyApiKey: string | undefined;
 }
@@ -148,7 +150,7 @@ export function dashboardRoutes(service: DashboardService, signIn: DashboardSign
     }
 
     const show = (reply: FastifyReply, request: FastifyRequest, title: string, current: string, body: SafeHtml, status = 200) =>
-      sendPage(reply, status, views.dashboardPage(title, request.owner!, current, body, { embeddedMail: service.embeddedMail, panel: panelOf(request.owner!) }, adminFrames.appBridgeFor(request.owner!)));
+      sendPage(reply, status, views.dashboardPage(title, request.owner!, current, body, { embeddedMail: service.embeddedMail, panel: panelOf(request.owner!), integrations: options.integrations }, adminFrames.appBridgeFor(request.owner!)));
 
     /**
      * Sends the owner to a page of another site (303); inside the Shopify admin's frame, which such a
@@ -372,12 +374,13 @@ export function dashboardRoutes(service: DashboardService, signIn: DashboardSign
       },
     });
 
-    // ---- each platform's own page, for its stores ---------------------------------------------
+    // ---- each platform's own page, for its stores; the integrations' pages, for every store ---
 
-    for (const panel of Object.values(options.panels)) {
+    for (const panel of [...Object.values(options.panels), ...options.integrations]) {
       const at = `/dashboard/${panel.path}`;
+      const everyStore = options.integrations.includes(panel);
       const panelFor = (owner: SignedInOwner): DashboardPanel => {
-        if (panelOf(owner) !== panel) throw new NotFound(`${owner.shop} is not a ${panel.label} store; it has no ${panel.label} page.`);
+        if (!everyStore && panelOf(owner) !== panel) throw new NotFound(`${owner.shop} is not a ${panel.label} store; it has no ${panel.label} page.`);
         return panel;
       };
       const answer = (reply: FastifyReply, request: FastifyRequest, answered: PanelAnswer) => {

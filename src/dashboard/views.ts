@@ -26,13 +26,16 @@ export const SECTIONS = [
   // The store's platform's own page, when it has one (a WooCommerce store's connection).
   { path: 'panel', label: '' },
   { path: '/dashboard/webhooks', label: 'Webhooks' },
+  // The integrations every store has (its Klaviyo connection).
+  { path: 'integrations', label: '' },
   { path: '/dashboard/outbox', label: 'Outbox', only: 'embeddedMail' },
 ] as const;
 
-/** What only some stores have: the outbox in embedded mode, their platform's own page. */
+/** What only some stores have (the outbox in embedded mode, their platform's own page), and the integrations' pages. */
 export interface OptionalSections {
   embeddedMail: boolean;
   panel: Pick<DashboardPanel, 'path' | 'label'> | undefined;
+  integrations: ReadonlyArray<Pick<DashboardPanel, 'path' | 'label'>>;
 }
 
 type Overview = Awaited<ReturnType<DashboardService['overview']>>;
@@ -51,6 +54,7 @@ export interface PageOwner {
 export function dashboardPage(title: string, owner: PageOwner, current: string, body: SafeHtml, shown: OptionalSections, appBridge?: AppBridgePage): string {
   const sections = SECTIONS.flatMap((section) => {
     if (section.path === 'panel') return shown.panel ? [{ path: `/dashboard/${shown.panel.path}`, label: shown.panel.label }] : [];
+    if (section.path === 'integrations') return shown.integrations.map((integration) => ({ path: `/dashboard/${integration.path}`, label: integration.label }));
     return 'only' in section && !shown[section.only] ? [] : [section];
   });
   const links = sections.map(

@@ -285,6 +285,19 @@ export class DispatchRepository {
       .execute();
   }
 
+  /** What was sent for one subscription, oldest first (notifications_by_subscription): its news. */
+  sentForSubscription(subscriptionId: string, limit: number): Promise<Array<SentNotificationRow & Pick<NotificationRow, 'restock_id'>>> {
+    return this.database.db
+      .selectFrom('notifications')
+      .select(['id', 'product_id', 'variant_id', 'sent_at', 'kind', 'channel', 'restock_id'])
+      .where('subscription_id', '=', subscriptionId)
+      .where('status', '=', 'sent')
+      .orderBy('sent_at')
+      .limit(limit)
+      .$narrowType<{ sent_at: string }>()
+      .execute();
+  }
+
   /** A notification by id alone: its click link names it. */
   notificationById(id: string): Promise<NotificationRow | undefined> {
     return this.database.db.selectFrom('notifications').selectAll().where('id', '=', id).executeTakeFirst();

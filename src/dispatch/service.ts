@@ -185,6 +185,11 @@ export class DispatchService implements RestockSink {
     return productIds.length === 0 ? Promise.resolve([]) : this.store.sentToAddressFor(storeDomain, addressKey(email), productIds);
   }
 
+  /** What was sent for one subscription, oldest first, at most `limit`: its news, read once its reader was found to see it. */
+  sentForSubscription(subscriptionId: string, limit: number): Promise<Array<SentNotificationRow & Pick<NotificationRow, 'restock_id'>>> {
+    return this.store.sentForSubscription(subscriptionId, limit);
+  }
+
   /** Alerts sent by the store in [from, to). */
   sentBetween(storeDomain: string, from: string, to: string): Promise<number> {
     return this.store.countSent(storeDomain, from, to);

@@ -91,6 +91,21 @@ export class KlaviyoRepository {
     );
   }
 
+  /** The store's newest event queued since `since` that Klaviyo did not take: still being retried, or given up. */
+  latestTrouble(storeDomain: string, since: string): Promise<KlaviyoEventRow | undefined> {
+    return this.database.db
+      .selectFrom('klaviyo_events')
+      .selectAll()
+      .where('store_domain', '=', storeDomain)
+      .where('created_at', '>=', since)
+      .where('status', 'in', ['pending', 'failed'])
+      .where('last_error', 'is not', null)
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(1)
+      .executeTakeFirst();
+  }
+
   /** The store's queued events, newest first (for the connection's view and the tests' assertions). */
   recent(storeDomain: string, limit: number): Promise<KlaviyoEventRow[]> {
     return this.database.db.selectFrom('klaviyo_events').selectAll().where('store_domain', '=', storeDomain).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();

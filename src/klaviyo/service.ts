@@ -1,5 +1,5 @@
 import { nowIso } from '../core/clock.ts';
-import type { EventSink, StoreEvent } from '../core/events.ts';
+import type { EventSink, StoreEvent, StoreEventType } from '../core/events.ts';
 import { ownStore, type Caller } from '../core/http/caller.ts';
 import { newId } from '../core/ids.ts';
 import { NotFound, Problem, ValidationFailed } from '../core/problems.ts';
@@ -8,6 +8,22 @@ import { errorCodes, type KlaviyoApi } from './api.ts';
 import { alertsOf, KLAVIYO_METRICS, klaviyoEventBody } from './events.ts';
 import type { KlaviyoConnectionRow, KlaviyoEventRow, KlaviyoRepository } from './repository.ts';
 import { klaviyoConnectionInput, type KlaviyoConnection, type KlaviyoConnectionInput } from './schemas.ts';
+
+export { KLAVIYO_METRICS } from './events.ts';
+
+/** The newest event Klaviyo did not take, for the store's owner: what Klaviyo said, and whether it is tried again. */
+export interface KlaviyoDeliveryTrouble {
+  /** The Klaviyo metric of the event. */
+  metric: string;
+  /** When it was queued, as the store's event happened. */
+  queuedAt: string;
+  /** Klaviyo's status (null when no answer came). */
+  statusCode: number | null;
+  /** What went wrong, as kept: Klaviyo's status and error codes, or why no answer came. */
+  error: string;
+  /** When it is tried again; null once given up. */
+  retryAt: string | null;
+}
 
 export interface KlaviyoServiceDeps {
   repository: KlaviyoRepository;
@@ -69,6 +85,26 @@ export class KlaviyoService implements EventSink {
     if (!(await this.deps.repository.find(store))) throw new NotFound(`${store} has never been connected to Klaviyo.`);
     await this.deps.repository.disconnect(store, 'disconnected by the store', nowIso());
     return this.present((await this.deps.repository.find(store))!);
+  }
+
+  /**
+   * What went wrong with the newest event of the current connection that Klaviyo has not taken
+   * (still retried, or given up); null when nothing did. A key replaced since is not blamed for
+   * what the former one was refused.
+   */
+  async latestTrouble(caller: Caller, domain: string): Promise<KlaviyoDeliveryTrouble | null> {
+    const store = ownStore(caller, domain);
+    const connection = await this.deps.repository.find(store);
+    if (!connection) return null;
+    const row = await this.deps.repository.latestTrouble(store, connection.connected_at);
+    if (!row?.last_error) return null;
+    return {
+      metric: KLAVIYO_METRICS[row.event_type as StoreEventType] ?? row.event_type,
+      queuedAt: row.created_at,
+      statusCode: row.last_status_code,
+      error: row.last_error,
+      retryAt: row.status === 'pending' ? row.next_attempt_at : null,
+    };
   }
 
   /**

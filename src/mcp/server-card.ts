@@ -1,5 +1,6 @@
 import { InMemoryTransport, LATEST_PROTOCOL_VERSION, type JSONRPCMessage } from '@modelcontextprotocol/server';
 import { scopeDescriptions } from '../core/scopes.ts';
+import type { ResourceServing } from './resources.ts';
 import { mcpServerFor, paidToolNames, type McpPayments, type RestockTool } from './tools.ts';
 
 export const SERVER_CARD_PATHS = ['/.well-known/mcp/server-card.json', '/.well-known/mcp.json'];
@@ -12,12 +13,14 @@ export interface ServerCardOptions {
   endpoint: string;
   resourceMetadataUrl: string;
   payments: McpPayments;
+  resources: ResourceServing;
 }
 
 /**
- * The MCP server card: what `/mcp` is, before connecting. Its server info, capabilities and
- * tools are what the server itself answers to `initialize` and `tools/list` (asked once, in
- * process, over an in-memory transport), so the card cannot drift from the endpoint.
+ * The MCP server card: what `/mcp` is, before connecting. Its server info, capabilities (tools,
+ * and resources a session may subscribe to) and tools are what the server itself answers to
+ * `initialize` and `tools/list` (asked once, in process, over an in-memory transport), so the
+ * card cannot drift from the endpoint.
  */
 export async function serverCard(o: ServerCardOptions) {
   const { initialize, tools } = await askServer(o);
@@ -26,7 +29,7 @@ export async function serverCard(o: ServerCardOptions) {
     version: '1.0',
     protocolVersion: initialize.protocolVersion,
     serverInfo: initialize.serverInfo,
-    description: 'Back-in-stock alerts for e-commerce stores: subscribe customers to restock e-mails, read and cancel them, check out plans, read stock and the alert queue.',
+    description: 'Back-in-stock alerts for e-commerce stores: subscribe customers to restock e-mails, read and cancel them, follow each one’s news as a resource, check out plans, read stock and the alert queue.',
     documentationUrl: `${o.baseUrl}/docs`,
     transport: { type: 'streamable-http', endpoint: o.endpoint },
     capabilities: initialize.capabilities,
@@ -49,7 +52,7 @@ interface InitializeResult {
 }
 
 async function askServer(o: ServerCardOptions): Promise<{ initialize: InitializeResult; tools: unknown[] }> {
-  const server = mcpServerFor(o.tools, undefined, o.serviceName, o.payments);
+  const server = mcpServerFor(o.tools, o.serviceName, o.payments, o.resources);
   const [client, serverSide] = InMemoryTransport.createLinkedPair();
   const pending = new Map<number, (message: JSONRPCMessage) => void>();
   client.onmessage = (message) => {

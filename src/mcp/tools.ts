@@ -1,4 +1,4 @@
-import { McpServer, requireScopes } from '@modelcontextprotocol/server';
+import { McpServer, requireScopes, type ServerContext } from '@modelcontextprotocol/server';
 import type { z } from 'zod';
 import { API_VERSION } from '../discovery/operations.ts';
 import type { Caller } from '../core/http/caller.ts';
@@ -6,7 +6,9 @@ import type { Metrics } from '../core/metrics.ts';
 import { toolNameOf, type Operation } from '../core/operations.ts';
 import { Problem } from '../core/problems.ts';
 import type { PaymentService } from '../payments/service.ts';
+import { callerIn } from './caller.ts';
 import { payForToolCall, type ToolResult } from './paid-tools.ts';
+import { serveSubscriptionResources, type ResourceServing } from './resources.ts';
 
 /**
  * The declared operations offered as MCP tools (`tool` in their declaration), named after their
@@ -32,12 +34,13 @@ export interface McpPayments {
 }
 
 /**
- * One MCP server per request (stateless Streamable HTTP), its tools bound to the request's
- * caller. A tool whose scope the token lacks is refused by the transport with HTTP 403
- * `insufficient_scope` (MCP authorization); any other refusal is a tool error carrying the
- * same problem details as the HTTP API. Without a caller, only paid tools run, once paid.
+ * An MCP server: one per stateless request, or one per session. Its tools and resources act for
+ * the caller of the request they answer (callerIn). A tool whose scope the token lacks is refused
+ * by the transport with HTTP 403 `insufficient_scope` (MCP authorization); any other refusal is
+ * a tool error carrying the same problem details as the HTTP API. Without a caller, only paid
+ * tools run, once paid.
  */
-export function mcpServerFor(tools: RestockTool[], caller: Caller | undefined, serviceName: string, payments: McpPayments): McpServer {
+export function mcpServerFor(tools: RestockTool[], serviceName: string, payments: McpPayments, resources: ResourceServing): McpServer {
   const server = new McpServer({ name: serviceName, version: API_VERSION });
   for (const { name, operation } of tools) {
     const { declaration, paid } = operation;
@@ -53,7 +56,8 @@ export function mcpServerFor(tools: RestockTool[], caller: Caller | undefined, s
         // The transport answers HTTP 403 insufficient_scope, from the scopes in the request's auth info.
         ...(scope ? { scopeChallenge: requireScopes(scope) } : {}),
       },
-      async (input: unknown, ctx: { mcpReq: { id: string | number; _meta?: Record<string, unknown> } }) => {
+      async (input: unknown, ctx: ServerContext) => {
+        const caller = callerIn(ctx);
         try {
           if (!caller) {
             // The endpoint lets a caller without a token reach paid tools only.
@@ -70,6 +74,7 @@ export function mcpServerFor(tools: RestockTool[], caller: Caller | undefined, s
       },
     );
   }
+  serveSubscriptionResources(server, resources);
   return server;
 }
 

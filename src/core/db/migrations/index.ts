@@ -31,6 +31,7 @@ import { agentCallbacks } from './0027_agent_callbacks.ts';
 import { unitHolds } from './0030_unit_holds.ts';
 import { klaviyo } from './0031_klaviyo.ts';
 import { overageReporting } from './0032_overage_reporting.ts';
+import { subscriptionsByAgent } from './0033_subscriptions_by_agent.ts';
 
 export interface DialectMigration {
   up(db: Kysely<any>, dialect: Dialect): Promise<void>;
@@ -69,4 +70,5 @@ export const migrations: Record<string, DialectMigration> = {
   '0030_unit_holds': unitHolds,
   '0031_klaviyo': klaviyo,
   '0032_overage_reporting': overageReporting,
+  '0033_subscriptions_by_agent': subscriptionsByAgent,
 };
