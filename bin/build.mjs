@@ -7,13 +7,15 @@
 // minifies at start, the agent skills' Markdown) are copied beside the compiled ones.
 // Type checking is `npm run typecheck`'s job; this only transpiles (esbuild), in well under a second.
 import { build } from 'esbuild';
-import { cpSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const src = join(root, 'src');
 const dist = join(root, 'dist');
+// Built beside dist/ and swapped in whole, so a process starting meanwhile never finds half a build.
+const staging = join(root, `.dist-${process.pid}`);
 
 /** Browser code: tsconfig.json leaves it out of the server's program, and the service reads it as text. */
 const browserFiles = new Set(JSON.parse(stripComments(readFileSync(join(root, 'tsconfig.json'), 'utf8'))).exclude);
@@ -50,10 +52,10 @@ const keepImports = {
   },
 };
 
-rmSync(dist, { recursive: true, force: true });
+rmSync(staging, { recursive: true, force: true });
 await build({
   entryPoints: modules,
-  outdir: dist,
+  outdir: staging,
   outbase: src,
   bundle: true,
   plugins: [keepImports],
@@ -63,8 +65,12 @@ await build({
   sourcemap: true,
   logLevel: 'warning',
 });
-for (const file of copied) cpSync(file, join(dist, relative(src, file)));
+for (const file of copied) cpSync(file, join(staging, relative(src, file)));
+if (!existsSync(join(staging, 'main.js'))) throw new Error('the build made no main.js');
 // What bin/restock.js compares with the sources' times, to notice a build older than them.
-writeFileSync(join(dist, '.built'), `${new Date().toISOString()}\n`);
-if (!existsSync(join(dist, 'main.js'))) throw new Error('the build made no dist/main.js');
+writeFileSync(join(staging, '.built'), `${new Date().toISOString()}\n`);
+const previous = `${staging}-previous`;
+if (existsSync(dist)) renameSync(dist, previous);
+renameSync(staging, dist);
+rmSync(previous, { recursive: true, force: true });
 console.log(`compiled ${modules.length} modules to dist/, copied ${copied.length} other files`);

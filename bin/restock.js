@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Runs the compiled service (dist/, made by `npm run build`, which `npm ci` runs). When there is no
 // build, or a source changed after it, runs the TypeScript sources through tsx instead and says so
-// on stderr, so an edit is never silently ignored in development.
+// on stderr (a warning log line), so an edit is never silently ignored in development.
 import { readdirSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
@@ -32,7 +32,9 @@ const since = buildTime();
 if (since > 0 && !sourcesChangedSince(since)) {
   await import('../dist/main.js');
 } else {
-  process.stderr.write(`restock: ${since > 0 ? 'src/ changed after the last build' : 'no build in dist/'}; running the sources through tsx (npm run build compiles them)\n`);
+  // A warning in the service's own log format (pino's JSON lines), so log readers take it as one.
+  const why = since > 0 ? 'src/ changed after the last build' : 'no build in dist/';
+  process.stderr.write(`${JSON.stringify({ level: 40, time: Date.now(), msg: `${why}: running the sources through tsx (npm run build compiles them)` })}\n`);
   const { register } = await import('tsx/esm/api');
   register();
   await import('../src/main.ts');

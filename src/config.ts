@@ -85,7 +85,7 @@ const envSchema = z.object({
   DISPATCH_LEASE_SECONDS: z.coerce.number().int().min(5).default(120).describe("How long a worker's lease on the alerts it claimed lasts"),
   DISPATCH_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(8).describe('Tries of an alert whose sending fails transiently'),
   DISPATCH_RETRY_BASE_MS: z.coerce.number().int().min(1).default(30_000).describe('First retry delay after a transient failure; doubles each attempt, with jitter'),
-  DISPATCH_POLL_MS: z.coerce.number().int().min(10).default(1000).describe('How often an idle worker looks for work (restocks reported in-process wake it at once)'),
+  DISPATCH_POLL_MS: z.coerce.number().int().min(10).default(1000).describe('How often an idle worker looks for work (a new restock wakes the workers of every process at once, through the change bus)'),
   TENANT_OUTBOUND_ALLOW: z.string().optional().describe("CIDR blocks (comma separated) a store's own mail server, webhook endpoint, platform API (a WooCommerce site, a Vendure Admin API) or a browser's push service may be in although internal, e.g. `127.0.0.1/32` for a local sink in development; unset: loopback, private, link-local and metadata addresses are refused (docs/security.md)"),
   SMTP_POOL_SIZE: z.coerce.number().int().min(1).max(100).default(5).describe('Pooled SMTP connections per transport'),
   RECONCILE_INTERVAL_MINUTES: z.coerce.number().int().min(0).default(15).describe("How often stores with Admin API credentials are compared with the platform's stock (0: never)"),

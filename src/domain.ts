@@ -123,7 +123,7 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
     requireStorePlatform: (shop, ids) => stores.service.requireStorePlatform(shop, ids),
     callbacks: webhooks.service.callbacks,
   });
-  const dispatch = buildDispatch({ database, alerts: alertsAlone.service });
+  const dispatch = buildDispatch({ database, alerts: alertsAlone.service, changes });
   const inventory = buildInventory({ database, changes, stores: stores.service, restocks: dispatch.service, events });
   const conversions = buildConversions({
     config,

@@ -2,6 +2,7 @@ import { bindOperations } from '../core/operations.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import type { SubscriptionService } from '../alerts/service.ts';
 import type { Config } from '../config.ts';
+import type { ChangeBus } from '../core/changes/bus.ts';
 import type { Database } from '../core/db/database.ts';
 import type { EventSink } from '../core/events.ts';
 import type { Feature } from '../core/feature.ts';
@@ -26,16 +27,18 @@ export type { QueueReadings } from './queue-readings.ts';
 export interface DispatchDeps {
   database: Database;
   alerts: SubscriptionService;
+  /** Announces each new restock to the workers of other processes. */
+  changes?: ChangeBus;
 }
 
 /**
  * Restocks, the notification ledger and suppressions. Built before the features that report
  * restocks (inventory) and that hand it background work, so its worker is built apart, last.
  */
-export function buildDispatch({ database, alerts }: DispatchDeps): Feature<DispatchService> & { store: DispatchRepository; holds: UnitHoldRepository } {
+export function buildDispatch({ database, alerts, changes }: DispatchDeps): Feature<DispatchService> & { store: DispatchRepository; holds: UnitHoldRepository } {
   const store = new DispatchRepository(database);
   const holds = new UnitHoldRepository(database);
-  const service = new DispatchService(store, { waiting: alerts, outbox: new MailOutboxRepository(database), holds });
+  const service = new DispatchService(store, { waiting: alerts, outbox: new MailOutboxRepository(database), holds, ...(changes ? { changes } : {}) });
   return { service, store, holds, operations: bindOperations(dispatchOperations, service) };
 }
 

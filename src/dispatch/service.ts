@@ -8,6 +8,7 @@ import { newId } from '../core/ids.ts';
 import type { OutboxMessage } from '../core/mail/outbox-repository.ts';
 import { NotFound } from '../core/problems.ts';
 import type { DetectedRestock, RestockSink } from '../inventory/service.ts';
+import type { ChangeBus } from '../core/changes/bus.ts';
 import type { AlertQueue } from './schemas.ts';
 import type { DispatchRepository, NotificationRow, RestockRow, SentNotificationRow, SuppressionRow } from './repository.ts';
 import type { UnitHoldRepository } from './holds.ts';
@@ -39,7 +40,12 @@ export interface DispatchServiceDeps {
   outbox: StoreOutbox;
   /** The units held for alerts (docs/dispatch.md, "Reserved units"). */
   holds?: UnitHoldRepository;
+  /** Where a new restock is announced to the workers of other processes (`restock worker`), which otherwise find it at their next poll. */
+  changes?: ChangeBus;
 }
+
+/** A restock was started; the key is its id. Heard by every process's worker, which wakes. */
+const RESTOCK_WORK = 'restock-work';
 
 export interface NotificationFilter {
   status?: string;
@@ -62,7 +68,11 @@ export class DispatchService implements RestockSink {
   constructor(
     private readonly store: DispatchRepository,
     private readonly deps: DispatchServiceDeps,
-  ) {}
+  ) {
+    // A lost channel may have lost an announcement: waking costs one look for work.
+    const wake = () => this.announceWork();
+    deps.changes?.listen(RESTOCK_WORK, { changed: wake, reset: wake });
+  }
 
   async startRestock(detected: DetectedRestock): Promise<{ restockId: string; created: boolean }> {
     const now = nowIso();
@@ -89,8 +99,22 @@ export class DispatchService implements RestockSink {
       detected_at: now,
       updated_at: now,
     });
-    if (created) for (const listener of this.listeners) listener();
+    if (created) this.announceRestock(restock.id);
     return { restockId: restock.id, created };
+  }
+
+  /**
+   * Wakes the workers: this process's at once (the bus's own listeners hear a publication before
+   * it is sent), every other process's when the bus carries it. A publication that fails leaves
+   * those to their next poll.
+   */
+  private announceRestock(id: string): void {
+    if (!this.deps.changes) return this.announceWork();
+    this.deps.changes.publish(RESTOCK_WORK, [id]).catch(() => undefined);
+  }
+
+  private announceWork(): void {
+    for (const listener of this.listeners) listener();
   }
 
   /** Called when new work arrives, so an in-process worker starts at once instead of at its next poll. */
