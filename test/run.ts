@@ -11,6 +11,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, statSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { Database } from '../src/core/db/database.ts';
 import { PG_ADMIN_URL, pgAdmin, pgUrlFor, postgresReachable, redisReachable } from './fixtures/services.ts';
@@ -62,7 +63,9 @@ const files = args.length > 0 ? args : [...findTests('test'), ...findTests(path.
 // A hang guard per file, not a speed check (speed is measured under bench/): the property file
 // walks every route on both databases and takes about 150 s on the 2-core machine.
 const FILE_TIMEOUT_MS = 300_000;
-const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', `--test-timeout=${FILE_TIMEOUT_MS}`, ...files], {
+/** Test files run at once: one per core unless RESTOCK_TEST_CONCURRENCY says otherwise (1: one after another). */
+const CONCURRENCY = testConcurrency();
+const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', `--test-timeout=${FILE_TIMEOUT_MS}`, `--test-concurrency=${CONCURRENCY}`, ...files], {
   env,
   stdio: 'inherit',
 });
@@ -70,6 +73,17 @@ const code: number = await new Promise((resolve) => child.on('exit', (c, signal)
 
 if (postgresRuns) await dropRunDatabases();
 process.exit(code);
+
+function testConcurrency(): number {
+  const given = env.RESTOCK_TEST_CONCURRENCY;
+  if (given === undefined || given === '') return availableParallelism();
+  const count = Number(given);
+  if (!Number.isInteger(count) || count < 1 || count > 64) {
+    loud(`FAIL: RESTOCK_TEST_CONCURRENCY=${given}: expected a whole number from 1 to 64.`);
+    process.exit(1);
+  }
+  return count;
+}
 
 /** The project's test files, never walking into node_modules (test/conformance installs packages of its own). */
 function findTests(dir: string, suffix = '.test.ts'): string[] {
