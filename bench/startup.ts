@@ -10,10 +10,10 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { freePort } from './lib.ts';
 
 const STARTS = Number(process.env.STARTS ?? 5);
 const IDLE_MS = 3_000;
@@ -23,14 +23,6 @@ const root = new URL('..', import.meta.url).pathname;
 interface Start {
   readyMs: number;
   idleRssMb: number;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 function rssMb(pid: number): number {
