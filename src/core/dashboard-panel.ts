@@ -1,9 +1,11 @@
 /*
- * A platform's page in the merchant dashboard (a WooCommerce store's connection to its site): the
- * dashboard lists it in its navigation for stores of that platform, signs the owner in, checks
- * each form's CSRF token and routes the forms; what the page shows and what its forms do are the
- * platform's (`Platform`'s feature offers it as `dashboardPanel`, src/platform.ts).
+ * A connection's page in the merchant dashboard (a WooCommerce store's connection to its site, a
+ * store's Klaviyo account): the dashboard lists it in its navigation (a platform's for stores of
+ * that platform, `dashboardPanel` in src/platform.ts; the others for every store), signs the owner
+ * in, checks each form's CSRF token and routes the forms; what the page shows and what its forms
+ * do are the panel's.
  */
+import { z } from 'zod';
 import type { Caller } from './http/caller.ts';
 import { html, type SafeHtml } from './html.ts';
 import { NotFound, Problem, ValidationFailed } from './problems.ts';
@@ -67,4 +69,37 @@ export async function foundOrNull<T>(read: () => Promise<T>): Promise<T | null> 
     if (err instanceof NotFound) return null;
     throw err;
   }
+}
+
+/** A form of a panel: the owner and the fields as typed in, the panel's answer out. */
+export type PanelForm = (owner: PanelOwner, fields: Record<string, string | undefined>) => Promise<PanelAnswer>;
+
+/**
+ * A connection's page: its `?done=` (what a form just did, one of `done`) is read before the page
+ * is shown, and each form posts to its action ('' for the page itself).
+ */
+export function connectionPanel<Done extends string>(page: {
+  label: string;
+  path: string;
+  done: readonly [Done, ...Done[]];
+  forms: Record<string, PanelForm>;
+  shown(owner: PanelOwner, state: { done?: Done }): Promise<PanelAnswer>;
+}): DashboardPanel {
+  const query = z.object({ done: z.enum(page.done).optional() });
+  return {
+    label: page.label,
+    path: page.path,
+    actions: Object.keys(page.forms).filter(Boolean),
+    async show(owner, given) {
+      const parsed = query.safeParse(given);
+      if (!parsed.success) throw new ValidationFailed([{ pointer: '/query/done', message: `must be ${page.done.join(' or ')}` }]);
+      const done = parsed.data.done as Done | undefined;
+      return page.shown(owner, done ? { done } : {});
+    },
+    post(owner, action, fields) {
+      const form = Object.hasOwn(page.forms, action) ? page.forms[action] : undefined;
+      if (!form) throw new NotFound(`The ${page.label} page has no form ${action}.`);
+      return form(owner, fields);
+    },
+  };
 }

@@ -1,8 +1,7 @@
-import { z } from 'zod';
-import { csrfField, formRefusal, foundOrNull, when, type DashboardPanel, type FieldErrors, type PanelAnswer, type PanelOwner } from '../core/dashboard-panel.ts';
+import { connectionPanel, csrfField, formRefusal, foundOrNull, when, type DashboardPanel, type FieldErrors, type PanelAnswer, type PanelForm, type PanelOwner } from '../core/dashboard-panel.ts';
 import type { StoreEventType } from '../core/events.ts';
 import { html, type SafeHtml } from '../core/html.ts';
-import { NotFound, Problem, ValidationFailed } from '../core/problems.ts';
+import { Problem } from '../core/problems.ts';
 import type { KlaviyoConnection } from '../klaviyo/schemas.ts';
 import { KLAVIYO_METRICS, type KlaviyoDeliveryTrouble, type KlaviyoService } from '../klaviyo/service.ts';
 
@@ -17,7 +16,6 @@ interface View {
 }
 
 /** The page's query: what was just done, said once. */
-const pageQuery = z.object({ done: z.enum(['connected', 'disconnected']).optional() });
 
 /** When each Klaviyo metric is sent, in the merchant's words (docs/klaviyo.md, "Events"). */
 const SENT_WHEN: Partial<Record<StoreEventType, string>> = {
@@ -38,7 +36,7 @@ export function klaviyoPanel(klaviyo: DashboardKlaviyo): DashboardPanel {
     return { page: klaviyoPage(connection, trouble, owner.csrfToken, view), status };
   };
 
-  const actions: Record<string, (owner: PanelOwner, fields: Record<string, string | undefined>) => Promise<PanelAnswer>> = {
+  const forms: Record<string, PanelForm> = {
     // The key as pasted: the service checks its form as the API does, then asks Klaviyo, and
     // stores it sealed only once Klaviyo took it.
     '': async (owner, fields) => {
@@ -55,21 +53,7 @@ export function klaviyoPanel(klaviyo: DashboardKlaviyo): DashboardPanel {
     disconnect: async (owner) => ((await foundOrNull(() => klaviyo.disconnect(owner.caller, owner.shop))) ? { next: `${PAGE}?done=disconnected` } : { next: PAGE }),
   };
 
-  return {
-    label: 'Klaviyo',
-    path: 'klaviyo',
-    actions: Object.keys(actions).filter(Boolean),
-    async show(owner, query) {
-      const parsed = pageQuery.safeParse(query);
-      if (!parsed.success) throw new ValidationFailed([{ pointer: '/query/done', message: 'must be connected or disconnected' }]);
-      return shown(owner, parsed.data.done ? { done: parsed.data.done } : {});
-    },
-    post(owner, action, fields) {
-      const act = actions[action];
-      if (!act) throw new NotFound(`The Klaviyo page has no form ${action}.`);
-      return act(owner, fields);
-    },
-  };
+  return connectionPanel({ label: 'Klaviyo', path: 'klaviyo', done: ['connected', 'disconnected'], forms, shown });
 }
 
 /**

@@ -1,7 +1,5 @@
-import { z } from 'zod';
-import { csrfField, formRefusal, foundOrNull, when, type DashboardPanel, type FieldErrors, type PanelAnswer, type PanelOwner } from '../core/dashboard-panel.ts';
+import { connectionPanel, csrfField, formRefusal, foundOrNull, when, type DashboardPanel, type FieldErrors, type PanelAnswer, type PanelForm, type PanelOwner } from '../core/dashboard-panel.ts';
 import { html, type SafeHtml } from '../core/html.ts';
-import { NotFound, ValidationFailed } from '../core/problems.ts';
 import type { NewVendureConnection, VendureConnection, VendureService } from './service.ts';
 
 const FIELDS = ['adminApiUrl', 'apiKey', 'productUrl'] as const;
@@ -20,7 +18,6 @@ interface View {
   done?: 'disconnected';
 }
 
-const pageQuery = z.object({ done: z.enum(['disconnected']).optional() });
 
 /**
  * A Vendure store's page in the dashboard: its connection to its server, the form that makes it
@@ -34,7 +31,7 @@ export function vendurePanel(connections: VendureService, baseUrl: string): Dash
     status,
   });
 
-  const actions: Record<string, (owner: PanelOwner, fields: Record<string, string | undefined>) => Promise<PanelAnswer>> = {
+  const forms: Record<string, PanelForm> = {
     // The answer is the page itself, not a move to it: the signing secret is shown once, here.
     '': async (owner, fields) => {
       const input = { adminApiUrl: fields.adminApiUrl?.trim() ?? '', apiKey: fields.apiKey?.trim() ?? '', productUrl: fields.productUrl?.trim() ?? '' };
@@ -52,21 +49,7 @@ export function vendurePanel(connections: VendureService, baseUrl: string): Dash
     },
   };
 
-  return {
-    label: 'Vendure',
-    path: 'vendure',
-    actions: Object.keys(actions).filter(Boolean),
-    async show(owner, query) {
-      const parsed = pageQuery.safeParse(query);
-      if (!parsed.success) throw new ValidationFailed([{ pointer: '/query/done', message: 'must be disconnected' }]);
-      return shown(owner, parsed.data.done ? { done: parsed.data.done } : {});
-    },
-    post(owner, action, fields) {
-      const act = actions[action];
-      if (!act) throw new NotFound(`The Vendure page has no form ${action}.`);
-      return act(owner, fields);
-    },
-  };
+  return connectionPanel({ label: 'Vendure', path: 'vendure', done: ['disconnected'], forms, shown });
 }
 
 function stateOf(connection: VendureConnection | null): SafeHtml {

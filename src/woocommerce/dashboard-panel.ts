@@ -1,7 +1,5 @@
-import { z } from 'zod';
-import { csrfField, formRefusal, foundOrNull, when, type DashboardPanel, type FieldErrors, type PanelAnswer, type PanelOwner } from '../core/dashboard-panel.ts';
+import { connectionPanel, csrfField, formRefusal, foundOrNull, when, type DashboardPanel, type FieldErrors, type PanelAnswer, type PanelForm, type PanelOwner } from '../core/dashboard-panel.ts';
 import { html, type SafeHtml } from '../core/html.ts';
-import { NotFound, ValidationFailed } from '../core/problems.ts';
 import type { WooCommerceConnection, WooCommerceService } from './service.ts';
 
 const FIELDS = ['siteUrl', 'consumerKey', 'consumerSecret'] as const;
@@ -19,7 +17,6 @@ interface View {
 }
 
 /** The page's query: what was just done, said once. */
-const pageQuery = z.object({ done: z.enum(['connected', 'disconnected']).optional() });
 
 /**
  * A WooCommerce store's page in the dashboard: its connection to its site, the form to paste REST
@@ -39,7 +36,7 @@ export function wooCommercePanel(connections: WooCommerceService): DashboardPane
     return shown(owner, { errors: refusal.errors, typed: { siteUrl: fields.siteUrl ?? '', consumerKey: fields.consumerKey ?? '' } }, refusal.status);
   };
 
-  const actions: Record<string, (owner: PanelOwner, fields: Record<string, string | undefined>) => Promise<PanelAnswer>> = {
+  const forms: Record<string, PanelForm> = {
     // The keys pasted, as typed: the service checks their shape as the API does, then the site's
     // address, then tries the keys on the site before storing anything.
     '': async (owner, fields) => {
@@ -66,21 +63,7 @@ export function wooCommercePanel(connections: WooCommerceService): DashboardPane
     },
   };
 
-  return {
-    label: 'WooCommerce',
-    path: 'woocommerce',
-    actions: Object.keys(actions).filter(Boolean),
-    async show(owner, query) {
-      const parsed = pageQuery.safeParse(query);
-      if (!parsed.success) throw new ValidationFailed([{ pointer: '/query/done', message: 'must be connected or disconnected' }]);
-      return shown(owner, parsed.data.done ? { done: parsed.data.done } : {});
-    },
-    post(owner, action, fields) {
-      const act = actions[action];
-      if (!act) throw new NotFound(`The WooCommerce page has no form ${action}.`);
-      return act(owner, fields);
-    },
-  };
+  return connectionPanel({ label: 'WooCommerce', path: 'woocommerce', done: ['connected', 'disconnected'], forms, shown });
 }
 
 function stateOf(connection: WooCommerceConnection | null): SafeHtml {
