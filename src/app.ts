@@ -6,6 +6,7 @@ import type { Database } from './core/db/database.ts';
 import { inDependencyOrder, type Feature } from './core/feature.ts';
 import { clientErrorHandler, frameworkErrors, installErrorHandling } from './core/http/errors.ts';
 import { apiCors } from './core/http/cors.ts';
+import { answersAfterDurable } from './core/http/durable-answers.ts';
 import { idempotencyGate } from './core/http/idempotency.ts';
 import { rateLimitGate } from './core/http/rate-limit.ts';
 import type { Metrics } from './core/metrics.ts';
@@ -83,6 +84,7 @@ export async function buildApp(config: Config, database: Database, options: AppO
   app.addHook('onRequest', hostAndOriginCheck(hostPolicy(config.baseUrl, config.allowedHosts, options.mtlsBaseUrl ? [options.mtlsBaseUrl] : [])));
 
   installErrorHandling(app, config.baseUrl, config.bodyLimitBytes);
+  answersAfterDurable(app, () => database.durable());
 
   const mail = options.mail ?? openMailTransport({ smtpUrl: config.smtpUrl, from: config.mailFrom, database, poolSize: config.dispatch.smtpPoolSize, ca: config.smtpCa });
   const { domain, features, changes, metrics } = await buildWebFeatures(config, database, mail, app.log, options);

@@ -52,7 +52,7 @@ const envSchema = z.object({
   REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000).describe('Longest a whole request, headers and body, may take to arrive; then 408 and the connection is closed'),
   CONNECTION_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000).describe('A connection on which nothing moves either way for this long is closed, a request in progress included'),
   KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(100).default(72_000).describe("How long an idle keep-alive connection waits for its next request; above load balancers' usual 60 s idle timeout, so that they close first"),
-  SQLITE_SYNCHRONOUS: z.enum(['FULL', 'NORMAL']).default('FULL').describe('`FULL`: every acknowledged write survives power loss (group commit keeps it cheap); `NORMAL`: writes survive a process crash only'),
+  SQLITE_SYNCHRONOUS: z.enum(['FULL', 'NORMAL']).default('FULL').describe('`FULL`: every acknowledged write survives power loss (group commit and a log flush off the event loop keep it cheap); `NORMAL`: writes survive a process crash only'),
   SQLITE_BUSY_TIMEOUT_MS: z.coerce.number().int().min(0).default(1000).describe('How long to wait for another process holding the SQLite write lock'),
   PG_POOL_MAX: z.coerce.number().int().min(1).default(10).describe('PostgreSQL connections per process'),
   PG_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).default(DEFAULT_PG_STATEMENT_TIMEOUT_MS).describe('Longest a PostgreSQL statement may run before the server cancels it (503); a connection silent for 1 s more is dropped, so a database lost without a reset answers 503 within that time (docs/operations.md)'),

@@ -94,8 +94,8 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
   const signer = new TokenSigner(serviceSecret);
   const payments = buildPayments({ config, database, serviceSecret, log, prices: declaredPrices(), ...(stripe ? { stripe } : {}), metrics });
   const storesAlone = buildStores({ config, database, changes, onOwnerChange: formerOwnerAccess(database, changes), storeDomains: STORE_DOMAINS });
-  const webhooks = buildWebhooks({ config, database, mail, log, stores: storesAlone.service });
-  const klaviyo = buildKlaviyo({ config, database, log });
+  const webhooks = buildWebhooks({ config, database, changes, mail, log, stores: storesAlone.service });
+  const klaviyo = buildKlaviyo({ config, database, changes, log });
   // Each platform's clients, before billing, which takes a platform's own billing of its apps.
   const opened = await Promise.all(PLATFORMS.map((platform) => platform.open({ config, database, log, stores: storesAlone.service })));
   const appBilling = opened.find((platform) => platform.appBilling)?.appBilling;

@@ -90,6 +90,7 @@ export async function buildWebFeatures(config: Config, database: Database, mail:
         subscriptions: domain.alerts,
         news: domain.conversions,
         alertsSent: domain.dispatch,
+        durable: () => database.durable(),
       }),
       buildA2a({ config, operations: served, payments: domain.payments, gate: agents.gate, metrics, callbacks: domain.events.callbacks }),
       discovery,

@@ -160,7 +160,8 @@ for (const dialect of testDialects()) {
       const second = await connected('mixed-b');
       const unconnected = await storeWithAgent(t.app, t.database, 'mixed-none');
       const { buildKlaviyo } = await import('../src/klaviyo/feature.ts');
-      const sink = buildKlaviyo({ config: t.config, database: t.database, log: t.app.log }).service;
+      const { LocalChangeBus } = await import('../src/core/changes/bus.ts');
+      const sink = buildKlaviyo({ config: t.config, database: t.database, changes: new LocalChangeBus(), log: t.app.log }).service;
       const at = new Date().toISOString();
       const sentAt = (store: StoreAgent, n: number) => ({ storeDomain: store.domain, type: 'alert.sent' as const, id: `evt_mixed_${store.domain.slice(0, 12)}_${n}`, occurredAt: at, data: { alertId: `ntf_mixed_${n}`, email: `${store.domain.split('.')[0]}-${n}@example.com`, channel: 'email' } });
       await sink.announce(sentAt(first.store, 1), sentAt(second.store, 2), sentAt(unconnected, 3), sentAt(first.store, 4));
@@ -213,6 +214,19 @@ for (const dialect of testDialects()) {
       const later = await subscribed(store);
       await t.runWorker();
       assert.equal(klaviyo.events.filter((event) => event.email === later.email).length, 0);
+      const queued = await t.database.db.selectFrom('klaviyo_events').select('id').where('store_domain', '=', store.domain).where('email', '=', later.email).execute();
+      assert.deepEqual(queued, [], 'nothing is even queued once disconnected, though each process keeps the connection state between changes');
+    });
+
+    it('a store that connects after its events began is heard from its next event on', async () => {
+      const store = await storeWithAgent(t.app, t.database, 'late');
+      const before = await subscribed(store);
+      const key = klaviyo.addKey();
+      expectStatus(await call(t.app, 'PUT', path(store), { token: store.token, body: { privateApiKey: key.key } }), 200);
+      const after = await subscribed(store);
+      const [signUp] = await eventsOf(after.email, 1);
+      assert.equal(signUp!.key, key.key);
+      assert.equal(klaviyo.events.filter((event) => event.email === before.email).length, 0, 'what came before the connection is not sent');
     });
   });
 }

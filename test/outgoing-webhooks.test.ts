@@ -13,6 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { Webhook as SvixWebhook } from 'svix';
 import type { StoreEvent } from '../src/core/events.ts';
+import { LocalChangeBus } from '../src/core/changes/bus.ts';
 import { WebhookRepository } from '../src/webhooks/repository.ts';
 import { after, afterEach, before, describe, it } from './fixtures/suites.ts';
 import {
@@ -199,6 +200,32 @@ for (const dialect of testDialects()) {
       assert.equal((await deliveries(t, store, ordersOnly.endpointId)).length, 0);
       assert.equal(receiver.received.filter((hit) => hit.headers['webhook-id'] === announced.id).length, 1);
       assert.equal(receiver.received.filter((hit) => hit.path === '/orders-only').length, 0);
+    });
+
+    it('an endpoint added, changed, disabled or deleted takes effect with the next event, though each process keeps the list between changes', async () => {
+      const store = await storeWithAgent('kept');
+      const countFor = async (endpointId: string) => (await deliveries(t, store, endpointId)).length;
+      // The store has no endpoint yet: that is what its first event leaves in memory.
+      await t.app.restock.events.announce(event(store.domain, { id: 'evt_kept_0' }));
+      const created = await registerAt(store, '/kept');
+      await t.app.restock.events.announce(event(store.domain, { id: 'evt_kept_1' }));
+      assert.equal(await countFor(created.endpointId), 1, 'added: the next event is delivered to it');
+      const path = `${hooks(store)}/${created.endpointId}`;
+      expectStatus(await call(t.app, 'PATCH', path, { token: store.token, body: { eventTypes: ['order.attributed'] } }), 200);
+      await t.app.restock.events.announce(event(store.domain, { id: 'evt_kept_2' }));
+      assert.equal(await countFor(created.endpointId), 1, 'changed to other types: this one is not for it');
+      expectStatus(await call(t.app, 'PATCH', path, { token: store.token, body: { eventTypes: ['alert.sent'] } }), 200);
+      expectStatus(await call(t.app, 'PATCH', path, { token: store.token, body: { enabled: false } }), 200);
+      await t.app.restock.events.announce(event(store.domain, { id: 'evt_kept_3' }));
+      assert.equal(await countFor(created.endpointId), 1, 'disabled: none');
+      expectStatus(await call(t.app, 'PATCH', path, { token: store.token, body: { enabled: true } }), 200);
+      await t.app.restock.events.announce(event(store.domain, { id: 'evt_kept_4' }));
+      assert.equal(await countFor(created.endpointId), 2, 'enabled again: delivered');
+      assert.equal((await call(t.app, 'DELETE', path, { token: store.token })).statusCode, 204);
+      await t.app.restock.events.announce(event(store.domain, { id: 'evt_kept_5' }));
+      const left = await t.database.db.selectFrom('webhook_deliveries').select('id').where('store_domain', '=', store.domain).execute();
+      assert.equal(left.length, 0, 'deleted: its deliveries went with it, and none was made');
+      await t.runWorker();
     });
 
     it('retries a failing endpoint on the schedule, then disables it after the threshold and mails the owner', async () => {
@@ -388,7 +415,7 @@ for (const dialect of testDialects()) {
       const ids = (await deliveries(t, store, created.endpointId)).map((delivery) => delivery.deliveryId);
       const old = ids.at(-1)!;
       await t.database.db.updateTable('webhook_deliveries').set({ created_at: new Date(Date.now() - 31 * 24 * 3600_000).toISOString() }).where('id', '=', old).execute();
-      const repository = new WebhookRepository(t.database);
+      const repository = new WebhookRepository(t.database, new LocalChangeBus());
       await repository.prune({ before: new Date(Date.now() - 30 * 24 * 3600_000).toISOString(), keepPerEndpoint: 2, limit: 100 });
       const kept = (await deliveries(t, store, created.endpointId)).map((delivery) => delivery.deliveryId);
       assert.deepEqual(kept, ids.slice(0, 2));

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import { after, before, describe, it } from './fixtures/suites.ts';
 import SqliteDriver from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
@@ -194,7 +195,7 @@ for (const dialect of testDialects()) {
         }
       });
 
-      it('runs in WAL mode with the configured synchronous level', async () => {
+      it('runs in WAL mode; FULL is kept by flushing the log itself, so SQLite runs NORMAL', async () => {
         const file = testDatabase.url.slice('sqlite:'.length);
         const probe = new SqliteDriver(file, { readonly: true });
         try {
@@ -202,8 +203,68 @@ for (const dialect of testDialects()) {
         } finally {
           probe.close();
         }
+        const config = testConfig(testDatabase.url).database;
+        assert.ok(config.dialect === 'sqlite' && config.synchronous === 'FULL');
         const { rows } = await (await import('kysely')).sql<{ synchronous: number }>`pragma synchronous`.execute(database.db);
-        assert.equal(rows[0]!.synchronous, 2, 'FULL');
+        assert.equal(rows[0]!.synchronous, 1, 'NORMAL: COMMIT does not wait for the disk, LogFlush does');
+      });
+
+      it('under FULL a write resolves only after the log is synced, and answers built from reads wait from COMMIT on', async () => {
+        const file = testDatabase.url.slice('sqlite:'.length);
+        const syncs: Array<() => void> = [];
+        const open = fs.promises.open;
+        // Every sync of the log waits here until the test lets it go.
+        fs.promises.open = (async (...args: Parameters<typeof open>) => {
+          const handle = await open(...args);
+          if (String(args[0]) !== `${file}-wal`) return handle;
+          const datasync = handle.datasync.bind(handle);
+          handle.datasync = () => new Promise<void>((resolve, reject) => syncs.push(() => void datasync().then(resolve, reject)));
+          return handle;
+        }) as typeof open;
+        const flushed = Database.open(testConfig(testDatabase.url).database);
+        const reader = new SqliteDriver(file, { readonly: true });
+        try {
+          assert.equal(flushed.durable(), undefined, 'nothing committed yet: nothing to wait for');
+          let resolved = false;
+          const write = flushed.write((trx) => trx.insertInto('service_secrets').values(secret('flushed-1')).execute()).then(() => (resolved = true));
+          const visible = () => reader.prepare(`select count(*) as n from service_secrets where name = 'flushed-1'`).get() as { n: number };
+          while (visible().n === 0) await new Promise((resolve) => setImmediate(resolve));
+          const barrier = flushed.durable();
+          assert.ok(barrier, 'committed and visible, not yet synced: answers must wait');
+          // The log's file is opened in the thread pool first: a loaded machine takes a while.
+          for (const until = Date.now() + 10_000; syncs.length === 0 && Date.now() < until; ) await new Promise((resolve) => setTimeout(resolve, 1));
+          assert.equal(syncs.length, 1, 'one sync of the log is under way');
+          assert.equal(resolved, false, 'the writer is not answered before the sync');
+          syncs.shift()!();
+          await write;
+          await barrier;
+          assert.equal(flushed.durable(), undefined, 'everything committed is on disk');
+        } finally {
+          fs.promises.open = open;
+          reader.close();
+          let closed = false;
+          const closing = flushed.close().finally(() => (closed = true));
+          // Let go of every sync, including any asked for while closing.
+          while (!closed) {
+            while (syncs.length > 0) syncs.shift()!();
+            await new Promise((resolve) => setTimeout(resolve, 1));
+          }
+          await closing;
+        }
+      });
+
+      it('SQLITE_SYNCHRONOUS=NORMAL waives the flush: SQLite NORMAL, nothing to wait for', async () => {
+        const config = testConfig(testDatabase.url).database;
+        assert.equal(config.dialect, 'sqlite');
+        const normal = Database.open({ ...config, synchronous: 'NORMAL' } as typeof config);
+        try {
+          await normal.write((trx) => trx.insertInto('service_secrets').values(secret('normal-1')).execute());
+          assert.equal(normal.durable(), undefined);
+          const { rows } = await (await import('kysely')).sql<{ synchronous: number }>`pragma synchronous`.execute(normal.db);
+          assert.equal(rows[0]!.synchronous, 1);
+        } finally {
+          await normal.close();
+        }
       });
     }
   });

@@ -45,7 +45,17 @@ export const OVER_LIMIT = Symbol('over the third-party limit');
 
 /** Storage of alert subscriptions; the only code that touches the `subscriptions` table. */
 export class SubscriptionRepository {
-  constructor(private readonly database: Database) {}
+  /** Every sign-up's insert, compiled once. */
+  private readonly insertNew: (db: Db | Trx, ...args: unknown[]) => Promise<{ numAffectedRows?: bigint }>;
+
+  constructor(private readonly database: Database) {
+    this.insertNew = database.preparedWrite(SUBSCRIPTION_COLUMNS.length, (db, ...args) =>
+      db
+        .insertInto('subscriptions')
+        .values(Object.fromEntries(SUBSCRIPTION_COLUMNS.map((column, i) => [column, args[i]])) as unknown as SubscriptionRow)
+        .onConflict((oc) => oc.doNothing()),
+    );
+  }
 
   /**
    * The live subscription for this (product, variant, address key) of this owner (store and
@@ -57,10 +67,8 @@ export class SubscriptionRepository {
   async subscribe(target: WatchTarget, owner: SubscriptionOwner, now: string): Promise<SubscriptionRow> {
     for (let attempt = 0; ; attempt++) {
       const row = newRow(target, owner, now);
-      const inserted = await this.database.writeStatement((db) =>
-        db.insertInto('subscriptions').values(row).onConflict((oc) => oc.doNothing()).executeTakeFirst(),
-      );
-      if (Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 1) return row;
+      const inserted = await this.database.writeStatement((db) => this.insertNew(db, ...SUBSCRIPTION_COLUMNS.map((column) => row[column])));
+      if (Number(inserted.numAffectedRows ?? 0n) === 1) return row;
       const live = await findLive(this.database.db, target, owner);
       if (live) return live;
       if (attempt >= 2) throw new Error('subscription kept conflicting with a row that then ended');
@@ -554,6 +562,31 @@ function findLive(db: Db, target: WatchTarget, owner: SubscriptionOwner): Promis
 }
 
 /** Ids carry no time (`newOpaqueId`): whoever holds one must not learn when the shopper signed up. */
+/** The columns `newRow` fills, in the order the prepared insert binds them. */
+const SUBSCRIPTION_COLUMNS = [
+  'id',
+  'product_id',
+  'variant_id',
+  'email',
+  'email_key',
+  'status',
+  'store_domain',
+  'agent_id',
+  'third_party',
+  'created_at',
+  'updated_at',
+  'locale',
+  'country',
+  'consent_method',
+  'consent_text',
+  'consent_page',
+  'confirmed_at',
+  'email_muted',
+  'confirmation_sent_at',
+] as const satisfies ReadonlyArray<keyof SubscriptionRow>;
+// A column the table gains must be bound too: this stops compiling until it is listed above.
+({}) satisfies Record<Exclude<keyof SubscriptionRow, (typeof SUBSCRIPTION_COLUMNS)[number]>, never>;
+
 function newRow(target: WatchTarget, owner: SubscriptionOwner, now: string): SubscriptionRow {
   return {
     id: newOpaqueId('sub'),

@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.ts';
+import type { ChangeBus } from '../core/changes/bus.ts';
 import type { Database } from '../core/db/database.ts';
 import type { Feature } from '../core/feature.ts';
 import { bindOperations } from '../core/operations.ts';
@@ -15,12 +16,14 @@ export type { KlaviyoService } from './service.ts';
 export interface KlaviyoDeps {
   config: Config;
   database: Database;
+  /** Where each process hears that a store's connection changed. */
+  changes: ChangeBus;
   log: FastifyBaseLogger;
 }
 
 /** Klaviyo: a store's connection, the sink of its events, and the job that sends them. */
-export function buildKlaviyo({ config, database, log }: KlaviyoDeps): Feature<KlaviyoService> {
-  const repository = new KlaviyoRepository(database);
+export function buildKlaviyo({ config, database, changes, log }: KlaviyoDeps): Feature<KlaviyoService> {
+  const repository = new KlaviyoRepository(database, changes);
   const secrets = SecretBox.fromKey(config.encryptionKey);
   const api = new KlaviyoApi(config.klaviyo.apiUrl, config.tenantOutbound);
   const service = new KlaviyoService({ repository, secrets, api });

@@ -1,3 +1,5 @@
+import type { ChangeBus } from '../core/changes/bus.ts';
+import { ChangeCache } from '../core/changes/cache.ts';
 import type { Database } from '../core/db/database.ts';
 import { lockRows } from '../core/db/locking.ts';
 import type { KlaviyoConnectionsTable, KlaviyoEventsTable } from '../core/db/schema.ts';
@@ -5,9 +7,22 @@ import type { KlaviyoConnectionsTable, KlaviyoEventsTable } from '../core/db/sch
 export type KlaviyoConnectionRow = KlaviyoConnectionsTable;
 export type KlaviyoEventRow = KlaviyoEventsTable;
 
+/** A store's connection was made, replaced or ended; the key is the store's domain. */
+const CONNECTION_CHANGES = 'klaviyo-connection';
+/** Stores whose connection state each process keeps at most. */
+const CACHED_STORES = 10_000;
+
 /** The Klaviyo feature's tables: stores' connections and the queue of their events. */
 export class KlaviyoRepository {
-  constructor(private readonly database: Database) {}
+  /** Whether each store is connected, kept in memory between changes: every event a store announces asks it. */
+  private readonly connected: ChangeCache<boolean>;
+
+  constructor(
+    private readonly database: Database,
+    changes: ChangeBus,
+  ) {
+    this.connected = new ChangeCache(changes, CONNECTION_CHANGES, (storeDomain) => this.readConnected(storeDomain), CACHED_STORES);
+  }
 
   find(storeDomain: string): Promise<KlaviyoConnectionRow | undefined> {
     return this.database.db.selectFrom('klaviyo_connections').selectAll().where('store_domain', '=', storeDomain).executeTakeFirst();
@@ -15,19 +30,25 @@ export class KlaviyoRepository {
 
   /** Of these stores, those connected now. */
   async connectedAmong(storeDomains: string[]): Promise<Set<string>> {
-    if (storeDomains.length === 0) return new Set();
-    const rows = await this.database.db.selectFrom('klaviyo_connections').select('store_domain').where('store_domain', 'in', storeDomains).where('status', '=', 'connected').execute();
-    return new Set(rows.map((row) => row.store_domain));
+    const connected = new Set<string>();
+    for (const storeDomain of storeDomains) if (await this.connected.get(storeDomain)) connected.add(storeDomain);
+    return connected;
+  }
+
+  private async readConnected(storeDomain: string): Promise<boolean> {
+    const row = await this.database.db.selectFrom('klaviyo_connections').select('store_domain').where('store_domain', '=', storeDomain).where('status', '=', 'connected').executeTakeFirst();
+    return row !== undefined;
   }
 
   async save(row: KlaviyoConnectionRow): Promise<void> {
     const { store_domain: _, ...changes } = row;
     await this.database.writeStatement((db) => db.insertInto('klaviyo_connections').values(row).onConflict((oc) => oc.column('store_domain').doUpdateSet(changes)).execute());
+    await this.connected.changed(row.store_domain);
   }
 
   /** The key is forgotten and what was still queued is cancelled, in one write. */
   async disconnect(storeDomain: string, reason: string, now: string): Promise<boolean> {
-    return this.database.write(async (trx) => {
+    const ended = await this.database.write(async (trx) => {
       const result = await trx
         .updateTable('klaviyo_connections')
         .set({ status: 'disconnected', key_sealed: null, disconnected_at: now, disconnect_reason: reason, updated_at: now })
@@ -42,6 +63,8 @@ export class KlaviyoRepository {
         .execute();
       return Number(result.numUpdatedRows) > 0;
     });
+    await this.connected.changed(storeDomain);
+    return ended;
   }
 
   /** The profile each of the store's alerts went to, as its queued `alert.sent` recorded it. */

@@ -4,6 +4,7 @@ import type { BearerGate } from '../agents/service.ts';
 import type { Config } from '../config.ts';
 import type { ChangeBus } from '../core/changes/bus.ts';
 import type { Feature } from '../core/feature.ts';
+import type { Durable } from '../core/http/durable-answers.ts';
 import type { Metrics } from '../core/metrics.ts';
 import type { Operation } from '../core/operations.ts';
 import type { DispatchService } from '../dispatch/service.ts';
@@ -27,10 +28,12 @@ export interface McpDeps extends SubscriptionReads {
   changes: ChangeBus;
   /** The alert a click or an order names, to find the subscription it was sent for. */
   alertsSent: Pick<DispatchService, 'sentNotification'>;
+  /** What an answer the transport writes itself waits for (core/http/durable-answers.ts). */
+  durable: Durable;
   log: FastifyBaseLogger;
 }
 
-export function buildMcp({ config, operations, payments, gate, metrics, changes, alertsSent, log, subscriptions, news }: McpDeps): Feature<undefined> {
+export function buildMcp({ config, operations, payments, gate, metrics, changes, alertsSent, durable, log, subscriptions, news }: McpDeps): Feature<undefined> {
   // The endpoint's own document (resource {BASE_URL}/mcp): an MCP client follows the 401's link and
   // refuses a document naming another resource than the URL it called.
   const resourceMetadataUrl = protectedResourceMetadataUrl(config.baseUrl, MCP_PATH);
@@ -45,6 +48,7 @@ export function buildMcp({ config, operations, payments, gate, metrics, changes,
     payments: { service: payments, rateLimitPerMinute: config.agents.rateLimits.anonymous, ...(metrics ? { metrics } : {}) },
     reads: { subscriptions, news },
     sessions,
+    durable,
   });
   return { service: undefined, routes: [routes], close: async () => sessions.close() };
 }

@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { MCP_RESOURCE_PATH } from '../agents/feature.ts';
 import type { BearerGate } from '../agents/service.ts';
 import type { Caller } from '../core/http/caller.ts';
+import { rawAnswerAfterDurable, type Durable } from '../core/http/durable-answers.ts';
 import type { Operation } from '../core/operations.ts';
 import { authInfoOf } from './caller.ts';
 import type { Following, SubscriptionReads } from './resources.ts';
@@ -26,6 +27,8 @@ export interface McpOptions {
   /** What the subscription resources read. */
   reads: SubscriptionReads;
   sessions: McpSessions;
+  /** What the transport's answers wait for before they leave. */
+  durable: Durable;
 }
 
 /** What a caller without a token may ask: to learn the tools and the resource template, and to call (and pay for) a paid tool. */
@@ -96,12 +99,12 @@ export function mcpRoutes(options: McpOptions) {
       void server.close();
     });
     await server.connect(transport);
-    handOver(reply);
+    handOver(reply, options.durable);
     await transport.handleRequest(withAuth(request), reply.raw, request.body);
   };
   const serveInSession = async (session: McpSession, request: FastifyRequest, reply: FastifyReply) => {
     sessions.touch(session);
-    handOver(reply);
+    handOver(reply, options.durable);
     await session.transport.handleRequest(withAuth(request), reply.raw, request.body);
   };
   /** The session named by a request whose token was checked (onRequest), if it is its agent's. */
@@ -151,7 +154,7 @@ export function mcpRoutes(options: McpOptions) {
       } else {
         sessions.touch(session);
       }
-      handOver(reply);
+      handOver(reply, options.durable);
       await session.transport.handleRequest(withAuth(request), reply.raw);
     };
     app.get(MCP_PATH, { schema: { hide: true }, config: { ownOriginOnly: true }, onRequest: checkToken }, sessionRoute);
@@ -180,9 +183,13 @@ export function mcpRoutes(options: McpOptions) {
   };
 }
 
-/** The transport writes the answer itself: what the hooks set (request id, RateLimit-*) goes first. */
-function handOver(reply: FastifyReply): void {
+/**
+ * The transport writes the answer itself: what the hooks set (request id, RateLimit-*) goes
+ * first, and what it writes waits, as every other answer does, for what it may describe to be on disk.
+ */
+function handOver(reply: FastifyReply, durable: Durable): void {
   for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value);
+  rawAnswerAfterDurable(reply.raw, durable);
   reply.hijack();
 }
 

@@ -1,9 +1,13 @@
 import type { ChangeBus } from '../core/changes/bus.ts';
+import { ChangeCache } from '../core/changes/cache.ts';
 import { STORE_CHANGES } from '../core/changes/topics.ts';
 import type { Database } from '../core/db/database.ts';
 import type { StoresTable } from '../core/db/schema.ts';
 
 export type StoreRow = StoresTable;
+
+/** Stores whose rows each process keeps at most. */
+const CACHED_STORES = 10_000;
 
 export type NewStoreRow = Pick<StoreRow, 'domain' | 'owner_email' | 'created_at' | 'updated_at'> & { platform: string };
 
@@ -11,10 +15,10 @@ export type NewStoreRow = Pick<StoreRow, 'domain' | 'owner_email' | 'created_at'
 export class StoreRepository {
   /** Built once: every storefront page view asks it. */
   readonly status: (domain: string) => Promise<Pick<StoreRow, 'domain' | 'status'> | undefined>;
-  /** Built once: every subscription and stock report naming a store checks its products' platform. */
-  readonly platform: (domain: string) => Promise<Pick<StoreRow, 'platform'> | undefined>;
   /** Built once: every sold-out product page asks which channels its form offers. */
   readonly storefrontOffer: (domain: string) => Promise<Pick<StoreRow, 'status' | 'settings' | 'sms_sender_sealed'> | undefined>;
+  /** The row as last committed, kept in memory until a change to it is announced: every subscribe asks it. */
+  private readonly rows: ChangeCache<StoreRow | undefined>;
 
   constructor(
     private readonly database: Database,
@@ -24,9 +28,7 @@ export class StoreRepository {
     this.status = database.preparedRead<Pick<StoreRow, 'domain' | 'status'>>(1, (db, domain) =>
       db.selectFrom('stores').select(['domain', 'status']).where('domain', '=', domain!),
     );
-    this.platform = database.preparedRead<Pick<StoreRow, 'platform'>>(1, (db, domain) =>
-      db.selectFrom('stores').select(['platform']).where('domain', '=', domain!),
-    );
+    this.rows = new ChangeCache(changes, STORE_CHANGES, (domain) => this.find(domain), CACHED_STORES);
     this.storefrontOffer = database.preparedRead<Pick<StoreRow, 'status' | 'settings' | 'sms_sender_sealed'>>(1, (db, domain) =>
       db.selectFrom('stores').select(['status', 'settings', 'sms_sender_sealed']).where('domain', '=', domain!),
     );
@@ -47,6 +49,17 @@ export class StoreRepository {
 
   find(domain: string): Promise<StoreRow | undefined> {
     return this.database.db.selectFrom('stores').selectAll().where('domain', '=', domain).executeTakeFirst();
+  }
+
+  /**
+   * `find` answered from memory while the change bus vouches for it. The row is shared by every
+   * caller: frozen, so none can change what the next one reads. Domains are kept as stored (lower
+   * case), so a domain in another case reads the table as `find` does.
+   */
+  async current(domain: string): Promise<Readonly<StoreRow> | undefined> {
+    if (domain !== domain.toLowerCase()) return this.find(domain);
+    const row = await this.rows.get(domain);
+    return row && Object.freeze(row);
   }
 
   /**

@@ -81,6 +81,8 @@ export class StoreService {
   private readonly smsAccountCheck: SmsAccountCheck;
   private readonly adminApiConnected: (domain: string, platform: string) => Promise<boolean>;
   private readonly storeDomains: StoreDomains;
+  /** Each kept row's settings, worked out once: the row is dropped from memory on the store's next change, and these with it. */
+  private readonly settingsByRow = new WeakMap<object, EffectiveSettings>();
 
   constructor(
     private readonly store: StoreRepository,
@@ -132,7 +134,7 @@ export class StoreService {
    * service does not know, on a domain of its own, takes the ids as given.
    */
   async requireStorePlatform(domain: string, ids: PointedIds): Promise<void> {
-    const platform = (await this.store.platform(domain.toLowerCase()))?.platform ?? platformOfDomain(this.storeDomains, domain);
+    const platform = (await this.store.current(domain.toLowerCase()))?.platform ?? platformOfDomain(this.storeDomains, domain);
     requireIdsOfPlatform({ domain: domain.toLowerCase(), platform }, ids);
   }
 
@@ -252,7 +254,14 @@ export class StoreService {
 
   /** Settings dispatch applies to the store: its own, else the service defaults. */
   async settingsOf(domain: string): Promise<EffectiveSettings> {
-    return this.settingsIn(await this.store.find(domain));
+    const row = await this.store.current(domain);
+    if (!row) return this.settingsIn(row);
+    let settings = this.settingsByRow.get(row);
+    if (!settings) {
+      settings = deepFreeze(this.settingsIn(row));
+      this.settingsByRow.set(row, settings);
+    }
+    return settings;
   }
 
   /**
@@ -357,6 +366,15 @@ export class StoreService {
       settings: this.settingsIn(row),
     };
   }
+}
+
+/** Frozen through and through: settings shared by every request must not be changed by one. */
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const inner of Object.values(value)) deepFreeze(inner);
+  }
+  return value;
 }
 
 /** Whether the store is the Shopify app's: a Shopify store installed through it (the operator's Shopify stores are not). */

@@ -2,6 +2,7 @@ import { bindOperations } from '../core/operations.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Database } from '../core/db/database.ts';
+import type { ChangeBus } from '../core/changes/bus.ts';
 import type { Feature } from '../core/feature.ts';
 import type { MailTransport } from '../core/mail/transport.ts';
 import { SecretBox } from '../core/sealed-secrets.ts';
@@ -20,6 +21,8 @@ export type { WebhookService } from './service.ts';
 export interface WebhooksDeps {
   config: Config;
   database: Database;
+  /** Where each process hears that a store's endpoints changed. */
+  changes: ChangeBus;
   mail: MailTransport;
   log: FastifyBaseLogger;
   /** The store's owner, who is told when an endpoint is disabled. */
@@ -27,8 +30,8 @@ export interface WebhooksDeps {
 }
 
 /** Outgoing webhooks: stores' endpoints, agents' callbacks, the event sink, the job that signs and delivers, and the key directory. */
-export function buildWebhooks({ config, database, mail, log, stores }: WebhooksDeps): Feature<WebhookService> {
-  const repository = new WebhookRepository(database);
+export function buildWebhooks({ config, database, changes, mail, log, stores }: WebhooksDeps): Feature<WebhookService> {
+  const repository = new WebhookRepository(database, changes);
   const secrets = SecretBox.fromKey(config.encryptionKey);
   const policy = config.tenantOutbound;
   const callbacks = new AgentCallbacks({ repository, callbacks: new CallbackRepository(database), secrets, policy });

@@ -1,6 +1,8 @@
 import { sql } from 'kysely';
 import type { Database, Trx } from '../core/db/database.ts';
 import { lockRows } from '../core/db/locking.ts';
+import type { ChangeBus } from '../core/changes/bus.ts';
+import { ChangeCache } from '../core/changes/cache.ts';
 import { newId } from '../core/ids.ts';
 import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEndpointsTable } from '../core/db/schema.ts';
 
@@ -42,9 +44,25 @@ export interface Retention {
   limit: number;
 }
 
+type EnabledEndpoint = Pick<EndpointRow, 'id' | 'event_types'>;
+
+/** A store's endpoints changed (added, changed, disabled, deleted); the key is the store's domain. */
+const ENDPOINT_CHANGES = 'webhook-endpoints';
+/** Stores whose enabled endpoints each process keeps at most. */
+const CACHED_STORES = 10_000;
+
 /** The only code that touches `webhook_endpoints`, `webhook_deliveries` and `webhook_attempts`. */
 export class WebhookRepository {
-  constructor(private readonly database: Database) {}
+  /** Each store's enabled endpoints, kept in memory between changes: every event a store announces asks them. */
+  private readonly enabled: ChangeCache<EnabledEndpoint[]>;
+
+  constructor(
+    private readonly database: Database,
+    changes: ChangeBus,
+  ) {
+    // Frozen: every announcement of the store shares the list.
+    this.enabled = new ChangeCache(changes, ENDPOINT_CHANGES, async (storeDomain) => Object.freeze((await this.readEnabledEndpoints(storeDomain)).map((row) => Object.freeze(row))) as EnabledEndpoint[], CACHED_STORES);
+  }
 
   listEndpoints(storeDomain: string): Promise<EndpointRow[]> {
     return this.database.db.selectFrom('webhook_endpoints').selectAll().where('kind', '=', 'store').where('store_domain', '=', storeDomain).orderBy('created_at').orderBy('id').execute();
@@ -56,7 +74,7 @@ export class WebhookRepository {
 
   /** Inserts the endpoint unless the store already has `limit`; false when it has. */
   insertEndpoint(row: EndpointRow, limit: number): Promise<boolean> {
-    return this.database.write(async (trx) => {
+    return this.announced(row.store_domain, this.database.write(async (trx) => {
       // Creates in parallel must not slip past the limit together (SQLite has one writer already).
       if (this.database.dialect === 'postgres') await sql`select pg_advisory_xact_lock(hashtext(${`webhook-endpoints\n${row.store_domain}`}))`.execute(trx);
       const { n } = await trx
@@ -68,45 +86,60 @@ export class WebhookRepository {
       if (Number(n) >= limit) return false;
       await trx.insertInto('webhook_endpoints').values(row).execute();
       return true;
-    });
+    }));
   }
 
   async updateEndpoint(storeDomain: string, id: string, changes: Partial<EndpointRow>): Promise<EndpointRow | undefined> {
-    return this.database.writeStatement((db) =>
+    return this.announced(storeDomain, this.database.writeStatement((db) =>
       db.updateTable('webhook_endpoints').set(changes).where('kind', '=', 'store').where('store_domain', '=', storeDomain).where('id', '=', id).returningAll().executeTakeFirst(),
-    );
+    ));
   }
 
   /**
    * Disables the endpoint (if it still is enabled) and cancels its pending deliveries, in one
    * write. True when this call disabled it: only that caller tells the owner.
    */
-  disableEndpoint(id: string, reason: string, now: string): Promise<boolean> {
-    return this.database.write(async (trx) => {
+  async disableEndpoint(id: string, reason: string, now: string): Promise<boolean> {
+    const disabledIn = await this.database.write(async (trx) => {
       const disabled = await trx
         .updateTable('webhook_endpoints')
         .set({ enabled: 0, disabled_reason: reason, disabled_at: now, updated_at: now })
         .where('id', '=', id)
         .where('enabled', '=', 1)
+        .returning('store_domain')
         .executeTakeFirst();
       await this.cancelPending(trx, id, now, 'the endpoint was disabled');
-      return Number(disabled.numUpdatedRows) > 0;
+      return disabled?.store_domain;
     });
+    if (disabledIn === undefined) return false;
+    if (disabledIn !== null) await this.enabled.changed(disabledIn);
+    return true;
   }
 
   /** The endpoint, its deliveries and their log, in one write; false when there was no such endpoint. */
   deleteEndpoint(storeDomain: string, id: string): Promise<boolean> {
-    return this.database.write(async (trx) => {
+    return this.announced(storeDomain, this.database.write(async (trx) => {
       const deleted = await trx.deleteFrom('webhook_endpoints').where('kind', '=', 'store').where('store_domain', '=', storeDomain).where('id', '=', id).executeTakeFirst();
       if (Number(deleted.numDeletedRows) === 0) return false;
       await trx.deleteFrom('webhook_attempts').where('endpoint_id', '=', id).execute();
       await trx.deleteFrom('webhook_deliveries').where('endpoint_id', '=', id).execute();
       return true;
-    });
+    }));
   }
 
-  /** The store's endpoints that take events now, with the types each takes. */
+  /** The write's result, once the store's endpoints are announced changed. */
+  private async announced<T>(storeDomain: string, write: Promise<T>): Promise<T> {
+    const result = await write;
+    await this.enabled.changed(storeDomain);
+    return result;
+  }
+
+  /** The store's endpoints that take events now, with the types each takes (each process keeps them between changes). */
   enabledEndpoints(storeDomain: string): Promise<Array<Pick<EndpointRow, 'id' | 'event_types'>>> {
+    return this.enabled.get(storeDomain);
+  }
+
+  private readEnabledEndpoints(storeDomain: string): Promise<Array<Pick<EndpointRow, 'id' | 'event_types'>>> {
     return this.database.db.selectFrom('webhook_endpoints').select(['id', 'event_types']).where('kind', '=', 'store').where('store_domain', '=', storeDomain).where('enabled', '=', 1).execute();
   }
 

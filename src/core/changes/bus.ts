@@ -61,13 +61,23 @@ class Listeners {
 export class LocalChangeBus implements ChangeBus {
   private readonly listeners = new Listeners();
   private seenVersion: number | undefined;
+  /**
+   * Read once per turn of the event loop: a request asks several caches, and a write by another
+   * process landing between two of them in one turn is no different from one landing just after.
+   */
+  private checkedThisTurn = false;
+  private readonly nextTurn = () => {
+    this.checkedThisTurn = false;
+  };
 
   constructor(private readonly otherWriters?: () => number) {
     this.seenVersion = otherWriters?.();
   }
 
   get live(): boolean {
-    if (this.otherWriters) {
+    if (this.otherWriters && !this.checkedThisTurn) {
+      this.checkedThisTurn = true;
+      setImmediate(this.nextTurn);
       const version = this.otherWriters();
       if (version !== this.seenVersion) {
         this.seenVersion = version;

@@ -6,6 +6,7 @@ import pg from 'pg';
 import { isTransientConflict, pgTypes, QUERY_READ_TIMEOUT, type Dialect } from './dialect.ts';
 import { parsePostgresUrl, type PostgresServer } from '../service-urls.ts';
 import { GroupCommit } from './group-commit.ts';
+import { countCommits, LogFlush } from './log-flush.ts';
 import { migrateToLatest } from './migrate.ts';
 import type { Tables } from './schema.ts';
 
@@ -44,6 +45,8 @@ export class Database {
 
   /** SQLite: the connection every write of this process goes through. */
   private writer: SqliteDriver.Database | undefined;
+  /** SQLite under FULL: what makes commits durable. */
+  private logFlush: LogFlush | undefined;
 
   private constructor(db: Db, dialect: Dialect, groupCommit?: GroupCommit, reader?: SqliteDriver.Database) {
     this.db = db;
@@ -72,10 +75,13 @@ export class Database {
       database.pool = pool;
       return database;
     }
-    const driver = openSqliteDriver(config);
+    // FULL is kept by flushing the log after commits, off the event loop (log-flush.ts).
+    const logFlush = config.synchronous === 'FULL' && config.file !== ':memory:' ? new LogFlush(`${config.file}-wal`) : undefined;
+    const driver = openSqliteDriver({ ...config, synchronous: logFlush ? 'NORMAL' : config.synchronous }, logFlush);
     const db = new Kysely<Tables>({ dialect: new SqliteDialect({ database: driver }) });
     const reader = config.file === ':memory:' ? undefined : new SqliteDriver(config.file, { readonly: true, timeout: config.busyTimeoutMs });
-    const database = new Database(db, 'sqlite', new GroupCommit(db, (statement) => driver.exec(statement)), reader);
+    const database = new Database(db, 'sqlite', new GroupCommit(db, (statement) => driver.exec(statement), logFlush && (() => logFlush.flush())), reader);
+    database.logFlush = logFlush;
     database.writer = driver;
     return database;
   }
@@ -97,12 +103,27 @@ export class Database {
     return this.prepared(arity, build, 'all');
   }
 
-  private prepared<Row>(arity: number, build: (db: Db, ...args: string[]) => Compilable<Row>, rows: 'get' | 'all'): (...args: unknown[]) => Promise<Row[]> {
+  /**
+   * A write run on every request, built and compiled once: the returned function runs it with
+   * new arguments on the connection or transaction given (inside `writeStatement` or `write`).
+   * Building and compiling a query costs more than SQLite takes to insert the row.
+   */
+  preparedWrite(arity: number, build: (db: Db, ...args: string[]) => Compilable<unknown>): (db: Db | Trx, ...args: unknown[]) => Promise<{ numAffectedRows?: bigint }> {
+    const { sql: text, bind } = this.compileWithPlaceholders(arity, build);
+    return (db, ...args) => db.executeQuery(CompiledQuery.raw(text, bind(args)));
+  }
+
+  private compileWithPlaceholders(arity: number, build: (db: Db, ...args: string[]) => Compilable<unknown>): { sql: string; bind: (args: unknown[]) => unknown[] } {
     const placeholders = Array.from({ length: arity }, (_, i) => `\u0000arg${i}`);
     const compiled = build(this.db, ...placeholders).compile();
     // Each compiled parameter is either an argument's placeholder or a constant of the query.
     const slots = compiled.parameters.map((value) => ({ arg: placeholders.indexOf(value as string), value }));
-    const bind = (args: unknown[]) => slots.map((slot) => (slot.arg >= 0 ? args[slot.arg] : slot.value));
+    return { sql: compiled.sql, bind: (args) => slots.map((slot) => (slot.arg >= 0 ? args[slot.arg] : slot.value)) };
+  }
+
+  private prepared<Row>(arity: number, build: (db: Db, ...args: string[]) => Compilable<Row>, rows: 'get' | 'all'): (...args: unknown[]) => Promise<Row[]> {
+    const compiled = this.compileWithPlaceholders(arity, build);
+    const bind = compiled.bind;
     if (this.reader) {
       const statement = this.reader.prepare(compiled.sql);
       return (...args) => {
@@ -154,6 +175,14 @@ export class Database {
   }
 
   /**
+   * Resolves once everything readers can see is on disk; undefined when it already is. An answer
+   * (any answer: it may describe what it read) waits for it before it leaves (src/app.ts).
+   */
+  durable(): Promise<void> | undefined {
+    return this.logFlush?.durable();
+  }
+
+  /**
    * Connections in use, for metrics. PostgreSQL: the pool's open, idle and waiting counts and its
    * size. SQLite keeps its connections open (the writer, and the reader of prepared reads):
    * `waiting` is then the writes queued for the next group commit.
@@ -194,18 +223,19 @@ export class Database {
 
   async close(): Promise<void> {
     await this.groupCommit?.drain();
+    await this.logFlush?.close();
     await this.db.destroy();
     this.reader?.close();
   }
 }
 
-function openSqliteDriver(config: Extract<DatabaseConfig, { dialect: 'sqlite' }>): SqliteDriver.Database {
+function openSqliteDriver(config: Extract<DatabaseConfig, { dialect: 'sqlite' }>, commits?: Pick<LogFlush, 'committed'>): SqliteDriver.Database {
   if (config.file !== ':memory:') fs.mkdirSync(path.dirname(config.file), { recursive: true });
   const driver = new SqliteDriver(config.file, { timeout: config.busyTimeoutMs });
   driver.pragma('journal_mode = WAL');
   driver.pragma(`synchronous = ${config.synchronous}`);
   driver.pragma('foreign_keys = ON');
-  cachePreparedStatements(driver);
+  cachePreparedStatements(driver, commits);
   return driver;
 }
 
@@ -214,7 +244,7 @@ function openSqliteDriver(config: Extract<DatabaseConfig, { dialect: 'sqlite' }>
  * is parameterised, so the set of texts is small and each statement is prepared once.
  * better-sqlite3 runs a statement to completion synchronously, so sharing one is safe.
  */
-function cachePreparedStatements(driver: SqliteDriver.Database, limit = 500): void {
+function cachePreparedStatements(driver: SqliteDriver.Database, commits?: Pick<LogFlush, 'committed'>, limit = 500): void {
   const prepare = driver.prepare.bind(driver);
   const cache = new Map<string, SqliteDriver.Statement>();
   driver.prepare = ((source: string) => {
@@ -222,11 +252,13 @@ function cachePreparedStatements(driver: SqliteDriver.Database, limit = 500): vo
     if (!statement) {
       if (cache.size >= limit) cache.clear();
       statement = prepare(source);
+      if (commits && source.trim().toLowerCase() === 'commit') countCommits(statement, commits);
       cache.set(source, statement);
     }
     return statement;
   }) as typeof driver.prepare;
 }
+
 
 function connectionOptions(server: PostgresServer) {
   return {

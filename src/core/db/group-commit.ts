@@ -8,11 +8,12 @@ interface Unit {
 }
 
 /**
- * Group commit for SQLite. A durable commit costs one fsync (hundreds of microseconds), far more
- * than the insert itself, so the writes that arrive during one turn of the event loop share one
- * transaction and one fsync. Each unit runs inside its own savepoint: a unit that fails is rolled
- * back alone and its caller gets the error, while the others commit. Every caller's promise
- * settles only after the shared COMMIT, so nothing is acknowledged before it is on disk.
+ * Group commit for SQLite. A durable commit costs one fsync (hundreds of microseconds to
+ * milliseconds), far more than the insert itself, so the writes that arrive during one turn of
+ * the event loop share one transaction and one fsync. Each unit runs inside its own savepoint: a
+ * unit that fails is rolled back alone and its caller gets the error, while the others commit.
+ * Every caller's promise settles only once its commit is on disk: after COMMIT under SQLite's
+ * FULL, or after `sync` (LogFlush), which lets the next group commit while the disk works.
  */
 export class GroupCommit {
   private queue: Unit[] = [];
@@ -28,6 +29,8 @@ export class GroupCommit {
   constructor(
     private readonly db: Kysely<Tables>,
     private readonly exec: (statement: string) => void,
+    /** Resolves once every commit so far is on disk; absent when COMMIT itself waits for the disk (or durability was waived). */
+    private readonly sync?: () => Promise<void>,
   ) {}
 
   /** Writes queued for the next commit. */
@@ -70,7 +73,19 @@ export class GroupCommit {
       for (const unit of batch) unit.reject(err);
       return;
     }
-    for (const settle of outcomes) settle();
+    if (!this.sync) {
+      for (const settle of outcomes) settle();
+      return;
+    }
+    // Not awaited: the next group commits while this one's flush runs.
+    this.sync().then(
+      () => {
+        for (const settle of outcomes) settle();
+      },
+      (err: unknown) => {
+        for (const unit of batch) unit.reject(err);
+      },
+    );
   }
 
   private async runInSavepoint(trx: Transaction<Tables>, unit: Unit): Promise<() => void> {
