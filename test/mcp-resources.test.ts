@@ -388,3 +388,26 @@ describe('the bounds of MCP sessions in memory', () => {
     }
   });
 });
+
+describe('which store events are news of a subscription on the change bus', () => {
+  it('a sign-up confirmed after it waited is news; a new one, which no session can follow yet, costs no message', async () => {
+    const { LocalChangeBus } = await import('../src/core/changes/bus.ts');
+    const { SUBSCRIPTION_NEWS, subscriptionNewsKey } = await import('../src/core/changes/topics.ts');
+    const { subscriptionNewsOnBus } = await import('../src/core/events.ts');
+    const bus = new LocalChangeBus();
+    const heard: string[] = [];
+    bus.listen(SUBSCRIPTION_NEWS, { changed: (key) => heard.push(key), reset: () => {} });
+    const created = (subscriptionId: string, confirmedAt: string | null) => ({
+      storeDomain: 'news.myshopify.com',
+      type: 'subscription.created' as const,
+      id: `evt_news_${subscriptionId}`,
+      occurredAt: '2026-11-30T00:00:00.000Z',
+      data: { subscriptionId, confirmedAt },
+    });
+    const sink = subscriptionNewsOnBus(bus);
+    await sink.announce(created('sub_new', null));
+    assert.deepEqual(heard, []);
+    await sink.announce(created('sub_confirmed', '2026-11-30T00:00:00.000Z'));
+    assert.deepEqual(heard, [subscriptionNewsKey('sub_confirmed')]);
+  });
+});

@@ -92,9 +92,13 @@ export function subscriptionNewsOnBus(changes: ChangeBus): EventSink {
 }
 
 function newsKeysOf(event: StoreEvent): string[] {
-  const { subscriptionId, alertId, lines } = event.data;
+  const { subscriptionId, alertId, lines, confirmedAt } = event.data;
   switch (event.type) {
     case 'subscription.created':
+      // Only a confirmed sign-up is news: it was pending, so a session may follow it. A new
+      // subscription's id has only just been answered, so no one follows it yet, and every
+      // sign-up would otherwise cost a message to every process.
+      return typeof subscriptionId === 'string' && typeof confirmedAt === 'string' ? [subscriptionNewsKey(subscriptionId)] : [];
     case 'alert.sent':
       return typeof subscriptionId === 'string' ? [subscriptionNewsKey(subscriptionId)] : [];
     case 'alert.clicked':
