@@ -60,8 +60,9 @@ if (postgresRuns) {
 buildVendurePlugin();
 const args = process.argv.slice(2);
 const files = args.length > 0 ? args : [...findTests('test'), ...findTests(path.join(VENDURE_PLUGIN, 'test'), '.test.mjs')];
-// A hang guard per file, not a speed check (speed is measured under bench/): the property file
-// walks every route on both databases and takes about 150 s on the 2-core machine.
+// A hang guard per file, not a speed check (speed is measured under bench/): the longest files
+// (the restock command's processes, the extension points' type-checks) take one to two minutes
+// on the 2-core machine.
 const FILE_TIMEOUT_MS = 300_000;
 /** Test files run at once: one per core unless RESTOCK_TEST_CONCURRENCY says otherwise (1: one after another). */
 const CONCURRENCY = testConcurrency();
