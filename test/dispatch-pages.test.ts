@@ -180,6 +180,30 @@ for (const dialect of testDialects()) {
       assert.deepEqual([restock.status, restock.batches, restock.planned], ['done', 2, 19], 'two batches, 19 planned');
     });
 
+    it('a restock reported while a batch goes out page by page is sent before the later pages of that batch, not after all of it', async () => {
+      const large = await variant();
+      for (let i = 0; i < 16; i++) await large.subscribe('own', `large${i}`);
+      const small = await variant();
+      const waiting = await small.subscribe('own', 'small');
+      const store = new PageRecordingRepository(t.database);
+      // The small restock is reported once the large batch's second page is queued: sending has begun.
+      store.afterPage = async (page) => {
+        if (page === 2) await small.restock(1);
+      };
+      await large.restock(16);
+      const transport = new KeepingTransport();
+      const worker = workerWith(transport, store);
+      try {
+        await worker.runUntilIdle();
+      } finally {
+        await worker.stop();
+      }
+      const order = transport.given.map((message) => message.to);
+      assert.equal(order.length, 17, 'everyone mailed once');
+      const largeOnes = order.flatMap((to, i) => (large.emails.has(String(to)) ? [i] : []));
+      assert.ok(order.indexOf(waiting) < largeOnes.at(-PAGE)!, `the small restock's alert went before the large batch's last page (order: ${order.indexOf(waiting)} of ${order.length})`);
+    });
+
     it('a worker stopped between pages lets go of the restock: another finishes it, everyone alerted once, in order', async () => {
       const v = await variant();
       for (let i = 0; i < 18; i++) await v.subscribe(i % 3 === 2 ? 'third' : 'own', `stop${i}`);

@@ -25,9 +25,13 @@ const RESTOCKS_PER_TURN = 10;
 /**
  * Subscribers read, written and committed at a time. A batch of 100,000 planned at once held
  * every waiting subscriber and ledger row in memory and kept the first alert waiting for all of
- * them; a page bounds both, whatever the waiting list's size.
+ * them; a page bounds both, whatever the waiting list's size. Pages are planned while alerts go
+ * out, so a page is also a burst of allocation among the sends: at 2,000 (about 12 MB) the heap's
+ * young generation was collected while little else but the page and the mails in flight had been
+ * made since the last collection, so V8 judged the mail library's objects long-lived and, from
+ * then on, made every mail's in the old generation, where they piled up as garbage.
  */
-export const PLAN_PAGE_SIZE = 2000;
+export const PLAN_PAGE_SIZE = 500;
 
 export type PlannerDeps = Pick<WorkerDeps, 'store' | 'inventory' | 'stores' | 'alerts' | 'config' | 'log' | 'holds'>;
 
@@ -96,11 +100,15 @@ export class BatchPlanner {
     return planned;
   }
 
-  /** The send queue ran low: the next page of each batch in progress. Never throws (the next turn retries). */
+  /**
+   * The send queue ran low: the next page of each batch in progress, and the restocks that came
+   * due meanwhile. A turn sends until its queue is empty, so a restock reported while a large
+   * batch goes out would otherwise wait for all of it; this way it waits for one page at most.
+   * Never throws (the next turn retries).
+   */
   async refill(): Promise<number> {
-    if (this.inProgress.size === 0) return 0;
     try {
-      return await this.continueBatches();
+      return await this.planDue();
     } catch (err) {
       this.deps.log.warn({ err, worker: this.owner }, 'planning the next page of a batch failed; the next turn retries');
       return 0;
