@@ -159,20 +159,27 @@ async function waitFor<T>(
   }
 }
 
-/** Waits until every subscription is notified and nothing is queued or leased (see waitFor). */
+/**
+ * Waits until every subscription is notified, nothing is queued or leased, and the worker has
+ * closed the restock (see waitFor). The restock is closed by the worker's next planning pass after
+ * its last alert is recorded, so a test that stopped the worker on the alerts alone could stop it
+ * in between and find the restock still dispatching.
+ */
 async function waitUntilAllNotified(t: TestApp, w: Waiting, running: WorkerProcess[], timeoutMs: number): Promise<void> {
   let counts: Record<string, number> = {};
   let active = 0;
+  let restock: string | undefined;
   await waitFor(
-    'every subscription notified, nothing queued or leased',
+    'every subscription notified, nothing queued or leased, the restock done',
     async () => {
       counts = await ledgerCounts(t, w.store.domain);
       active = await activeCount(t, w.store.domain);
-      return (active === 0 && !counts.queued && !counts.sending) || undefined;
+      restock = (await t.database.db.selectFrom('restocks').select('status').where('store_domain', '=', w.store.domain).executeTakeFirst())?.status;
+      return (active === 0 && !counts.queued && !counts.sending && restock === 'done') || undefined;
     },
     running,
     timeoutMs,
-    () => `${active} still active, ledger ${JSON.stringify(counts)}`,
+    () => `${active} still active, ledger ${JSON.stringify(counts)}, restock ${restock}`,
   );
 }
 
