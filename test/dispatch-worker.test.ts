@@ -11,8 +11,9 @@ import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { eventually } from './fixtures/network.ts';
 import type { MailMessage, MailTransport } from '../src/core/mail/transport.ts';
 import { NotificationSenders } from '../src/dispatch/senders.ts';
-import { DispatchRepository, type NotificationRow } from '../src/dispatch/repository.ts';
+import { DispatchRepository, type ClaimedNotification } from '../src/dispatch/repository.ts';
 import { DispatchWorker } from '../src/dispatch/worker.ts';
+import { mailWindow } from '../src/dispatch/sender.ts';
 
 failOnLeakedHandles();
 
@@ -52,7 +53,7 @@ class HeldTransport implements MailTransport {
 class ClaimHookRepository extends DispatchRepository {
   duringNextClaim: (() => Promise<unknown>) | undefined;
 
-  override async claimNotifications(owner: string, now: string, leaseUntil: string, limit: number): Promise<NotificationRow[]> {
+  override async claimNotifications(owner: string, now: string, leaseUntil: string, limit: number): Promise<ClaimedNotification[]> {
     const claimed = await super.claimNotifications(owner, now, leaseUntil, limit);
     const hook = this.duringNextClaim;
     this.duringNextClaim = undefined;
@@ -142,8 +143,10 @@ for (const dialect of testDialects()) {
     });
 
     it('finding 14: a stopping worker gives back the allowance and the leases of alerts it never handed to the transport', async () => {
-      // More than the 50 sends the worker keeps outstanding: the rest wait, composed and counted.
+      // More than the mails the worker keeps outstanding: the rest wait, composed and counted.
+      const window = mailWindow(t.config.dispatch.smtpPoolSize);
       const N = 60;
+      assert.ok(N > window);
       const w = await waiting(N);
       await w.restock();
       const transport = new HeldTransport();
@@ -152,20 +155,20 @@ for (const dialect of testDialects()) {
       first.start();
       let stopped: Promise<void> | undefined;
       try {
-        await eventually(async () => transport.given.length === 50, 'the transport holds 50 alerts in flight', 15_000);
+        await eventually(async () => transport.given.length === window, `the transport holds ${window} alerts in flight`, 15_000);
         assert.equal(await allowanceUsed(w.store.domain), N, 'the whole claim was counted against the allowance');
         stopped = first.stop();
       } finally {
         transport.release();
         await stopsWithin(stopped ?? first.stop());
       }
-      assert.equal(transport.given.length, 50, 'nothing more was handed over once stopping');
-      assert.equal(await allowanceUsed(w.store.domain), 50, 'only the alerts handed to the transport stay counted');
+      assert.equal(transport.given.length, window, 'nothing more was handed over once stopping');
+      assert.equal(await allowanceUsed(w.store.domain), window, 'only the alerts handed to the transport stay counted');
 
       const rows = await ledger(w.store.domain);
       const sent = rows.filter((row) => row.status === 'sent');
       const back = rows.filter((row) => row.status !== 'sent');
-      assert.equal(sent.length, 50);
+      assert.equal(sent.length, window);
       assert.deepEqual(
         back.map((row) => [row.status, row.lease_owner, row.attempts, row.held_by_plan]),
         back.map(() => ['queued', null, 0, 0]),
@@ -180,7 +183,7 @@ for (const dialect of testDialects()) {
       } finally {
         await next.stop();
       }
-      assert.equal(second.given.length, N - 50);
+      assert.equal(second.given.length, N - window);
       assert.deepEqual(new Set(second.given.map((m) => m.to)), new Set(back.map((row) => row.email)));
       const after = await ledger(w.store.domain);
       assert.ok(after.every((row) => row.status === 'sent' && row.attempts === 1), 'every alert sent once, on its first attempt');
@@ -188,7 +191,9 @@ for (const dialect of testDialects()) {
     });
 
     it('a worker stopped while it claims more, with alerts still to hand over, stops once those in flight are answered', async () => {
+      const window = mailWindow(t.config.dispatch.smtpPoolSize);
       const N = 60;
+      assert.ok(N > window);
       const w = await waiting(N);
       await w.restock();
       const transport = new HeldTransport();
@@ -202,7 +207,7 @@ for (const dialect of testDialects()) {
         store.duringNextClaim = async () => {
           stopped = worker.stop();
           transport.release();
-          await eventually(async () => transport.answered === 50, 'the 50 alerts in flight are answered');
+          await eventually(async () => transport.answered === window, `the ${window} alerts in flight are answered`);
         };
       };
       worker.start();
@@ -210,8 +215,8 @@ for (const dialect of testDialects()) {
       await stopsWithin(stopped!);
       const rows = await ledger(w.store.domain);
       const count = (status: string) => rows.filter((row) => row.status === status && row.lease_owner === null).length;
-      assert.deepEqual([count('sent'), count('queued')], [50, N - 50], 'the answered recorded, the others queued again, no lease left');
-      assert.equal(await allowanceUsed(w.store.domain), 50);
+      assert.deepEqual([count('sent'), count('queued')], [window, N - window], 'the answered recorded, the others queued again, no lease left');
+      assert.equal(await allowanceUsed(w.store.domain), window);
     });
   });
 }

@@ -6,7 +6,8 @@ import type { ContactPointRow } from '../alerts/service.ts';
 import { type StoreSending } from '../core/channels.ts';
 import { CHANNELS, type ContactChannel } from '../channels.ts';
 import { capKey, orderedKey, productKey, restockAddressKey, subscriptionChannelKey, subscriptionRestockKey, type SendFacts } from './rules.ts';
-import type { NotificationRow } from './repository.ts';
+import type { ClaimedNotification } from './repository.ts';
+import { inListsOf, powerOfTwoLists } from './list-sizes.ts';
 import type { WorkerDeps } from './worker.ts';
 
 /** What an alert says about its product. */
@@ -20,7 +21,7 @@ export interface ProductDetails {
 /** One store's share of a claim, with everything read to decide on it and to write its mail. */
 export interface StoreClaim {
   storeDomain: string;
-  rows: NotificationRow[];
+  rows: ClaimedNotification[];
   facts: SendFacts;
   settings: EffectiveSettings;
   /** The store sends through its own SMTP provider (some plans require it). */
@@ -45,9 +46,10 @@ export type ContextDeps = Pick<WorkerDeps, 'store' | 'alerts' | 'stores' | 'inve
  * group's addresses, their suppressions, and the stock and description of each product. The
  * rules then decide from this alone.
  */
-export async function loadClaim(deps: ContextDeps, claimed: NotificationRow[], now: Date): Promise<StoreClaim[]> {
+export async function loadClaim(deps: ContextDeps, claimed: ClaimedNotification[], now: Date): Promise<StoreClaim[]> {
   const subscriptions = [...new Set(claimed.map((row) => row.subscription_id))];
-  const waiting = await deps.alerts.stillActive(subscriptions);
+  // Other features' lookups are asked in lists of a few sizes (list-sizes.ts).
+  const waiting = await inListsOf(subscriptions, (list) => deps.alerts.stillActive(list));
   const sent = await deps.store.alreadySent(subscriptions);
   const alerts = sent.filter((row) => row.kind === 'alert');
   const alerted = new Set(alerts.map((row) => row.subscription_id));
@@ -55,8 +57,8 @@ export async function loadClaim(deps: ContextDeps, claimed: NotificationRow[], n
   const alertedForRestock = new Set(alerts.map(subscriptionRestockKey));
   // Reminders, and alerts on a second channel after the first made the subscription notified.
   const notWaiting = subscriptions.filter((id) => !waiting.has(id));
-  const notified = notWaiting.length > 0 ? await deps.alerts.stillNotified(notWaiting) : new Set<string>();
-  const emailMuted = await deps.alerts.emailMuted(claimed.filter((row) => row.channel === 'email').map((row) => row.subscription_id));
+  const notified = await inListsOf(notWaiting, (list) => deps.alerts.stillNotified(list));
+  const emailMuted = await inListsOf([...new Set(claimed.filter((row) => row.channel === 'email').map((row) => row.subscription_id))], (list) => deps.alerts.emailMuted(list));
   const claims: StoreClaim[] = [];
   for (const [storeDomain, rows] of groupBy(claimed, (row) => row.store_domain)) {
     claims.push(await loadStore(deps, storeDomain, rows, { waiting, alerted, alertedOn, alertedForRestock, notified, emailMuted }, now));
@@ -67,7 +69,7 @@ export async function loadClaim(deps: ContextDeps, claimed: NotificationRow[], n
 async function loadStore(
   deps: ContextDeps,
   storeDomain: string,
-  rows: NotificationRow[],
+  rows: ClaimedNotification[],
   subscriptions: Pick<SendFacts, 'waiting' | 'alerted' | 'alertedOn' | 'alertedForRestock' | 'notified' | 'emailMuted'>,
   now: Date,
 ): Promise<StoreClaim> {
@@ -105,7 +107,7 @@ async function loadStore(
  * What the store's ledger and suppressions say about the group's addresses, read and kept by
  * `addressKey`, so every case of an address counts as that address.
  */
-async function readAddresses(deps: ContextDeps, storeDomain: string, rows: NotificationRow[], frequencyCapMs: number, now: Date) {
+async function readAddresses(deps: ContextDeps, storeDomain: string, rows: ClaimedNotification[], frequencyCapMs: number, now: Date) {
   const lastSent = new Map<string, string>();
   const mailedForRestock = new Set<string>();
   const suppressed = new Map<string, string>();
@@ -125,7 +127,7 @@ async function readAddresses(deps: ContextDeps, storeDomain: string, rows: Notif
 }
 
 /** Whether each reminder's shopper bought the product since its alert (the reminder row is written when the alert is sent). */
-async function readPurchases(deps: ContextDeps, storeDomain: string, rows: NotificationRow[]): Promise<Set<string>> {
+async function readPurchases(deps: ContextDeps, storeDomain: string, rows: ClaimedNotification[]): Promise<Set<string>> {
   const reminders = rows.filter((row) => row.kind === 'reminder');
   if (reminders.length === 0) return new Set();
   return deps.followUp.orderedSince(
@@ -137,8 +139,9 @@ async function readPurchases(deps: ContextDeps, storeDomain: string, rows: Notif
 /** The address keys of the phones and browsers sent alerts went to, by contact point id. */
 async function contactAddresses(deps: ContextDeps, sent: Array<{ contact_point_id: string | null }>): Promise<Map<string, string>> {
   const ids = [...new Set(sent.flatMap((row) => (row.contact_point_id ? [row.contact_point_id] : [])))];
-  if (ids.length === 0) return new Map();
-  return new Map((await deps.alerts.contactPointsByIds(ids)).map((point) => [point.id, point.address_key]));
+  const keys = new Map<string, string>();
+  for (const list of powerOfTwoLists(ids)) for (const point of await deps.alerts.contactPointsByIds(list)) keys.set(point.id, point.address_key);
+  return keys;
 }
 
 /**
@@ -146,10 +149,11 @@ async function contactAddresses(deps: ContextDeps, sent: Array<{ contact_point_i
  * needs of the store and these addresses (an SMS sender, the phones that texted STOP to it) is
  * the channel's to read.
  */
-async function readContacts(deps: ContextDeps, storeDomain: string, rows: NotificationRow[]): Promise<Pick<StoreClaim, 'contacts' | 'sending'>> {
+async function readContacts(deps: ContextDeps, storeDomain: string, rows: ClaimedNotification[]): Promise<Pick<StoreClaim, 'contacts' | 'sending'>> {
   const ids = [...new Set(rows.flatMap((row) => (row.contact_point_id ? [row.contact_point_id] : [])))];
   if (ids.length === 0) return { contacts: new Map(), sending: new Map() };
-  const points = await deps.alerts.contactPointsByIds(ids);
+  const points: ContactPointRow[] = [];
+  for (const list of powerOfTwoLists(ids)) points.push(...(await deps.alerts.contactPointsByIds(list)));
   const sending = new Map<ContactChannel, StoreSending>();
   for (const channel of new Set(points.map((point) => point.channel))) {
     const channelSending = deps.channels?.[channel];
@@ -169,7 +173,7 @@ function keepLatest(latest: Map<string, string>, email: string, at: string): voi
 }
 
 /** The stock (re-read: a batch stops when the product sells out) and description of each product. */
-async function readProducts(deps: ContextDeps, storeDomain: string, rows: NotificationRow[], minStock: number) {
+async function readProducts(deps: ContextDeps, storeDomain: string, rows: ClaimedNotification[], minStock: number) {
   const sellable = new Set<string>();
   const products = new Map<string, ProductDetails>();
   for (const row of rows) {

@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { DispatchRepository, NotificationRow } from './repository.ts';
+import type { ClaimedNotification, DispatchRepository } from './repository.ts';
 
 /** When a lease taken now runs out. */
 export function leaseEnd(leaseSeconds: number, now: Date): string {
@@ -32,7 +32,7 @@ export class NotificationLeases {
     return leaseEnd(this.leaseSeconds, now);
   }
 
-  hold(rows: readonly NotificationRow[]): void {
+  hold(rows: readonly ClaimedNotification[]): void {
     for (const row of rows) this.held.add(row.id);
   }
 

@@ -1,6 +1,6 @@
 import type { AlertOutcome, Metrics } from '../core/metrics.ts';
 import type { Outcome } from './settler.ts';
-import type { DispatchRepository, NotificationRow } from './repository.ts';
+import type { ClaimedNotification, DispatchRepository } from './repository.ts';
 
 /** Restocks whose first alert a registry has measured, at most this many remembered. */
 const REMEMBERED_RESTOCKS = 10_000;
@@ -28,10 +28,10 @@ export function outcomeLabel(outcome: Outcome): AlertOutcome {
  * restock's alerts it settles as sent (a restock spread over several workers is measured by each,
  * the earliest being the true figure). One read of the restock's detection time per restock.
  */
-export async function reportSettled(metrics: Metrics | undefined, store: Pick<DispatchRepository, 'findRestock'>, settled: Array<{ row: NotificationRow; outcome: Outcome }>, sentAt: string): Promise<void> {
+export async function reportSettled(metrics: Metrics | undefined, store: Pick<DispatchRepository, 'findRestock'>, settled: Array<{ row: ClaimedNotification; outcome: Outcome }>, sentAt: string): Promise<void> {
   if (!metrics?.enabled || settled.length === 0) return;
   const counts = new Map<string, { store: string; outcome: AlertOutcome; n: number }>();
-  const firstSent = new Map<string, NotificationRow>();
+  const firstSent = new Map<string, ClaimedNotification>();
   let seen = measured.get(metrics);
   if (!seen) measured.set(metrics, (seen = new Set()));
   for (const { row, outcome } of settled) {

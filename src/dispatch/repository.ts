@@ -6,11 +6,95 @@ import { chunks } from '../core/chunks.ts';
 import type { Database, Trx } from '../core/db/database.ts';
 import { lockRows } from '../core/db/locking.ts';
 import type { NotificationsTable, RestocksTable, SuppressionsTable, UnitHoldsTable } from '../core/db/schema.ts';
+import { paddedLists, powerOfTwoLists } from './list-sizes.ts';
 
 export type RestockRow = RestocksTable;
 export type NotificationRow = NotificationsTable;
 export type SuppressionRow = SuppressionsTable;
 export type SentNotificationRow = Pick<NotificationRow, 'id' | 'product_id' | 'variant_id' | 'kind' | 'channel'> & { sent_at: string };
+
+/**
+ * A leased alert as the worker holds it: every column but the audit's words (why it was queued,
+ * what became of it), which sending never reads and which would otherwise stay in memory with
+ * every alert leased, the why being most of a row.
+ */
+export type ClaimedNotification = Omit<NotificationRow, 'reason' | 'outcome'>;
+
+const CLAIMED_COLUMNS = [
+  'id',
+  'restock_id',
+  'subscription_id',
+  'store_domain',
+  'email',
+  'email_key',
+  'product_id',
+  'variant_id',
+  'batch',
+  'position',
+  'status',
+  'attempts',
+  'next_attempt_at',
+  'lease_owner',
+  'lease_until',
+  'created_at',
+  'sent_at',
+  'locale',
+  'held_by_plan',
+  'third_party',
+  'kind',
+  'reminder_of',
+  'channel',
+  'contact_point_id',
+  'provider_ref',
+  'delivery_status',
+] as const satisfies ReadonlyArray<keyof ClaimedNotification>;
+
+/**
+ * Claimed rows stay in memory until their outcome is written, hundreds of sends later: long
+ * enough for the heap to move them to its old generation, where garbage waits for a full
+ * collection. So they are kept small. The driver builds each row as a dictionary (a hash table
+ * of its columns, over a kilobyte) and gives it its own copy of every text; each row becomes a
+ * plain object of one shape, and the texts a claim repeats (its restock, store, product, lease,
+ * times) are kept once. The driver's rows are dropped while still young.
+ */
+function compactClaim(rows: readonly ClaimedNotification[]): ClaimedNotification[] {
+  const seen = new Map<string, string>();
+  const shared = <T extends string | null>(value: T): T => {
+    if (value === null) return value;
+    const known = seen.get(value);
+    if (known !== undefined) return known as T;
+    seen.set(value, value);
+    return value;
+  };
+  return rows.map((row) => ({
+    id: row.id,
+    restock_id: shared(row.restock_id),
+    subscription_id: row.subscription_id,
+    store_domain: shared(row.store_domain),
+    email: row.email,
+    email_key: row.email_key === row.email ? row.email : row.email_key,
+    product_id: shared(row.product_id),
+    variant_id: shared(row.variant_id),
+    batch: row.batch,
+    position: row.position,
+    status: shared(row.status),
+    attempts: row.attempts,
+    next_attempt_at: shared(row.next_attempt_at),
+    lease_owner: shared(row.lease_owner),
+    lease_until: shared(row.lease_until),
+    created_at: shared(row.created_at),
+    sent_at: row.sent_at,
+    locale: shared(row.locale),
+    held_by_plan: row.held_by_plan,
+    third_party: row.third_party,
+    kind: shared(row.kind),
+    reminder_of: row.reminder_of,
+    channel: shared(row.channel),
+    contact_point_id: row.contact_point_id,
+    provider_ref: row.provider_ref,
+    delivery_status: row.delivery_status,
+  }));
+}
 
 const LEDGER_STATUSES = ['queued', 'sending', 'sent', 'skipped', 'failed'] as const;
 
@@ -121,7 +205,7 @@ export class DispatchRepository {
    * Leases up to `limit` alerts that are due, first come first served: queued ones whose time
    * has come, and ones a dead worker left in `sending` past their lease.
    */
-  claimNotifications(owner: string, now: string, leaseUntil: string, limit: number): Promise<NotificationRow[]> {
+  claimNotifications(owner: string, now: string, leaseUntil: string, limit: number): Promise<ClaimedNotification[]> {
     return this.database.writeRetrying(async (trx) => {
       // Two queries, each walking notifications_queue in its order (an OR of both would sort
       // every due row of the table on each claim): alerts a dead worker left first, then queued.
@@ -140,13 +224,17 @@ export class DispatchRepository {
       const ids = (await due('sending', limit)).map((row) => row.id);
       if (ids.length < limit) for (const row of await due('queued', limit - ids.length)) ids.push(row.id);
       if (ids.length === 0) return [];
-      await trx
-        .updateTable('notifications')
-        .set((eb) => ({ status: 'sending', lease_owner: owner, lease_until: leaseUntil, attempts: eb('attempts', '+', 1) }))
-        .where('id', 'in', ids)
-        .execute();
-      const rows = await trx.selectFrom('notifications').selectAll().where('id', 'in', ids).execute();
-      return rows.sort((a, b) => a.position - b.position);
+      const leased: ClaimedNotification[] = [];
+      for (const list of paddedLists(ids)) {
+        const rows = await trx
+          .updateTable('notifications')
+          .set((eb) => ({ status: 'sending', lease_owner: owner, lease_until: leaseUntil, attempts: eb('attempts', '+', 1) }))
+          .where('id', 'in', list)
+          .returning(CLAIMED_COLUMNS)
+          .execute();
+        leased.push(...rows);
+      }
+      return compactClaim(leased).sort((a, b) => a.position - b.position);
     });
   }
 
@@ -157,11 +245,11 @@ export class DispatchRepository {
   async giveBack(owner: string, ids: string[]): Promise<void> {
     if (ids.length === 0) return;
     await this.database.writeRetrying(async (trx) => {
-      for (const chunk of chunks(ids)) {
+      for (const list of paddedLists(ids)) {
         await trx
           .updateTable('notifications')
           .set((eb) => ({ status: 'queued', lease_owner: null, lease_until: null, attempts: eb('attempts', '-', 1) }))
-          .where('id', 'in', chunk)
+          .where('id', 'in', list)
           .where('lease_owner', '=', owner)
           .where('status', '=', 'sending')
           .execute();
@@ -173,11 +261,11 @@ export class DispatchRepository {
   async renewLeases(owner: string, ids: string[], leaseUntil: string): Promise<void> {
     if (ids.length === 0) return;
     await this.database.write(async (trx) => {
-      for (const chunk of chunks(ids)) {
+      for (const list of paddedLists(ids)) {
         await trx
           .updateTable('notifications')
           .set({ lease_until: leaseUntil })
-          .where('id', 'in', chunk)
+          .where('id', 'in', list)
           .where('lease_owner', '=', owner)
           .where('status', '=', 'sending')
           .execute();
@@ -197,12 +285,12 @@ export class DispatchRepository {
     alongside: (trx: Trx) => Promise<void>,
   ): Promise<void> {
     await this.database.writeRetrying(async (trx) => {
-      for (const chunk of chunks(sent.ids)) {
+      for (const list of paddedLists(sent.ids)) {
         await trx
           .updateTable('notifications')
           // A delivery report can land before this (Twilio answers fast): its outcome stays.
           .set({ status: 'sent', sent_at: sent.at, outcome: sql<string>`case when delivery_status is null then 'accepted' else outcome end`, held_by_plan: 0, lease_owner: null, lease_until: null })
-          .where('id', 'in', chunk)
+          .where('id', 'in', list)
           .where('lease_owner', '=', owner)
           .execute();
       }
@@ -225,12 +313,12 @@ export class DispatchRepository {
   /** The alerts (and reminders) sent to these subscriptions, by any restock, on any channel. */
   async alreadySent(subscriptionIds: string[]): Promise<Array<Pick<NotificationRow, 'subscription_id' | 'restock_id' | 'channel' | 'contact_point_id' | 'kind'>>> {
     const out: Array<Pick<NotificationRow, 'subscription_id' | 'restock_id' | 'channel' | 'contact_point_id' | 'kind'>> = [];
-    for (const chunk of chunks(subscriptionIds)) {
+    for (const list of paddedLists(subscriptionIds)) {
       out.push(
         ...(await this.database.db
           .selectFrom('notifications')
           .select(['subscription_id', 'restock_id', 'channel', 'contact_point_id', 'kind'])
-          .where('subscription_id', 'in', chunk)
+          .where('subscription_id', 'in', list)
           .where('status', '=', 'sent')
           .execute()),
       );
@@ -262,14 +350,20 @@ export class DispatchRepository {
    * (notifications_by_address_key): naming the restock too made SQLite walk the restock's every
    * row (notifications_once_per_restock) instead, a whole batch for each claim.
    */
-  sentTo(storeDomain: string, emailKeys: string[]): Promise<Array<Pick<NotificationRow, 'email_key' | 'restock_id' | 'sent_at' | 'kind' | 'channel' | 'contact_point_id'>>> {
-    return this.database.db
-      .selectFrom('notifications')
-      .select(['email_key', 'restock_id', 'sent_at', 'kind', 'channel', 'contact_point_id'])
-      .where('store_domain', '=', storeDomain)
-      .where('email_key', 'in', emailKeys)
-      .where('status', '=', 'sent')
-      .execute();
+  async sentTo(storeDomain: string, emailKeys: string[]): Promise<Array<Pick<NotificationRow, 'email_key' | 'restock_id' | 'sent_at' | 'kind' | 'channel' | 'contact_point_id'>>> {
+    const out: Array<Pick<NotificationRow, 'email_key' | 'restock_id' | 'sent_at' | 'kind' | 'channel' | 'contact_point_id'>> = [];
+    for (const list of paddedLists(emailKeys)) {
+      out.push(
+        ...(await this.database.db
+          .selectFrom('notifications')
+          .select(['email_key', 'restock_id', 'sent_at', 'kind', 'channel', 'contact_point_id'])
+          .where('store_domain', '=', storeDomain)
+          .where('email_key', 'in', list)
+          .where('status', '=', 'sent')
+          .execute()),
+      );
+    }
+    return out;
   }
 
   /** What the store sent one address about these products (notifications_by_address_key): what attribution credits. */
@@ -305,8 +399,8 @@ export class DispatchRepository {
 
   /** Queues the reminders of alerts just sent, in the transaction that records them sent. */
   async queueReminders(trx: Trx, rows: NotificationRow[]): Promise<void> {
-    for (const chunk of chunks(rows)) {
-      await trx.insertInto('notifications').values(chunk).onConflict((oc) => oc.doNothing()).execute();
+    for (const list of powerOfTwoLists(rows, 256)) {
+      await trx.insertInto('notifications').values(list).onConflict((oc) => oc.doNothing()).execute();
     }
   }
 
@@ -378,13 +472,12 @@ export class DispatchRepository {
 
   /** The suppressed among these address keys, with the reason. */
   async suppressed(storeDomain: string, emailKeys: string[]): Promise<Map<string, string>> {
-    const rows = await this.database.db
-      .selectFrom('suppressions')
-      .select(['email_key', 'reason'])
-      .where('store_domain', '=', storeDomain)
-      .where('email_key', 'in', emailKeys)
-      .execute();
-    return new Map(rows.map((row) => [row.email_key, row.reason]));
+    const found = new Map<string, string>();
+    for (const list of paddedLists(emailKeys)) {
+      const rows = await this.database.db.selectFrom('suppressions').select(['email_key', 'reason']).where('store_domain', '=', storeDomain).where('email_key', 'in', list).execute();
+      for (const row of rows) found.set(row.email_key, row.reason);
+    }
+    return found;
   }
 
   /** One suppression per store and key: another case of a suppressed address changes nothing. */

@@ -1,10 +1,10 @@
 import { composeNotification, type NotificationLinks, type Outgoing } from './compose.ts';
 import { groupBy, loadClaim, type StoreClaim } from './context.ts';
-import { Handover } from './handover.ts';
+import { Handover, MAILS_PER_CONNECTION, MAX_OUTSTANDING_SENDS } from './handover.ts';
 import { NotificationLeases } from './leases.ts';
 import { decideGroup, failureVerdict, firstPartyFirst, withinAllowance } from './rules.ts';
 import { Settler } from './settler.ts';
-import type { NotificationRow } from './repository.ts';
+import type { ClaimedNotification } from './repository.ts';
 import type { WorkerDeps } from './worker.ts';
 
 const SEND_LIMIT_MS = 5 * 60_000;
@@ -41,7 +41,7 @@ export class NotificationSender {
     const { config, log, store } = this.deps;
     const leases = new NotificationLeases(store, this.owner, config.leaseSeconds, log, this.now);
     const settler = new Settler(this.deps, this.owner, leases, this.now);
-    const handover = new Handover((item) => this.sendOne(item, settler), () => !this.stopping());
+    const handover = new Handover((item) => this.sendOne(item, settler), () => !this.stopping(), mailWindow(config.smtpPoolSize));
     let handled = 0;
     let exhausted = false;
     const stopRenewing = leases.keepRenewed();
@@ -71,7 +71,7 @@ export class NotificationSender {
     return handled;
   }
 
-  private async claim(leases: NotificationLeases, limit: number): Promise<NotificationRow[]> {
+  private async claim(leases: NotificationLeases, limit: number): Promise<ClaimedNotification[]> {
     const now = new Date(this.now());
     const claimed = await this.deps.store.claimNotifications(this.owner, now.toISOString(), leases.until(now), limit);
     leases.hold(claimed);
@@ -82,10 +82,10 @@ export class NotificationSender {
    * Decides on a claimed group before anything goes out and settles what does not go; counts
    * the rest against each store's plan and returns them written, in queue order.
    */
-  private async prepare(claimed: NotificationRow[], settler: Settler): Promise<Outgoing[]> {
+  private async prepare(claimed: ClaimedNotification[], settler: Settler): Promise<Outgoing[]> {
     const outgoing: Outgoing[] = [];
     for (const claim of await loadClaim(this.deps, claimed, new Date(this.now()))) {
-      const ready: NotificationRow[] = [];
+      const ready: ClaimedNotification[] = [];
       for (const { row, verdict } of decideGroup(claim.rows, claim.facts)) {
         if (verdict.kind === 'send') ready.push(row);
         else settler.record(row, verdict);
@@ -96,7 +96,7 @@ export class NotificationSender {
   }
 
   /** What the store's plan allows goes out, its own shoppers first; the rest waits, visibly, never dropped. */
-  private async countAgainstPlan(claim: StoreClaim, ready: NotificationRow[], settler: Settler): Promise<Outgoing[]> {
+  private async countAgainstPlan(claim: StoreClaim, ready: ClaimedNotification[], settler: Settler): Promise<Outgoing[]> {
     const grant = await this.deps.quota.reserveNotifications(claim.storeDomain, ready.length, claim.ownMailProvider);
     const { send, held } = withinAllowance(firstPartyFirst(ready), grant);
     for (const { item, verdict } of held) settler.record(item, verdict);
@@ -138,4 +138,9 @@ export class NotificationSender {
   private async release(storeDomain: string, period: string, count: number): Promise<void> {
     await this.deps.quota.releaseNotifications(storeDomain, period, count).catch((err) => this.deps.log.warn({ err }, 'releasing an alert quota failed'));
   }
+}
+
+/** E-mails outstanding at once: a few per connection of a pool (every store's pool has the configured size). */
+export function mailWindow(smtpPoolSize: number): number {
+  return Math.min(MAX_OUTSTANDING_SENDS, MAILS_PER_CONNECTION * Math.max(1, smtpPoolSize));
 }

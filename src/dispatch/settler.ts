@@ -2,17 +2,21 @@ import { addressKey } from '../core/email.ts';
 import { eventId } from '../core/events.ts';
 import { newId } from '../core/ids.ts';
 import type { NotificationLeases } from './leases.ts';
+import { powerOfTwoLists } from './list-sizes.ts';
 import { reportSettled } from './outcome-metrics.ts';
 import type { Defer, Failed, Retry, Skip } from './rules.ts';
-import type { NotificationRow } from './repository.ts';
+import type { ClaimedNotification, NotificationRow } from './repository.ts';
 import type { WorkerDeps } from './worker.ts';
 
 /** What became of a leased alert, as the ledger records it. */
 export type Outcome = { kind: 'sent'; reminderDelayHours?: number | null; providerRef?: string } | Skip | Defer | Retry | Failed;
 type Unsent = Exclude<Outcome, { kind: 'sent' }>;
 
-/** Settled outcomes are written in groups this large, or after FLUSH_EVERY_MS, whichever first. */
-const FLUSH_SIZE = 250;
+/**
+ * Settled outcomes are written in groups this large, or after FLUSH_EVERY_MS, whichever first.
+ * A power of two, so a full group is one list of each statement (list-sizes.ts).
+ */
+const FLUSH_SIZE = 256;
 const FLUSH_EVERY_MS = 100;
 
 export type SettlerDeps = Pick<WorkerDeps, 'store' | 'alerts' | 'dispatch' | 'log' | 'events' | 'metrics'>;
@@ -23,8 +27,8 @@ export type SettlerDeps = Pick<WorkerDeps, 'store' | 'alerts' | 'dispatch' | 'lo
  * crash before that re-sends at most what was leased.
  */
 export class Settler {
-  private sent: Array<{ row: NotificationRow; reminderDelayHours: number | null; providerRef?: string }> = [];
-  private others: Array<{ row: NotificationRow; outcome: Unsent }> = [];
+  private sent: Array<{ row: ClaimedNotification; reminderDelayHours: number | null; providerRef?: string }> = [];
+  private others: Array<{ row: ClaimedNotification; outcome: Unsent }> = [];
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
 
@@ -36,7 +40,7 @@ export class Settler {
     private readonly now: () => number = Date.now,
   ) {}
 
-  record(row: NotificationRow, outcome: Outcome): void {
+  record(row: ClaimedNotification, outcome: Outcome): void {
     if (outcome.kind === 'sent') this.sent.push({ row, reminderDelayHours: outcome.reminderDelayHours ?? null, ...(outcome.providerRef ? { providerRef: outcome.providerRef } : {}) });
     else this.others.push({ row, outcome });
     if (this.sent.length + this.others.length >= FLUSH_SIZE) void this.flush();
@@ -62,7 +66,7 @@ export class Settler {
     return this.flushing;
   }
 
-  private async write(settled: Array<{ row: NotificationRow; reminderDelayHours: number | null; providerRef?: string }>, others: Array<{ row: NotificationRow; outcome: Unsent }>): Promise<void> {
+  private async write(settled: Array<{ row: ClaimedNotification; reminderDelayHours: number | null; providerRef?: string }>, others: Array<{ row: ClaimedNotification; outcome: Unsent }>): Promise<void> {
     if (settled.length === 0 && others.length === 0) return;
     const now = new Date(this.now()).toISOString();
     const { store, alerts, dispatch } = this.deps;
@@ -81,8 +85,8 @@ export class Settler {
     const reminders = settled.flatMap(({ row, reminderDelayHours }) => (reminderDelayHours ? [reminderOf(row, reminderDelayHours, now)] : []));
     const providerRefs = settled.flatMap(({ row, providerRef }) => (providerRef ? [{ id: row.id, ref: providerRef }] : []));
     await store.settle(this.owner, { ids: sent.map((row) => row.id), at: now, providerRefs }, updates, async (trx) => {
-      await alerts.markNotified(trx, notify);
-      await alerts.markAddressesNotified(trx, fulfilled);
+      for (const list of powerOfTwoLists(notify)) await alerts.markNotified(trx, list);
+      for (const list of powerOfTwoLists(fulfilled)) await alerts.markAddressesNotified(trx, list);
       // Queued with the alert's record: a reminder is never lost to a crash between the two.
       await store.queueReminders(trx, reminders);
     });
@@ -101,7 +105,7 @@ export class Settler {
    * group. A crash between the two loses the events, never the alerts: the ledger stays the
    * record of what was sent.
    */
-  private async announceSent(sent: NotificationRow[], at: string): Promise<void> {
+  private async announceSent(sent: ClaimedNotification[], at: string): Promise<void> {
     if (sent.length === 0) return;
     const events = sent.map((row) => ({
       storeDomain: row.store_domain,
@@ -110,7 +114,12 @@ export class Settler {
       occurredAt: at,
       data: { alertId: row.id, kind: row.kind, channel: row.channel, restockId: row.restock_id, subscriptionId: row.subscription_id, productId: row.product_id, variantId: row.variant_id, email: row.email, sentAt: at },
     }));
-    await this.deps.events.announce(...events).catch((err) => this.deps.log.warn({ err, alerts: sent.length }, 'announcing alert.sent failed'));
+    try {
+      // The sinks look up each event's store and subscription: lists of a few sizes (list-sizes.ts).
+      for (const list of powerOfTwoLists(events)) await this.deps.events.announce(...list);
+    } catch (err) {
+      this.deps.log.warn({ err, alerts: sent.length }, 'announcing alert.sent failed');
+    }
   }
 }
 
@@ -118,7 +127,7 @@ export class Settler {
  * The reminder of an alert just sent: the same subscription and restock, due `hours` later. The
  * sending rules decide then whether it goes (still sellable, not ordered, not unsubscribed).
  */
-export function reminderOf(alert: NotificationRow, hours: number, sentAt: string): NotificationRow {
+export function reminderOf(alert: ClaimedNotification, hours: number, sentAt: string): NotificationRow {
   return {
     ...alert,
     id: newId('ntf'),

@@ -111,12 +111,15 @@ const REMINDER_STRINGS: Record<EffectiveSettings['locale'], Strings> = {
 
 const PLACEHOLDER = /\{\{\s*([a-z_]+)\s*\}\}/g;
 
-function fill(template: string, values: Record<string, string>, escape: (text: string) => string): string {
-  return template.replace(PLACEHOLDER, (whole, name: string) => (name in values ? escape(values[name]!) : whole));
+/** Fills every placeholder `values` has; any other stays as written. */
+function fill(template: string, values: Readonly<Record<string, string>>, escape: (text: string) => string): string {
+  return template.replace(PLACEHOLDER, (whole, name: string) => (Object.hasOwn(values, name) ? escape(values[name]!) : whole));
 }
 
+const HTML_ENTITIES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
 function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+  return text.replace(/[&<>"']/g, (c) => HTML_ENTITIES[c]!);
 }
 
 /** Subject lines are one header line: no line breaks from a product title. */
@@ -138,8 +141,6 @@ export function stopLabel(locale: EffectiveSettings['locale']): string {
   return STOP_LABELS[locale];
 }
 
-/** The alert e-mail (or its reminder): subject, plain text and HTML, in the store's locale or its own template. */
-
 /**
  * The built-in subject line alone, in the alert's language: a push notification's title. It names
  * the product and nothing else, so no link of the e-mail's can reach a browser through it.
@@ -159,14 +160,114 @@ function productValues(product: Pick<NotificationContent, 'shop' | 'productTitle
   };
 }
 
-export function renderNotification(
-  content: NotificationContent,
+/** What an alert says of the product and the store: the same in every message of a restock. */
+export type NotificationProduct = Pick<NotificationContent, 'shop' | 'productTitle' | 'variantTitle' | 'imageUrl'>;
+
+/** What differs from one shopper of a restock to the next. */
+export type NotificationRecipient = Pick<NotificationContent, 'productUrl' | 'unsubscribeUrl' | 'manageUrl' | 'email' | 'reservedUntil'>;
+
+export type RenderedNotification = { subject: string; text: string; html: string };
+
+/** Renders one shopper's alert from a template compiled once for the product, language and kind. */
+export type NotificationRenderer = (recipient: NotificationRecipient) => RenderedNotification;
+
+/** The placeholders whose value is the shopper's own; every other one is filled when the template is compiled. */
+const RECIPIENT_PLACEHOLDERS = ['product_url', 'unsubscribe_url', 'manage_url', 'email', 'reserved_until'] as const;
+type RecipientPlaceholder = (typeof RECIPIENT_PLACEHOLDERS)[number];
+
+function recipientValue(name: RecipientPlaceholder, recipient: NotificationRecipient, shop: string): string {
+  switch (name) {
+    case 'product_url':
+      return recipient.productUrl ?? `https://${shop}`;
+    case 'unsubscribe_url':
+      return recipient.unsubscribeUrl;
+    case 'manage_url':
+      return recipient.manageUrl;
+    case 'email':
+      return recipient.email;
+    case 'reserved_until':
+      return recipient.reservedUntil ?? '';
+  }
+}
+
+/**
+ * A template with the restock's own values already in: its fixed text, with the shopper's
+ * placeholders between the pieces (`fixed` has one piece more than `names`). A fan-out renders
+ * one template for thousands of shoppers, so only their links and address are filled per message.
+ */
+interface CompiledTemplate {
+  fixed: string[];
+  names: RecipientPlaceholder[];
+  escape: (text: string) => string;
+}
+
+/**
+ * Splits a template at its placeholders, filling those of the product and the store now. A
+ * name that is neither (a typo in a store's template) stays as written, as does anything that
+ * only looks like a placeholder. Values are never read as templates themselves.
+ */
+function compileTemplate(template: string, shared: Readonly<Record<string, string>>, escape: (text: string) => string): CompiledTemplate {
+  const fixed: string[] = [];
+  const names: RecipientPlaceholder[] = [];
+  let piece = '';
+  let from = 0;
+  for (const match of template.matchAll(PLACEHOLDER)) {
+    piece += template.slice(from, match.index);
+    from = match.index + match[0].length;
+    const name = match[1]!;
+    if (Object.hasOwn(shared, name)) piece += escape(shared[name]!);
+    else if ((RECIPIENT_PLACEHOLDERS as readonly string[]).includes(name)) {
+      fixed.push(piece);
+      names.push(name as RecipientPlaceholder);
+      piece = '';
+    } else piece += match[0];
+  }
+  fixed.push(piece + template.slice(from));
+  return { fixed, names, escape };
+}
+
+function fillCompiled(compiled: CompiledTemplate, recipient: NotificationRecipient, shop: string): string {
+  const { fixed, names, escape } = compiled;
+  let out = fixed[0]!;
+  for (let i = 0; i < names.length; i++) out += escape(recipientValue(names[i]!, recipient, shop)) + fixed[i + 1]!;
+  return out;
+}
+
+/**
+ * The alert e-mail (or its reminder) of one product, language and kind, compiled once: subject,
+ * plain text and HTML, in the store's locale or its own template. `reserved`: the alert says a
+ * unit is held for the shopper until their `reservedUntil`.
+ */
+export function notificationRenderer(
+  product: NotificationProduct,
   settings: Pick<EffectiveSettings, 'locale' | 'template'>,
   kind: NotificationKind = 'alert',
-): { subject: string; text: string; html: string } {
-  const base = (kind === 'reminder' ? REMINDER_STRINGS : STRINGS)[settings.locale];
-  const reserved = kind === 'alert' && content.reservedUntil ? RESERVED_STRINGS[settings.locale] : undefined;
-  const strings = reserved ? { ...base, intro: `${base.intro} ${reserved.reserved}`, cta: reserved.cta } : base;
+  reserved = false,
+): NotificationRenderer {
+  const strings = stringsFor(settings.locale, kind, reserved);
+  const shared: Record<string, string> = { ...productValues(product), image_url: product.imageUrl ?? '' };
+  const own = kind === 'reminder' ? {} : settings.template;
+  const subject = compileTemplate(own.subject ?? strings.subject, shared, asIs);
+  const text = compileTemplate(own.text ?? defaultText(strings), shared, asIs);
+  const html = compileTemplate(own.html ?? defaultHtml(strings, product.imageUrl !== null), shared, escapeHtml);
+  // Most subjects name only the product: one string for every message.
+  const fixedSubject = subject.names.length === 0 ? oneLine(subject.fixed[0]!) : undefined;
+  const shop = product.shop;
+  return (recipient) => ({
+    subject: fixedSubject ?? oneLine(fillCompiled(subject, recipient, shop)),
+    text: fillCompiled(text, recipient, shop),
+    html: fillCompiled(html, recipient, shop),
+  });
+}
+
+/**
+ * The alert e-mail (or its reminder) of one shopper, every placeholder filled in one pass: the
+ * definition `notificationRenderer` is held to (test/dispatch-messages.test.ts checks the two
+ * agree for any template and values), and the naive path of the fan-out bench's baseline. The
+ * worker itself renders through `notificationRenderer`.
+ */
+export function renderNotification(content: NotificationContent, settings: Pick<EffectiveSettings, 'locale' | 'template'>, kind: NotificationKind = 'alert'): RenderedNotification {
+  const strings = stringsFor(settings.locale, kind, Boolean(content.reservedUntil));
   const values: Record<string, string> = {
     ...productValues(content),
     reserved_until: content.reservedUntil ?? '',
@@ -181,6 +282,13 @@ export function renderNotification(
   const text = fill(own.text ?? defaultText(strings), values, asIs);
   const html = fill(own.html ?? defaultHtml(strings, content.imageUrl !== null), values, escapeHtml);
   return { subject, text, html };
+}
+
+/** The built-in words of an alert or reminder, with the held unit's when one is held for the shopper. */
+function stringsFor(locale: EffectiveSettings['locale'], kind: NotificationKind, reserved: boolean): Strings {
+  const base = (kind === 'reminder' ? REMINDER_STRINGS : STRINGS)[locale];
+  const held = kind === 'alert' && reserved ? RESERVED_STRINGS[locale] : undefined;
+  return held ? { ...base, intro: `${base.intro} ${held.reserved}`, cta: held.cta } : base;
 }
 
 function defaultText(strings: Strings): string {
