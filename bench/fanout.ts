@@ -77,6 +77,7 @@ import { baseUrl, cpuSeconds, freePort, restockEnv, startServer, stopChild, type
 import { postgresScratch, sqliteScratch, type ScratchDatabase } from './lib.ts';
 import { median, printChecks, printSetting, printTable, restockCli } from './lib.ts';
 import { expectStatus, requestJson } from './lib.ts';
+import { claimStoreAgent, killedOnExit, startIpcChild, stopIpcChild, type IpcChild } from './ipc-child.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -130,79 +131,6 @@ if (WORKERS > 0 && MIXED) fail('BENCH_WORKERS and --mixed are separate runs');
 const SERVICE_RUNS = DIALECTS.length * (MIXED ? 2 : 1) + (WORKER_RUN ? 1 : 0);
 
 guardProcess(ROUNDS * (TIMEOUT_S * (1 + SERVICE_RUNS) + 240 * SERVICE_RUNS + 120) * 1000 + 60_000);
-
-// ---------------------------------------------------------------------------------------------
-// Child processes with an IPC channel (the sink and the baseline); killed however the run ends
-
-const ipcChildren = new Set<ChildProcess>();
-process.on('exit', () => {
-  for (const child of ipcChildren) child.kill('SIGKILL');
-});
-
-interface IpcChild<E> {
-  process: ChildProcess;
-  name: string;
-  output(): string;
-  exited: Promise<void>;
-  /** The next event that matches, or a rejection after `timeoutMs` or when the child exits. */
-  next<T extends E>(match: (event: E) => event is T, timeoutMs: number, what: string): Promise<T>;
-  on(listener: (event: E) => void): () => void;
-}
-
-function startIpcChild<E>(name: string, script: string, env: NodeJS.ProcessEnv, nodeArgs: string[] = []): IpcChild<E> {
-  const child = spawn(process.execPath, ['--import', 'tsx', ...nodeArgs, script], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
-  ipcChildren.add(child);
-  let tail = '';
-  const keep = (chunk: Buffer) => {
-    tail = (tail + chunk.toString()).slice(-16_384);
-  };
-  child.stdout?.on('data', keep);
-  child.stderr?.on('data', keep);
-  let gone = false;
-  const exited = new Promise<void>((resolve) =>
-    child.once('exit', () => {
-      gone = true;
-      ipcChildren.delete(child);
-      resolve();
-    }),
-  );
-  const on = (listener: (event: E) => void) => {
-    child.on('message', listener as (message: unknown) => void);
-    return () => void child.off('message', listener as (message: unknown) => void);
-  };
-  const next = <T extends E>(match: (event: E) => event is T, timeoutMs: number, what: string) =>
-    new Promise<T>((resolve, reject) => {
-      if (gone) return reject(new Error(`${name} has exited, no ${what}:\n${tail}`));
-      const off = on((event) => {
-        if (!match(event)) return;
-        done();
-        resolve(event);
-      });
-      const onExit = () => {
-        done();
-        reject(new Error(`${name} exited while waiting for ${what}:\n${tail}`));
-      };
-      const timer = setTimeout(() => {
-        done();
-        reject(new Error(`no ${what} from ${name} within ${timeoutMs} ms:\n${tail}`));
-      }, timeoutMs);
-      child.once('exit', onExit);
-      function done() {
-        clearTimeout(timer);
-        off();
-        child.off('exit', onExit);
-      }
-    });
-  return { process: child, name, output: () => tail, exited, next, on };
-}
-
-async function stopIpcChild(child: IpcChild<unknown>): Promise<void> {
-  if (child.process.exitCode !== null || child.process.signalCode !== null) return;
-  if (child.process.connected) child.process.disconnect();
-  const timer = setTimeout(() => child.process.kill('SIGKILL'), 5000);
-  await child.exited;
-  clearTimeout(timer);
-}
 
 const now = () => performance.timeOrigin + performance.now();
 
@@ -495,21 +423,6 @@ async function runBaseline(sink: Sink, round: number): Promise<Row> {
 // ---------------------------------------------------------------------------------------------
 // The service's set-up: database, store, agent, subscribers
 
-/** An anonymous agent the store's owner claims for the store, the code read at the sink. */
-async function claimAgent(base: string, sink: Sink): Promise<{ agentId: string; token: string }> {
-  const registered = expectStatus('agent registration', await requestJson(base, 'POST', '/api/agent/register', { type: 'anonymous' }), 201);
-  sink.command({ type: 'expect', phase: 'claim', prefix: '\u0000', count: 1 });
-  sink.command({ type: 'capture', address: OWNER });
-  const captured = sink.next((e): e is Extract<SinkEvent, { type: 'captured' }> => e.type === 'captured' && e.address === OWNER, 30_000, 'the claim mail');
-  captured.catch(() => {});
-  expectStatus('claim code request', await requestJson(base, 'POST', '/api/agent/claim', { claim_token: registered.claim_token, email: OWNER, store: DOMAIN }), 200);
-  const code = /code: (\d{6})/.exec((await captured).raw)?.[1];
-  if (!code) throw new Error('no claim code in the claim mail');
-  const claimed = expectStatus('claim', await requestJson(base, 'POST', '/api/agent/claim', { claim_token: registered.claim_token, otp: code }), 200);
-  if (claimed.store !== DOMAIN) throw new Error(`the agent was bound to ${claimed.store}, not ${DOMAIN}`);
-  return { agentId: registered.registration_id, token: claimed.credential };
-}
-
 /** What was seeded: the e-mail prefix, and in --mixed runs the phones and browsers. */
 interface Seeded {
   prefix: string;
@@ -592,8 +505,8 @@ interface ContactSeedRow {
   channel: 'sms' | 'push';
   address: string;
   address_key: string;
-  push_p256dh: string | null;
-  push_auth: string | null;
+  /** What the channel keeps beyond the address (migration 0025): a browser's push keys, `{}` for a phone. */
+  details: string;
   status: 'active';
   time_zone: string | null;
   consent_method: string;
@@ -629,8 +542,7 @@ function contactRows(audience: Audience, subscriptions: SubscriptionSeedRow[]): 
       channel: 'sms',
       address: phone,
       address_key: phone,
-      push_p256dh: null,
-      push_auth: null,
+      details: '{}',
       consent_method: 'storefront-checkbox',
       consent_text: 'Text me when it is back in stock. Msg & data rates may apply. Reply STOP to opt out.',
       confirmed_at: confirmed,
@@ -650,8 +562,7 @@ function contactRows(audience: Audience, subscriptions: SubscriptionSeedRow[]): 
       channel: 'push',
       address: endpoint,
       address_key: createHash('sha256').update(endpoint).digest('base64url'),
-      push_p256dh: publicKey,
-      push_auth: auth,
+      details: JSON.stringify({ p256dh: publicKey, auth }),
       consent_method: 'browser-permission',
       consent_text: 'allowed notifications from this site when asked by the browser',
       confirmed_at: c.created_at,
@@ -695,8 +606,7 @@ const CONTACT_COLUMNS = [
   'channel',
   'address',
   'address_key',
-  'push_p256dh',
-  'push_auth',
+  'details',
   'status',
   'time_zone',
   'consent_method',
@@ -885,7 +795,7 @@ async function startWorker(n: number, env: NodeJS.ProcessEnv, smtpUrl: string, e
   url.searchParams.set('name', ehlo);
   // Info, for the line that says the worker runs; it logs nothing per alert.
   const child = spawn(process.execPath, [...extraArgs, path.join('bin', 'restock.js'), 'worker'], { cwd: ROOT, env: { ...env, SMTP_URL: url.toString(), LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
-  ipcChildren.add(child);
+  killedOnExit(child);
   let tail = '';
   let ready: () => void = () => {};
   const running = new Promise<void>((resolve) => (ready = resolve));
@@ -897,7 +807,6 @@ async function startWorker(n: number, env: NodeJS.ProcessEnv, smtpUrl: string, e
   child.stderr?.on('data', keep);
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once('exit', (code, signal) => {
-      ipcChildren.delete(child);
       resolve({ code, signal });
     }),
   );
@@ -973,7 +882,7 @@ async function runService(sink: Sink, dialect: Dialect, round: number, mix?: Mix
     service = await startServer(label, [...profile, path.join('bin', 'restock.js'), 'serve'], env, port, '/api/health');
     for (let n = 1; n <= workers; n++) workerChildren.push(await startWorker(n, env, sink.url, profile));
     const base = baseUrl(port);
-    const agent = await claimAgent(base, sink);
+    const agent = await claimStoreAgent(base, sink, OWNER, DOMAIN);
     if (mix) {
       // No quiet hours: texts go whatever the hour in the shoppers' time zones.
       expectStatus('store settings', await requestJson(base, 'PATCH', `/api/v1/stores/${DOMAIN}`, { smsQuietHours: { start: 0, end: 0 } }, agent.token), 200);

@@ -40,20 +40,17 @@
  * its count of alerts sent. Anything else fails the run (exit 1). The aims are reported, not
  * enforced.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import type { PhaseStats, SinkCommand, SinkEvent } from './fanout-sink.ts';
+import type { PhaseStats, SinkEvent } from './fanout-sink.ts';
 import { dialectsSetting, exitCodeFor, guardProcess, intSetting, pgSetting, runMain } from './lib.ts';
 import { baseUrl, freePort, HOST, restockEnv, startServer, stopChild, SUBSCRIBE_PATH, type Child } from './lib.ts';
 import { postgresScratch, sqliteScratch, type ScratchDatabase } from './lib.ts';
 import { percentile, printChecks, printSetting, printTable, restockCli } from './lib.ts';
 import { expectStatus, requestJson } from './lib.ts';
-
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+import { claimStoreAgent, startIpcChild, stopIpcChild, type IpcChild, type SinkControl } from './ipc-child.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Settings
@@ -98,73 +95,14 @@ const now = () => performance.timeOrigin + performance.now();
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 // ---------------------------------------------------------------------------------------------
-// The SMTP sink, a child with an IPC channel (as bench/fanout.ts runs it); killed however the run ends
+// The SMTP sink, a child with an IPC channel (bench/ipc-child.ts, as bench/fanout.ts runs it)
 
-const ipcChildren = new Set<ChildProcess>();
-process.on('exit', () => {
-  for (const child of ipcChildren) child.kill('SIGKILL');
-});
-
-interface Sink {
-  process: ChildProcess;
-  url: string;
-  exited: Promise<void>;
-  command(command: SinkCommand): void;
-  /** The next event that matches, or a rejection after `timeoutMs` or when the sink exits. */
-  next<T extends SinkEvent>(match: (event: SinkEvent) => event is T, timeoutMs: number, what: string): Promise<T>;
-}
+type Sink = IpcChild<SinkEvent> & SinkControl & { url: string };
 
 async function startSink(): Promise<Sink> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join('bench', 'fanout-sink.ts')], { cwd: ROOT, env: process.env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
-  ipcChildren.add(child);
-  let tail = '';
-  const keep = (chunk: Buffer) => {
-    tail = (tail + chunk.toString()).slice(-16_384);
-  };
-  child.stdout?.on('data', keep);
-  child.stderr?.on('data', keep);
-  let gone = false;
-  const exited = new Promise<void>((resolve) =>
-    child.once('exit', () => {
-      gone = true;
-      ipcChildren.delete(child);
-      resolve();
-    }),
-  );
-  const next = <T extends SinkEvent>(match: (event: SinkEvent) => event is T, timeoutMs: number, what: string) =>
-    new Promise<T>((resolve, reject) => {
-      if (gone) return reject(new Error(`the SMTP sink has exited, no ${what}:\n${tail}`));
-      const listener = (event: SinkEvent) => {
-        if (!match(event)) return;
-        done();
-        resolve(event);
-      };
-      const onExit = () => {
-        done();
-        reject(new Error(`the SMTP sink exited while waiting for ${what}:\n${tail}`));
-      };
-      const timer = setTimeout(() => {
-        done();
-        reject(new Error(`no ${what} from the SMTP sink within ${timeoutMs} ms`));
-      }, timeoutMs);
-      child.on('message', listener as (message: unknown) => void);
-      child.once('exit', onExit);
-      function done() {
-        clearTimeout(timer);
-        child.off('message', listener as (message: unknown) => void);
-        child.off('exit', onExit);
-      }
-    });
-  const ready = await next((e): e is Extract<SinkEvent, { type: 'ready' }> => e.type === 'ready', 30_000, 'ready');
-  return { process: child, url: `smtp://${HOST}:${ready.port}`, exited, command: (c) => void child.send(c), next };
-}
-
-async function stopSink(sink: Sink): Promise<void> {
-  if (sink.process.exitCode !== null || sink.process.signalCode !== null) return;
-  if (sink.process.connected) sink.process.disconnect();
-  const timer = setTimeout(() => sink.process.kill('SIGKILL'), 5000);
-  await sink.exited;
-  clearTimeout(timer);
+  const child = startIpcChild<SinkEvent>('the SMTP sink', path.join('bench', 'fanout-sink.ts'), process.env);
+  const ready = await child.next((e): e is Extract<SinkEvent, { type: 'ready' }> => e.type === 'ready', 30_000, 'ready');
+  return { ...child, url: `smtp://${HOST}:${ready.port}`, command: (c) => void child.process.send(c) };
 }
 
 /** The sink's figures of the current phase, now. */
@@ -173,21 +111,6 @@ async function sinkReport(sink: Sink): Promise<PhaseStats> {
   sink.command({ type: 'report' });
   const { type: _type, ...stats } = await reported;
   return stats;
-}
-
-/** An anonymous agent the store's owner claims for the store, the code read at the sink (as bench/fanout.ts does). */
-async function claimAgent(base: string, sink: Sink): Promise<{ agentId: string; token: string }> {
-  const registered = expectStatus('agent registration', await requestJson(base, 'POST', '/api/agent/register', { type: 'anonymous' }), 201);
-  sink.command({ type: 'expect', phase: 'claim', prefix: '\u0000', count: 1 });
-  sink.command({ type: 'capture', address: OWNER });
-  const captured = sink.next((e): e is Extract<SinkEvent, { type: 'captured' }> => e.type === 'captured' && e.address === OWNER, 30_000, 'the claim mail');
-  captured.catch(() => {});
-  expectStatus('claim code request', await requestJson(base, 'POST', '/api/agent/claim', { claim_token: registered.claim_token, email: OWNER, store: DOMAIN }), 200);
-  const code = /code: (\d{6})/.exec((await captured).raw)?.[1];
-  if (!code) throw new Error('no claim code in the claim mail');
-  const claimed = expectStatus('claim', await requestJson(base, 'POST', '/api/agent/claim', { claim_token: registered.claim_token, otp: code }), 200);
-  if (claimed.store !== DOMAIN) throw new Error(`the agent was bound to ${claimed.store}, not ${DOMAIN}`);
-  return { agentId: registered.registration_id, token: claimed.credential };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -451,7 +374,7 @@ async function runDatabase(sink: Sink, dialect: Dialect): Promise<Row> {
     await restockCli(['store', 'create', DOMAIN, '--owner', OWNER], env);
     service = await startServer(label, [path.join('bin', 'restock.js'), 'serve'], env, port, '/api/health');
     const base = baseUrl(port);
-    const agent = await claimAgent(base, sink);
+    const agent = await claimStoreAgent(base, sink, OWNER, DOMAIN);
     process.stdout.write('ready\n');
 
     const prefix = `lat${dialect[0]}-${TAG}-`;
@@ -607,7 +530,7 @@ async function main(): Promise<number> {
   try {
     for (const dialect of DIALECTS) rows.push(await runDatabase(sink, dialect));
   } finally {
-    await stopSink(sink);
+    await stopIpcChild(sink);
   }
   report(rows);
   console.log(`\nbench: load average at the end ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
