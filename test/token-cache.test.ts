@@ -16,6 +16,7 @@ import { pgUrlFor } from './fixtures/services.ts';
 import { AgentStateCache } from '../src/agents/state-cache.ts';
 import type { AgentState } from '../src/agents/repository.ts';
 import { LocalChangeBus, type ChangeBus, type ChangeListener } from '../src/core/changes/bus.ts';
+import { ChangeCache } from '../src/core/changes/cache.ts';
 import { PG_LISTENER_NAME } from '../src/core/changes/postgres.ts';
 import { REDIS_CONNECTION_NAME } from '../src/core/changes/redis.ts';
 
@@ -130,29 +131,29 @@ for (const dialect of testDialects()) {
   });
 }
 
+/** A bus whose liveness the test sets, and whose listeners it can reach. */
+function controlledBus(): ChangeBus & { isLive: boolean; heard: ChangeListener[] } {
+  const bus = new LocalChangeBus();
+  const heard: ChangeListener[] = [];
+  const controlled: ChangeBus & { isLive: boolean; heard: ChangeListener[] } = {
+    isLive: true,
+    heard,
+    get live() {
+      return controlled.isLive;
+    },
+    listen(topic: string, listener: ChangeListener) {
+      heard.push(listener);
+      bus.listen(topic, listener);
+    },
+    publish: (topic: string, keys: readonly string[]) => bus.publish(topic, keys),
+    whenLive: async () => controlled.isLive,
+    close: () => bus.close(),
+  };
+  return controlled;
+}
+
 describe('the agent state cache', () => {
   const active: AgentState = { method: 'anonymous', status: 'active', scopes: 'api:read', store_domain: null, claimed_at: null, token_revoked: 0 };
-
-  /** A bus whose liveness the test sets, and whose listeners it can reach. */
-  function controlledBus(): ChangeBus & { isLive: boolean; heard: ChangeListener[] } {
-    const bus = new LocalChangeBus();
-    const heard: ChangeListener[] = [];
-    const controlled: ChangeBus & { isLive: boolean; heard: ChangeListener[] } = {
-      isLive: true,
-      heard,
-      get live() {
-        return controlled.isLive;
-      },
-      listen(topic: string, listener: ChangeListener) {
-        heard.push(listener);
-        bus.listen(topic, listener);
-      },
-      publish: (topic: string, keys: readonly string[]) => bus.publish(topic, keys),
-      whenLive: async () => controlled.isLive,
-      close: () => bus.close(),
-    };
-    return controlled;
-  }
 
   it('reads the database once between changes, and again after each change to that agent', async () => {
     let reads = 0;
@@ -211,5 +212,57 @@ describe('the agent state cache', () => {
     for (const listener of bus.heard) listener.reset();
     await cache.stateOf('a1', 'j1');
     assert.equal(reads, 2, 'a reset must drop what was kept');
+  });
+});
+
+describe('answers kept between changes (ChangeCache: store rows, webhook endpoints, Klaviyo state)', () => {
+  it('reads once between changes of its key, every time while the channel is not live, and again after a reset', async () => {
+    const reads: string[] = [];
+    const bus = controlledBus();
+    const cache = new ChangeCache(bus, 'kept', async (key) => (reads.push(key), `value of ${key}`), 10);
+    assert.equal(await cache.get('a'), 'value of a');
+    await cache.get('a');
+    await cache.get('b');
+    assert.deepEqual(reads, ['a', 'b'], 'the second lookup of a is answered from memory');
+    await cache.changed('b');
+    await cache.get('a');
+    await cache.get('b');
+    assert.deepEqual(reads, ['a', 'b', 'b'], 'a change drops its key only');
+    bus.isLive = false;
+    await cache.get('a');
+    await cache.get('c');
+    await cache.get('c');
+    bus.isLive = true;
+    await cache.get('c');
+    assert.deepEqual(reads, ['a', 'b', 'b', 'a', 'c', 'c', 'c'], 'nothing answered from memory, nor kept, while the channel is not live');
+    await cache.get('c');
+    for (const listener of bus.heard) listener.reset();
+    await cache.get('c');
+    assert.equal(reads.length, 8, 'a reset drops everything');
+  });
+
+  it('keeps at most its bound, dropping the oldest first', async () => {
+    const reads: string[] = [];
+    const cache = new ChangeCache(controlledBus(), 'kept', async (key) => (reads.push(key), key), 3);
+    for (const key of ['a', 'b', 'c', 'd']) await cache.get(key);
+    reads.length = 0;
+    for (const key of ['b', 'c', 'd', 'a']) await cache.get(key);
+    assert.deepEqual(reads, ['a'], 'a, the oldest, was dropped to keep d; the others stayed');
+  });
+
+  it('does not keep a read that a change overtook', async () => {
+    let release!: () => void;
+    let reads = 0;
+    const cache = new ChangeCache(controlledBus(), 'kept', async () => {
+      reads++;
+      if (reads === 1) await new Promise<void>((resolve) => (release = resolve));
+      return reads;
+    }, 10);
+    const racing = cache.get('a');
+    await new Promise((resolve) => setImmediate(resolve));
+    await cache.changed('a');
+    release();
+    await racing;
+    assert.equal(await cache.get('a'), 2, 'the value read before the change is not served after it');
   });
 });
