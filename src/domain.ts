@@ -90,7 +90,7 @@ export async function buildDomainFeatures(config: Config, database: Database, ma
   const serviceSecret = await loadServiceSecret(database, config.secret);
   const changes = openChangeBus(config.redisUrl, database, log);
   const { secretKey: stripeKey, apiUrl: stripeUrl } = config.payments.stripe;
-  const stripe = stripeKey ? stripeClient(stripeKey, stripeUrl, config.payments.settleTimeoutMs) : undefined;
+  const stripe = stripeKey ? await stripeClient(stripeKey, stripeUrl, config.payments.settleTimeoutMs) : undefined;
   const signer = new TokenSigner(serviceSecret);
   const payments = buildPayments({ config, database, serviceSecret, log, prices: declaredPrices(), ...(stripe ? { stripe } : {}), metrics });
   const storesAlone = buildStores({ config, database, changes, onOwnerChange: formerOwnerAccess(database, changes), storeDomains: STORE_DOMAINS });
