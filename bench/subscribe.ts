@@ -11,7 +11,8 @@
  * load before measuring, default 2), BENCH_CONNECTIONS (default 50), BENCH_SYNC (comma list of
  * FULL and NORMAL, default FULL; empty with BENCH_DATABASE_URL runs PostgreSQL only),
  * BENCH_ROUNDS (default 1: the whole sequence again, with the median ratio at the end),
- * BENCH_JSON=1 (one machine-readable summary line).
+ * BENCH_JSON=1 (one machine-readable summary line), BENCH_PROFILE=<dir> (each Restock server writes
+ * a V8 CPU profile there when it stops).
  *
  * Each server is a child process on 127.0.0.1 and a free port, started, warmed up, measured and
  * stopped (SIGTERM) one after the other. Every /api/v1 route needs an access token, so each
@@ -23,7 +24,7 @@
  */
 import path from 'node:path';
 import type autocannon from 'autocannon';
-import { exitCodeFor, fail, guardProcess, intSetting, pgSetting, runMain } from './lib.ts';
+import { exitCodeFor, fail, guardProcess, intSetting, pgSetting, profileSetting, runMain } from './lib.ts';
 import { freePort, restockEnv, startAgentServer, stopChild, type Child } from './lib.ts';
 import { SUBSCRIBE_PATH, cpuSeconds, load, outcomeOf, problemsOf, type Result } from './lib.ts';
 import { checkStored, postgresScratch, sqliteScratch, type ScratchDatabase } from './lib.ts';
@@ -46,6 +47,7 @@ const CONNECTIONS = intSetting('BENCH_CONNECTIONS', 50, 1, 1000);
 const SYNC_MODES = syncSetting();
 const PG_ADMIN = pgSetting();
 const ROUNDS = intSetting('BENCH_ROUNDS', 1, 1, 20);
+const PROFILE_DIR = profileSetting();
 if (SYNC_MODES.length === 0 && !PG_ADMIN) fail('nothing to run: BENCH_SYNC is empty and BENCH_DATABASE_URL is unset');
 
 const runsPlanned = ROUNDS * (1 + SYNC_MODES.length + (PG_ADMIN ? 1 : 0));
@@ -113,7 +115,8 @@ async function naivePeer(): Promise<Row> {
 async function restock(label: string, checkLabel: string, database: ScratchDatabase): Promise<Row> {
   try {
     const port = await freePort();
-    const server = await startAgentServer(label, [path.join('bin', 'restock.js'), 'serve'], restockEnv(port, database.env), port);
+    const profile = PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
+    const server = await startAgentServer(label, [...profile, path.join('bin', 'restock.js'), 'serve'], restockEnv(port, database.env), port);
     const row = await measure(label, server.child, server.base + SUBSCRIBE_PATH, server.requests);
     const { checks, problems } = checkStored(checkLabel, server, row.warmupOk + row.result['2xx'], await database.readRows());
     row.checks.push(...checks);
