@@ -72,9 +72,12 @@ for (const dialect of testDialects()) {
         await add(trx, 'sent');
       });
       await Promise.all([first, second]);
-      assert.equal(attempts, 3, 'one of the two ran again');
+      // At least one ran again. Its new transaction may take the first row before the other,
+      // woken by the abort, takes it back: then the two meet again and one more runs again.
+      assert.ok(attempts >= 3, `one of the two ran again (${attempts} attempts)`);
       const rows = await database.db.selectFrom('ledger_counts').select(['status', 'n']).where('store_domain', '=', store).orderBy('status').execute();
       assert.deepEqual(rows.map((row) => [row.status, Number(row.n)]), [['failed', 2], ['sent', 2]], 'each counted once');
+      const cycles = attempts;
       await assert.rejects(
         database.writeRetrying(async () => {
           attempts++;
@@ -82,7 +85,7 @@ for (const dialect of testDialects()) {
         }),
         /not a lock cycle/,
       );
-      assert.equal(attempts, 4, 'any other failure is not run again');
+      assert.equal(attempts, cycles + 1, 'any other failure is not run again');
     });
 
     it('timestamps read back as the ISO strings written', async () => {
