@@ -232,8 +232,8 @@ export class Database {
 /**
  * Pages of log (4 KiB each) after which a COMMIT copies the log into the database file and syncs
  * it, on the event loop; SQLite's default is 1,000. Sign-ups dirty the same few pages over and
- * over, and a copy writes each page once: ten times fewer copies cut the subscribe path's cost by
- * a fifth, for a log of up to 40 MB (docs/architecture.md).
+ * over, and a copy writes each page once: ten times fewer copies took a tenth off the CPU of a
+ * subscribe and more off its time, for a log of up to 40 MB (docs/architecture.md).
  */
 const WAL_CHECKPOINT_PAGES = 10_000;
 
