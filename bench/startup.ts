@@ -71,7 +71,8 @@ if (!existsSync(join(root, 'dist/main.js'))) throw new Error('the build made no 
 const migrated = mkdtempSync(join(tmpdir(), 'restock-startup-migrated-'));
 execFileSync(process.execPath, ['dist/main.js', 'migrate'], { cwd: root, env: { ...process.env, DATA_DIR: migrated, DATABASE_URL: '' }, stdio: 'ignore' });
 process.on('exit', () => rmSync(migrated, { recursive: true, force: true }));
-const kinds = { compiled: ['dist/main.js', 'serve'], tsx: ['--import', 'tsx', 'src/main.ts', 'serve'] };
+// `compiled` is what `npm start` runs: bin/restock.js, which runs the fresh build in dist/.
+const kinds = { compiled: ['bin/restock.js', 'serve'], tsx: ['--import', 'tsx', 'src/main.ts', 'serve'] };
 const results: Record<string, Start[]> = { compiled: [], tsx: [] };
 // Interleaved, so both meet the same machine.
 for (let i = 0; i < STARTS; i++) {

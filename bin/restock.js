@@ -4,9 +4,7 @@
 // on stderr (a warning log line), so an edit is never silently ignored in development.
 import { readdirSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-
-// Stack traces of the compiled code name the TypeScript lines.
-process.setSourceMapsEnabled(true);
+import { mapStackTraces } from './stack-source-maps.js';
 
 const src = fileURLToPath(new URL('../src/', import.meta.url));
 const built = fileURLToPath(new URL('../dist/.built', import.meta.url));
@@ -30,6 +28,8 @@ function sourcesChangedSince(since) {
 
 const since = buildTime();
 if (since > 0 && !sourcesChangedSince(since)) {
+  // Stack traces of the compiled code name the TypeScript lines.
+  mapStackTraces(new URL('../dist/', import.meta.url));
   await import('../dist/main.js');
 } else {
   // A warning in the service's own log format (pino's JSON lines), so log readers take it as one.

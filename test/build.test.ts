@@ -38,6 +38,23 @@ describe('the production build', () => {
     assert.match(main, /from "pino"/);
   });
 
+  it('stack traces of the build name the TypeScript lines, the maps read only when a trace is formatted', () => {
+    const source = join(ROOT, 'src/core/mail/smtp-url.ts');
+    const line = readFileSync(source, 'utf8').split('\n').findIndex((text) => text.includes('must start with smtp:// or smtps://')) + 1;
+    assert.ok(line > 0);
+    const script = `
+      import { mapStackTraces } from './bin/stack-source-maps.js';
+      mapStackTraces(new URL('./dist/', import.meta.url));
+      const { parseSmtpUrl } = await import('./dist/core/mail/smtp-url.js');
+      try { parseSmtpUrl('nope://x'); } catch (err) { console.log(err.stack); }`;
+    const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8' });
+    assert.equal(run.status, 0, run.stderr);
+    const [headline, frame] = run.stdout.split('\n');
+    assert.equal(headline, 'SmtpUrlError: the SMTP URL must start with smtp:// or smtps://, not nope://');
+    assert.match(frame!, new RegExp(`^    at parseSmtpUrl \\(${source.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}:${line}:\\d+\\)$`));
+    assert.match(readFileSync(BIN, 'utf8'), /mapStackTraces\(new URL\('\.\.\/dist\/', import\.meta\.url\)\)/, 'bin/restock.js maps the build it runs');
+  });
+
   it('bin/restock.js serves from the build: the service answers, and nothing falls back to the sources', async () => {
     const port = await freePort();
     const child = spawn(process.execPath, [BIN, 'serve'], {
