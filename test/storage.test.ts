@@ -198,7 +198,7 @@ for (const dialect of testDialects()) {
         }
       });
 
-      it('runs in WAL mode; FULL is kept by flushing the log itself, so SQLite runs NORMAL', async () => {
+      it('runs in WAL mode, checkpointing every 10,000 pages; FULL is kept by flushing the log itself, so SQLite runs NORMAL', async () => {
         const file = testDatabase.url.slice('sqlite:'.length);
         const probe = new SqliteDriver(file, { readonly: true });
         try {
@@ -210,6 +210,8 @@ for (const dialect of testDialects()) {
         assert.ok(config.dialect === 'sqlite' && config.synchronous === 'FULL');
         const { rows } = await (await import('kysely')).sql<{ synchronous: number }>`pragma synchronous`.execute(database.db);
         assert.equal(rows[0]!.synchronous, 1, 'NORMAL: COMMIT does not wait for the disk, LogFlush does');
+        const checkpoint = await (await import('kysely')).sql<{ wal_autocheckpoint: number }>`pragma wal_autocheckpoint`.execute(database.db);
+        assert.equal(checkpoint.rows[0]!.wal_autocheckpoint, 10_000, 'the log is copied into the database every 10,000 pages (docs/architecture.md)');
       });
 
       it('under FULL a write resolves only after the log is synced, and answers built from reads wait from COMMIT on', async () => {
