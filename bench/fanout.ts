@@ -76,8 +76,8 @@ import { dialectsSetting, exitCodeFor, fail, guardProcess, intSetting, pgSetting
 import { baseUrl, cpuSeconds, freePort, restockEnv, startServer, stopChild, type Child } from './lib.ts';
 import { postgresScratch, sqliteScratch, type ScratchDatabase } from './lib.ts';
 import { median, printChecks, printSetting, printTable, restockCli } from './lib.ts';
-import { expectStatus, requestJson } from './lib.ts';
-import { claimStoreAgent, killedOnExit, startIpcChild, stopIpcChild, type IpcChild } from './ipc-child.ts';
+import { expectStatus, killedOnExit, requestJson } from './lib.ts';
+import { claimStoreAgent, startIpcChild, stopIpcChild, type IpcChild } from './ipc-child.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 

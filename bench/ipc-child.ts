@@ -7,20 +7,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { SinkCommand, SinkEvent } from './fanout-sink.ts';
-import { expectStatus, requestJson } from './lib.ts';
+import { expectStatus, killedOnExit, outputTail, requestJson } from './lib.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-
-const ipcChildren = new Set<ChildProcess>();
-process.on('exit', () => {
-  for (const child of ipcChildren) child.kill('SIGKILL');
-});
-
-/** A child of the bench's own (a `restock worker`) killed with the bench however the run ends. */
-export function killedOnExit(child: ChildProcess): void {
-  ipcChildren.add(child);
-  child.once('exit', () => ipcChildren.delete(child));
-}
 
 export interface IpcChild<E> {
   process: ChildProcess;
@@ -34,18 +23,12 @@ export interface IpcChild<E> {
 
 export function startIpcChild<E>(name: string, script: string, env: NodeJS.ProcessEnv, nodeArgs: string[] = []): IpcChild<E> {
   const child = spawn(process.execPath, ['--import', 'tsx', ...nodeArgs, script], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
-  ipcChildren.add(child);
-  let tail = '';
-  const keep = (chunk: Buffer) => {
-    tail = (tail + chunk.toString()).slice(-16_384);
-  };
-  child.stdout?.on('data', keep);
-  child.stderr?.on('data', keep);
+  killedOnExit(child);
+  const output = outputTail(child, 16_384);
   let gone = false;
   const exited = new Promise<void>((resolve) =>
     child.once('exit', () => {
       gone = true;
-      ipcChildren.delete(child);
       resolve();
     }),
   );
@@ -55,7 +38,7 @@ export function startIpcChild<E>(name: string, script: string, env: NodeJS.Proce
   };
   const next = <T extends E>(match: (event: E) => event is T, timeoutMs: number, what: string) =>
     new Promise<T>((resolve, reject) => {
-      if (gone) return reject(new Error(`${name} has exited, no ${what}:\n${tail}`));
+      if (gone) return reject(new Error(`${name} has exited, no ${what}:\n${output()}`));
       const off = on((event) => {
         if (!match(event)) return;
         done();
@@ -63,11 +46,11 @@ export function startIpcChild<E>(name: string, script: string, env: NodeJS.Proce
       });
       const onExit = () => {
         done();
-        reject(new Error(`${name} exited while waiting for ${what}:\n${tail}`));
+        reject(new Error(`${name} exited while waiting for ${what}:\n${output()}`));
       };
       const timer = setTimeout(() => {
         done();
-        reject(new Error(`no ${what} from ${name} within ${timeoutMs} ms:\n${tail}`));
+        reject(new Error(`no ${what} from ${name} within ${timeoutMs} ms:\n${output()}`));
       }, timeoutMs);
       child.once('exit', onExit);
       function done() {
@@ -76,7 +59,7 @@ export function startIpcChild<E>(name: string, script: string, env: NodeJS.Proce
         child.off('exit', onExit);
       }
     });
-  return { process: child, name, output: () => tail, exited, next, on };
+  return { process: child, name, output, exited, next, on };
 }
 
 export async function stopIpcChild(child: IpcChild<unknown>): Promise<void> {

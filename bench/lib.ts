@@ -158,22 +158,29 @@ export interface Child {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-function startChild(name: string, args: string[], env: NodeJS.ProcessEnv): Child {
-  const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+/** A child of the bench's own, killed with the bench however the run ends (`guardProcess`). */
+export function killedOnExit(child: ChildProcess): void {
   children.add(child);
+  child.once('exit', () => children.delete(child));
+}
+
+/** The last `limit` characters the child wrote to stdout and stderr, shown when something goes wrong. */
+export function outputTail(child: ChildProcess, limit: number): () => string {
   let tail = '';
   const keep = (chunk: Buffer) => {
-    tail = (tail + chunk.toString()).slice(-65_536);
+    tail = (tail + chunk.toString()).slice(-limit);
   };
   child.stdout?.on('data', keep);
   child.stderr?.on('data', keep);
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    child.once('exit', (code, signal) => {
-      children.delete(child);
-      resolve({ code, signal });
-    });
-  });
-  return { process: child, name, output: () => tail, exited };
+  return () => tail;
+}
+
+function startChild(name: string, args: string[], env: NodeJS.ProcessEnv): Child {
+  const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  killedOnExit(child);
+  const output = outputTail(child, 65_536);
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  return { process: child, name, output, exited };
 }
 
 async function waitReady(child: Child, url: string): Promise<void> {
