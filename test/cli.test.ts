@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from './fixtures/suites.ts';
 import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
 import SqliteDriver from 'better-sqlite3';
 import { privateKeyToAccount } from 'viem/accounts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
@@ -283,20 +284,32 @@ describe('what each command loads', () => {
   /** The web's and the payment protocols' libraries: most of the service's code in memory. */
   const WEB_AND_PAYMENTS = ['@modelcontextprotocol/server', '@modelcontextprotocol/node', 'mppx', 'viem', '@x402/evm'];
 
-  /** Runs a long-lived command until it logs `ready`, stops it, and returns the npm packages it imported. */
-  async function packagesLoadedBy(command: 'serve' | 'worker', ready: RegExp): Promise<Set<string>> {
+  /**
+   * Runs a long-lived command until it logs `ready`, then `meanwhile` (given the port, and a
+   * function that returns the packages imported so far), stops it, and returns the npm packages it imported.
+   */
+  async function packagesLoadedBy(command: 'serve' | 'worker', ready: RegExp, meanwhile?: (port: number, importedSoFar: () => Promise<Set<string>>) => Promise<void>): Promise<Set<string>> {
     const dir = freshDir();
     const file = path.join(dir, 'packages.txt');
-    const env = { DATA_DIR: dir, PORT: String(await freePort()), LOG_LEVEL: 'info', LOADED_PACKAGES_FILE: file };
+    const port = await freePort();
+    const env = { DATA_DIR: dir, PORT: String(port), LOG_LEVEL: 'info', LOADED_PACKAGES_FILE: file };
     const child = spawn(process.execPath, [LOADED_PACKAGES, command], { cwd: dir, env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
     const closed = new Promise((resolve) => child.once('close', resolve));
+    const read = () => new Set(readFileSync(file, 'utf8').split('\n').filter(Boolean));
+    const importedSoFar = async () => {
+      rmSync(file, { force: true });
+      child.kill('SIGUSR2');
+      for (let i = 0; i < 100 && !existsSync(file); i++) await sleep(50);
+      return read();
+    };
     try {
       await watchOutput(child).line(ready, 60_000);
+      await meanwhile?.(port, importedSoFar);
     } finally {
       child.kill('SIGTERM');
       await closed;
     }
-    return new Set(readFileSync(file, 'utf8').split('\n').filter(Boolean));
+    return read();
   }
 
   it('restock worker leaves out the web and the payment protocols (it settles nothing until a payment is left to reconcile)', async () => {
@@ -305,8 +318,22 @@ describe('what each command loads', () => {
     for (const name of WEB_AND_PAYMENTS) assert.ok(!loaded.has(name), `the worker does not import ${name}`);
   });
 
-  it('restock serve has them loaded before it listens, so the first 402 waits for nothing', async () => {
-    const loaded = await packagesLoadedBy('serve', /"msg":"Restock is listening"/);
-    for (const name of WEB_AND_PAYMENTS) assert.ok(loaded.has(name), `serve imports ${name}`);
+  it('restock serve loads the payment protocols at its first 402, not before: a process no agent pays through never has them', async () => {
+    const PAYMENTS = ['mppx', 'viem', '@x402/core', '@x402/evm'];
+    const loaded = await packagesLoadedBy('serve', /"msg":"Restock is listening"/, async (port, importedSoFar) => {
+      const listening = await importedSoFar();
+      for (const name of ['fastify', 'kysely', '@modelcontextprotocol/server']) assert.ok(listening.has(name), `serve imports ${name} before it listens`);
+      for (const name of PAYMENTS) assert.ok(!listening.has(name), `serve does not import ${name} before its first 402`);
+      // /openapi.json offers x402 all the same: its requirements come from the settings, not the SDK.
+      const openapi = (await (await fetch(`http://127.0.0.1:${port}/openapi.json`)).json()) as { paths: Record<string, Record<string, { 'x-payment-info'?: { x402?: { accepts: Array<{ payTo: string }> } } }>> };
+      const payTo = openapi.paths['/api']?.get?.['x-payment-info']?.x402?.accepts[0]?.payTo;
+      assert.match(payTo ?? '', /^0x[0-9a-fA-F]{40}$/, 'GET /api offers x402 in /openapi.json');
+      for (const name of PAYMENTS) assert.ok(!(await importedSoFar()).has(name), `/openapi.json does not import ${name}`);
+      const demand = await fetch(`http://127.0.0.1:${port}/api`);
+      assert.equal(demand.status, 402);
+      assert.ok(demand.headers.get('payment-required'), 'the first 402 carries the x402 requirements');
+      assert.ok(demand.headers.get('www-authenticate')?.startsWith('Payment '), 'and an MPP challenge');
+    });
+    for (const name of PAYMENTS) assert.ok(loaded.has(name), `serve imports ${name} for its first 402`);
   });
 });

@@ -335,7 +335,7 @@ describe('the payment ledger, by tenancy', () => {
   it('lists a store’s payments only to an agent bound to it, as if the store did not exist to any other', async () => {
     const asked: string[] = [];
     const store = { listForStore: async (domain: string) => (asked.push(domain), []) };
-    const service = new PaymentService(prices, store as never, () => Promise.reject(new Error('no payment is taken here')), [], 'secret');
+    const service = new PaymentService(prices, store as never, { settings: () => Promise.reject(new Error('no setting is read here')), engines: () => Promise.reject(new Error('no payment is taken here')) }, [], 'secret');
     const agent = (storeDomain: string | null): Caller => ({ agentId: 'agent', scopes: new Set(['api:read']), storeDomain, rateLimitPerMinute: 60, tokenId: 't' });
     assert.deepEqual(await service.listPayments(agent('shop.myshopify.com'), 'Shop.myshopify.com'), []);
     await assert.rejects(service.listPayments(agent('other.myshopify.com'), 'shop.myshopify.com'), (err) => err instanceof Problem && err.status === 404);

@@ -1,5 +1,5 @@
 import type { PaymentPayload } from '@x402/core/types';
-import { Challenge, Credential, PaymentRequest, Receipt } from 'mppx';
+import type { Credential } from 'mppx';
 import type { Caller } from '../core/http/caller.ts';
 import type { Metrics } from '../core/metrics.ts';
 import { Problem } from '../core/problems.ts';
@@ -57,9 +57,11 @@ export async function payForToolCall(
     url: `mcp://tool/${call.tool}`,
     requestId: call.requestId,
   };
+  // Loaded at the first paid call, as the HTTP gate loads it: it brings viem.
+  const mppx = await import('mppx');
   let outcome;
   try {
-    outcome = await new PaymentPipeline(payments, rateLimitPerMinute, metrics).pay(paid, proofOf(call.meta), run);
+    outcome = await new PaymentPipeline(payments, rateLimitPerMinute, metrics).pay(paid, proofOf(call.meta, mppx), run);
   } catch (err) {
     if (err instanceof Problem) return asError(err);
     throw err;
@@ -70,17 +72,19 @@ export async function payForToolCall(
     case 'refused':
       return asError(outcome.problem);
     case 'served':
-      return { content: [{ type: 'text', text: JSON.stringify(outcome.result) }], structuredContent: outcome.result, _meta: receiptMeta(outcome.settlement) };
+      return { content: [{ type: 'text', text: JSON.stringify(outcome.result) }], structuredContent: outcome.result, _meta: receiptMeta(outcome.settlement, mppx) };
   }
 }
 
 /** The proof in `_meta`, decoded: an x402 payment payload (checked by the pipeline), or an MPP credential. */
-function proofOf(meta: Record<string, unknown> | undefined): TransportProof | undefined {
+type Mppx = typeof import('mppx');
+
+function proofOf(meta: Record<string, unknown> | undefined, mppx: Mppx): TransportProof | undefined {
   const x402 = meta?.[X402_PAYMENT];
   const credential = meta?.[MPP_CREDENTIAL];
   if (x402) return { kind: 'x402', payload: x402 as PaymentPayload };
   if (!credential) return undefined;
-  const read = credentialOf(credential);
+  const read = credentialOf(credential, mppx);
   return read ? { kind: 'mpp', credential: read } : { kind: 'unreadable', refusal: unreadableCredential() };
 }
 
@@ -88,7 +92,7 @@ function proofOf(meta: Record<string, unknown> | undefined): TransportProof | un
  * A credential given as an object, read as mppx reads one from a header: its challenge through
  * mppx's own schema, an `opaque` given as an object (older clients) turned into its string form.
  */
-function credentialOf(value: unknown): Credential.Credential | undefined {
+function credentialOf(value: unknown, { Challenge, Credential, PaymentRequest }: Mppx): Credential.Credential | undefined {
   if (!isRecord(value) || !isRecord(value.challenge) || !('payload' in value)) return undefined;
   const { opaque, meta, ...fields } = value.challenge;
   const { payload } = value;
@@ -107,7 +111,7 @@ function credentialOf(value: unknown): Credential.Credential | undefined {
 }
 
 /** The settlement proof, as each protocol's client reads it from the result's `_meta`. */
-function receiptMeta(settlement: Taken): Record<string, unknown> {
+function receiptMeta(settlement: Taken, { Receipt }: Mppx): Record<string, unknown> {
   if (settlement.kind === 'pending') return { [PAYMENT_STATUS]: 'pending' };
   const { receipt } = settlement;
   if (receipt.protocol === 'mpp') return { [MPP_RECEIPT]: Receipt.from(receipt.receipt) };

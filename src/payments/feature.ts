@@ -76,17 +76,23 @@ export function buildPayments({ config, database, serviceSecret, log, prices: sh
   const prices = new PriceList(sheets);
   const mppSecret = createHmac('sha256', serviceSecret).update('mpp-challenge-binding').digest('hex');
   const realm = new URL(config.baseUrl).host;
+  let settings: Promise<PaymentsConfig> | undefined;
   let engines: Promise<PaymentEngines> | undefined;
-  // The protocols' SDKs (and viem under both) load on first use; the payment gate asks for them
-  // as the app starts, so a serving process has them before its first 402.
-  // The test networks' wallet is read (or made) with the engines: viem derives its address.
-  const loadEngines = () =>
-    (engines ??= Promise.all([import('./x402.ts'), import('./mpp.ts'), paymentsInForce(config, database)]).then(([{ X402Acceptance }, { MppAcceptance }, payments]) => {
+  // The settings are read as the app starts (the payment gate asks): /openapi.json's offers come
+  // from them, and the test networks' wallet is read (or made) with them. The protocols' SDKs,
+  // and viem under both, load at the first 402 or payment: a process that takes none never has them.
+  const readSettings = () =>
+    (settings ??= paymentsInForce(config, database).then((payments) => {
       if (payments.testNetwork) log.warn({ payTo: payments.x402.payTo, network: payments.x402.network }, `pay-per-request on test networks, paid to ${payments.x402.payTo}`);
-      return { x402: new X402Acceptance(payments.x402, payments.settleTimeoutMs, prices), mpp: new MppAcceptance(payments, mppSecret, realm, stripe, prices) };
+      return payments;
     }));
+  const loadEngines = () =>
+    (engines ??= Promise.all([import('./x402.ts'), import('./mpp.ts'), readSettings()]).then(([{ X402Acceptance }, { MppAcceptance }, payments]) => ({
+      x402: new X402Acceptance(payments.x402, payments.settleTimeoutMs, prices),
+      mpp: new MppAcceptance(payments, mppSecret, realm, stripe, prices),
+    })));
   const gaps = offerAvailability(config.payments, stripe !== undefined).unavailable;
-  const service = new PaymentService(prices, new PaymentRepository(database), loadEngines, gaps, mppSecret, (carried) => testModeNotice(config.payments, carried));
+  const service = new PaymentService(prices, new PaymentRepository(database), { settings: readSettings, engines: loadEngines }, gaps, mppSecret, (carried) => testModeNotice(config.payments, carried));
   if (gaps.length > 0) {
     log.warn({ unavailable: gaps }, `pay-per-request: some offers cannot be taken: ${gaps.map((g) => g.reason).join(' ')}`);
   }

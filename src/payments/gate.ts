@@ -1,8 +1,6 @@
-import { decodePaymentSignatureHeader, encodePaymentRequiredHeader, encodePaymentResponseHeader } from '@x402/core/http';
 import type { PaymentRequired as X402PaymentRequired } from '@x402/core/types';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import type { Credential as CredentialModule, Receipt as ReceiptModule } from 'mppx';
 import { PROBLEM_CONTENT_TYPE, problemDocument } from '../core/http/errors.ts';
 import { problemResponses } from '../core/http/openapi-responses.ts';
 import type { Metrics } from '../core/metrics.ts';
@@ -46,21 +44,33 @@ export interface PaymentGateOptions {
  *   is taken, or it is given back.
  */
 export function paymentGate(options: PaymentGateOptions): FastifyPluginAsync {
-  return fp(async (app) => installGate(app, options, await loadMppCodecs(options.payments)), { name: 'payment-gate', dependencies: ['identity-gate', 'idempotency-gate'], fastify: '5.x' });
+  return fp(
+    async (app) => {
+      await options.payments.ready();
+      installGate(app, options);
+    },
+    { name: 'payment-gate', dependencies: ['identity-gate', 'idempotency-gate'], fastify: '5.x' },
+  );
 }
 
-/** MPP's header codecs from `mppx`, loaded with the protocols' engines as the gate is installed. */
-interface MppCodecs {
-  Credential: typeof CredentialModule;
-  Receipt: typeof ReceiptModule;
+/** The protocols' header codecs: MPP's from `mppx`, x402's from `@x402/core`. */
+interface PaymentCodecs {
+  Credential: typeof import('mppx').Credential;
+  Receipt: typeof import('mppx').Receipt;
+  x402: typeof import('@x402/core/http');
 }
 
-async function loadMppCodecs(payments: PaymentService): Promise<MppCodecs> {
-  const [{ Credential, Receipt }] = await Promise.all([import('mppx'), payments.ready()]);
-  return { Credential, Receipt };
+let codecs: Promise<PaymentCodecs> | undefined;
+
+/**
+ * Loaded with the first request a paid route answers without a token, beside the engines that
+ * request needs anyway: `mppx` brings viem, and a process no agent pays through never loads either.
+ */
+function paymentCodecs(): Promise<PaymentCodecs> {
+  return (codecs ??= Promise.all([import('mppx'), import('@x402/core/http')]).then(([{ Credential, Receipt }, x402]) => ({ Credential, Receipt, x402 })));
 }
 
-function installGate(app: FastifyInstance, { payments, baseUrl, rateLimitPerMinute, metrics }: PaymentGateOptions, mpp: MppCodecs): void {
+function installGate(app: FastifyInstance, { payments, baseUrl, rateLimitPerMinute, metrics }: PaymentGateOptions): void {
   const pipeline = new PaymentPipeline(payments, rateLimitPerMinute, metrics);
   const accepted = new WeakMap<FastifyRequest, Accepted>();
   // Payers are limited as anonymous agents are, once their proof names them (over MCP too: same
@@ -88,14 +98,15 @@ function installGate(app: FastifyInstance, { payments, baseUrl, rateLimitPerMinu
 
   const demandPayment = async (request: FastifyRequest, reply: FastifyReply) => {
     if (request.caller) return;
-    const proof = proofOf(request, mpp.Credential);
+    const codecs = await paymentCodecs();
+    const proof = proofOf(request, codecs);
     if (proof) {
       request.paymentProof = proof;
     } else if (request.headers['x-payment'] !== undefined) {
-      throw asProblem(await pipeline.demand(resourceOf(request), x402VersionOne()));
+      throw asProblem(await pipeline.demand(resourceOf(request), x402VersionOne()), codecs);
     } else {
       // The common case for agents finding their way: answered here, not through the error path.
-      return sendPlainDemand(request, reply, await pipeline.demand(resourceOf(request)));
+      return sendPlainDemand(request, reply, await pipeline.demand(resourceOf(request)), codecs);
     }
   };
 
@@ -103,7 +114,7 @@ function installGate(app: FastifyInstance, { payments, baseUrl, rateLimitPerMinu
     const proof = request.paymentProof;
     if (request.caller || !proof) return;
     const decision = await pipeline.accept(callOf(request), proof);
-    if (decision.kind === 'payment-required') throw asProblem(decision);
+    if (decision.kind === 'payment-required') throw asProblem(decision, await paymentCodecs());
     if (decision.kind === 'refused') throw decision.problem;
     accepted.set(request, decision);
     request.payment = decision.payment;
@@ -119,12 +130,13 @@ function installGate(app: FastifyInstance, { payments, baseUrl, rateLimitPerMinu
     request.payment = undefined;
     const finished = await pipeline.finish(paid, reply.statusCode < 400 ? { succeeded: true, result: answerOf(payload) } : { succeeded: false });
     if (finished.kind === 'undone') return payload;
+    const codecs = await paymentCodecs();
     if (finished.kind !== 'payment-required') {
-      for (const [name, value] of Object.entries(settlementHeaders(finished, mpp.Receipt))) reply.header(name, value);
+      for (const [name, value] of Object.entries(settlementHeaders(finished, codecs))) reply.header(name, value);
       return payload;
     }
     // Refused after all: a 402 like any other, with fresh offers to pay again.
-    const refusal = asProblem(finished);
+    const refusal = asProblem(finished, codecs);
     for (const [name, value] of Object.entries(refusal.headers)) reply.header(name, value);
     reply.code(refusal.status).type(PROBLEM_CONTENT_TYPE);
     return JSON.stringify(problemDocument(request, refusal, baseUrl));
@@ -149,12 +161,12 @@ function pathOf(request: FastifyRequest): string {
 }
 
 /** The proof in the headers, decoded: x402's PAYMENT-SIGNATURE, or MPP's `Authorization: Payment`. */
-function proofOf(request: FastifyRequest, Credential: MppCodecs['Credential']): TransportProof | undefined {
+function proofOf(request: FastifyRequest, { Credential, x402 }: PaymentCodecs): TransportProof | undefined {
   const signature = request.headers['payment-signature'];
   const authorization = request.headers.authorization;
   if (typeof signature === 'string' && signature.length > 0) {
     try {
-      return { kind: 'x402', payload: decodePaymentSignatureHeader(signature) };
+      return { kind: 'x402', payload: x402.decodePaymentSignatureHeader(signature) };
     } catch {
       return { kind: 'unreadable', refusal: unreadableX402Payment() };
     }
@@ -190,19 +202,19 @@ function answerOf(payload: unknown): unknown {
  * the body, MPP's challenges in WWW-Authenticate. The requirements of a plain 402 are the same
  * object every time, so their header is encoded once.
  */
-function paymentRequiredProblems(): (required: PaymentRequired) => Problem {
+function paymentRequiredProblems(): (required: PaymentRequired, codecs: PaymentCodecs) => Problem {
   const encoded = new WeakMap<X402PaymentRequired, string>();
-  const requirementsHeader = (x402: X402PaymentRequired) => {
+  const requirementsHeader = (x402: X402PaymentRequired, codecs: PaymentCodecs) => {
     let header = encoded.get(x402);
     if (header === undefined) {
-      header = encodePaymentRequiredHeader(x402);
+      header = codecs.x402.encodePaymentRequiredHeader(x402);
       encoded.set(x402, header);
     }
     return header;
   };
-  return ({ x402, challenges, unavailable, reason }) => {
+  return ({ x402, challenges, unavailable, reason }, codecs) => {
     const headers: Record<string, string | string[]> = { 'cache-control': 'no-store', ...reason.headers };
-    if (x402.accepts.length > 0) headers['payment-required'] = requirementsHeader(x402);
+    if (x402.accepts.length > 0) headers['payment-required'] = requirementsHeader(x402, codecs);
     if (challenges.length > 0) headers['www-authenticate'] = challenges.map((challenge) => challenge.serialize());
     return new Problem(reason.slug, reason.detail, {
       headers,
@@ -224,7 +236,7 @@ function paymentRequiredProblems(): (required: PaymentRequired) => Problem {
  * answer is put together from strings, without a Problem or a serialiser per request. Byte for
  * byte what `sendProblem` would send.
  */
-function plainDemandAnswers(asProblem: (required: PaymentRequired) => Problem, baseUrl: string) {
+function plainDemandAnswers(asProblem: ReturnType<typeof paymentRequiredProblems>, baseUrl: string) {
   interface Built {
     reason: Problem;
     head: string;
@@ -232,16 +244,16 @@ function plainDemandAnswers(asProblem: (required: PaymentRequired) => Problem, b
     headers: Record<string, string | string[]>;
   }
   const built = new WeakMap<X402PaymentRequired, Built>();
-  const build = (required: PaymentRequired): Built => {
-    const problem = asProblem({ ...required, challenges: [] });
+  const build = (required: PaymentRequired, codecs: PaymentCodecs): Built => {
+    const problem = asProblem({ ...required, challenges: [] }, codecs);
     const head = JSON.stringify({ type: problemTypeUri(baseUrl, problem.slug), title: problem.title, status: problem.status, detail: problem.detail });
     const extensions = JSON.stringify(problem.extensions);
     return { reason: required.reason, head: head.slice(0, -1), tail: extensions === '{}' ? '}' : `,${extensions.slice(1)}`, headers: problem.headers };
   };
-  return (request: FastifyRequest, reply: FastifyReply, required: PaymentRequired) => {
+  return (request: FastifyRequest, reply: FastifyReply, required: PaymentRequired, codecs: PaymentCodecs) => {
     let answer = built.get(required.x402);
     if (!answer || answer.reason !== required.reason) {
-      answer = build(required);
+      answer = build(required, codecs);
       built.set(required.x402, answer);
     }
     reply.headers(answer.headers);
@@ -253,8 +265,8 @@ function plainDemandAnswers(asProblem: (required: PaymentRequired) => Problem, b
 }
 
 /** The settlement as each protocol's client reads it from the answer's headers. */
-function settlementHeaders(settlement: Taken, Receipt: MppCodecs['Receipt']): Record<string, string> {
+function settlementHeaders(settlement: Taken, { Receipt, x402 }: PaymentCodecs): Record<string, string> {
   if (settlement.kind === 'pending') return { 'payment-status': 'pending' };
   const { receipt } = settlement;
-  return receipt.protocol === 'x402' ? { 'payment-response': encodePaymentResponseHeader(receipt.response) } : { 'payment-receipt': Receipt.serialize(receipt.receipt) };
+  return receipt.protocol === 'x402' ? { 'payment-response': x402.encodePaymentResponseHeader(receipt.response) } : { 'payment-receipt': Receipt.serialize(receipt.receipt) };
 }

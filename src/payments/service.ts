@@ -6,8 +6,9 @@ import { nowIso } from '../core/clock.ts';
 import { ownStore, type Caller } from '../core/http/caller.ts';
 import { newId } from '../core/ids.ts';
 import { Problem } from '../core/problems.ts';
+import type { PaymentsConfig } from '../config.ts';
 import type { IssuedChallenge, MppAcceptance, MppPayment } from './mpp.ts';
-import { paymentInfo, TEST_CARD_REFERENCE_PREFIX, type PaidOperation, type PriceList, type Unavailable } from './offers.ts';
+import { paymentInfo, x402Requirements, TEST_CARD_REFERENCE_PREFIX, type PaidOperation, type PriceList, type Unavailable } from './offers.ts';
 import type { PaymentRow, PaymentRepository } from './repository.ts';
 import type { X402Acceptance, X402Check, X402Payment } from './x402.ts';
 
@@ -124,19 +125,20 @@ export class PaymentService {
   /** The plain 402's reason per operation: the offers and the gaps are fixed at start-up. */
   private readonly howTo = new Map<string, Problem>();
   private readonly gaps: Unavailable[];
-  private loaded: PaymentEngines | undefined;
+  private settings: PaymentsConfig | undefined;
 
   /**
-   * @param engines the two protocols' engines, made on first use: their SDKs are most of the
-   *   service's code in memory, and a process that never takes a payment (`restock worker`, unless
-   *   a settlement is left to reconcile) never loads them.
+   * @param protocols the payment settings in force (`settings`, read as the app starts: the
+   *   offers in `/openapi.json` come from them) and the two protocols' engines (`engines`), made
+   *   at the first payment or 402: their SDKs are most of the service's code in memory, and a
+   *   process that takes no payment never loads them.
    * @param gaps the offers this deployment cannot take (`offerAvailability`).
    * @param prices the declared paid operations' price sheets.
    */
   constructor(
     readonly prices: PriceList,
     private readonly store: PaymentRepository,
-    private readonly engines: () => Promise<PaymentEngines>,
+    private readonly protocols: { settings: () => Promise<PaymentsConfig>; engines: () => Promise<PaymentEngines> },
     gaps: Unavailable[],
     private readonly mppSecret: string,
     /** What is said of test-network payments: of every way (no argument), or of those a 402 carries; undefined for real ones. */
@@ -147,16 +149,17 @@ export class PaymentService {
 
   /**
    * `x-payment-info` of a paid operation, for /openapi.json: its MPP offers, and the x402
-   * requirements its 402 holds once the engines are loaded (a serving process loads them before
-   * it listens).
+   * requirements its 402 holds once the settings in force are read (a serving process reads them
+   * before it listens).
    */
   paymentInfo(operation: PaidOperation) {
-    return paymentInfo(this.prices.of(operation), this.loaded?.x402.requirements(operation) ?? []);
+    const sheet = this.prices.of(operation);
+    return paymentInfo(sheet, this.settings ? x402Requirements(this.settings.x402, sheet) : []);
   }
 
-  /** Resolves once both protocols' engines are loaded (a serving process waits for it at start-up). */
+  /** Resolves once the settings in force are read (a serving process waits for it at start-up). */
   async ready(): Promise<void> {
-    this.loaded = await this.engines();
+    this.settings = await this.protocols.settings();
   }
 
   /** Offers this deployment cannot take, with the settings that would enable them. */
@@ -174,7 +177,7 @@ export class PaymentService {
    * `refusal` (a 402) replaces the plain "payment required" when a proof was refused.
    */
   async paymentRequired(resource: PaidResource, refusal?: Problem): Promise<PaymentRequired> {
-    const engines = await this.engines();
+    const engines = await this.protocols.engines();
     const x402 = refusal ? engines.x402.paymentRequired(resource.operation, resource.url, refusal.detail) : this.plainX402(engines.x402, resource);
     const challenges = await engines.mpp.challenges(resource.operation);
     const reason = refusal ?? this.howToPay(resource.operation, { x402: x402.accepts.length > 0, mpp: [...new Set(challenges.map((challenge) => challenge.method))] });
@@ -221,7 +224,7 @@ export class PaymentService {
       }
       try {
         const payment = { challengeId, method: row.method, receipt: { reference: row.reference } as Receipt.Receipt } as MppPayment;
-        const refund = await (await this.engines()).mpp.refund(payment);
+        const refund = await (await this.protocols.engines()).mpp.refund(payment);
         if (!refund) throw new Error(`the ${row.method} method cannot refund`);
         await this.store.update(row.id, { status: 'refunded', error: `not delivered; refund ${refund}` }, nowIso());
       } catch (err) {
@@ -280,7 +283,7 @@ export class PaymentService {
    * calls no one. Then the payer's limit, then a facilitator slot for the claim and the verification.
    */
   private async acceptX402(payload: PaymentPayload, request: PaidRequest, payerLimit: PayerLimit | undefined): Promise<AcceptedPayment> {
-    const { x402 } = await this.engines();
+    const { x402 } = await this.protocols.engines();
     const checked = await x402.check(payload, request.operation);
     // `from` is proven by the signature: counted at once.
     await payerLimit?.('x402', checked.payer, 'take');
@@ -330,7 +333,7 @@ export class PaymentService {
    * someone else cannot use up their limit.
    */
   private async acceptMpp(credential: Credential.Credential, request: PaidRequest, payerLimit: PayerLimit | undefined): Promise<AcceptedPayment> {
-    const { mpp } = await this.engines();
+    const { mpp } = await this.protocols.engines();
     mpp.precheck(credential, request.operation, this.mppSecret);
     const named = credential.source && credential.source.length <= PAYER_KEY_MAX ? credential.source.toLowerCase() : undefined;
     if (named) await payerLimit?.('mpp', named, 'check');
@@ -362,7 +365,7 @@ export class PaymentService {
 
   private async settleX402(payment: Extract<AcceptedPayment, { protocol: 'x402' }>, resultRef: string | null): Promise<Settlement> {
     await this.store.update(payment.id, { result_ref: resultRef }, nowIso());
-    const outcome = await (await this.engines()).x402.settle(payment.x402.payload, payment.x402.requirements);
+    const outcome = await (await this.protocols.engines()).x402.settle(payment.x402.payload, payment.x402.requirements);
     if (outcome.kind === 'settled') {
       await this.store.update(payment.id, { status: 'settled', reference: outcome.response.transaction }, nowIso());
       return { kind: 'settled', receipt: { protocol: 'x402', response: outcome.response } };
@@ -394,7 +397,7 @@ export class PaymentService {
 
   private async refundMpp(payment: Extract<AcceptedPayment, { protocol: 'mpp' }>): Promise<void> {
     try {
-      const refund = await (await this.engines()).mpp.refund(payment.mpp);
+      const refund = await (await this.protocols.engines()).mpp.refund(payment.mpp);
       await this.store.update(payment.id, { status: refund ? 'refunded' : 'cancelled', error: refund ? `the request failed; refund ${refund}` : 'the request failed' }, nowIso());
     } catch (err) {
       // Kept visibly: an operator must refund by hand.
@@ -405,7 +408,7 @@ export class PaymentService {
   private async reconcileOne(row: PaymentRow): Promise<void> {
     const proof = row.proof ? (JSON.parse(row.proof) as { payload: X402Payment['payload']; requirements: X402Payment['requirements'] }) : undefined;
     if (row.protocol !== 'x402' || !proof) return;
-    const outcome = await (await this.engines()).x402.settle(proof.payload, proof.requirements);
+    const outcome = await (await this.protocols.engines()).x402.settle(proof.payload, proof.requirements);
     const now = nowIso();
     if (outcome.kind === 'settled') {
       await this.store.update(row.id, { status: 'settled', reference: outcome.response.transaction, error: null }, now);

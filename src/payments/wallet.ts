@@ -1,4 +1,5 @@
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { createECDH, randomBytes } from 'node:crypto';
+import { keccak_256 } from '@noble/hashes/sha3';
 import type { Database } from '../core/db/database.ts';
 import type { SecretBox } from '../core/sealed-secrets.ts';
 import { keepServiceSecret, replaceServiceSecret } from '../core/secrets.ts';
@@ -22,7 +23,7 @@ export interface PaymentWallet {
 
 /** The wallet, made by the first process that asks. */
 export async function loadPaymentWallet(database: Database, secrets: SecretBox): Promise<PaymentWallet> {
-  const fresh = generatePrivateKey();
+  const fresh = newPrivateKey();
   const { value, made } = await keepServiceSecret(database, SECRET_NAME, () => `${PLAIN}${fresh}`);
   // Made here: sealed now that it is the one kept (a process that lost the race reads the winner's).
   if (made && secrets.available) await replaceServiceSecret(database, SECRET_NAME, `${SEALED}${await secrets.seal(fresh)}`);
@@ -44,5 +45,34 @@ async function readKey(value: string, secrets: SecretBox): Promise<`0x${string}`
 }
 
 function walletOf(privateKey: `0x${string}`): PaymentWallet {
-  return { address: privateKeyToAccount(privateKey).address, privateKey };
+  return { address: addressOf(privateKey), privateKey };
+}
+
+// The key and its address are made here with Node's secp256k1 and a Keccak-256 rather than with
+// viem: a serving process reads the wallet as it starts, and viem is hundreds of modules it
+// otherwise loads only at the first payment.
+
+/** 32 random bytes that are a valid secp256k1 private key (between 1 and the curve's order). */
+function newPrivateKey(): `0x${string}` {
+  for (;;) {
+    const candidate = randomBytes(32);
+    try {
+      createECDH('secp256k1').setPrivateKey(candidate);
+      return `0x${candidate.toString('hex')}`;
+    } catch {
+      // Zero or not below the order: about one draw in 2^128.
+    }
+  }
+}
+
+/** The account's address: the last 20 bytes of the Keccak-256 of its public key, checksummed (EIP-55). */
+export function addressOf(privateKey: `0x${string}`): `0x${string}` {
+  const ecdh = createECDH('secp256k1');
+  ecdh.setPrivateKey(Buffer.from(privateKey.slice(2), 'hex'));
+  const publicKey = ecdh.getPublicKey().subarray(1);
+  const hex = Buffer.from(keccak_256(publicKey).subarray(12)).toString('hex');
+  const hashOfHex = Buffer.from(keccak_256(hex)).toString('hex');
+  let checksummed = '';
+  for (let i = 0; i < hex.length; i += 1) checksummed += Number.parseInt(hashOfHex[i]!, 16) >= 8 ? hex[i]!.toUpperCase() : hex[i];
+  return `0x${checksummed}`;
 }
