@@ -69,8 +69,10 @@ export function a2aRoutes(options: A2aOptions) {
   return async function (app: FastifyInstance) {
     if (!app.hasDecorator('rateLimits')) throw new Error('The A2A endpoint counts requests without a token per address: register the rate-limit gate before it.');
     if (!app.hasDecorator('swagger')) throw new Error('The A2A card is generated from the OpenAPI document: register the discovery feature first.');
+    // Made at the first request for the card or the endpoint, not as the app starts: the card is
+    // generated from the OpenAPI document, and generating it is a tenth of a start.
     let served: Served | undefined;
-    app.addHook('onReady', async () => {
+    const serve = (): Served => {
       const card = agentCard({
         serviceName: options.serviceName,
         baseUrl: options.baseUrl,
@@ -83,18 +85,15 @@ export function a2aRoutes(options: A2aOptions) {
       const push = options.callbacks ? { store: new DurablePushStore(options.callbacks), callbacks: options.callbacks } : undefined;
       const executor = new RestockExecutor(skills, options.baseUrl, options.payments, push);
       const handler = new RestockRequestHandler(card, new ExpiringTaskStore(taskHolderOf), executor, skills, options.baseUrl, push?.store);
-      served = {
+      return {
         card,
         json: JSON.stringify(cardJson(card)),
         legacyJson: JSON.stringify(legacyCardJson(card)),
         transport: new JsonRpcTransportHandler(handler),
         legacyTransport: new LegacyJsonRpcTransportHandler(handler),
       };
-    });
-    const ready = () => {
-      if (!served) throw new Error('The A2A endpoint answers once the app is ready.');
-      return served;
     };
+    const ready = () => (served ??= serve());
 
     app.get(AGENT_CARD_PATH, { schema: { hide: true } }, async (request, reply) => {
       const { json, legacyJson } = ready();
