@@ -316,6 +316,7 @@ describe('what each command loads', () => {
     const loaded = await packagesLoadedBy('worker', /"msg":"Restock worker is running"/);
     for (const name of ['kysely', 'nodemailer', 'better-sqlite3']) assert.ok(loaded.has(name), `the worker imports ${name}`);
     for (const name of WEB_AND_PAYMENTS) assert.ok(!loaded.has(name), `the worker does not import ${name}`);
+    assert.ok(!loaded.has('twilio'), 'nor Twilio before it texts');
   });
 
   it('restock serve loads the payment protocols at its first 402, not before: a process no agent pays through never has them', async () => {
@@ -324,6 +325,7 @@ describe('what each command loads', () => {
       const listening = await importedSoFar();
       for (const name of ['fastify', 'kysely', '@modelcontextprotocol/server']) assert.ok(listening.has(name), `serve imports ${name} before it listens`);
       for (const name of PAYMENTS) assert.ok(!listening.has(name), `serve does not import ${name} before its first 402`);
+      assert.ok(!listening.has('twilio'), 'nor Twilio before it first texts or takes a Twilio webhook');
       // /openapi.json offers x402 all the same: its requirements come from the settings, not the SDK.
       const openapi = (await (await fetch(`http://127.0.0.1:${port}/openapi.json`)).json()) as { paths: Record<string, Record<string, { 'x-payment-info'?: { x402?: { accepts: Array<{ payTo: string }> } } }>> };
       const payTo = openapi.paths['/api']?.get?.['x-payment-info']?.x402?.accepts[0]?.payTo;

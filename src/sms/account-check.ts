@@ -1,9 +1,8 @@
-import twilio from 'twilio';
 import { Problem, ValidationFailed } from '../core/problems.ts';
 import type { SmsAccount } from './schemas.ts';
 import type { SmsConfig } from './settings.ts';
 import { isNetworkError, MESSAGING_SERVICE_SID } from './service.ts';
-import { TwilioHttpClient, twilioClientFor } from './twilio-client.ts';
+import { TwilioApi, type TwilioSdk } from './twilio-client.ts';
 
 /** Twilio's "the requested resource was not found": https://www.twilio.com/docs/api/errors/20404 */
 const NOT_FOUND = 20404;
@@ -32,25 +31,26 @@ export function twilioAccountCheck(sms: SmsConfig): (account: SmsAccount) => Pro
     if (sms.account && account.from === sms.account.from) {
       throw refused('/body/smsSender/from', "is the service's own sender: set smsSender to null to text from it");
     }
-    const http = new TwilioHttpClient({ apiUrl: sms.apiUrl, timeoutMs: sms.timeoutMs });
+    const api = new TwilioApi({ apiUrl: sms.apiUrl, timeoutMs: sms.timeoutMs });
     try {
-      const client = twilioClientFor(account, http);
-      const found = await asked(() => client.api.v2010.accounts(account.accountSid).fetch(), '/body/smsSender');
+      const client = await api.clientFor(account);
+      const sdk = await api.sdk();
+      const found = await asked(sdk, () => client.api.v2010.accounts(account.accountSid).fetch(), '/body/smsSender');
       if (found.status !== 'active') throw refused('/body/smsSender/accountSid', `is ${found.status} at Twilio: only an active account can text`);
       if (MESSAGING_SERVICE_SID.test(account.from)) {
-        await asked(() => client.messaging.v1.services(account.from).fetch(), '/body/smsSender/from', 'is no Messaging Service of this Twilio account');
+        await asked(sdk, () => client.messaging.v1.services(account.from).fetch(), '/body/smsSender/from', 'is no Messaging Service of this Twilio account');
       } else {
-        const numbers = await asked(() => client.incomingPhoneNumbers.list({ phoneNumber: account.from, limit: 20 }), '/body/smsSender/from');
+        const numbers = await asked(sdk, () => client.incomingPhoneNumbers.list({ phoneNumber: account.from, limit: 20 }), '/body/smsSender/from');
         if (!numbers.some((number) => number.phoneNumber === account.from)) throw refused('/body/smsSender/from', 'is no phone number of this Twilio account');
       }
     } finally {
-      http.close();
+      await api.close();
     }
   };
 }
 
 /** One call to Twilio, its refusal said as a problem on `pointer` (`notFound` for 20404). */
-async function asked<T>(call: () => Promise<T>, pointer: string, notFound?: string): Promise<T> {
+async function asked<T>(twilio: TwilioSdk, call: () => Promise<T>, pointer: string, notFound?: string): Promise<T> {
   try {
     return await call();
   } catch (err) {

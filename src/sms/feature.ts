@@ -11,7 +11,7 @@ import { SmsWebhooks } from './inbound.ts';
 import { SmsOptOutRepository } from './repository.ts';
 import { smsRoutes } from './routes.ts';
 import { SmsService } from './service.ts';
-import { TwilioHttpClient } from './twilio-client.ts';
+import { TwilioApi } from './twilio-client.ts';
 
 export { twilioAccountCheck } from './account-check.ts';
 
@@ -58,13 +58,13 @@ export function buildSmsChannel(needs: ChannelNeeds): Feature<SmsService> {
 /** SMS through Twilio: the channel dispatch sends with, and the webhooks Twilio calls. */
 export function buildSms({ config, database, log, stores, consent, deliveries, confirmationOf }: SmsDeps): Feature<SmsService> {
   const optOuts = new SmsOptOutRepository(database);
-  const http = new TwilioHttpClient({ apiUrl: config.channels.sms.apiUrl, timeoutMs: config.channels.sms.timeoutMs });
-  const service = new SmsService({ sms: config.channels.sms, baseUrl: config.baseUrl, optOuts, http });
+  const twilio = new TwilioApi({ apiUrl: config.channels.sms.apiUrl, timeoutMs: config.channels.sms.timeoutMs });
+  const service = new SmsService({ sms: config.channels.sms, baseUrl: config.baseUrl, optOuts, twilio });
   const webhooks = new SmsWebhooks({ sms: service, optOuts, stores, consent, deliveries, serviceName: config.serviceName, log });
   return {
     service,
     channel: { name: 'sms', sending: smsChannelSending(service, stores), offered: config.channels.sms.account !== undefined, ...(confirmationOf ? { confirm: confirmationOf(service) } : {}) },
     routes: [smsRoutes({ webhooks, baseUrl: config.baseUrl })],
-    close: async () => http.close(),
+    close: () => twilio.close(),
   };
 }

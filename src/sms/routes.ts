@@ -1,9 +1,9 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import twilio from 'twilio';
 import type { z } from 'zod';
 import { sendProblem, toProblem } from '../core/http/errors.ts';
 import { Forbidden, Problem, ValidationFailed } from '../core/problems.ts';
 import type { SmsAccount } from './schemas.ts';
+import { loadTwilio } from './twilio-client.ts';
 import { shopSchema } from '../stores/schemas.ts';
 import type { SmsWebhooks } from './inbound.ts';
 import { inboundFields, statusFields, type FormFields } from './schemas.ts';
@@ -28,6 +28,7 @@ export function smsRoutes(options: { webhooks: SmsWebhooks; baseUrl: string }) {
     if (!account) throw new Forbidden('No Twilio account signs webhooks for this address, so nothing sent to it can be verified.');
     const fields = (request.body ?? {}) as FormFields;
     const signature = request.headers['x-twilio-signature'];
+    const twilio = await loadTwilio();
     if (typeof signature !== 'string' || !twilio.validateRequest(account.authToken, signature, baseUrl + request.url, fields)) {
       throw new Forbidden('X-Twilio-Signature is missing or does not match this request. Nothing was recorded.');
     }
@@ -42,7 +43,7 @@ export function smsRoutes(options: { webhooks: SmsWebhooks; baseUrl: string }) {
       { accountSid: text.AccountSid, from: text.From, to: text.To, body: text.Body, messagingServiceSid: text.MessagingServiceSid },
       { storeDomain: domain, account },
     );
-    const twiml = new twilio.twiml.MessagingResponse();
+    const twiml = new (await loadTwilio()).twiml.MessagingResponse();
     if (answer !== undefined) twiml.message(answer);
     return reply.code(200).type('text/xml; charset=utf-8').send(twiml.toString());
   }

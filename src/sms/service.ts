@@ -1,9 +1,8 @@
-import twilio from 'twilio';
 import { SmsDeliveryError, type SmsChannel, type SmsMessage } from './channel.ts';
 import type { SmsAccount } from './schemas.ts';
 import type { SmsOptOutRepository } from './repository.ts';
 import type { SmsConfig } from './settings.ts';
-import { isWellFormedAccount, twilioClientFor, type TwilioHttpClient } from './twilio-client.ts';
+import { isWellFormedAccount, type TwilioApi, type TwilioSdk } from './twilio-client.ts';
 
 /** E.164: a plus, a country code that does not start with 0, at most 15 digits in all. */
 export const E164 = /^\+[1-9][0-9]{6,14}$/;
@@ -24,7 +23,7 @@ export interface SmsServiceDeps {
   sms: SmsConfig;
   baseUrl: string;
   optOuts: SmsOptOutRepository;
-  http: TwilioHttpClient;
+  twilio: TwilioApi;
 }
 
 /** SMS through Twilio's SDK: sending, the opt-outs phones texted us, and the URLs Twilio calls back. */
@@ -65,11 +64,12 @@ export class SmsService implements SmsChannel {
   private async create(account: SmsAccount, to: string, body: string, statusCallback: string | undefined): Promise<{ providerRef: string }> {
     if (!E164.test(to)) throw new SmsDeliveryError('The phone number is not in E.164 form (+ and up to 15 digits).', undefined, true, false);
     const sender = senderOf(account);
+    const client = await this.deps.twilio.clientFor(account);
     try {
-      const created = await twilioClientFor(account, this.deps.http).messages.create({ to, body, ...sender, ...(statusCallback && { statusCallback }) });
+      const created = await client.messages.create({ to, body, ...sender, ...(statusCallback && { statusCallback }) });
       return { providerRef: created.sid };
     } catch (err) {
-      throw deliveryError(err);
+      throw deliveryError(err, await this.deps.twilio.sdk());
     }
   }
 }
@@ -94,7 +94,7 @@ function callbackUrl(url: string): string {
  * phone again cannot succeed, `optedOut` when the phone stopped this sender (the subscriber
  * must not be texted again until it starts it).
  */
-export function deliveryError(err: unknown): SmsDeliveryError {
+export function deliveryError(err: unknown, twilio: TwilioSdk): SmsDeliveryError {
   if (err instanceof SmsDeliveryError) return err;
   if (err instanceof twilio.RestException) {
     const code = typeof err.code === 'number' ? err.code : undefined;

@@ -1,71 +1,50 @@
-import http from 'node:http';
-import https from 'node:https';
-import twilio from 'twilio';
-import type RequestClient from 'twilio/lib/base/RequestClient.js';
+import type twilio from 'twilio';
 import type { SmsAccount } from './schemas.ts';
-import { parseApiOrigin } from './settings.ts';
-
-/** Where the SDK sends the Messages, Accounts and IncomingPhoneNumbers calls. */
-export const TWILIO_API_ORIGIN = 'https://api.twilio.com';
-/** Where it sends the Messaging Services calls (a store's sender may be one). */
-export const TWILIO_MESSAGING_ORIGIN = 'https://messaging.twilio.com';
-/** Twilio's origins the SDK is used with; a configured origin stands in for them all (their paths do not overlap). */
-const TWILIO_ORIGINS = [TWILIO_API_ORIGIN, TWILIO_MESSAGING_ORIGIN];
+import type { TwilioHttpClient, TwilioHttpOptions } from './twilio-http.ts';
 
 const ACCOUNT_SID = /^AC[0-9a-f]{32}$/;
 const AUTH_TOKEN = /^[0-9a-f]{32}$/;
 
-export interface TwilioHttpOptions {
-  /** `config.channels.sms.apiUrl`: Twilio's origin, or a stand-in's. */
-  apiUrl: string;
-  /** Longest a call may take, connection included. */
-  timeoutMs: number;
+export type TwilioSdk = typeof twilio;
+
+/** Twilio's SDK, loaded by the first caller that needs it (a text, a webhook, an account check). */
+export async function loadTwilio(): Promise<TwilioSdk> {
+  return (await import('./twilio-http.ts')).twilio;
 }
 
 /**
- * The SDK's own HTTP client (it builds, signs and parses every call), with two changes: calls
- * for Twilio's origins go to the configured one when that differs (a stand-in in tests or
- * staging), and its connection pools are ours to close, so a stopped process leaves no socket.
- * Every call is bounded by `timeoutMs`, the socket's idle time and the request's whole life.
+ * Twilio's SDK over one HTTP client (twilio-http.ts), both made at the first call: a process
+ * that never texts never loads them. `close` ends the client's connections, if it was made.
  */
-export class TwilioHttpClient extends twilio.RequestClient {
-  private readonly origin: string | undefined;
-  private readonly agents: Array<http.Agent | https.Agent>;
+export class TwilioApi {
+  private loaded: Promise<{ sdk: TwilioSdk; http: TwilioHttpClient }> | undefined;
 
-  constructor(options: TwilioHttpOptions) {
-    super({ timeout: options.timeoutMs, keepAlive: true });
-    const target = parseApiOrigin(options.apiUrl);
-    this.origin = target === TWILIO_API_ORIGIN ? undefined : target;
-    // A stand-in may listen on plain HTTP, which the SDK's https agent does not serve; that
-    // pool is ours too, or its kept-alive sockets would outlive the feature.
-    const plain = new http.Agent({ keepAlive: true, timeout: options.timeoutMs, maxSockets: 20 });
-    this.axios.defaults.httpAgent = plain;
-    this.agents = [plain, this.axios.defaults.httpsAgent as https.Agent];
+  constructor(private readonly options: TwilioHttpOptions) {}
+
+  /** The SDK and the client, made once. */
+  private load() {
+    return (this.loaded ??= import('./twilio-http.ts').then(({ twilio, TwilioHttpClient }) => ({ sdk: twilio, http: new TwilioHttpClient(this.options) })));
   }
 
-  override request<TData>(opts: RequestClient.RequestOptions<TData>) {
-    return super.request({ ...opts, uri: this.rewritten(opts.uri) });
+  /** The SDK, for what it knows besides calls (its error class). */
+  async sdk(): Promise<TwilioSdk> {
+    return (await this.load()).sdk;
   }
 
-  private rewritten(uri: string): string {
-    if (this.origin === undefined) return uri;
-    const twilioOrigin = TWILIO_ORIGINS.find((origin) => uri === origin || uri.startsWith(`${origin}/`));
-    return twilioOrigin === undefined ? uri : this.origin + uri.slice(twilioOrigin.length);
+  /** An SDK client acting for one account. Cheap: the SDK loads its API domains lazily. */
+  async clientFor(account: SmsAccount): Promise<twilio.Twilio> {
+    if (!isWellFormedAccount(account)) throw new Error('A Twilio account needs an Account SID (AC…) and a 32-hex-digit auth token.');
+    const { sdk, http } = await this.load();
+    // No automatic retry of a 429: the dispatch worker retries with its own backoff and lease.
+    return sdk(account.accountSid, account.authToken, { httpClient: http, autoRetry: false });
   }
 
-  close(): void {
-    for (const agent of this.agents) agent.destroy();
+  async close(): Promise<void> {
+    if (this.loaded) (await this.loaded).http.close();
   }
 }
 
 /** Whether an account is one the SDK may be handed: its SID and token as Twilio issues them. */
 export function isWellFormedAccount(account: SmsAccount): boolean {
   return ACCOUNT_SID.test(account.accountSid) && AUTH_TOKEN.test(account.authToken);
-}
-
-/** An SDK client acting for one account, over the shared HTTP client. Cheap: the SDK loads its API domains lazily. */
-export function twilioClientFor(account: SmsAccount, httpClient: TwilioHttpClient): twilio.Twilio {
-  if (!isWellFormedAccount(account)) throw new Error('A Twilio account needs an Account SID (AC…) and a 32-hex-digit auth token.');
-  // No automatic retry of a 429: the dispatch worker retries with its own backoff and lease.
-  return twilio(account.accountSid, account.authToken, { httpClient, autoRetry: false });
 }
