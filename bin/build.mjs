@@ -3,13 +3,14 @@
 // TypeScript module becomes one JavaScript module at the same place under dist/, with a source map,
 // so stack traces name the TypeScript lines. Nothing is bundled: relative paths read at run time
 // (`new URL('./skills/', import.meta.url)`, ../../extensions/…) stay right, and every package stays
-// an import of node_modules. Files that are not server modules (the browser scripts the service
-// minifies at start, the agent skills' Markdown) are copied beside the compiled ones.
+// an import of node_modules. Files that are not server modules (the browser scripts, the agent
+// skills' Markdown) are copied beside the compiled ones, and each browser script's JavaScript is
+// written beside its copy (src/core/browser-scripts.ts), so the service never runs esbuild.
 // Type checking is `npm run typecheck`'s job; this only transpiles (esbuild), in well under a second.
 import { build } from 'esbuild';
 import { cpSync, existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const src = join(root, 'src');
@@ -66,6 +67,9 @@ await build({
   logLevel: 'warning',
 });
 for (const file of copied) cpSync(file, join(staging, relative(src, file)));
+const { writeBrowserScripts } = await import(pathToFileURL(join(staging, 'core/browser-scripts.js')).href);
+const browserScripts = copied.filter(isBrowserFile);
+await writeBrowserScripts(browserScripts.map((file) => pathToFileURL(join(staging, relative(src, file)))));
 if (!existsSync(join(staging, 'main.js'))) throw new Error('the build made no main.js');
 // What bin/restock.js compares with the sources' times, to notice a build older than them.
 writeFileSync(join(staging, '.built'), `${new Date().toISOString()}\n`);
@@ -73,4 +77,4 @@ const previous = `${staging}-previous`;
 if (existsSync(dist)) renameSync(dist, previous);
 renameSync(staging, dist);
 rmSync(previous, { recursive: true, force: true });
-console.log(`compiled ${modules.length} modules to dist/, copied ${copied.length} other files`);
+console.log(`compiled ${modules.length} modules and ${browserScripts.length} browser scripts to dist/, copied ${copied.length} other files`);

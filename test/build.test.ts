@@ -12,11 +12,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { freePort } from './fixtures/network.ts';
 import { after, before, describe, it } from './fixtures/suites.ts';
+import { browserScript } from '../src/core/browser-scripts.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BIN = join(ROOT, 'bin/restock.js');
 const BUILT = join(ROOT, 'dist/.built');
 const FALLBACK = /running the sources through tsx/;
+const LOADED_PACKAGES = join(ROOT, 'test/fixtures/loaded-packages.mjs');
 
 describe('the production build', () => {
   let dataDir: string;
@@ -27,7 +29,7 @@ describe('the production build', () => {
   after(() => rmSync(dataDir, { recursive: true, force: true }));
 
   it('compiles each server module beside its source map, and copies what the service reads as text', () => {
-    for (const file of ['main.js', 'main.js.map', 'core/db/migrations/index.js', 'storefront/widget.ts', 'push/service-worker.ts', 'discovery/skills/register-agent/SKILL.md']) {
+    for (const file of ['main.js', 'main.js.map', 'core/db/migrations/index.js', 'storefront/widget.ts', 'storefront/widget.browser.min.js', 'push/service-worker.ts', 'push/service-worker.browser.js', 'discovery/skills/register-agent/SKILL.md']) {
       assert.ok(existsSync(join(ROOT, 'dist', file)), `dist/${file}`);
     }
     assert.ok(!existsSync(join(ROOT, 'dist/storefront/widget.js')), 'browser code is not compiled as a server module');
@@ -55,11 +57,12 @@ describe('the production build', () => {
     assert.match(readFileSync(BIN, 'utf8'), /mapStackTraces\(new URL\('\.\.\/dist\/', import\.meta\.url\)\)/, 'bin/restock.js maps the build it runs');
   });
 
-  it('bin/restock.js serves from the build: the service answers, and nothing falls back to the sources', async () => {
+  it('bin/restock.js serves from the build: the service answers, nothing falls back to the sources, and the browser scripts are the build\'s, without esbuild', async () => {
     const port = await freePort();
-    const child = spawn(process.execPath, [BIN, 'serve'], {
+    const packagesFile = join(dataDir, 'packages.txt');
+    const child = spawn(process.execPath, [LOADED_PACKAGES, 'serve'], {
       cwd: ROOT,
-      env: { ...process.env, PORT: String(port), DATA_DIR: dataDir, DATABASE_URL: '', BASE_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: 'warn' },
+      env: { ...process.env, PORT: String(port), DATA_DIR: dataDir, DATABASE_URL: '', BASE_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: 'warn', LOADED_PACKAGES_FILE: packagesFile },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     let stderr = '';
@@ -72,6 +75,25 @@ describe('the production build', () => {
       }
       assert.equal(status, 200, `the compiled service answers /api/health; stderr: ${stderr}`);
       assert.doesNotMatch(stderr, FALLBACK);
+      // Each form of each kind of browser script, as the sources make it (tests serve those).
+      const served = [
+        { path: '/widget.js', source: 'storefront/widget.ts', form: 'minified' },
+        { path: '/widget-channels.js', source: 'storefront/widget-channels.ts', form: 'minified', startsThe: true },
+        { path: '/push/sw.js', source: 'push/service-worker.ts', form: 'readable' },
+        { path: '/dashboard/admin-frame.js', source: 'dashboard/admin-frame.ts', form: 'readable' },
+      ] as const;
+      for (const { path, source, form, ...rest } of served) {
+        const answer = await fetch(`http://127.0.0.1:${port}${path}`, { headers: { 'accept-encoding': 'identity' } });
+        assert.equal(answer.status, 200, path);
+        const expected = await browserScript(new URL(`../src/${source}`, import.meta.url), form);
+        const body = await answer.text();
+        if ('startsThe' in rest) assert.ok(body.startsWith(expected), `${path} starts with ${source}, compiled`);
+        else assert.equal(body, expected, `${path} is ${source}, compiled`);
+      }
+      rmSync(packagesFile, { force: true });
+      child.kill('SIGUSR2');
+      for (let i = 0; i < 100 && !existsSync(packagesFile); i++) await sleep(50);
+      assert.doesNotMatch(readFileSync(packagesFile, 'utf8'), /^esbuild$/m, 'the compiled service does not import esbuild');
     } finally {
       child.kill('SIGTERM');
       await new Promise((resolve) => child.once('exit', resolve));

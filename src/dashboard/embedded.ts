@@ -1,9 +1,8 @@
-import { readFileSync } from 'node:fs';
-import { transformSync } from 'esbuild';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { decodeJwt } from 'jose';
 import { z } from 'zod';
+import { browserScript } from '../core/browser-scripts.ts';
 import { framedByShopifyAdmin, html, page, type AppBridgePage, type SafeHtml } from '../core/html.ts';
 import { NotConfigured, Problem, ValidationFailed } from '../core/problems.ts';
 import { shopifyShopSchema } from '../stores/schemas.ts';
@@ -14,7 +13,13 @@ import * as views from './views.ts';
 
 /** The pages' own script inside the Shopify admin (admin-frame.ts, its types stripped), after App Bridge. */
 const ADMIN_FRAME_SCRIPT_PATH = '/dashboard/admin-frame.js';
-const ADMIN_FRAME_SCRIPT = transformSync(readFileSync(new URL('./admin-frame.ts', import.meta.url), 'utf8'), { loader: 'ts' }).code;
+const ADMIN_FRAME_SOURCE = new URL('./admin-frame.ts', import.meta.url);
+let adminFrame: Promise<string> | undefined;
+const adminFrameScript = () =>
+  (adminFrame ??= browserScript(ADMIN_FRAME_SOURCE, 'readable').catch((err: unknown) => {
+    adminFrame = undefined;
+    throw err;
+  }));
 
 /**
  * Shopify's "bounce page": a page that only loads App Bridge, which, seeing `shopify-reload` in
@@ -51,7 +56,7 @@ export class AdminFrames {
     });
     pages.get(ADMIN_FRAME_SCRIPT_PATH, {
       schema: { hide: true },
-      handler: async (_request, reply) => reply.type('text/javascript; charset=utf-8').send(ADMIN_FRAME_SCRIPT),
+      handler: async (_request, reply) => reply.type('text/javascript; charset=utf-8').send(await adminFrameScript()),
     });
   }
 

@@ -1,7 +1,6 @@
-import { readFile } from 'node:fs/promises';
-import { transform } from 'esbuild';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.ts';
+import { browserScript } from '../core/browser-scripts.ts';
 import type { Database } from '../core/db/database.ts';
 import type { Feature } from '../core/feature.ts';
 import { pushChannelSending } from './channel.ts';
@@ -29,7 +28,5 @@ export async function buildPush({ config, database, log, storefrontProxies }: Pu
 
 /** The service worker as browsers get it: its TypeScript source with the types stripped, not minified. */
 export async function loadServiceWorker(): Promise<Buffer> {
-  const source = await readFile(new URL('./service-worker.ts', import.meta.url), 'utf8');
-  const { code } = await transform(source, { loader: 'ts' });
-  return Buffer.from(code);
+  return Buffer.from(await browserScript(new URL('./service-worker.ts', import.meta.url), 'readable'));
 }

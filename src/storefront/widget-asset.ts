@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import { gzipSync } from 'node:zlib';
-import { transform } from 'esbuild';
 import { STOREFRONT_OFFERS } from '../channels.ts';
+import { browserScript } from '../core/browser-scripts.ts';
 
 export interface WidgetAsset {
   /** Minified script. */
@@ -58,7 +57,7 @@ export function widgetSource(file: ServedWidgetFile): URL {
  */
 export async function loadWidgetAsset(file: ServedWidgetFile = 'widget.js', platformForms: readonly URL[] = []): Promise<WidgetAsset> {
   const sources = [widgetSource(file), ...appendedTo(file, platformForms)];
-  const parts = await Promise.all(sources.map(async (source) => (await transform(await readFile(source, 'utf8'), { minify: true, target: 'es2019', loader: 'ts', legalComments: 'none' })).code));
+  const parts = await Promise.all(sources.map((source) => browserScript(source, 'minified')));
   const body = Buffer.from(parts.join(''));
   const tag = createHash('sha256').update(body).digest('base64url').slice(0, 27);
   return { body, gzipped: gzipSync(body, { level: 9 }), etag: `"${tag}"`, gzippedEtag: `"${tag}-gz"` };
