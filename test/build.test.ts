@@ -28,7 +28,7 @@ describe('the production build', () => {
   });
   after(() => rmSync(dataDir, { recursive: true, force: true }));
 
-  it('compiles each server module beside its source map, and copies what the service reads as text', () => {
+  it('compiles each server module beside its source map, bundles the packages only it imports, and copies what the service reads as text', () => {
     for (const file of ['main.js', 'main.js.map', 'core/db/migrations/index.js', 'storefront/widget.ts', 'storefront/widget.browser.min.js', 'push/service-worker.ts', 'push/service-worker.browser.js', 'discovery/skills/register-agent/SKILL.md']) {
       assert.ok(existsSync(join(ROOT, 'dist', file)), `dist/${file}`);
     }
@@ -38,6 +38,10 @@ describe('the production build', () => {
     assert.match(main, /from "\.\/config\.js"/);
     assert.doesNotMatch(main, /\.ts"/);
     assert.match(main, /from "pino"/);
+    // Kysely and jose are bundled, one file each, which every compiled module imports instead.
+    assert.match(readFileSync(join(ROOT, 'dist/core/db/database.js'), 'utf8'), /from "\.\.\/\.\.\/vendor\/kysely\.js"/);
+    assert.match(readFileSync(join(ROOT, 'dist/core/sealed-secrets.js'), 'utf8'), /from "\.\.\/vendor\/jose\.js"/);
+    for (const file of ['vendor/kysely.js', 'vendor/jose.js']) assert.ok(existsSync(join(ROOT, 'dist', file)), `dist/${file}`);
   });
 
   it('stack traces of the build name the TypeScript lines, the maps read only when a trace is formatted', () => {

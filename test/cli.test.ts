@@ -314,7 +314,7 @@ describe('what each command loads', () => {
 
   it('restock worker leaves out the web and the payment protocols (it settles nothing until a payment is left to reconcile)', async () => {
     const loaded = await packagesLoadedBy('worker', /"msg":"Restock worker is running"/);
-    for (const name of ['kysely', 'nodemailer', 'better-sqlite3']) assert.ok(loaded.has(name), `the worker imports ${name}`);
+    for (const name of ['nodemailer', 'better-sqlite3']) assert.ok(loaded.has(name), `the worker imports ${name}`);
     for (const name of WEB_AND_PAYMENTS) assert.ok(!loaded.has(name), `the worker does not import ${name}`);
     assert.ok(!loaded.has('twilio'), 'nor Twilio before it texts');
   });
@@ -323,7 +323,7 @@ describe('what each command loads', () => {
     const PAYMENTS = ['mppx', 'viem', '@x402/core', '@x402/evm'];
     const loaded = await packagesLoadedBy('serve', /"msg":"Restock is listening"/, async (port, importedSoFar) => {
       const listening = await importedSoFar();
-      for (const name of ['fastify', 'kysely', '@modelcontextprotocol/server']) assert.ok(listening.has(name), `serve imports ${name} before it listens`);
+      for (const name of ['fastify', 'better-sqlite3', '@modelcontextprotocol/server']) assert.ok(listening.has(name), `serve imports ${name} before it listens`);
       for (const name of PAYMENTS) assert.ok(!listening.has(name), `serve does not import ${name} before its first 402`);
       assert.ok(!listening.has('twilio'), 'nor Twilio before it first texts or takes a Twilio webhook');
       // /openapi.json offers x402 all the same: its requirements come from the settings, not the SDK.
