@@ -283,6 +283,8 @@ describe('what each command loads', () => {
   const LOADED_PACKAGES = fileURLToPath(new URL('./fixtures/loaded-packages.mjs', import.meta.url));
   /** The web's and the payment protocols' libraries: most of the service's code in memory. */
   const WEB_AND_PAYMENTS = ['@modelcontextprotocol/server', '@modelcontextprotocol/node', 'mppx', 'viem', '@x402/evm'];
+  /** The drivers of what the embedded default leaves out: PostgreSQL, Redis, an SMTP server. */
+  const UNCONFIGURED = ['pg', 'ioredis', 'nodemailer'];
 
   /**
    * Runs a long-lived command until it logs `ready`, then `meanwhile` (given the port, and a
@@ -314,9 +316,10 @@ describe('what each command loads', () => {
 
   it('restock worker leaves out the web and the payment protocols (it settles nothing until a payment is left to reconcile)', async () => {
     const loaded = await packagesLoadedBy('worker', /"msg":"Restock worker is running"/);
-    for (const name of ['nodemailer', 'better-sqlite3']) assert.ok(loaded.has(name), `the worker imports ${name}`);
+    for (const name of ['pino', 'better-sqlite3']) assert.ok(loaded.has(name), `the worker imports ${name}`);
     for (const name of WEB_AND_PAYMENTS) assert.ok(!loaded.has(name), `the worker does not import ${name}`);
     assert.ok(!loaded.has('twilio'), 'nor Twilio before it texts');
+    for (const name of UNCONFIGURED) assert.ok(!loaded.has(name), `nor ${name}, which the embedded default does not use`);
   });
 
   it('restock serve loads the payment protocols at its first 402, not before: a process no agent pays through never has them', async () => {
@@ -326,6 +329,7 @@ describe('what each command loads', () => {
       for (const name of ['fastify', 'better-sqlite3', '@modelcontextprotocol/server']) assert.ok(listening.has(name), `serve imports ${name} before it listens`);
       for (const name of PAYMENTS) assert.ok(!listening.has(name), `serve does not import ${name} before its first 402`);
       assert.ok(!listening.has('twilio'), 'nor Twilio before it first texts or takes a Twilio webhook');
+      for (const name of UNCONFIGURED) assert.ok(!listening.has(name), `nor ${name}, which the embedded default does not use`);
       // /openapi.json offers x402 all the same: its requirements come from the settings, not the SDK.
       const openapi = (await (await fetch(`http://127.0.0.1:${port}/openapi.json`)).json()) as { paths: Record<string, Record<string, { 'x-payment-info'?: { x402?: { accepts: Array<{ payTo: string }> } } }>> };
       const payTo = openapi.paths['/api']?.get?.['x-payment-info']?.x402?.accepts[0]?.payTo;

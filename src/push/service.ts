@@ -1,10 +1,13 @@
-import webpush from 'web-push';
+import type webpush from 'web-push';
 import { postToTenant, type PostOutcome } from '../core/net/http-post.ts';
 import type { OutboundPolicy } from '../core/net/outbound-guard.ts';
 import { PushDeliveryError, type PushChannel, type PushMessage } from './channel.ts';
 import type { PushConfig } from './settings.ts';
 import { checkPushEndpoint, pushSubscriptionSchema } from './subscription.ts';
 import type { VapidKeys } from './vapid.ts';
+import { lazyPackage } from '../core/lazy-package.ts';
+
+const webPush = lazyPackage<typeof webpush>('web-push');
 
 export interface PushServiceOptions {
   keys: VapidKeys;
@@ -76,7 +79,7 @@ export class PushService implements PushChannel {
     if (cached && cached.renewAt > now) return cached.authorization;
     const { subject, publicKey, privateKey } = { ...this.options.config, ...this.options.keys };
     const expires = Math.floor(now / 1000) + VAPID_TOKEN_SECONDS;
-    const { Authorization: authorization } = webpush.getVapidHeaders(audience, subject, publicKey, privateKey, 'aes128gcm', expires);
+    const { Authorization: authorization } = webPush().getVapidHeaders(audience, subject, publicKey, privateKey, 'aes128gcm', expires);
     if (this.vapidTokens.size >= VAPID_TOKENS_KEPT) this.vapidTokens.clear();
     this.vapidTokens.set(audience, { authorization, renewAt: now + (VAPID_TOKEN_SECONDS - 3600) * 1000 });
     return authorization;
@@ -85,7 +88,7 @@ export class PushService implements PushChannel {
   private encryptedRequest(endpoint: URL, message: PushMessage): { body: Buffer; headers: Record<string, string> } {
     let details: ReturnType<typeof webpush.generateRequestDetails>;
     try {
-      details = webpush.generateRequestDetails({ endpoint: endpoint.href, keys: message.keys }, JSON.stringify(message.payload), {
+      details = webPush().generateRequestDetails({ endpoint: endpoint.href, keys: message.keys }, JSON.stringify(message.payload), {
         headers: { Authorization: this.vapidAuthorization(endpoint.origin) },
         TTL: message.ttlSeconds,
         contentEncoding: 'aes128gcm',

@@ -1,9 +1,12 @@
 import { createECDH } from 'node:crypto';
-import webpush from 'web-push';
+import type webpush from 'web-push';
+import { lazyPackage } from '../core/lazy-package.ts';
 import { z } from 'zod';
 import type { Database } from '../core/db/database.ts';
 import { keepServiceSecret } from '../core/secrets.ts';
 import { jsonOf } from '../core/json.ts';
+
+const webPush = lazyPackage<typeof webpush>('web-push');
 
 /**
  * The service's VAPID key pair (RFC 8292): browsers bind each push subscription to its public
@@ -38,7 +41,7 @@ const storedKeys = z.object({ publicKey: base64urlBytes(65), privateKey: base64u
 /** The pair in the database, made by the first process that asks. `made` says whether this call made it. */
 export async function loadVapidKeys(database: Database): Promise<VapidKeys & { made: boolean }> {
   const { value, made } = await keepServiceSecret(database, SECRET_NAME, () => {
-    const fresh = webpush.generateVAPIDKeys();
+    const fresh = webPush().generateVAPIDKeys();
     return JSON.stringify({ publicKey: fresh.publicKey, privateKey: fresh.privateKey });
   });
   return { ...readStoredKeys(value), made };

@@ -1,4 +1,5 @@
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { lazyPackage } from '../lazy-package.ts';
 import { parseRedisUrl, redisConnectionOptions } from '../service-urls.ts';
 import type { ChangeTransport } from './bus.ts';
 
@@ -6,6 +7,8 @@ import type { ChangeTransport } from './bus.ts';
 export const REDIS_CHANNEL = 'restock:changes';
 /** What a Redis connection used for changes is called in `CLIENT LIST`. */
 export const REDIS_CONNECTION_NAME = 'restock-changes';
+
+const redisClient = lazyPackage<typeof import('ioredis')>('ioredis');
 
 /**
  * Redis publish/subscribe: one connection subscribed, one to publish on (a subscribed connection
@@ -28,6 +31,7 @@ export class RedisChangeTransport implements ChangeTransport {
       lazyConnect: true,
       retryStrategy: (attempt: number) => Math.min(attempt * 200, 2000),
     };
+    const { Redis } = redisClient();
     this.subscriber = new Redis({ ...options, autoResubscribe: false });
     this.publisher = new Redis({ ...options, commandTimeout: 1000 });
   }

@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import SqliteDriver from 'better-sqlite3';
 import { CompiledQuery, Kysely, PostgresDialect, SqliteDialect, sql, type Compilable, type Transaction } from 'kysely';
-import pg from 'pg';
-import { isTransientConflict, pgTypes, QUERY_READ_TIMEOUT, type Dialect } from './dialect.ts';
+import type pg from 'pg';
+import { isTransientConflict, pgTypes, postgresDriver, QUERY_READ_TIMEOUT, type Dialect } from './dialect.ts';
 import { parsePostgresUrl, type PostgresServer } from '../service-urls.ts';
 import { GroupCommit } from './group-commit.ts';
 import { countCommits, LogFlush } from './log-flush.ts';
@@ -218,7 +218,7 @@ export class Database {
    */
   listenerConnection(applicationName: string): pg.Client | undefined {
     if (!this.postgres) return undefined;
-    return new pg.Client({ ...connectionOptions(parsePostgresUrl(this.postgres.url)), application_name: applicationName, keepAlive: true, connectionTimeoutMillis: 3000 });
+    return new (postgresDriver().Client)({ ...connectionOptions(parsePostgresUrl(this.postgres.url)), application_name: applicationName, keepAlive: true, connectionTimeoutMillis: 3000 });
   }
 
   async close(): Promise<void> {
@@ -303,11 +303,11 @@ function openPostgres(config: Extract<DatabaseConfig, { dialect: 'postgres' }>, 
 
 function openPostgresPool(config: Extract<DatabaseConfig, { dialect: 'postgres' }>, bounded = true): { db: Db; pool: pg.Pool } {
   const statementTimeoutMs = config.statementTimeoutMs ?? DEFAULT_PG_STATEMENT_TIMEOUT_MS;
-  const pool = new pg.Pool({
+  const pool = new (postgresDriver().Pool)({
     ...connectionOptions(parsePostgresUrl(config.url)),
     max: config.poolMax,
     types: pgTypes,
-    Client: DroppedWhenSilent,
+    Client: droppedWhenSilentClient(),
     // Fail fast when the server is gone, so requests get a 503 instead of hanging.
     connectionTimeoutMillis: 3000,
     idleTimeoutMillis: 30_000,
@@ -336,14 +336,19 @@ function openPostgresPool(config: Extract<DatabaseConfig, { dialect: 'postgres' 
  * was told had failed could still run. Such a connection is ended instead, so the pool drops it
  * and opens a fresh one.
  */
-class DroppedWhenSilent extends pg.Client {
-  override query(...args: unknown[]): any {
-    const result: unknown = Reflect.apply(super.query, this, args);
-    if (result instanceof Promise) {
-      result.catch((err: unknown) => {
-        if (err instanceof Error && err.message === QUERY_READ_TIMEOUT) void this.end();
-      });
+function droppedWhenSilentClient(): typeof pg.Client {
+  return (droppedWhenSilent ??= class DroppedWhenSilent extends postgresDriver().Client {
+    override query(...args: unknown[]): any {
+      const result: unknown = Reflect.apply(super.query, this, args);
+      if (result instanceof Promise) {
+        result.catch((err: unknown) => {
+          if (err instanceof Error && err.message === QUERY_READ_TIMEOUT) void this.end();
+        });
+      }
+      return result;
     }
-    return result;
-  }
+  });
 }
+
+/** Made with the first pool: it extends node-postgres's client, which loads only then. */
+let droppedWhenSilent: typeof pg.Client | undefined;

@@ -1,5 +1,9 @@
 import { sql, type RawBuilder } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
+import { lazyPackage } from '../lazy-package.ts';
+
+/** node-postgres, loaded by the first PostgreSQL connection: an embedded process never needs it. */
+export const postgresDriver = lazyPackage<typeof pg>('pg');
 
 /**
  * The few places where SQLite and PostgreSQL differ, kept together so that stores and
@@ -32,7 +36,7 @@ export const pgTypes = {
     if (oid === PG_TIMESTAMPTZ) return (value) => new Date(value).toISOString();
     if (oid === PG_TIMESTAMP) return (value) => new Date(`${value}Z`).toISOString();
     if (oid === PG_INT8) return (value) => Number(value);
-    return pg.types.getTypeParser(oid, format as 'text');
+    return postgresDriver().types.getTypeParser(oid, format as 'text');
   },
 } as pg.CustomTypesConfig;
 

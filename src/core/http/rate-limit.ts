@@ -3,11 +3,14 @@
 import { normalizeIP } from '@fastify/rate-limit';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { noMetrics, type Metrics } from '../metrics.ts';
 import { Problem } from '../problems.ts';
 import { parseRedisUrl, redisConnectionOptions } from '../service-urls.ts';
 import type { Caller } from './caller.ts';
+import { lazyPackage } from '../lazy-package.ts';
+
+const redisClient = lazyPackage<typeof import('ioredis')>('ioredis');
 
 /**
  * Rate limits, counted in Redis when a URL is given (shared by every process), in this
@@ -438,6 +441,7 @@ function throttledWarning() {
  * It keeps reconnecting in the background.
  */
 function connect(url: string, log: FastifyBaseLogger, warning: Warning) {
+  const { Redis } = redisClient();
   const client = new Redis({
     ...redisConnectionOptions(parseRedisUrl(url)),
     enableOfflineQueue: false,

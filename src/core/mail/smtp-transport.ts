@@ -1,6 +1,7 @@
 import net from 'node:net';
-import nodemailer from 'nodemailer';
+import type nodemailer from 'nodemailer';
 import type SMTPPool from 'nodemailer/lib/smtp-pool/index.js';
+import { lazyPackage } from '../lazy-package.ts';
 import { connectGuarded, ForbiddenDestination, type OutboundPolicy } from '../net/outbound-guard.ts';
 import { parseSmtpUrl, type SmtpServer } from './smtp-url.ts';
 import type { MailMessage, MailTransport } from './transport.ts';
@@ -40,6 +41,8 @@ export interface SmtpTransportOptions {
   ca?: string;
 }
 
+const mailLibrary = lazyPackage<typeof nodemailer>('nodemailer');
+
 /** Sends through an SMTP server over a small pool of reused connections. */
 export class SmtpTransport implements MailTransport {
   readonly kind = 'smtp' as const;
@@ -53,7 +56,7 @@ export class SmtpTransport implements MailTransport {
     options: SmtpTransportOptions = {},
   ) {
     const server = parseSmtpUrl(smtpUrl, { options: options.tenant ? 'none' : 'operator' });
-    this.transporter = nodemailer.createTransport(poolOptions(server, options));
+    this.transporter = mailLibrary().createTransport(poolOptions(server, options));
     // Failures reach the caller through sendMail's promise; an unhandled 'error' would end the process.
     this.transporter.on('error', () => {});
   }
