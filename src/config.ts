@@ -1,6 +1,7 @@
 // Longer than most files on purpose: every setting the service reads is parsed, checked and described
 // here, in one place, so `.env.example`, the README's table and start-up errors cannot disagree.
-import { DEFAULT_PG_STATEMENT_TIMEOUT_MS, type DatabaseConfig } from './core/db/database.ts';
+import type { DatabaseConfig } from './core/db/database.ts';
+import { DEFAULT_PG_STATEMENT_TIMEOUT_MS } from './core/db/postgres-pool.ts';
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
