@@ -6,6 +6,7 @@ import { Kysely, SqliteDialect } from 'kysely';
 import { Database, type Trx } from '../src/core/db/database.ts';
 import type { Tables } from '../src/core/db/schema.ts';
 import { GroupCommit } from '../src/core/db/group-commit.ts';
+import { keepServiceSecret } from '../src/core/secrets.ts';
 import { createTestDatabase, dialectSkip, tableDigests, TABLES, testConfig, testDialects, type TestDatabase } from './fixtures/app.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 
@@ -31,6 +32,17 @@ for (const dialect of testDialects()) {
 
     it('migrating again applies nothing', async () => {
       assert.deepEqual(await database.migrate(), []);
+    });
+
+    it('a service secret is made once however many ask at once, and one already kept is read without making another', async () => {
+      const made: string[] = [];
+      const asks = await Promise.all(Array.from({ length: 8 }, (_, i) => keepServiceSecret(database, 'keep-check', () => (made.push(`v${i}`), `v${i}`))));
+      const [first] = asks;
+      assert.ok(asks.every(({ value }) => value === first!.value), 'every caller gets the kept value');
+      assert.equal(asks.filter(({ made: mine }) => mine).length, 1, 'one caller made it');
+      assert.ok(made.includes(first!.value));
+      const again = await keepServiceSecret(database, 'keep-check', () => assert.fail('a kept secret is not made again'));
+      assert.deepEqual(again, { value: first!.value, made: false });
     });
 
     it('the table digests that "a refused request changes nothing" compares cover every table and see a changed value', async () => {

@@ -17,9 +17,12 @@ export async function loadServiceSecret(database: Database, fromEnv: string | un
 /**
  * A secret made once and kept under `name` in `service_secrets`: inserting with "on conflict do
  * nothing" and then reading gives every process that shares the database the same value,
- * however many start together. `made` says whether this call's value was the one kept.
+ * however many start together. `made` says whether this call's value was the one kept. A secret
+ * already kept is only read: every start asks for several, and a write is a sync of the disk.
  */
 export async function keepServiceSecret(database: Database, name: string, make: () => string): Promise<{ value: string; made: boolean }> {
+  const kept = await readServiceSecret(database, name);
+  if (kept !== undefined) return { value: kept, made: false };
   const fresh = make();
   await database.write((trx) =>
     trx
@@ -28,8 +31,14 @@ export async function keepServiceSecret(database: Database, name: string, make: 
       .onConflict((oc) => oc.column('name').doNothing())
       .execute(),
   );
-  const row = await database.db.selectFrom('service_secrets').select('value').where('name', '=', name).executeTakeFirstOrThrow();
-  return { value: row.value, made: row.value === fresh };
+  const value = await readServiceSecret(database, name);
+  if (value === undefined) throw new Error(`The service secret '${name}' was neither kept nor found.`);
+  return { value, made: value === fresh };
+}
+
+async function readServiceSecret(database: Database, name: string): Promise<string | undefined> {
+  const row = await database.db.selectFrom('service_secrets').select('value').where('name', '=', name).executeTakeFirst();
+  return row?.value;
 }
 
 /** Puts `value` under `name` in place of what was kept there (an operator importing a key). */

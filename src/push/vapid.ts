@@ -1,12 +1,8 @@
 import { createECDH } from 'node:crypto';
-import type webpush from 'web-push';
-import { lazyPackage } from '../core/lazy-package.ts';
 import { z } from 'zod';
 import type { Database } from '../core/db/database.ts';
 import { keepServiceSecret } from '../core/secrets.ts';
 import { jsonOf } from '../core/json.ts';
-
-const webPush = lazyPackage<typeof webpush>('web-push');
 
 /**
  * The service's VAPID key pair (RFC 8292): browsers bind each push subscription to its public
@@ -40,11 +36,19 @@ const storedKeys = z.object({ publicKey: base64urlBytes(65), privateKey: base64u
 
 /** The pair in the database, made by the first process that asks. `made` says whether this call made it. */
 export async function loadVapidKeys(database: Database): Promise<VapidKeys & { made: boolean }> {
-  const { value, made } = await keepServiceSecret(database, SECRET_NAME, () => {
-    const fresh = webPush().generateVAPIDKeys();
-    return JSON.stringify({ publicKey: fresh.publicKey, privateKey: fresh.privateKey });
-  });
+  const { value, made } = await keepServiceSecret(database, SECRET_NAME, () => JSON.stringify(freshKeys()));
   return { ...readStoredKeys(value), made };
+}
+
+/**
+ * A new P-256 pair, as web-push's generateVAPIDKeys makes it, without loading web-push (whose
+ * keys the first start alone would use): the private scalar padded to 32 bytes.
+ */
+function freshKeys(): VapidKeys {
+  const curve = createECDH('prime256v1');
+  curve.generateKeys();
+  const privateKey = curve.getPrivateKey();
+  return { publicKey: curve.getPublicKey().toString('base64url'), privateKey: Buffer.concat([Buffer.alloc(32 - privateKey.length), privateKey]).toString('base64url') };
 }
 
 /** A stored pair that does not parse, or whose halves do not belong together, stops start-up rather than signing with it. */
