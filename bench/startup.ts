@@ -7,6 +7,9 @@
  * IDLE_MS.
  *
  *   npm run bench:startup           (BENCH_STARTS=5 by default; builds dist/ first)
+ *
+ * BENCH_BASELINE=<another checkout, built> adds its `bin/restock.js serve` to the turns, on a
+ * database its own build migrated: an earlier commit measured against this one on the same machine.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -30,13 +33,21 @@ function rssMb(pid: number): number {
   return Number(line?.split(/\s+/)[1] ?? 0) / 1024;
 }
 
-async function startOnce(args: string[]): Promise<Start> {
+interface Kind {
+  args: string[];
+  /** The checkout it runs in. */
+  cwd: string;
+  /** A copy of its own migrated database is each start's. */
+  migrated: string;
+}
+
+async function startOnce({ args, cwd, migrated }: Kind): Promise<Start> {
   const port = await freePort();
   const dataDir = mkdtempSync(join(tmpdir(), 'restock-startup-'));
   cpSync(migrated, dataDir, { recursive: true });
   const began = performance.now();
   const child = spawn(process.execPath, args, {
-    cwd: root,
+    cwd,
     env: { ...process.env, PORT: String(port), DATA_DIR: dataDir, DATABASE_URL: '', BASE_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -68,19 +79,39 @@ function median(values: number[]): number {
 // The build measured is the sources' as they are now.
 execFileSync(process.execPath, ['bin/build.mjs'], { cwd: root, stdio: 'ignore' });
 if (!existsSync(join(root, 'dist/main.js'))) throw new Error('the build made no dist/main.js');
-const migrated = mkdtempSync(join(tmpdir(), 'restock-startup-migrated-'));
-execFileSync(process.execPath, ['dist/main.js', 'migrate'], { cwd: root, env: { ...process.env, DATA_DIR: migrated, DATABASE_URL: '' }, stdio: 'ignore' });
-process.on('exit', () => rmSync(migrated, { recursive: true, force: true }));
+/** A database migrated by the build in `checkout`, removed when the bench exits. */
+function migratedBy(checkout: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'restock-startup-migrated-'));
+  execFileSync(process.execPath, ['dist/main.js', 'migrate'], { cwd: checkout, env: { ...process.env, DATA_DIR: dir, DATABASE_URL: '' }, stdio: 'ignore' });
+  process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+function baselineCheckout(): string | undefined {
+  const dir = process.env.BENCH_BASELINE;
+  if (!dir) return undefined;
+  if (!existsSync(join(dir, 'bin/restock.js')) || !existsSync(join(dir, 'dist/main.js'))) throw new Error(`BENCH_BASELINE=${dir} is not a built checkout (bin/restock.js and dist/main.js)`);
+  return dir;
+}
+
+const migrated = migratedBy(root);
+const baseline = baselineCheckout();
 // `compiled` is what `npm start` runs: bin/restock.js, which runs the fresh build in dist/.
-const kinds = { compiled: ['bin/restock.js', 'serve'], tsx: ['--import', 'tsx', 'src/main.ts', 'serve'] };
-const results: Record<string, Start[]> = { compiled: [], tsx: [] };
-// Interleaved, so both meet the same machine.
+const kinds: Record<string, Kind> = {
+  compiled: { args: ['bin/restock.js', 'serve'], cwd: root, migrated },
+  tsx: { args: ['--import', 'tsx', 'src/main.ts', 'serve'], cwd: root, migrated },
+  ...(baseline && { baseline: { args: ['bin/restock.js', 'serve'], cwd: baseline, migrated: migratedBy(baseline) } }),
+};
+const results: Record<string, Start[]> = Object.fromEntries(Object.keys(kinds).map((kind) => [kind, []]));
+// Interleaved, so all meet the same machine.
 for (let i = 0; i < STARTS; i++) {
-  for (const [kind, args] of Object.entries(kinds)) results[kind]!.push(await startOnce(args));
+  for (const [kind, how] of Object.entries(kinds)) results[kind]!.push(await startOnce(how));
 }
 console.log(`restock serve, ${STARTS} starts each (median), SQLite, idle after ${IDLE_MS} ms`);
 for (const [kind, starts] of Object.entries(results)) {
   console.log(`${kind.padEnd(9)} start to ready ${median(starts.map((s) => s.readyMs)).toFixed(0).padStart(5)} ms   idle RSS ${median(starts.map((s) => s.idleRssMb)).toFixed(0).padStart(4)} MB`);
 }
-const ratio = median(results.tsx!.map((s) => s.readyMs)) / median(results.compiled!.map((s) => s.readyMs));
-console.log(`compiled starts ${ratio.toFixed(2)}× as fast as tsx`);
+const readyOf = (kind: string) => median(results[kind]!.map((s) => s.readyMs));
+console.log(`compiled starts ${(readyOf('tsx') / readyOf('compiled')).toFixed(2)}× as fast as tsx`);
+if (baseline) console.log(`compiled starts ${(readyOf('baseline') / readyOf('compiled')).toFixed(2)}× as fast as the baseline (${baseline})`);
+console.log('aims: ready within 1500 ms, idle under 150 MB');
