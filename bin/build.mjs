@@ -42,12 +42,19 @@ const modules = files.filter((file) => file.endsWith('.ts') && !isBrowserFile(fi
 const copied = files.filter((file) => !modules.includes(file));
 
 /**
- * Packages that only the service imports, each bundled into one file under dist/vendor/: Kysely
- * is 262 modules and jose 46, and one file loads in about a tenth of the time and memory of that
- * many (bench:startup). Packages whose objects other packages take (zod's schemas go to the MCP
- * SDK and the Fastify type provider) must stay the one copy in node_modules.
+ * Packages that only the service imports, bundled under dist/vendor/ (one file per import path,
+ * the code they share in common chunks, so each library is still one copy): Kysely is 262
+ * modules, jose 46, the payment protocols' SDKs with viem some 560, and one file loads in about a
+ * tenth of the time and memory of that many (bench:startup; the first 402 loads the payment
+ * ones). Packages whose objects other packages take (zod's schemas go to the MCP SDK and the
+ * Fastify type provider) must stay the one copy in node_modules.
  */
-const VENDORED = ['kysely', 'jose'];
+const VENDORED = ['kysely', 'jose', 'viem', 'viem/tempo', 'mppx', 'mppx/server', '@x402/core/http', '@x402/core/server', '@x402/evm', '@x402/evm/exact/server'];
+
+/** The bundle of an import path, under dist/vendor/: `@x402/core/http` → `x402-core-http`. */
+function vendorFileOf(name) {
+  return name.replace(/^@/, '').replaceAll('/', '-');
+}
 
 /** Every import stays an import; a relative one to a .ts module names the .js it compiles to, a vendored package its bundle. */
 const keepImports = {
@@ -73,7 +80,7 @@ const reexportPackages = {
 
 /** The import of a vendored package's bundle from the compiled module of `importer` (a file under src/). */
 function vendorPathFrom(importer, name) {
-  const path = relative(dirname(relative(src, importer)), join('vendor', `${name}.js`));
+  const path = relative(dirname(relative(src, importer)), join('vendor', `${vendorFileOf(name)}.js`));
   return path.startsWith('.') ? path : `./${path}`;
 }
 
@@ -91,9 +98,13 @@ await build({
   logLevel: 'warning',
 });
 await build({
-  entryPoints: Object.fromEntries(VENDORED.map((name) => [name, `vendor:${name}`])),
+  entryPoints: Object.fromEntries(VENDORED.map((name) => [vendorFileOf(name), `vendor:${name}`])),
   outdir: join(staging, 'vendor'),
   bundle: true,
+  splitting: true,
+  chunkNames: 'shared/[name]-[hash]',
+  // zod stays the one copy the service's own schemas use; the MCP SDK is an optional import of mppx's.
+  external: ['zod', 'zod/*', '@modelcontextprotocol/*'],
   plugins: [reexportPackages],
   format: 'esm',
   platform: 'node',
