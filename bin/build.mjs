@@ -6,7 +6,7 @@
 // stays an import of node_modules but those in VENDORED, each bundled into dist/vendor/. Files that are not server modules (the browser scripts, the agent
 // skills' Markdown) are copied beside the compiled ones, and each browser script's JavaScript is
 // written beside its copy (src/core/browser-scripts.ts), so the service never runs esbuild.
-// Type checking is `npm run typecheck`'s job; this only transpiles (esbuild), in well under a second.
+// Type checking is `npm run typecheck`'s job; this only transpiles and bundles (esbuild), in about two seconds.
 import { build } from 'esbuild';
 import { cpSync, existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
