@@ -4,7 +4,7 @@
  * process on a copy of one embedded SQLite database, migrated beforehand (a restart: a first start
  * also applies every migration, under SQLite's FULL sync), on a loopback port; "ready" is the
  * first 200 from GET /api/health. Idle RSS is read from /proc after the process has been ready for
- * IDLE_MS.
+ * IDLE_MS; then the time of its first 402 (GET /api without a token).
  *
  *   npm run bench:startup           (BENCH_STARTS=5 by default; builds dist/ first)
  *
@@ -26,6 +26,8 @@ const root = new URL('..', import.meta.url).pathname;
 interface Start {
   readyMs: number;
   idleRssMb: number;
+  /** The first 402 (`GET /api` without a token), asked once idle: the payment SDKs load for it. */
+  firstDemandMs: number;
 }
 
 function rssMb(pid: number): number {
@@ -63,7 +65,12 @@ async function startOnce({ args, cwd, migrated }: Kind): Promise<Start> {
     }
     if (readyMs < 0) throw new Error(`not ready within ${READY_WITHIN_MS} ms: ${args.join(' ')}`);
     await sleep(IDLE_MS);
-    return { readyMs, idleRssMb: rssMb(child.pid!) };
+    const idleRssMb = rssMb(child.pid!);
+    const asked = performance.now();
+    const demand = await fetch(`http://127.0.0.1:${port}/api`);
+    await demand.arrayBuffer();
+    if (demand.status !== 402) throw new Error(`GET /api answered ${demand.status}, not 402: ${args.join(' ')}`);
+    return { readyMs, idleRssMb, firstDemandMs: performance.now() - asked };
   } finally {
     child.kill('SIGTERM');
     await new Promise((resolve) => child.once('exit', resolve));
@@ -109,7 +116,9 @@ for (let i = 0; i < STARTS; i++) {
 }
 console.log(`restock serve, ${STARTS} starts each (median), SQLite, idle after ${IDLE_MS} ms`);
 for (const [kind, starts] of Object.entries(results)) {
-  console.log(`${kind.padEnd(9)} start to ready ${median(starts.map((s) => s.readyMs)).toFixed(0).padStart(5)} ms   idle RSS ${median(starts.map((s) => s.idleRssMb)).toFixed(0).padStart(4)} MB`);
+  console.log(
+    `${kind.padEnd(9)} start to ready ${median(starts.map((s) => s.readyMs)).toFixed(0).padStart(5)} ms   idle RSS ${median(starts.map((s) => s.idleRssMb)).toFixed(0).padStart(4)} MB   first 402 ${median(starts.map((s) => s.firstDemandMs)).toFixed(0).padStart(5)} ms`,
+  );
 }
 const readyOf = (kind: string) => median(results[kind]!.map((s) => s.readyMs));
 console.log(`compiled starts ${(readyOf('tsx') / readyOf('compiled')).toFixed(2)}× as fast as tsx`);
