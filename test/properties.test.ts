@@ -970,6 +970,9 @@ for (const dialect of testDialects()) {
         const address = t.app.server.address();
         assert.ok(address && typeof address === 'object');
         port = address.port;
+        // A process's first 402 loads the payment SDKs, from the sources seconds on a busy machine:
+        // not the time of the first malformed request to reach the payment gate, waited for below as a hang.
+        assert.equal((await t.app.inject({ method: 'GET', url: '/api' })).statusCode, 402);
       });
 
       const cases: Array<[string, string | Buffer, { halfClose?: boolean }?]> = [
