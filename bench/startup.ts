@@ -16,7 +16,7 @@ import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { freePort, intSetting } from './lib.ts';
+import { freePort, intSetting, median } from './lib.ts';
 
 const STARTS = intSetting('BENCH_STARTS', 5, 1, 50);
 const IDLE_MS = 3_000;
@@ -76,11 +76,6 @@ async function startOnce({ args, cwd, migrated }: Kind): Promise<Start> {
     await new Promise((resolve) => child.once('exit', resolve));
     rmSync(dataDir, { recursive: true, force: true });
   }
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
 }
 
 // The build measured is the sources' as they are now.

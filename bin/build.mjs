@@ -3,10 +3,11 @@
 // TypeScript module becomes one JavaScript module at the same place under dist/, with a source map,
 // so stack traces name the TypeScript lines. Our modules are not bundled: relative paths read at
 // run time (`new URL('./skills/', import.meta.url)`, ../../extensions/…) stay right. Every package
-// stays an import of node_modules but those in VENDORED, each bundled into dist/vendor/. Files that are not server modules (the browser scripts, the agent
-// skills' Markdown) are copied beside the compiled ones, and each browser script's JavaScript is
-// written beside its copy (src/core/browser-scripts.ts), so the service never runs esbuild.
-// Type checking is `npm run typecheck`'s job; this only transpiles and bundles (esbuild), in about two seconds.
+// stays an import of node_modules but those in VENDORED, bundled into dist/vendor/. Files that are
+// not server modules (the browser scripts, the agent skills' Markdown) are copied beside the
+// compiled ones, and each browser script's JavaScript is written beside its copy
+// (src/core/browser-scripts.ts), so the service never runs esbuild. Type checking is
+// `npm run typecheck`'s job; this only transpiles and bundles (esbuild), in about two seconds.
 import { build } from 'esbuild';
 import { cpSync, existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';

@@ -103,3 +103,16 @@ function decode(text: string, name: string): string {
     throw new ServiceUrlError(`${name} has badly escaped characters`);
   }
 }
+
+/** A parsed DATABASE_URL as node-postgres's connection options, nothing else taken from the URL. */
+export function postgresConnectionOptions(server: PostgresServer) {
+  return {
+    host: server.host,
+    port: server.port,
+    ...(server.user !== undefined && { user: server.user }),
+    ...(server.password !== undefined && { password: server.password }),
+    ...(server.database !== undefined && { database: server.database }),
+    ...(server.applicationName !== undefined && { application_name: server.applicationName }),
+    ...(server.ssl !== 'disable' && { ssl: { rejectUnauthorized: server.ssl === 'verify-full' } }),
+  };
+}

@@ -15,11 +15,7 @@ import * as views from './views.ts';
 const ADMIN_FRAME_SCRIPT_PATH = '/dashboard/admin-frame.js';
 const ADMIN_FRAME_SOURCE = new URL('./admin-frame.ts', import.meta.url);
 let adminFrame: Promise<string> | undefined;
-const adminFrameScript = () =>
-  (adminFrame ??= browserScript(ADMIN_FRAME_SOURCE, 'readable').catch((err: unknown) => {
-    adminFrame = undefined;
-    throw err;
-  }));
+const adminFrameScript = () => (adminFrame ??= browserScript(ADMIN_FRAME_SOURCE, 'readable'));
 
 /**
  * Shopify's "bounce page": a page that only loads App Bridge, which, seeing `shopify-reload` in

@@ -76,9 +76,10 @@ export async function payForToolCall(
   }
 }
 
-/** The proof in `_meta`, decoded: an x402 payment payload (checked by the pipeline), or an MPP credential. */
+/** The `mppx` module, loaded at the first paid call. */
 type Mppx = typeof import('mppx');
 
+/** The proof in `_meta`, decoded: an x402 payment payload (checked by the pipeline), or an MPP credential. */
 function proofOf(meta: Record<string, unknown> | undefined, mppx: Mppx): TransportProof | undefined {
   const x402 = meta?.[X402_PAYMENT];
   const credential = meta?.[MPP_CREDENTIAL];

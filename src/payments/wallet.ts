@@ -24,7 +24,11 @@ export interface PaymentWallet {
 /** The wallet, made by the first process that asks. */
 export async function loadPaymentWallet(database: Database, secrets: SecretBox): Promise<PaymentWallet> {
   let fresh: `0x${string}` | undefined;
-  const { value, made } = await keepServiceSecret(database, SECRET_NAME, () => `${PLAIN}${(fresh = newPrivateKey())}`);
+  const make = () => {
+    fresh = newPrivateKey();
+    return `${PLAIN}${fresh}`;
+  };
+  const { value, made } = await keepServiceSecret(database, SECRET_NAME, make);
   // Made here: sealed now that it is the one kept (a process that lost the race reads the winner's).
   if (made && fresh && secrets.available) await replaceServiceSecret(database, SECRET_NAME, `${SEALED}${await secrets.seal(fresh)}`);
   return walletOf(await readKey(value, secrets));

@@ -2,7 +2,7 @@ import { Problem, ValidationFailed } from '../core/problems.ts';
 import type { SmsAccount } from './schemas.ts';
 import type { SmsConfig } from './settings.ts';
 import { isNetworkError, MESSAGING_SERVICE_SID } from './service.ts';
-import { TwilioApi, type TwilioSdk } from './twilio-client.ts';
+import { loadTwilio, TwilioApi, type TwilioSdk } from './twilio-client.ts';
 
 /** Twilio's "the requested resource was not found": https://www.twilio.com/docs/api/errors/20404 */
 const NOT_FOUND = 20404;
@@ -34,7 +34,7 @@ export function twilioAccountCheck(sms: SmsConfig): (account: SmsAccount) => Pro
     const api = new TwilioApi({ apiUrl: sms.apiUrl, timeoutMs: sms.timeoutMs });
     try {
       const client = await api.clientFor(account);
-      const sdk = await api.sdk();
+      const sdk = await loadTwilio();
       const found = await asked(sdk, () => client.api.v2010.accounts(account.accountSid).fetch(), '/body/smsSender');
       if (found.status !== 'active') throw refused('/body/smsSender/accountSid', `is ${found.status} at Twilio: only an active account can text`);
       if (MESSAGING_SERVICE_SID.test(account.from)) {

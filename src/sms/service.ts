@@ -2,7 +2,7 @@ import { SmsDeliveryError, type SmsChannel, type SmsMessage } from './channel.ts
 import type { SmsAccount } from './schemas.ts';
 import type { SmsOptOutRepository } from './repository.ts';
 import type { SmsConfig } from './settings.ts';
-import { isWellFormedAccount, type TwilioApi, type TwilioSdk } from './twilio-client.ts';
+import { isWellFormedAccount, loadTwilio, type TwilioApi, type TwilioSdk } from './twilio-client.ts';
 
 /** E.164: a plus, a country code that does not start with 0, at most 15 digits in all. */
 export const E164 = /^\+[1-9][0-9]{6,14}$/;
@@ -69,7 +69,7 @@ export class SmsService implements SmsChannel {
       const created = await client.messages.create({ to, body, ...sender, ...(statusCallback && { statusCallback }) });
       return { providerRef: created.sid };
     } catch (err) {
-      throw deliveryError(err, await this.deps.twilio.sdk());
+      throw deliveryError(err, await loadTwilio());
     }
   }
 }

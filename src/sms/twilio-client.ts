@@ -26,11 +26,6 @@ export class TwilioApi {
     return (this.loaded ??= import('./twilio-http.ts').then(({ twilio, TwilioHttpClient }) => ({ sdk: twilio, http: new TwilioHttpClient(this.options) })));
   }
 
-  /** The SDK, for what it knows besides calls (its error class). */
-  async sdk(): Promise<TwilioSdk> {
-    return (await this.load()).sdk;
-  }
-
   /** An SDK client acting for one account. Cheap: the SDK loads its API domains lazily. */
   async clientFor(account: SmsAccount): Promise<twilio.Twilio> {
     if (!isWellFormedAccount(account)) throw new Error('A Twilio account needs an Account SID (AC…) and a 32-hex-digit auth token.');

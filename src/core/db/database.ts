@@ -4,8 +4,8 @@ import SqliteDriver from 'better-sqlite3';
 import { CompiledQuery, Kysely, SqliteDialect, sql, type Compilable, type Transaction } from 'kysely';
 import type pg from 'pg';
 import { isTransientConflict, postgresDriver, type Dialect } from './dialect.ts';
-import { parsePostgresUrl } from '../service-urls.ts';
-import { connectionOptions, openPostgres, openPostgresPool } from './postgres-pool.ts';
+import { parsePostgresUrl, postgresConnectionOptions } from '../service-urls.ts';
+import { openPostgres, openPostgresPool } from './postgres-pool.ts';
 import { GroupCommit } from './group-commit.ts';
 import { countCommits, LogFlush } from './log-flush.ts';
 import { migrateToLatest } from './migrate.ts';
@@ -212,7 +212,7 @@ export class Database {
    */
   listenerConnection(applicationName: string): pg.Client | undefined {
     if (!this.postgres) return undefined;
-    return new (postgresDriver().Client)({ ...connectionOptions(parsePostgresUrl(this.postgres.url)), application_name: applicationName, keepAlive: true, connectionTimeoutMillis: 3000 });
+    return new (postgresDriver().Client)({ ...postgresConnectionOptions(parsePostgresUrl(this.postgres.url)), application_name: applicationName, keepAlive: true, connectionTimeoutMillis: 3000 });
   }
 
   async close(): Promise<void> {

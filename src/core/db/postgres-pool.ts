@@ -3,7 +3,7 @@ import type pg from 'pg';
 import { pgTypes, postgresDriver, QUERY_READ_TIMEOUT } from './dialect.ts';
 import type { DatabaseConfig, Db } from './database.ts';
 import type { Tables } from './schema.ts';
-import { parsePostgresUrl, type PostgresServer } from '../service-urls.ts';
+import { parsePostgresUrl, postgresConnectionOptions } from '../service-urls.ts';
 
 // node-postgres's pool as Database opens it: its timeouts, its type parsers, and a client that is
 // dropped when its server falls silent.
@@ -16,18 +16,6 @@ type PostgresConfig = Extract<DatabaseConfig, { dialect: 'postgres' }>;
  * settings (the test command's template, say).
  */
 export const DEFAULT_PG_STATEMENT_TIMEOUT_MS = 5000;
-
-export function connectionOptions(server: PostgresServer) {
-  return {
-    host: server.host,
-    port: server.port,
-    ...(server.user !== undefined && { user: server.user }),
-    ...(server.password !== undefined && { password: server.password }),
-    ...(server.database !== undefined && { database: server.database }),
-    ...(server.applicationName !== undefined && { application_name: server.applicationName }),
-    ...(server.ssl !== 'disable' && { ssl: { rejectUnauthorized: server.ssl === 'verify-full' } }),
-  };
-}
 
 /**
  * How long a silent connection gets beyond the server's own statement timeout: the server's
@@ -52,7 +40,7 @@ export function openPostgres(config: PostgresConfig, bounded = true): Db {
 export function openPostgresPool(config: PostgresConfig, bounded = true): { db: Db; pool: pg.Pool } {
   const statementTimeoutMs = config.statementTimeoutMs ?? DEFAULT_PG_STATEMENT_TIMEOUT_MS;
   const pool = new (postgresDriver().Pool)({
-    ...connectionOptions(parsePostgresUrl(config.url)),
+    ...postgresConnectionOptions(parsePostgresUrl(config.url)),
     max: config.poolMax,
     types: pgTypes,
     Client: droppedWhenSilentClient(),
