@@ -2,11 +2,12 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, before, describe, it } from './fixtures/suites.ts';
 import SqliteDriver from 'better-sqlite3';
-import { Kysely, SqliteDialect } from 'kysely';
+import { Kysely, SqliteDialect, sql } from 'kysely';
 import { Database, type Trx } from '../src/core/db/database.ts';
 import type { Tables } from '../src/core/db/schema.ts';
 import { GroupCommit } from '../src/core/db/group-commit.ts';
 import { keepServiceSecret } from '../src/core/secrets.ts';
+import { newOpaqueId } from '../src/core/ids.ts';
 import { createTestDatabase, dialectSkip, tableDigests, TABLES, testConfig, testDialects, type TestDatabase } from './fixtures/app.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 
@@ -160,6 +161,81 @@ for (const dialect of testDialects()) {
       assert.deepEqual([firstA, secondA].sort(), ['fulfilled', 'rejected'], 'exactly one iso-a is stored');
       assert.match(String((outcomes[1] as PromiseRejectedResult).reason), /handler failed/);
       assert.deepEqual(await names('iso-'), ['iso-a', 'iso-c']);
+    });
+
+    describe('an insert run on every sign-up, skipping a conflicting row', () => {
+      const shape = {
+        table: 'subscriptions',
+        columns: ['id', 'product_id', 'variant_id', 'email', 'email_key', 'status', 'store_domain', 'created_at', 'updated_at'],
+        key: 'id',
+        lockOrder: ['store_domain', 'product_id', 'variant_id'],
+      };
+      const at = '2026-01-02T03:04:05.678Z';
+      const signUp = (store: string, product: string | null, email: string) => [newOpaqueId('sub'), product, null, email, email, 'active', store, at, at];
+      const waitingAt = async (store: string) =>
+        Number((await database.db.selectFrom('subscription_counts').select('n').where('store_domain', '=', store).where('status', '=', 'active').executeTakeFirst())?.n ?? 0);
+
+      it('stores the rows given at once and tells each caller whether its row went in: a second live one is skipped', async () => {
+        const insert = database.insertSkippingConflicts(shape);
+        const rows = Array.from({ length: 30 }, (_, i) => signUp(`batch-${i % 2}.example`, `p-${i % 3}`, `s${i}@example.com`));
+        const again = signUp('batch-0.example', 'p-0', 's0@example.com');
+        const outcomes = await Promise.all([...rows, again].map((values) => insert(values)));
+        assert.deepEqual(outcomes, [...rows.map(() => true), false]);
+        const stored = await database.db.selectFrom('subscriptions').select('id').where('store_domain', 'like', 'batch-%').execute();
+        assert.deepEqual(stored.map((row) => row.id).sort(), rows.map((row) => row[0] as string).sort());
+        assert.deepEqual([await waitingAt('batch-0.example'), await waitingAt('batch-1.example')], [15, 15], 'the count triggers ran once per row');
+      });
+
+      it('a row that cannot go in fails its own caller only', async () => {
+        const insert = database.insertSkippingConflicts(shape);
+        const [first, second] = [signUp('isolated.example', 'p', 'a@example.com'), signUp('isolated.example', 'p', 'b@example.com')];
+        const outcomes = await Promise.allSettled([insert(first), insert(signUp('isolated.example', null, 'no-product@example.com')), insert(second)]);
+        assert.deepEqual(outcomes.map((outcome) => outcome.status), ['fulfilled', 'rejected', 'fulfilled']);
+        assert.match(String((outcomes[1] as PromiseRejectedResult).reason), /null|NOT NULL/i);
+        assert.equal(await waitingAt('isolated.example'), 2);
+      });
+
+      it('closing the database stores the rows given to it first', async () => {
+        const other = Database.open(testConfig(testDatabase.url).database);
+        const insert = other.insertSkippingConflicts(shape);
+        const given = Array.from({ length: 5 }, (_, i) => insert(signUp('closing.example', 'p', `c${i}@example.com`)));
+        await other.close();
+        assert.deepEqual(await Promise.all(given), [true, true, true, true, true]);
+        assert.equal(await waitingAt('closing.example'), 5);
+      });
+
+      it('sign-ups given while their store\'s counts are locked wait as one statement, not as one connection each', { skip: dialect === 'sqlite' && 'SQLite runs one write at a time' }, async () => {
+        const store = 'locked.example';
+        const insert = database.insertSkippingConflicts(shape);
+        assert.equal(await insert(signUp(store, 'p', 'first@example.com')), true);
+        const blocker = Database.open(testConfig(testDatabase.url).database);
+        let release!: () => void;
+        let locked!: () => void;
+        const released = new Promise<void>((resolve) => (release = resolve));
+        const lockHeld = new Promise<void>((resolve) => (locked = resolve));
+        const holding = blocker.write(async (trx) => {
+          await trx.updateTable('subscription_counts').set((eb) => ({ n: eb('n', '+', 0) })).where('store_domain', '=', store).execute();
+          locked();
+          await released;
+        });
+        try {
+          await lockHeld;
+          const given = Array.from({ length: 20 }, (_, i) => insert(signUp(store, 'p', `w${i}@example.com`)));
+          const waitingOnLocks = async () =>
+            Number((await sql<{ n: number }>`select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(blocker.db)).rows[0]!.n);
+          for (const until = Date.now() + 10_000; (await waitingOnLocks()) === 0 && Date.now() < until; ) await new Promise((resolve) => setTimeout(resolve, 20));
+          await new Promise((resolve) => setTimeout(resolve, 200));
+          assert.equal(await waitingOnLocks(), 1, 'one statement waits for the lock, holding one connection');
+          release();
+          await holding;
+          assert.deepEqual(await Promise.all(given), given.map(() => true));
+          assert.equal(await waitingAt(store), 21);
+        } finally {
+          release();
+          await holding.catch(() => undefined);
+          await blocker.close();
+        }
+      });
     });
 
     if (dialect === 'sqlite') {

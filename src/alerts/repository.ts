@@ -45,30 +45,26 @@ export const OVER_LIMIT = Symbol('over the third-party limit');
 
 /** Storage of alert subscriptions; the only code that touches the `subscriptions` table. */
 export class SubscriptionRepository {
-  /** Every sign-up's insert, compiled once. */
-  private readonly insertNew: (db: Db | Trx, ...args: unknown[]) => Promise<{ numAffectedRows?: bigint }>;
+  /** Every sign-up's insert, made once: true when the row went in, false when the live one is there already. */
+  private readonly insertNew: (values: unknown[]) => Promise<boolean>;
 
   constructor(private readonly database: Database) {
-    this.insertNew = database.preparedWrite(SUBSCRIPTION_COLUMNS.length, (db, ...args) =>
-      db
-        .insertInto('subscriptions')
-        .values(Object.fromEntries(SUBSCRIPTION_COLUMNS.map((column, i) => [column, args[i]])) as unknown as SubscriptionRow)
-        .onConflict((oc) => oc.doNothing()),
-    );
+    // The count triggers lock the store's counts, then its product's waitlist (migration 0017).
+    this.insertNew = database.insertSkippingConflicts({ table: 'subscriptions', columns: SUBSCRIPTION_COLUMNS, key: 'id', lockOrder: ['store_domain', 'product_id', 'variant_id'] });
   }
 
   /**
    * The live subscription for this (product, variant, address key) of this owner (store and
    * maker), created if there is none. The insert comes first because a new watch is the common
-   * case, and it is one statement, so on PostgreSQL it needs no explicit transaction. When the
+   * case, and it is one statement (on PostgreSQL shared with the other sign-ups of the moment:
+   * Database.insertSkippingConflicts), so it needs no explicit transaction. When the
    * partial unique index refuses it (a duplicate, or a race another process won), the live row
    * is read instead; should that row end in between, the insert is tried again.
    */
   async subscribe(target: WatchTarget, owner: SubscriptionOwner, now: string): Promise<SubscriptionRow> {
     for (let attempt = 0; ; attempt++) {
       const row = newRow(target, owner, now);
-      const inserted = await this.database.writeStatement((db) => this.insertNew(db, ...SUBSCRIPTION_COLUMNS.map((column) => row[column])));
-      if (Number(inserted.numAffectedRows ?? 0n) === 1) return row;
+      if (await this.insertNew(SUBSCRIPTION_COLUMNS.map((column) => row[column]))) return row;
       const live = await findLive(this.database.db, target, owner);
       if (live) return live;
       if (attempt >= 2) throw new Error('subscription kept conflicting with a row that then ended');

@@ -7,6 +7,7 @@ import { isTransientConflict, postgresDriver, type Dialect } from './dialect.ts'
 import { parsePostgresUrl, postgresConnectionOptions } from '../service-urls.ts';
 import { openPostgres, openPostgresPool } from './postgres-pool.ts';
 import { GroupCommit } from './group-commit.ts';
+import { InsertBatch, type InsertShape } from './insert-batch.ts';
 import { countCommits, LogFlush } from './log-flush.ts';
 import { migrateToLatest } from './migrate.ts';
 import type { Tables } from './schema.ts';
@@ -41,6 +42,8 @@ export class Database {
   private writer: SqliteDriver.Database | undefined;
   /** SQLite under FULL: what makes commits durable. */
   private logFlush: LogFlush | undefined;
+  /** PostgreSQL: the hot inserts that share a statement per turn of the event loop, drained on close. */
+  private readonly insertBatches: InsertBatch[] = [];
 
   private constructor(db: Db, dialect: Dialect, groupCommit?: GroupCommit, reader?: SqliteDriver.Database) {
     this.db = db;
@@ -134,6 +137,28 @@ export class Database {
   }
 
   /**
+   * An insert run on every request that skips a row conflicting with a unique index: the returned
+   * function stores one row (values in `shape.columns`' order) and resolves, once committed, true
+   * when the row went in and false when a conflict skipped it. On SQLite each row joins the group
+   * commit; on PostgreSQL the rows of one turn of the event loop share one statement and one
+   * commit (InsertBatch), which is what lets concurrent sign-ups of one store past each other.
+   */
+  insertSkippingConflicts(shape: InsertShape): (values: unknown[]) => Promise<boolean> {
+    if (this.dialect === 'postgres') {
+      const batch = new InsertBatch(this.db, shape);
+      this.insertBatches.push(batch);
+      return (values) => batch.insert(values);
+    }
+    const insert = this.preparedWrite(shape.columns.length, (db, ...args) =>
+      db
+        .insertInto(shape.table as keyof Tables)
+        .values(Object.fromEntries(shape.columns.map((column, i) => [column, args[i]])) as never)
+        .onConflict((oc) => oc.doNothing()),
+    );
+    return async (values) => Number((await this.writeStatement((db) => insert(db, ...values))).numAffectedRows ?? 0n) === 1;
+  }
+
+  /**
    * Runs `work` in a transaction and resolves once it is committed. The promise settles only
    * after the commit, so an answer given after it describes stored data.
    */
@@ -217,6 +242,7 @@ export class Database {
 
   async close(): Promise<void> {
     await this.groupCommit?.drain();
+    for (const batch of this.insertBatches) await batch.drain();
     await this.logFlush?.close();
     await this.db.destroy();
     this.reader?.close();
