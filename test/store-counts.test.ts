@@ -52,6 +52,19 @@ async function assertCountsMatch(database: Database, step: string): Promise<void
     waiting.map((r) => ({ ...r, waiting: Number(r.waiting) })),
     `${step}: waitlists holds exactly the active subscriptions per store, product and variant, and no empty waitlist`,
   );
+
+  const sums = await db.selectFrom('waitlists').select(['store_domain', 'product_id', 'variant_key', 'waiting_since_sum']).execute();
+  const active = await db.selectFrom('subscriptions').select(['store_domain', 'product_id', 'variant_id', 'created_at']).where('store_domain', 'is not', null).where('status', '=', 'active').execute();
+  const signedUp = new Map<string, number>();
+  for (const row of active) {
+    const key = `${row.store_domain}|${row.product_id}|${row.variant_id ?? ''}`;
+    signedUp.set(key, (signedUp.get(key) ?? 0) + Math.floor(Date.parse(row.created_at) / 1000));
+  }
+  assert.deepEqual(
+    Object.fromEntries(sums.map((r) => [`${r.store_domain}|${r.product_id}|${r.variant_key}`, Number(r.waiting_since_sum)]).sort()),
+    Object.fromEntries([...signedUp].sort()),
+    `${step}: each waitlist's waiting_since_sum is its shoppers' sign-up times summed (epoch seconds)`,
+  );
 }
 
 /** What `waitingCounts` answered before the waitlists: the count over subscriptions, in its order. */
@@ -130,6 +143,14 @@ for (const dialect of testDialects()) {
       await t.database.write((trx) => trx.updateTable('subscriptions').set({ product_id: shirt }).where('email', '=', 'whole-mug@example.com').execute());
       await t.database.write((trx) => trx.updateTable('subscriptions').set({ product_id: shirt, variant_id: null }).where('email', '=', 'shirt@example.com').execute());
       await assertCountsMatch(t.database, 'after subscriptions changed product');
+
+      // Single statements over many rows, as the worker's marking makes: some rows move between
+      // counts, some within one (a sign-up time rewritten), and one changes nothing counted.
+      await t.database.write((trx) => trx.updateTable('subscriptions').set({ created_at: '2026-01-02T03:04:05.000Z' }).where('store_domain', '=', shop).where('status', '=', 'active').where('product_id', '=', shirt).execute());
+      await assertCountsMatch(t.database, 'after sign-up times were rewritten in one statement');
+      await t.database.write((trx) => trx.updateTable('subscriptions').set({ email_muted: 1 }).where('store_domain', 'in', [shop, other]).execute());
+      await t.database.write((trx) => trx.updateTable('subscriptions').set({ status: 'cancelled' }).where('store_domain', 'in', [shop, other]).where('product_id', '=', mug).where('status', '=', 'active').execute());
+      await assertCountsMatch(t.database, 'after one statement cancelled subscriptions of two stores and two variants');
 
       await t.app.restock.alerts.eraseStore(other);
       await assertCountsMatch(t.database, 'after a store was erased');

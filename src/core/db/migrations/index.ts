@@ -26,6 +26,7 @@ import { cancelledSubscriptions } from './0023_cancelled_subscriptions.ts';
 import { shopifyConnections } from './0024_shopify_connections.ts';
 import { contactPointDetails } from './0025_contact_point_details.ts';
 import { overage } from './0028_overage.ts';
+import { subscriptionCountsPerStatement } from './0034_subscription_counts_per_statement.ts';
 import { purchasing } from './0026_purchasing.ts';
 import { agentCallbacks } from './0027_agent_callbacks.ts';
 import { unitHolds } from './0030_unit_holds.ts';
@@ -71,4 +72,5 @@ export const migrations: Record<string, DialectMigration> = {
   '0031_klaviyo': klaviyo,
   '0032_overage_reporting': overageReporting,
   '0033_subscriptions_by_agent': subscriptionsByAgent,
+  '0034_subscription_counts_per_statement': subscriptionCountsPerStatement,
 };
