@@ -42,7 +42,7 @@ export class Database {
   private writer: SqliteDriver.Database | undefined;
   /** SQLite under FULL: what makes commits durable. */
   private logFlush: LogFlush | undefined;
-  /** PostgreSQL: the hot inserts that share a statement per turn of the event loop, drained on close. */
+  /** PostgreSQL: the hot inserts whose rows go in by the group, drained on close. */
   private readonly insertBatches: InsertBatch[] = [];
 
   private constructor(db: Db, dialect: Dialect, groupCommit?: GroupCommit, reader?: SqliteDriver.Database) {
@@ -140,8 +140,8 @@ export class Database {
    * An insert run on every request that skips a row conflicting with a unique index: the returned
    * function stores one row (values in `shape.columns`' order) and resolves, once committed, true
    * when the row went in and false when a conflict skipped it. On SQLite each row joins the group
-   * commit; on PostgreSQL the rows of one turn of the event loop share one statement and one
-   * commit (InsertBatch), which is what lets concurrent sign-ups of one store past each other.
+   * commit; on PostgreSQL the rows given while one group goes in share the next one's statement
+   * and commit (InsertBatch), which is what lets concurrent sign-ups of one store past each other.
    */
   insertSkippingConflicts(shape: InsertShape): (values: unknown[]) => Promise<boolean> {
     if (this.dialect === 'postgres') {

@@ -26,13 +26,13 @@ import { cancelledSubscriptions } from './0023_cancelled_subscriptions.ts';
 import { shopifyConnections } from './0024_shopify_connections.ts';
 import { contactPointDetails } from './0025_contact_point_details.ts';
 import { overage } from './0028_overage.ts';
-import { subscriptionCountsPerStatement } from './0034_subscription_counts_per_statement.ts';
 import { purchasing } from './0026_purchasing.ts';
 import { agentCallbacks } from './0027_agent_callbacks.ts';
 import { unitHolds } from './0030_unit_holds.ts';
 import { klaviyo } from './0031_klaviyo.ts';
 import { overageReporting } from './0032_overage_reporting.ts';
 import { subscriptionsByAgent } from './0033_subscriptions_by_agent.ts';
+import { subscriptionCountsPerStatement } from './0034_subscription_counts_per_statement.ts';
 
 export interface DialectMigration {
   up(db: Kysely<any>, dialect: Dialect): Promise<void>;
