@@ -57,34 +57,9 @@ if (postgresRuns) {
   env.RESTOCK_TEST_RUN_ID = runId;
 }
 
-/**
- * The files that take longest, longest first (from a run's durations, 2026-11-30): the runner
- * starts files in the order given, and one of these begun last would run on alone while the
- * other places stand empty. A file not listed starts in its alphabetical turn; the list only
- * orders, so a stale one costs time, never a test.
- */
-const LONGEST = [
-  'test/vendure.test.ts',
-  'test/extension-points.test.ts',
-  'test/dispatch-faults.test.ts',
-  'test/dispatch.test.ts',
-  'test/typecheck.test.ts',
-  'test/agent-properties.test.ts',
-  'test/properties.test.ts',
-  'test/payments-tempo.test.ts',
-  'test/cli.test.ts',
-  'test/dispatch-properties.test.ts',
-  'test/mcp-resources.test.ts',
-  'test/widget-channels.test.ts',
-  'test/journey.test.ts',
-  'test/dashboard-klaviyo.test.ts',
-  'test/outages.test.ts',
-  'test/widget.test.ts',
-];
-
 buildVendurePlugin();
 const args = process.argv.slice(2);
-const files = args.length > 0 ? args : longestFirst([...findTests('test'), ...findTests(path.join(VENDURE_PLUGIN, 'test'), '.test.mjs')]);
+const files = args.length > 0 ? args : [...findTests('test'), ...findTests(path.join(VENDURE_PLUGIN, 'test'), '.test.mjs')];
 // A hang guard per file, not a speed check (speed is measured under bench/): the longest files
 // (the restock command's processes, the extension points' type-checks) take one to two minutes
 // on the 2-core machine.
@@ -109,14 +84,6 @@ function testConcurrency(): number {
     process.exit(1);
   }
   return count;
-}
-
-function longestFirst(found: string[]): string[] {
-  const rank = (file: string) => {
-    const at = LONGEST.indexOf(file);
-    return at < 0 ? LONGEST.length : at;
-  };
-  return [...found].sort((a, b) => rank(a) - rank(b));
 }
 
 /** The project's test files, never walking into node_modules (test/conformance installs packages of its own). */
