@@ -168,7 +168,6 @@ for (const dialect of testDialects()) {
         table: 'subscriptions',
         columns: ['id', 'product_id', 'variant_id', 'email', 'email_key', 'status', 'store_domain', 'created_at', 'updated_at'],
         key: 'id',
-        lockOrder: ['store_domain', 'product_id', 'variant_id'],
       };
       const at = '2026-01-02T03:04:05.678Z';
       const signUp = (store: string, product: string | null, email: string) => [newOpaqueId('sub'), product, null, email, email, 'active', store, at, at];
@@ -204,10 +203,13 @@ for (const dialect of testDialects()) {
         assert.equal(await waitingAt('closing.example'), 5);
       });
 
-      it('sign-ups given while their store\'s counts are locked wait as one statement, not as one connection each', { skip: dialect === 'sqlite' && 'SQLite runs one write at a time' }, async () => {
-        const store = 'locked.example';
-        const insert = database.insertSkippingConflicts(shape);
-        assert.equal(await insert(signUp(store, 'p', 'first@example.com')), true);
+      const once = (work: () => Promise<void>) => {
+        let done: Promise<void> | undefined;
+        return () => (done ??= work());
+      };
+
+      /** Another process's transaction holding `store`'s counts locked until `release()`. */
+      async function holdCounts(store: string) {
         const blocker = Database.open(testConfig(testDatabase.url).database);
         let release!: () => void;
         let locked!: () => void;
@@ -218,22 +220,64 @@ for (const dialect of testDialects()) {
           locked();
           await released;
         });
+        await lockHeld;
+        const waitingOnLocks = async () =>
+          Number((await sql<{ n: number }>`select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(blocker.db)).rows[0]!.n);
+        return {
+          waitingOnLocks,
+          /** Until `count` connections wait on a lock, then a moment more for any other to join them. */
+          async untilWaiting(count: number) {
+            for (const until = Date.now() + 10_000; (await waitingOnLocks()) < count && Date.now() < until; ) await new Promise((resolve) => setTimeout(resolve, 20));
+            await new Promise((resolve) => setTimeout(resolve, 200));
+          },
+          /** Ends the transaction and the other process; a second call only waits for the first. */
+          release: once(async () => {
+            release();
+            await holding.catch(() => undefined);
+            await blocker.close();
+          }),
+        };
+      }
+
+      it('sign-ups given while their store\'s counts are locked wait as one statement, not as one connection each', { skip: dialect === 'sqlite' && 'SQLite runs one write at a time' }, async () => {
+        const store = 'locked.example';
+        const insert = database.insertSkippingConflicts(shape);
+        assert.equal(await insert(signUp(store, 'p', 'first@example.com')), true);
+        const held = await holdCounts(store);
         try {
-          await lockHeld;
           const given = Array.from({ length: 20 }, (_, i) => insert(signUp(store, 'p', `w${i}@example.com`)));
-          const waitingOnLocks = async () =>
-            Number((await sql<{ n: number }>`select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(blocker.db)).rows[0]!.n);
-          for (const until = Date.now() + 10_000; (await waitingOnLocks()) === 0 && Date.now() < until; ) await new Promise((resolve) => setTimeout(resolve, 20));
-          await new Promise((resolve) => setTimeout(resolve, 200));
-          assert.equal(await waitingOnLocks(), 1, 'one statement waits for the lock, holding one connection');
-          release();
-          await holding;
+          await held.untilWaiting(1);
+          assert.equal(await held.waitingOnLocks(), 1, 'one statement waits for the lock, holding one connection');
+          await held.release();
           assert.deepEqual(await Promise.all(given), given.map(() => true));
           assert.equal(await waitingAt(store), 21);
         } finally {
-          release();
-          await holding.catch(() => undefined);
-          await blocker.close();
+          await held.release();
+        }
+      });
+
+      it('a group takes its stores\' counts in key order, whatever order its sign-ups came in, so two groups cannot wait on each other in a cycle', { skip: dialect === 'sqlite' && 'SQLite runs one write at a time' }, async () => {
+        const [first, second] = ['cycle-a.example', 'cycle-b.example'];
+        const insert = database.insertSkippingConflicts(shape);
+        for (const store of [first, second]) assert.equal(await insert(signUp(store, 'p', `seed@${store}`)), true);
+        const other = Database.open(testConfig(testDatabase.url).database);
+        const held = await holdCounts(second);
+        try {
+          // The second store's sign-up given first: taken in that order, the group would wait for
+          // the second store's counts holding nothing, and another group could take the first's.
+          const given = [insert(signUp(second, 'p', 'b@example.com')), insert(signUp(first, 'p', 'a@example.com'))];
+          await held.untilWaiting(1);
+          await assert.rejects(
+            sql`select n from subscription_counts where store_domain = ${first} for update nowait`.execute(other.db),
+            (err: { code?: string }) => err.code === '55P03',
+            'waiting for the second store\'s counts, the group already holds the first\'s',
+          );
+          await held.release();
+          assert.deepEqual(await Promise.all(given), [true, true]);
+          assert.deepEqual([await waitingAt(first), await waitingAt(second)], [2, 2]);
+        } finally {
+          await held.release();
+          await other.close();
         }
       });
     });

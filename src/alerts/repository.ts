@@ -49,8 +49,7 @@ export class SubscriptionRepository {
   private readonly insertNew: (values: unknown[]) => Promise<boolean>;
 
   constructor(private readonly database: Database) {
-    // The count triggers lock the store's counts, then its product's waitlist (migration 0017).
-    this.insertNew = database.insertSkippingConflicts({ table: 'subscriptions', columns: SUBSCRIPTION_COLUMNS, key: 'id', lockOrder: ['store_domain', 'product_id', 'variant_id'] });
+    this.insertNew = database.insertSkippingConflicts({ table: 'subscriptions', columns: SUBSCRIPTION_COLUMNS, key: 'id' });
   }
 
   /**

@@ -2,18 +2,12 @@ import { CompiledQuery, type Kysely } from 'kysely';
 import { isUnavailableError } from './dialect.ts';
 import type { Tables } from './schema.ts';
 
-/** What an `InsertBatch` inserts: a table, its columns in the order callers give values, and two of them by name. */
+/** What an `InsertBatch` inserts: a table, its columns in the order callers give values, and its key. */
 export interface InsertShape {
   table: string;
   columns: readonly string[];
   /** A column unique per row (the primary key), returned for the rows that went in. */
   key: string;
-  /**
-   * The columns whose rows the table's triggers lock (a store's counts, say): a group's rows go
-   * in sorted by them, so two groups in two processes take those locks in one order and cannot
-   * wait on each other in a cycle.
-   */
-  lockOrder: readonly string[];
 }
 
 interface Waiting {
@@ -32,7 +26,8 @@ const MAX_ROWS = 500;
  * flushed the log, and every other insert for the same store queues behind that lock, one commit
  * after another. Here the rows given while one group goes in wait and go in together as the
  * next, one `INSERT ... SELECT ... ON CONFLICT DO NOTHING`: one transaction, one log flush, those
- * locks taken once for all of them. Each caller's promise settles once the statement has committed:
+ * locks taken once for all of them, in the triggers' own key order (migration 0034), so two
+ * groups in two processes cannot wait on each other in a cycle. Each caller's promise settles once the statement has committed:
  * true when its row went in, false when a conflict skipped it. Should the statement fail for its
  * data (or a lock cycle), each row is tried alone, so a row that cannot go in fails its own
  * caller only; a database out of reach fails them all at once.
@@ -46,7 +41,6 @@ export class InsertBatch {
    */
   private running: Promise<void> | undefined;
   private readonly keyIndex: number;
-  private readonly orderIndexes: number[];
   /** One text for any number of rows: they travel as one JSON array, read as rows of the table's own type. */
   private readonly statement: string;
 
@@ -55,7 +49,6 @@ export class InsertBatch {
     private readonly shape: InsertShape,
   ) {
     this.keyIndex = indexOf(shape, shape.key);
-    this.orderIndexes = shape.lockOrder.map((column) => indexOf(shape, column));
     const table = quoted(shape.table);
     const columns = shape.columns.map(quoted).join(', ');
     this.statement = `insert into ${table} (${columns}) select ${columns} from json_populate_recordset(null::${table}, $1::json) on conflict do nothing returning ${quoted(shape.key)}`;
@@ -97,35 +90,25 @@ export class InsertBatch {
 
   /** Never rejects: each caller gets its own outcome. */
   private async insertGroup(group: Waiting[]): Promise<void> {
-    const sorted = group.length > 1 ? [...group].sort((a, b) => this.compareLockOrder(a.values, b.values)) : group;
     let stored: Set<unknown>;
     try {
-      stored = await this.insertRows(sorted.map((row) => row.values));
+      stored = await this.insertRows(group.map((row) => row.values));
     } catch (err) {
       // A database that cannot be reached fails every row alike: no need to ask it row by row.
       if (group.length === 1 || isUnavailableError(err)) {
         for (const row of group) row.reject(err);
         return;
       }
-      for (const row of sorted) await this.insertGroup([row]);
+      for (const row of group) await this.insertGroup([row]);
       return;
     }
-    for (const row of sorted) row.resolve(stored.has(row.values[this.keyIndex]));
+    for (const row of group) row.resolve(stored.has(row.values[this.keyIndex]));
   }
 
   private async insertRows(rows: unknown[][]): Promise<Set<unknown>> {
     const records = rows.map((values) => Object.fromEntries(this.shape.columns.map((column, i) => [column, values[i]])));
     const result = await this.db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(this.statement, [JSON.stringify(records)]));
     return new Set(result.rows.map((row) => row[this.shape.key]));
-  }
-
-  private compareLockOrder(a: unknown[], b: unknown[]): number {
-    for (const index of this.orderIndexes) {
-      const left = String(a[index] ?? '');
-      const right = String(b[index] ?? '');
-      if (left !== right) return left < right ? -1 : 1;
-    }
-    return 0;
   }
 }
 
