@@ -1,8 +1,8 @@
 /**
  * The test command. Node 20's test runner has no global set-up, so this does it: checks that
  * PostgreSQL and Redis are there (a loud skip when they are not, a failure when
- * RESTOCK_REQUIRE_SERVICES=1 as in CI), builds one migrated template database that each test
- * file clones, runs every test file, and drops what it made.
+ * RESTOCK_REQUIRE_SERVICES=1 as in CI), builds one migrated template database per dialect that
+ * each test file clones, runs every test file, and drops what it made.
  *
  *   npm test                                   every test, on SQLite and PostgreSQL
  *   RESTOCK_TEST_DIALECTS=sqlite npm test      narrow to one dialect (refused under RESTOCK_REQUIRE_SERVICES=1)
@@ -10,10 +10,11 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, statSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { Database } from '../src/core/db/database.ts';
+import { migrateSqliteTemplate, SQLITE_TEMPLATE_VARIABLE } from './fixtures/sqlite-template.ts';
 import { PG_ADMIN_URL, pgAdmin, pgUrlFor, postgresReachable, redisReachable } from './fixtures/services.ts';
 
 const required = process.env.RESTOCK_REQUIRE_SERVICES === '1';
@@ -55,6 +56,15 @@ if (postgresRuns) {
   await database.close();
   env.RESTOCK_TEST_PG_TEMPLATE = template;
   env.RESTOCK_TEST_RUN_ID = runId;
+}
+
+// Each SQLite test database is a copy of this file (test/fixtures/sqlite-template.ts).
+if (dialects.includes('sqlite')) {
+  const dir = mkdtempSync(path.join(tmpdir(), 'restock-template-'));
+  process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'restock.db');
+  await migrateSqliteTemplate(file);
+  env[SQLITE_TEMPLATE_VARIABLE] = file;
 }
 
 buildVendurePlugin();

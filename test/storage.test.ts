@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import net from 'node:net';
 import { after, before, describe, it } from './fixtures/suites.ts';
 import SqliteDriver from 'better-sqlite3';
 import { Kysely, SqliteDialect, sql } from 'kysely';
 import { Database, type Trx } from '../src/core/db/database.ts';
+import { isUnavailableError } from '../src/core/db/dialect.ts';
 import type { Tables } from '../src/core/db/schema.ts';
 import { GroupCommit } from '../src/core/db/group-commit.ts';
 import { keepServiceSecret } from '../src/core/secrets.ts';
@@ -278,6 +280,29 @@ for (const dialect of testDialects()) {
         } finally {
           await held.release();
           await other.close();
+        }
+      });
+
+      it('a database out of reach fails the whole group at once, without asking it again row by row', { skip: dialect === 'sqlite' && 'a SQLite file is never out of reach this way' }, async () => {
+        // A server that hangs up on every connection: each statement tried costs one connection.
+        let connections = 0;
+        const hangsUp = net.createServer((socket) => {
+          connections += 1;
+          socket.destroy();
+        });
+        await new Promise<void>((resolve) => hangsUp.listen(0, '127.0.0.1', resolve));
+        const url = new URL(testDatabase.url);
+        url.host = `127.0.0.1:${(hangsUp.address() as net.AddressInfo).port}`;
+        const unreachable = Database.open(testConfig(url.toString()).database);
+        try {
+          const insert = unreachable.insertSkippingConflicts(shape);
+          const outcomes = await Promise.allSettled(Array.from({ length: 5 }, (_, i) => insert(signUp('gone.example', 'p', `g${i}@example.com`))));
+          assert.deepEqual(outcomes.map((outcome) => outcome.status), ['rejected', 'rejected', 'rejected', 'rejected', 'rejected']);
+          assert.ok(isUnavailableError((outcomes[0] as PromiseRejectedResult).reason), String((outcomes[0] as PromiseRejectedResult).reason));
+          assert.equal(connections, 1, 'one statement for the group; row by row would have made six');
+        } finally {
+          await unreachable.close().catch(() => undefined);
+          await new Promise((resolve) => hangsUp.close(resolve));
         }
       });
     });
