@@ -5,6 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, it } from './fixtures/suites.ts';
 import { failOnLeakedHandles } from './fixtures/leaks.ts';
 import { freePort } from './fixtures/network.ts';
@@ -57,5 +60,21 @@ describe('the test command', () => {
     assert.equal(narrowed.code, 1, narrowed.output);
     assert.match(narrowed.output, /FAIL: RESTOCK_TEST_DIALECTS=sqlite narrows the run/);
     assert.doesNotMatch(narrowed.output, /ℹ tests/, 'no test ran');
+  });
+
+  it('a file that fails to load fails as a test of its own, and the other files of its group (its process) still run', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'restock-run-test-'));
+    const broken = path.join(dir, 'broken.test.ts');
+    writeFileSync(broken, "throw new Error('this file does not load');\n");
+    try {
+      const { code, output } = await runTests([broken, 'test/health.test.ts'], { RESTOCK_TEST_DIALECTS: 'sqlite' });
+      assert.equal(code, 1, output);
+      assert.match(output, /✖ loading file:\/\/.*broken\.test\.ts/);
+      assert.match(output, /this file does not load/);
+      assert.match(output, /✔ health on sqlite/, 'the other file of its group ran');
+      assert.equal(summary(output, 'fail'), 1, output.slice(-600));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -10,9 +10,10 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { Database } from '../src/core/db/database.ts';
 import { migrateSqliteTemplate, SQLITE_TEMPLATE_VARIABLE } from './fixtures/sqlite-template.ts';
 import { PG_ADMIN_URL, pgAdmin, pgUrlFor, postgresReachable, redisReachable } from './fixtures/services.ts';
@@ -70,13 +71,32 @@ if (dialects.includes('sqlite')) {
 buildVendurePlugin();
 const args = process.argv.slice(2);
 const files = args.length > 0 ? args : [...findTests('test'), ...findTests(path.join(VENDURE_PLUGIN, 'test'), '.test.mjs')];
-// A hang guard per file, not a speed check (speed is measured under bench/): the longest files
-// (the restock command's processes, the extension points' type-checks) take one to two minutes
-// on the 2-core machine.
+// A hang guard per test and per group of files, not a speed check (speed is measured under
+// bench/): the longest files (Vendure, the extension points' type-checks) take one to two minutes
+// on the 2-core machine, and a group about as long.
 const FILE_TIMEOUT_MS = 300_000;
-/** Test files run at once: one per core unless RESTOCK_TEST_CONCURRENCY says otherwise (1: one after another). */
+/** Groups run at once: one per core unless RESTOCK_TEST_CONCURRENCY says otherwise (1: one after another). */
 const CONCURRENCY = testConcurrency();
-const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', `--test-timeout=${FILE_TIMEOUT_MS}`, `--test-concurrency=${CONCURRENCY}`, ...files], {
+/**
+ * Files run in a process of their own, first, so that the longest do not end the run on one core
+ * while the other idles (the longest ones), or because they change what the whole process sees
+ * (shopify-app-config replaces fetch and sets variables while the theme checker runs).
+ */
+const OWN_PROCESS = [
+  'test/vendure.test.ts',
+  'test/extension-points.test.ts',
+  'test/properties.test.ts',
+  'test/typecheck.test.ts',
+  'test/agent-properties.test.ts',
+  'test/dispatch-faults.test.ts',
+  'test/shopify-app-config.test.ts',
+];
+/** Files per process for the rest. */
+const GROUP_SIZE = 6;
+const groupsDir = mkdtempSync(path.join(tmpdir(), 'restock-test-groups-'));
+process.once('exit', () => rmSync(groupsDir, { recursive: true, force: true }));
+const entries = writeGroups(groupsDir, groupFiles(files));
+const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', `--test-timeout=${FILE_TIMEOUT_MS}`, `--test-concurrency=${CONCURRENCY}`, ...entries], {
   env,
   stdio: 'inherit',
 });
@@ -94,6 +114,38 @@ function testConcurrency(): number {
     process.exit(1);
   }
   return count;
+}
+
+
+/**
+ * The files in groups, each group one process. Starting a process and loading the service's
+ * modules under tsx costs one to two seconds of CPU, as much as an average file's tests; a group
+ * pays it once. Each file keeps its own databases, servers and ports, and its suites run one
+ * after another as in a process of its own.
+ */
+function groupFiles(all: string[]): string[][] {
+  const alone = OWN_PROCESS.filter((file) => all.some((given) => path.resolve(given) === path.resolve(file)));
+  const rest = all.filter((file) => !alone.some((own) => path.resolve(own) === path.resolve(file)));
+  const groups = alone.map((file) => [file]);
+  for (let i = 0; i < rest.length; i += GROUP_SIZE) groups.push(rest.slice(i, i + GROUP_SIZE));
+  return groups;
+}
+
+/**
+ * One entry file per group, named so that Node's runner, which sorts the files it is given,
+ * starts them in the groups' order. A file that fails to load fails as a test of its own name,
+ * and the group's other files still run.
+ */
+function writeGroups(dir: string, groups: string[][]): string[] {
+  return groups.map((group, i) => {
+    const name = `${String(i + 1).padStart(2, '0')}-${path.basename(group[0]!).replace(/\.test\.m?[jt]s$/, '')}.test.mjs`;
+    const imports = group.map((file) => `  ${JSON.stringify(pathToFileURL(path.resolve(file)).href)},`).join('\n');
+    writeFileSync(
+      path.join(dir, name),
+      `import { test } from 'node:test';\n// ${group.join(', ')}\nfor (const file of [\n${imports}\n]) {\n  try {\n    await import(file);\n  } catch (err) {\n    test(\`loading \${file}\`, () => {\n      throw err;\n    });\n  }\n}\n`,
+    );
+    return path.join(dir, name);
+  });
 }
 
 /** The project's test files, never walking into node_modules (test/conformance installs packages of its own). */
