@@ -1,8 +1,9 @@
 /**
  * The test command. Node 20's test runner has no global set-up, so this does it: checks that
  * PostgreSQL and Redis are there (a loud skip when they are not, a failure when
- * RESTOCK_REQUIRE_SERVICES=1 as in CI), builds one migrated template database per dialect that
- * each test file clones, runs every test file, and drops what it made.
+ * RESTOCK_REQUIRE_SERVICES=1 as in CI), migrates one template per dialect (a PostgreSQL database
+ * each test file clones, a SQLite file each copies), runs the test files in groups, a process per
+ * group, and drops what it made.
  *
  *   npm test                                   every test, on SQLite and PostgreSQL
  *   RESTOCK_TEST_DIALECTS=sqlite npm test      narrow to one dialect (refused under RESTOCK_REQUIRE_SERVICES=1)
@@ -78,9 +79,10 @@ const FILE_TIMEOUT_MS = 300_000;
 /** Groups run at once: one more than the cores unless RESTOCK_TEST_CONCURRENCY says otherwise (1: one after another). */
 const CONCURRENCY = testConcurrency();
 /**
- * Files run in a process of their own, first, so that the longest do not end the run on one core
- * while the other idles (the longest ones), or because they change what the whole process sees
- * (shopify-app-config replaces fetch and sets variables while the theme checker runs).
+ * Files that run each in a process of its own, before the groups: the longest, so that none of
+ * them is left running on one core at the end while the others idle, and shopify-app-config,
+ * which replaces fetch and sets variables for its whole process while Shopify's theme checker
+ * runs. A long file missing here runs in a group: only how evenly the cores end depends on it.
  */
 const OWN_PROCESS = [
   'test/vendure.test.ts',
@@ -118,7 +120,6 @@ function testConcurrency(): number {
   return count;
 }
 
-
 /**
  * The files in groups, each group one process. Starting a process and loading the service's
  * modules under tsx costs one to two seconds of CPU, as much as an average file's tests; a group
@@ -140,14 +141,28 @@ function groupFiles(all: string[]): string[][] {
  */
 function writeGroups(dir: string, groups: string[][]): string[] {
   return groups.map((group, i) => {
-    const name = `${String(i + 1).padStart(2, '0')}-${path.basename(group[0]!).replace(/\.test\.m?[jt]s$/, '')}.test.mjs`;
-    const imports = group.map((file) => `  ${JSON.stringify(pathToFileURL(path.resolve(file)).href)},`).join('\n');
-    writeFileSync(
-      path.join(dir, name),
-      `import { test } from 'node:test';\n// ${group.join(', ')}\nfor (const file of [\n${imports}\n]) {\n  try {\n    await import(file);\n  } catch (err) {\n    test(\`loading \${file}\`, () => {\n      throw err;\n    });\n  }\n}\n`,
-    );
-    return path.join(dir, name);
+    const entry = path.join(dir, `${String(i + 1).padStart(2, '0')}-${path.basename(group[0]!).replace(/\.test\.m?[jt]s$/, '')}.test.mjs`);
+    writeFileSync(entry, groupEntry(group));
+    return entry;
   });
+}
+
+/** A group's entry file: its files imported one after another, each registering its suites. */
+function groupEntry(files: string[]): string {
+  const urls = files.map((file) => pathToFileURL(path.resolve(file)).href);
+  return [
+    "import { test } from 'node:test';",
+    `for (const file of ${JSON.stringify(urls, null, 2)}) {`,
+    '  try {',
+    '    await import(file);',
+    '  } catch (err) {',
+    '    test(`loading ${file}`, () => {',
+    '      throw err;',
+    '    });',
+    '  }',
+    '}',
+    '',
+  ].join('\n');
 }
 
 /** The project's test files, never walking into node_modules (test/conformance installs packages of its own). */
