@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
+import path from 'node:path';
 import { it } from './fixtures/suites.ts';
 import { fileURLToPath } from 'node:url';
 
@@ -14,7 +15,8 @@ const PROJECTS = [
 
 for (const [name, project] of PROJECTS) {
   it(name, () => {
-    const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+    // The package exports no path to its command, so it is found beside its package.json.
+    const tsc = path.join(path.dirname(createRequire(import.meta.url).resolve('typescript/package.json')), 'bin', 'tsc');
     const res = spawnSync(process.execPath, [tsc, '--noEmit', '-p', fileURLToPath(new URL(`../${project}`, import.meta.url))], {
       encoding: 'utf8',
       // A hang guard below the test command's 300 s per file: a loaded machine takes over two minutes.
