@@ -88,7 +88,6 @@ const OWN_PROCESS = [
   'test/vendure.test.ts',
   'test/extension-points.test.ts',
   'test/properties.test.ts',
-  'test/typecheck.test.ts',
   'test/agent-properties.test.ts',
   'test/dispatch-faults.test.ts',
   'test/shopify-app-config.test.ts',
