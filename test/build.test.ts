@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, utimesSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -17,7 +17,6 @@ import { browserScript } from '../src/core/browser-scripts.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BIN = join(ROOT, 'bin/restock.js');
-const BUILT = join(ROOT, 'dist/.built');
 const FALLBACK = /running the sources through tsx/;
 const LOADED_PACKAGES = join(ROOT, 'test/fixtures/loaded-packages.mjs');
 
@@ -112,14 +111,20 @@ describe('the production build', () => {
   });
 
   it('a build older than the sources is not run: bin/restock.js runs the sources and says so', () => {
-    const built = new Date(readFileSync(BUILT, 'utf8').trim());
-    utimesSync(BUILT, new Date(1_000), new Date(1_000));
+    // Beside the repository (so its packages resolve), not in it: other test files start
+    // bin/restock.js meanwhile, and must find the repository's build as current as it is.
+    const layout = mkdtempSync(join(ROOT, '.build-check-'));
     try {
-      const run = spawnHelp();
-      assert.match(run.stderr, FALLBACK);
-      assert.match(run.stdout, /Usage: restock <command>/);
+      for (const file of ['restock.js', 'stack-source-maps.js']) cpSync(join(ROOT, 'bin', file), join(layout, 'bin', file));
+      symlinkSync(join(ROOT, 'src'), join(layout, 'src'));
+      mkdirSync(join(layout, 'dist'));
+      writeFileSync(join(layout, 'dist/.built'), `${new Date(1_000).toISOString()}\n`);
+      utimesSync(join(layout, 'dist/.built'), new Date(1_000), new Date(1_000));
+      const stale = spawnHelp(join(layout, 'bin/restock.js'));
+      assert.match(stale.stderr, FALLBACK);
+      assert.match(stale.stdout, /Usage: restock <command>/);
     } finally {
-      utimesSync(BUILT, built, built);
+      rmSync(layout, { recursive: true, force: true });
     }
     const current = spawnHelp();
     assert.doesNotMatch(current.stderr, FALLBACK);
@@ -177,7 +182,7 @@ async function startBuilt(env: Record<string, string> = {}): Promise<BuiltServic
   };
 }
 
-function spawnHelp(): { stdout: string; stderr: string } {
-  const { stdout, stderr } = spawnSync(process.execPath, [BIN, 'help'], { cwd: ROOT, encoding: 'utf8' });
+function spawnHelp(bin = BIN): { stdout: string; stderr: string } {
+  const { stdout, stderr } = spawnSync(process.execPath, [bin, 'help'], { cwd: ROOT, encoding: 'utf8' });
   return { stdout, stderr };
 }
