@@ -62,6 +62,21 @@ describe('the test command', () => {
     assert.doesNotMatch(narrowed.output, /ℹ tests/, 'no test ran');
   });
 
+  it('runs the files of a group in one process', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'restock-run-test-'));
+    const files = ['first', 'second'].map((name) => path.join(dir, `${name}.test.ts`));
+    for (const file of files) writeFileSync(file, "import { it } from 'node:test';\nit('says its process', (t) => t.diagnostic(`process ${process.pid}`));\n");
+    try {
+      const { code, output } = await runTests(files, { RESTOCK_TEST_DIALECTS: 'sqlite' });
+      assert.equal(code, 0, output);
+      const processes = [...output.matchAll(/ℹ process (\d+)/g)].map((match) => match[1]);
+      assert.equal(processes.length, 2, output.slice(-600));
+      assert.equal(processes[0], processes[1], 'both files ran in one process');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('a file that fails to load fails as a test of its own, and the other files of its group (its process) still run', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'restock-run-test-'));
     const broken = path.join(dir, 'broken.test.ts');

@@ -126,8 +126,9 @@ function testConcurrency(): number {
  * after another as in a process of its own.
  */
 function groupFiles(all: string[]): string[][] {
-  const alone = OWN_PROCESS.filter((file) => all.some((given) => path.resolve(given) === path.resolve(file)));
-  const rest = all.filter((file) => !alone.some((own) => path.resolve(own) === path.resolve(file)));
+  const ownProcess = new Set(OWN_PROCESS.map((file) => path.resolve(file)));
+  const alone = all.filter((file) => ownProcess.has(path.resolve(file)));
+  const rest = all.filter((file) => !ownProcess.has(path.resolve(file)));
   const groups = alone.map((file) => [file]);
   for (let i = 0; i < rest.length; i += GROUP_SIZE) groups.push(rest.slice(i, i + GROUP_SIZE));
   return groups;

@@ -27,8 +27,8 @@ const MAX_ROWS = 500;
  * after another. Here the rows given while one group goes in wait and go in together as the
  * next, one `INSERT ... SELECT ... ON CONFLICT DO NOTHING`: one transaction, one log flush, those
  * locks taken once for all of them, in the triggers' own key order (migration 0034), so two
- * groups in two processes cannot wait on each other in a cycle. Each caller's promise settles once the statement has committed:
- * true when its row went in, false when a conflict skipped it. Should the statement fail for its
+ * groups in two processes cannot wait on each other in a cycle. Each caller's promise settles
+ * once the statement has committed: true when its row went in, false when a conflict skipped it. Should the statement fail for its
  * data (or a lock cycle), each row is tried alone, so a row that cannot go in fails its own
  * caller only; a database out of reach fails them all at once.
  */
